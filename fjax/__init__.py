@@ -1,0 +1,59 @@
+"""fjax: composable function transformations (jvp, grad, vmap, jit) for numpy-style programs.
+
+Use it as you would JAX: ``import fjax as jax; import fjax.numpy as jnp; from fjax import lax``.
+"""
+
+from fjax.config import config
+from fjax import dtypes, tree_util
+from fjax.core import (
+    Array,
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from fjax import lax
+from fjax.api import (
+    ShapeDtypeStruct,
+    eval_shape,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    make_jaxpr,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+from fjax.jit import jit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "ConcretizationTypeError",
+    "ShapeDtypeStruct",
+    "TracerArrayConversionError",
+    "TracerBoolConversionError",
+    "TracerIntegerConversionError",
+    "UnexpectedTracerError",
+    "config",
+    "dtypes",
+    "eval_shape",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jit",
+    "jvp",
+    "lax",
+    "linearize",
+    "make_jaxpr",
+    "tree_util",
+    "value_and_grad",
+    "vjp",
+    "vmap",
+]

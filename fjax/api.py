@@ -1,0 +1,683 @@
+"""Public transformations: make_jaxpr, jvp, linearize, vjp, grad, value_and_grad, jacfwd,
+jacrev, hessian, vmap, eval_shape. Each flattens pytrees, calls the flat interpreter and
+rebuilds the output trees."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax import tree_util as tu
+from fjax.core import Array, ShapedArray
+from fjax.interpreters import ad, batching
+from fjax.interpreters import partial_eval as pe
+from fjax.interpreters.ad import Zero
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array argument (for make_jaxpr / eval_shape)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _fun_name(fun: Callable) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _check_arg(x: Any, fn_name: str, what: str = "argument") -> Any:
+    """Convert a leaf argument of a transformed function to an Array/Tracer, or raise TypeError."""
+    if isinstance(x, (core.Tracer, Array)):
+        return x
+    if type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic)):
+        return core.to_array(x, fn_name)
+    raise TypeError(
+        f"{fn_name}: {what} {x!r} of type {type(x).__name__} is not a valid JAX type. "
+        "Arguments must be arrays, scalars, or (nested) standard Python containers (tuple/list/dict) of them."
+    )
+
+
+def _abstractify(x: Any) -> ShapedArray:
+    if isinstance(x, (ShapeDtypeStruct, ShapedArray)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), getattr(x, "weak_type", False))
+    return core.get_aval(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# make_jaxpr / eval_shape
+
+
+def _argnums_tuple(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
+               abstracted_axes: Any = None) -> Callable:
+    """Return a function that traces ``fun`` on its arguments and gives its ClosedJaxpr."""
+    static = _argnums_tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
+        dyn_idx = [i for i in range(len(args)) if i not in static]
+        dyn_args = [args[i] for i in dyn_idx]
+        flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
+        in_avals = [_abstractify(x) for x in flat]
+        out_tree_box: list = []
+
+        def flat_fun(*leaves: Any) -> list:
+            dargs, kw = tu.tree_unflatten(in_tree, list(leaves))
+            full = list(args)
+            for i, a in zip(dyn_idx, dargs):
+                full[i] = a
+            out = fun(*full, **kw)
+            out_flat, out_tree = tu.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_flat
+
+        jaxpr, consts, outs = pe.trace_to_jaxpr(flat_fun, in_avals, f"make_jaxpr({_fun_name(fun)})")
+        closed = core.ClosedJaxpr(jaxpr, consts)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type) for o in outs]
+            return closed, tu.tree_unflatten(out_tree_box[0], shapes)
+        return closed
+
+    return make_jaxpr_f
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The output shapes/dtypes of ``fun`` (as ShapeDtypeStructs) without computing anything."""
+    _, shape = make_jaxpr(fun, return_shape=True)(*args, **kwargs)
+    return shape
+
+
+# ---------------------------------------------------------------------------------------------
+# forward mode
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
+    """Evaluate ``fun`` at ``primals`` and its derivative applied to ``tangents`` (forward mode).
+
+    Returns ``(primals_out, tangents_out)`` (plus ``aux`` with ``has_aux=True``).
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "primal and tangent arguments to jax.jvp must be tuples or lists; found "
+            f"{type(primals).__name__} and {type(tangents).__name__}."
+        )
+    p_flat, p_tree = tu.tree_flatten(tuple(primals))
+    t_flat, t_tree = tu.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(
+            f"primal and tangent arguments to jax.jvp must have the same tree structure; primals have tree "
+            f"structure {p_tree} whereas tangents have tree structure {t_tree}."
+        )
+    p_flat = [_check_arg(p, "jvp", "primal") for p in p_flat]
+    tans = []
+    for p, t in zip(p_flat, t_flat):
+        pa = core.get_aval(p)
+        t_arr = _check_arg(t, "jvp", "tangent") if not (isinstance(t, np.ndarray) and t.dtype == dtypes.float0) else t
+        ta = core.get_aval(t_arr) if not isinstance(t_arr, np.ndarray) else ShapedArray(t.shape, t.dtype)
+        if pa.shape != ta.shape:
+            raise ValueError(
+                f"jvp called with different primal and tangent shapes; got primal shape {pa.shape} and tangent "
+                f"shape {ta.shape}"
+            )
+        if pa.dtype.kind not in "fc":
+            tans.append(Zero(ad.tangent_aval(pa)))
+            continue
+        if ta.dtype != pa.dtype:
+            raise TypeError(
+                f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in case of int/bool "
+                f"primal dtype the tangent dtype must be float0. Got primal dtype {pa.dtype.name} and so expected "
+                f"tangent dtype {pa.dtype.name}, but got tangent dtype {ta.dtype.name} instead."
+            )
+        tans.append(t_arr)
+    out_tree_box: list = []
+
+    def flat_fun(*leaves: Any) -> list:
+        out = fun(*tu.tree_unflatten(p_tree, list(leaves)))
+        if has_aux:
+            out, aux = _split_aux(out, "jvp")
+            o_flat, o_tree = tu.tree_flatten((out, aux))
+        else:
+            o_flat, o_tree = tu.tree_flatten(out)
+        out_tree_box.append(o_tree)
+        return o_flat
+
+    p_out, t_out = ad.jvp_flat(flat_fun, p_flat, tans)
+    t_out = [_instantiate(t) for t in t_out]
+    out_tree = out_tree_box[0]
+    if has_aux:
+        po, aux = tu.tree_unflatten(out_tree, p_out)
+        to, _ = tu.tree_unflatten(out_tree, t_out)
+        return po, to, aux
+    return tu.tree_unflatten(out_tree, p_out), tu.tree_unflatten(out_tree, t_out)
+
+
+def _instantiate(t: Any) -> Any:
+    if type(t) is Zero:
+        if t.aval.dtype == dtypes.float0:
+            return np.zeros(t.aval.shape, dtypes.float0)
+        return ad._zeros_like(t.aval)
+    return t
+
+
+def _split_aux(out: Any, name: str) -> tuple[Any, Any]:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(
+            f"{name} with has_aux=True requires the function to return a pair (output, auxiliary_data), got "
+            f"{type(out).__name__}"
+        )
+    return out[0], out[1]
+
+
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+    """Evaluate ``fun`` and return ``(primals_out, f_jvp)`` where ``f_jvp`` is the linear map."""
+    p_flat, p_tree = tu.tree_flatten(primals)
+    p_flat = [_check_arg(p, "linearize") for p in p_flat]
+    out_tree_box: list = []
+    aux_box: list = []
+
+    def flat_fun(*leaves: Any) -> list:
+        out = fun(*tu.tree_unflatten(p_tree, list(leaves)))
+        if has_aux:
+            out, aux = _split_aux(out, "linearize")
+            aux_box.append(aux)
+        o_flat, o_tree = tu.tree_flatten(out)
+        out_tree_box.append(o_tree)
+        return o_flat
+
+    if has_aux:
+        # aux values must leave the trace lowered: return them as extra (non-differentiated) outputs
+        n_box: list = []
+
+        def flat_fun_aux(*leaves: Any) -> list:
+            o = flat_fun(*leaves)
+            a_flat, a_tree = tu.tree_flatten(aux_box[-1])
+            n_box.append((len(o), a_tree))
+            return o + a_flat
+
+        p_out_all, jaxpr, consts, diff_mask = ad.linearize_flat(flat_fun_aux, p_flat)
+        n, a_tree = n_box[0]
+        p_out, aux_flat = p_out_all[:n], p_out_all[n:]
+        jaxpr = pe.dce_jaxpr(core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:n], jaxpr.eqns))
+    else:
+        p_out, jaxpr, consts, diff_mask = ad.linearize_flat(flat_fun, p_flat)
+    out_tree = out_tree_box[0]
+
+    def f_jvp(*tangents: Any) -> Any:
+        t_flat, t_tree = tu.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function called with tangent structure {t_tree}, expected {p_tree}")
+        ts = [t for t, d in zip(t_flat, diff_mask) if d]
+        return tu.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, consts, *ts))
+
+    po = tu.tree_unflatten(out_tree, p_out)
+    if has_aux:
+        return po, f_jvp, tu.tree_unflatten(a_tree, aux_flat)
+    return po, f_jvp
+
+
+# ---------------------------------------------------------------------------------------------
+# reverse mode
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()) -> Any:
+    """Evaluate ``fun`` and return ``(primals_out, vjp_fn)``; ``vjp_fn(ct)`` gives a tuple of
+    cotangents, one per primal argument (plus ``aux`` with ``has_aux=True``)."""
+    p_flat, p_tree = tu.tree_flatten(primals)
+    p_flat = [_check_arg(p, "vjp") for p in p_flat]
+    out_tree_box: list = []
+
+    def flat_fun(*leaves: Any) -> list:
+        out = fun(*tu.tree_unflatten(p_tree, list(leaves)))
+        if has_aux:
+            out, aux = _split_aux(out, "vjp")
+            o_flat, o_tree = tu.tree_flatten(out)
+            a_flat, a_tree = tu.tree_flatten(aux)
+            out_tree_box.append((o_tree, a_tree, len(o_flat)))
+            return o_flat + a_flat
+        o_flat, o_tree = tu.tree_flatten(out)
+        out_tree_box.append((o_tree, None, len(o_flat)))
+        return o_flat
+
+    p_out, f_vjp_flat = ad.vjp_flat(flat_fun, p_flat, f"vjp({_fun_name(fun)})")
+    o_tree, a_tree, n = out_tree_box[0]
+    out_avals = [core.get_aval(o) for o in p_out[:n]]
+    extra = [Zero(ad.tangent_aval(core.get_aval(a))) for a in p_out[n:]]
+    in_avals = [core.get_aval(p) for p in p_flat]
+
+    def vjp_fn(ct: Any) -> tuple:
+        ct_flat, ct_tree = tu.tree_flatten(ct)
+        if ct_tree != o_tree:
+            raise TypeError(
+                f"Tree structure of cotangent input {ct_tree}, does not match structure of primal output {o_tree}."
+            )
+        cts = []
+        for c, a in zip(ct_flat, out_avals):
+            if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
+                cts.append(Zero(ad.tangent_aval(a)))
+                continue
+            c = _check_arg(c, "vjp", "cotangent")
+            ca = core.get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(
+                    f"unexpected JAX type (e.g. shape/dtype) for argument to vjp function: got {ca.str_short()}, "
+                    f"but expected {a.str_short()} because the corresponding output of the function had shape "
+                    f"{a.shape}."
+                )
+            if a.dtype.kind not in "fc":
+                cts.append(Zero(ad.tangent_aval(a)))
+                continue
+            if ca.dtype != a.dtype:
+                c = core.bind1(_convert_p(), c, new_dtype=a.dtype, weak_type=a.weak_type)
+            cts.append(c)
+        res = f_vjp_flat(*cts, *extra)
+        res = [_ct_out(r, a) for r, a in zip(res, in_avals)]
+        return tuple(tu.tree_unflatten(p_tree, res))
+
+    po = tu.tree_unflatten(o_tree, p_out[:n])
+    if has_aux:
+        return po, vjp_fn, tu.tree_unflatten(a_tree, p_out[n:])
+    return po, vjp_fn
+
+
+def _convert_p() -> core.Primitive:
+    from fjax.lax.lax import convert_element_type_p  # noqa: PLC0415
+
+    return convert_element_type_p
+
+
+def _ct_out(ct: Any, aval: ShapedArray) -> Any:
+    if type(ct) is Zero:
+        if aval.dtype.kind not in "fc":
+            return np.zeros(aval.shape, dtypes.float0)
+        return ad._zeros_like(aval)
+    return ct
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
+    """Return a function computing ``(fun(*args), grad(fun)(*args))`` in one pass."""
+    nums = _argnums_tuple(argnums)
+    name = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise TypeError(
+                    f"differentiating with respect to argnums={argnums} requires at least {max(nums) + 1} positional "
+                    f"arguments to be passed by the caller, but got only {len(args)} positional arguments."
+                )
+        idx = [i % len(args) for i in nums]
+        dyn = [args[i] for i in idx]
+        flat, tree = tu.tree_flatten(dyn)
+        flat = [_check_arg(x, f"grad({name})") for x in flat]
+        for x in flat:
+            a = core.get_aval(x)
+            if a.dtype.kind == "c" and not holomorphic:
+                raise TypeError(
+                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got "
+                    f"{a.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+                )
+            if a.dtype.kind not in "fc" and not allow_int:
+                raise TypeError(
+                    f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
+                    f"but got {a.dtype.name}. If you want to use Integer-valued inputs, set allow_int to True."
+                )
+
+        def f_dyn(*dyn_args: Any) -> Any:
+            full = list(args)
+            for i, a in zip(idx, dyn_args):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            out, f_vjp, aux = vjp(f_dyn, *tu.tree_unflatten(tree, flat), has_aux=True)
+        else:
+            out, f_vjp = vjp(f_dyn, *tu.tree_unflatten(tree, flat))
+        if isinstance(out, (Array, core.Tracer)) or type(out) in (float, int):
+            oa = core.get_aval(out)
+        else:
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out!r}.")
+        if oa.shape != ():
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {oa.shape}.")
+        if oa.dtype.kind not in "fc":
+            raise TypeError(
+                f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
+                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+            )
+        ct = core.Array(np.ones((), oa.dtype), oa.weak_type)
+        grads = f_vjp(ct)
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        if has_aux:
+            return (out, aux), g
+        return out, g
+
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
+    """Return a function that computes the gradient of scalar-valued ``fun`` w.r.t. ``argnums``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        _, g = vg(*args, **kwargs)
+        return g
+
+    return grad_f
+
+
+# ---------------------------------------------------------------------------------------------
+# vmap
+
+
+def _flatten_axes(what: str, tree: tu.PyTreeDef, axes: Any, kws: bool = False) -> list:
+    """Broadcast an ``in_axes``/``out_axes`` prefix tree to the leaves of ``tree``."""
+    try:
+        return tree.flatten_up_to_prefix(axes) if hasattr(tree, "flatten_up_to_prefix") else _prefix_broadcast(
+            tree, axes)
+    except (ValueError, TypeError) as e:
+        raise ValueError(
+            f"vmap {what} specification must be a tree prefix of the corresponding value, got specification "
+            f"{axes!r} for value tree {tree}. ({e})"
+        ) from None
+
+
+def _prefix_broadcast(tree: tu.PyTreeDef, axes: Any) -> list:
+    # replace each subtree of the value tree under a leaf of ``axes`` by that leaf
+    proxy = tu.tree_unflatten(tree, [object()] * tree.num_leaves)
+    out: list = []
+
+    def rec(ax: Any, sub: Any) -> None:
+        if ax is None or isinstance(ax, int):
+            n = len(tu.tree_leaves(sub))
+            out.extend([ax] * n)
+            return
+        ax_children = _children(ax)
+        sub_children = _children(sub)
+        if type(ax) is not type(sub) and not (isinstance(ax, (list, tuple)) and isinstance(sub, (list, tuple))):
+            raise ValueError(f"axes node {type(ax).__name__} does not match value node {type(sub).__name__}")
+        if len(ax_children) != len(sub_children):
+            raise ValueError(f"axes node has {len(ax_children)} children, value node has {len(sub_children)}")
+        if isinstance(ax, dict) and set(ax) != set(sub):
+            raise ValueError(f"dict keys {sorted(ax)} do not match {sorted(sub)}")
+        for a, s in zip(ax_children, sub_children):
+            rec(a, s)
+
+    rec(axes, proxy)
+    return out
+
+
+def _children(x: Any) -> list:
+    if isinstance(x, dict):
+        return [x[k] for k in sorted(x)]
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    if x is None:
+        return []
+    leaves_tree = tu.tree_structure(x)
+    return tu.treedef_children(leaves_tree) if hasattr(tu, "treedef_children") else [x]
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable:
+    """Vectorize ``fun`` over the axes ``in_axes`` of its arguments, stacking outputs at ``out_axes``."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    name = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def vmap_f(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                f"arguments passed to the function, but got len(in_axes)={len(in_axes)}, len(args)={len(args)}"
+            )
+        a_flat, a_tree = tu.tree_flatten(args)
+        k_flat, k_tree = tu.tree_flatten(kwargs)
+        axes_flat = _flatten_axes("in_axes", a_tree, in_axes) + [0] * len(k_flat)
+        flat = [_check_arg(x, f"vmap({name})") for x in a_flat + k_flat]
+        dims = []
+        for x, ax in zip(flat, axes_flat):
+            if ax is None:
+                dims.append(None)
+                continue
+            if not isinstance(ax, int):
+                raise TypeError(f"vmap in_axes leaves must be ints or None, got {ax!r}")
+            nd = core.get_aval(x).ndim
+            if not -nd <= ax < nd:
+                raise ValueError(
+                    f"vmap was requested to map its argument along axis {ax}, which implies that its rank should be "
+                    f"at least {ax + 1 if ax >= 0 else -ax}, but is only {nd} (its shape is {core.get_aval(x).shape})"
+                )
+            dims.append(ax % nd)
+        sizes = {core.get_aval(x).shape[d] for x, d in zip(flat, dims) if d is not None}
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if not sizes:
+            raise ValueError("vmap must have at least one non-None value in in_axes (or pass axis_size)")
+        if len(sizes) > 1:
+            lines = []
+            paths = [f"args{p}" for p in _leaf_paths(args)] + [f"kwargs{p}" for p in _leaf_paths(kwargs)]
+            for p, x, d in zip(paths, flat, dims):
+                if d is not None:
+                    lines.append(f"  {p} of shape {core.get_aval(x).shape} mapped along axis {d}: size "
+                                 f"{core.get_aval(x).shape[d]}")
+            raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+        size = sizes.pop()
+        out_tree_box: list = []
+
+        def flat_fun(*leaves: Any) -> list:
+            n = len(a_flat)
+            a = tu.tree_unflatten(a_tree, list(leaves[:n]))
+            k = tu.tree_unflatten(k_tree, list(leaves[n:]))
+            out = fun(*a, **k)
+            o_flat, o_tree = tu.tree_flatten(out)
+            out_tree_box.append(o_tree)
+            return [_check_arg(o, f"vmap({name})", "output") for o in o_flat]
+
+        def out_dims_thunk(n: int) -> list:
+            axes = _flatten_axes("out_axes", out_tree_box[0], out_axes)
+            return axes
+
+        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk)
+        return tu.tree_unflatten(out_tree_box[0], outs)
+
+    return vmap_f
+
+
+def _leaf_paths(tree: Any) -> list[str]:
+    try:
+        pairs, _ = tu.tree_flatten_with_path(tree)
+        return [tu.keystr(p) for p, _ in pairs]
+    except Exception:  # noqa: BLE001
+        return [f"[{i}]" for i in range(len(tu.tree_leaves(tree)))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Jacobians
+
+
+def _std_basis(flat: list) -> tuple[Any, list]:
+    """An identity basis stacked along a new leading axis for the flat inputs."""
+    sizes = [int(np.prod(core.get_aval(x).shape)) for x in flat]
+    n = sum(sizes)
+    dt = dtypes.result_type(*[core.get_aval(x).dtype for x in flat]) if flat else np.float32
+    eye = np.eye(n, dtype=dt)
+    outs, start = [], 0
+    for x, s in zip(flat, sizes):
+        a = core.get_aval(x)
+        outs.append(core.Array(np.ascontiguousarray(eye[:, start:start + s]).reshape((n,) + a.shape).astype(a.dtype)))
+        start += s
+    return n, outs
+
+
+def _jac_argnums_check(args: tuple, nums: tuple) -> None:
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise TypeError(f"jacobian: argnums {nums} out of range for {len(args)} positional arguments")
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """Jacobian of ``fun`` by forward mode (vmap of jvp over the standard basis)."""
+    nums = _argnums_tuple(argnums)
+
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        _jac_argnums_check(args, nums)
+        idx = [i % len(args) for i in nums]
+        dyn = [args[i] for i in idx]
+        flat, tree = tu.tree_flatten(dyn)
+        flat = [_check_arg(x, "jacfwd") for x in flat]
+        for x in flat:
+            if core.get_aval(x).dtype.kind not in "fc":
+                raise TypeError(f"jacfwd requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                                f"np.inexact), but got {core.get_aval(x).dtype.name}.")
+
+        def f_flat(*leaves: Any) -> Any:
+            full = list(args)
+            for i, a in zip(idx, tu.tree_unflatten(tree, list(leaves))):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        n, basis = _std_basis(flat)
+
+        def push(*tangent: Any) -> Any:
+            if has_aux:
+                out, t, aux = jvp(f_flat, tuple(flat), tuple(tangent), has_aux=True)
+                return out, t, aux
+            out, t = jvp(f_flat, tuple(flat), tuple(tangent))
+            return out, t
+
+        res = _vmap_jvp(push, basis, has_aux)
+        out, t_stacked = res[0], res[1]
+        # t_stacked leaves: out.shape + (n,) -> split n into the input leaves' shapes
+        in_avals = [core.get_aval(x) for x in flat]
+
+        def split(t: Any) -> Any:
+            oshape = core.get_aval(t).shape[:-1]
+            pieces, start = [], 0
+            from fjax import numpy as jnp  # noqa: PLC0415
+
+            for a in in_avals:
+                s = int(np.prod(a.shape))
+                pieces.append(jnp.reshape(t[..., start:start + s], oshape + a.shape))
+                start += s
+            tree_pieces = tu.tree_unflatten(tree, pieces)
+            return tree_pieces[0] if isinstance(argnums, int) else tuple(tree_pieces)
+
+        jac = tu.tree_map(split, t_stacked)
+        if has_aux:
+            return jac, res[2]
+        return jac
+
+    return jacfun
+
+
+def _vmap_jvp(push: Callable, basis: list, has_aux: bool) -> Any:
+    out_axes = (None, -1, None) if has_aux else (None, -1)
+    return vmap(push, in_axes=0, out_axes=out_axes)(*basis)
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False) -> Callable:
+    """Jacobian of ``fun`` by reverse mode (vmap of vjp over the output basis)."""
+    nums = _argnums_tuple(argnums)
+
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        _jac_argnums_check(args, nums)
+        idx = [i % len(args) for i in nums]
+        dyn = tuple(args[i] for i in idx)
+
+        def f_dyn(*d: Any) -> Any:
+            full = list(args)
+            for i, a in zip(idx, d):
+                full[i] = a
+            return fun(*full, **kwargs)
+
+        for x in tu.tree_leaves(dyn):
+            if core.get_aval(_check_arg(x, "jacrev")).dtype.kind not in "fc" and not allow_int:
+                raise TypeError(f"jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                                f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}.")
+        if has_aux:
+            out, f_vjp, aux = vjp(f_dyn, *dyn, has_aux=True)
+        else:
+            out, f_vjp = vjp(f_dyn, *dyn)
+        o_flat, o_tree = tu.tree_flatten(out)
+        o_flat = [_check_arg(o, "jacrev", "output") for o in o_flat]
+        n, basis = _std_basis(o_flat)
+
+        def pull(*ct_leaves: Any) -> Any:
+            return f_vjp(tu.tree_unflatten(o_tree, list(ct_leaves)))
+
+        cts = vmap(pull)(*basis)  # tuple over dyn args, leaves with leading n
+        from fjax import numpy as jnp  # noqa: PLC0415
+
+        o_avals = [core.get_aval(o) for o in o_flat]
+        # per output leaf k: slice rows, reshape to out_shape + in_shape
+        per_out = []
+        start = 0
+        for a in o_avals:
+            s = int(np.prod(a.shape))
+
+            def take(c: Any, start: int = start, s: int = s, a: ShapedArray = a) -> Any:
+                return jnp.reshape(c[start:start + s], a.shape + core.get_aval(c).shape[1:])
+
+            sel = tu.tree_map(take, cts)
+            per_out.append(sel[0] if isinstance(argnums, int) else tuple(sel))
+            start += s
+        jac = tu.tree_unflatten(o_tree, per_out)
+        if has_aux:
+            return jac, aux
+        return jac
+
+    return jacfun
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)
+
+
+def _signature_hint(fun: Callable) -> str:
+    try:
+        return str(inspect.signature(fun))
+    except (TypeError, ValueError):
+        return "(...)"

@@ -1,0 +1,59 @@
+"""Global configuration, read with ``fjax.config.NAME`` and changed with ``fjax.config.update``.
+
+Names follow JAX (``jax_enable_x64``, ``jax_disable_jit``, ``jax_explain_cache_misses``);
+fjax's own options start with ``fjax_``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    val = os.environ.get(name.upper())
+    if val is None:
+        return default
+    return val.strip().lower() in ("1", "true", "yes", "on")
+
+
+class Config:
+    """Holds fjax's options; ``update(name, value)`` changes one and rejects unknown names."""
+
+    _defaults: dict[str, Any] = {
+        "jax_enable_x64": False,
+        "jax_disable_jit": False,
+        "jax_explain_cache_misses": False,
+        "jax_debug_nans": False,
+        "fjax_disk_cache": True,
+        "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
+    }
+
+    def __init__(self) -> None:
+        for name, default in self._defaults.items():
+            if isinstance(default, bool):
+                object.__setattr__(self, name, _env_bool(name, default))
+            else:
+                object.__setattr__(self, name, os.environ.get(name.upper(), default))
+        self._listeners: list = []
+
+    def update(self, name: str, value: Any) -> None:
+        """Set option ``name`` to ``value`` (e.g. ``update("jax_enable_x64", True)``)."""
+        if name not in self._defaults:
+            known = ", ".join(sorted(self._defaults))
+            raise AttributeError(f"fjax.config.update: unknown option {name!r}; known options: {known}")
+        object.__setattr__(self, name, value)
+        for fn in self._listeners:
+            fn(name, value)
+
+    def read(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            self.update(name, value)
+
+
+config = Config()

@@ -1,0 +1,560 @@
+"""Dtypes and JAX-style type promotion.
+
+fjax supports bool, int8/16/32/64, uint8/16/32/64, float16/32/64 and complex64/128.
+With ``config.jax_enable_x64`` off (the default) the 64-bit types are *canonicalized* to their
+32-bit counterparts (int64->int32, uint64->uint32, float64->float32, complex128->complex64).
+
+Type promotion follows JAX: the result dtype of an operation is the least upper bound of its
+inputs on the lattice below, where ``i*``, ``f*`` and ``c*`` are the *weak* kinds of Python
+``int``, ``float`` and ``complex`` scalars (and of weakly typed arrays)::
+
+    b1 -> i*;  i* -> u8, i8;  u8 -> i16, u16;  u16 -> i32, u32;  u32 -> i64, u64;  u64 -> f*
+    i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, c*;  f16 -> f32 -> f64 -> c128;  f32 -> c64
+    c* -> c64 -> c128
+
+(with x64 off JAX replaces ``u32 -> i64`` by ``u32 -> i32``; this only shows in :func:`promote_types`,
+since result_type canonicalizes int64 to int32 anyway).
+
+The rules used by :func:`result_type` (checked against JAX 0.10.2, see
+``tests/data/promotion_table.json``):
+
+1. Every input dtype is canonicalized first.
+2. One input: its dtype and weak flag are kept.
+3. Several inputs, *all* weakly typed: the join of their (strong) dtypes, weakly typed.
+4. Otherwise each weakly typed non-bool input stands for its weak kind (weak unsigned arrays
+   count as ``i*``) and the result is weak iff the join is a weak kind.
+5. A weakly typed result is widened to the default dtype of its kind (int32/uint32/float32/
+   complex64, or the 64-bit types under x64), so e.g. a weak ``int8`` becomes a weak ``int32``;
+   ``bool`` is never weak.  Finally the result is canonicalized.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from fjax.config import config
+
+__all__ = [
+    "DTypeLike",
+    "bool_",
+    "canonicalize_dtype",
+    "check_python_int",
+    "complex64",
+    "complex128",
+    "default_complex_dtype",
+    "default_float_dtype",
+    "default_int_dtype",
+    "default_uint_dtype",
+    "dtype",
+    "dtype_of_python_scalar",
+    "finfo",
+    "float0",
+    "float16",
+    "float32",
+    "float64",
+    "iinfo",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "is_python_scalar",
+    "is_weakly_typed",
+    "issubdtype",
+    "promote_types",
+    "result_type",
+    "supported_dtypes",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]
+
+DTypeLike = str | type | np.dtype | None
+
+iinfo = np.iinfo
+finfo = np.finfo
+
+bool_ = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
+
+#: dtype of tangents/cotangents of integer and boolean primals: a zero-size void dtype.
+float0: np.dtype = np.dtype([("float0", np.void, 0)])
+
+_SUPPORTED_NAMES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+)  # fmt: skip
+#: The dtypes fjax arrays may have (float0 aside), in lattice order.
+supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in _SUPPORTED_NAMES)
+_SUPPORTED: frozenset[np.dtype] = frozenset(supported_dtypes)
+
+_B = np.dtype("bool")
+_I32, _I64 = np.dtype("int32"), np.dtype("int64")
+_U32, _U64 = np.dtype("uint32"), np.dtype("uint64")
+_F32, _F64 = np.dtype("float32"), np.dtype("float64")
+_C64, _C128 = np.dtype("complex64"), np.dtype("complex128")
+
+_TO_32BIT: dict[np.dtype, np.dtype] = {_I64: _I32, _U64: _U32, _F64: _F32, _C128: _C64}
+#: default dtype of each kind as (x64 off, x64 on)
+_DEFAULTS: dict[str, tuple[np.dtype, np.dtype]] = {
+    "i": (_I32, _I64), "u": (_U32, _U64), "f": (_F32, _F64), "c": (_C64, _C128),
+}  # fmt: skip
+
+# Python scalar types -> (dtype before canonicalization, weak flag).  bool is never weak.
+_PY_SCALAR_INFO: dict[type, tuple[np.dtype, bool]] = {
+    bool: (_B, False),
+    int: (_I64, True),
+    float: (_F64, True),
+    complex: (_C128, True),
+}
+_PY_SCALAR_TYPES = tuple(_PY_SCALAR_INFO)
+
+
+def _x64() -> bool:
+    return bool(config.jax_enable_x64)
+
+
+# --------------------------------------------------------------------------------------------
+# The lattice
+# --------------------------------------------------------------------------------------------
+
+# Nodes are the supported dtypes plus the three weak kinds, which we name by Python type.
+_Node = np.dtype | type
+_WEAK_KINDS: tuple[type, ...] = (int, float, complex)
+
+
+def _n(name: str) -> np.dtype:
+    return np.dtype(name)
+
+
+_EDGES: dict[_Node, tuple[_Node, ...]] = {
+    _n("bool"): (int,),
+    int: (_n("uint8"), _n("int8")),
+    _n("uint8"): (_n("int16"), _n("uint16")),
+    _n("uint16"): (_n("int32"), _n("uint32")),
+    _n("uint32"): (_n("int64"), _n("uint64")),
+    _n("uint64"): (float,),
+    _n("int8"): (_n("int16"),),
+    _n("int16"): (_n("int32"),),
+    _n("int32"): (_n("int64"),),
+    _n("int64"): (float,),
+    float: (_n("float16"), complex),
+    _n("float16"): (_n("float32"),),
+    _n("float32"): (_n("float64"), _n("complex64")),
+    _n("float64"): (_n("complex128"),),
+    complex: (_n("complex64"),),
+    _n("complex64"): (_n("complex128"),),
+    _n("complex128"): (),
+}
+
+
+# With x64 off JAX uses a slightly different lattice in which uint32 sits below int32, so that
+# promote_types(uint32, int8) is int32 rather than the int64 that x64 would then canonicalize away.
+_EDGES_X32: dict[_Node, tuple[_Node, ...]] = {**_EDGES, _n("uint32"): (_n("int32"), _n("uint64"))}
+
+
+def _upper_sets(edges: dict[_Node, tuple[_Node, ...]]) -> dict[_Node, frozenset[_Node]]:
+    """For every node, the set of nodes >= it (reflexive-transitive closure of ``edges``)."""
+    out: dict[_Node, frozenset[_Node]] = {}
+
+    def visit(node: _Node) -> frozenset[_Node]:
+        if node not in out:
+            ups: set[_Node] = {node}
+            for nxt in edges[node]:
+                ups |= visit(nxt)
+            out[node] = frozenset(ups)
+        return out[node]
+
+    for node in edges:
+        visit(node)
+    return out
+
+
+def _make_join_table(edges: dict[_Node, tuple[_Node, ...]]) -> dict[tuple[_Node, _Node], _Node]:
+    upper = _upper_sets(edges)
+    table: dict[tuple[_Node, _Node], _Node] = {}
+    for a in edges:
+        for b in edges:
+            common = upper[a] & upper[b]
+            # The least upper bound is the common bound below every other common bound.
+            least = [c for c in common if common <= upper[c]]
+            if len(least) != 1:  # pragma: no cover - guards edits to _EDGES
+                raise AssertionError(f"type lattice has no unique join for {a} and {b}: {least}")
+            table[a, b] = least[0]
+    return table
+
+
+#: join tables indexed by the x64 flag
+_JOINS = (_make_join_table(_EDGES_X32), _make_join_table(_EDGES))
+
+
+def _join(nodes: list[_Node], x64: bool) -> _Node:
+    join = _JOINS[x64]
+    out = nodes[0]
+    for node in nodes[1:]:
+        out = join[out, node]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Canonicalization and dtype extraction
+# --------------------------------------------------------------------------------------------
+
+
+class _UnsupportedDtype(TypeError):
+    pass
+
+
+def _unsupported(value: Any, dt: Any) -> TypeError:
+    return _UnsupportedDtype(
+        f"fjax does not support dtype {dt!s} (of {value!r}); supported dtypes are "
+        f"{', '.join(_SUPPORTED_NAMES)}"
+    )
+
+
+def _checked(dt: np.dtype, value: Any = None, allow_float0: bool = True) -> np.dtype:
+    """Return ``dt`` if fjax supports it, else raise TypeError naming it."""
+    if dt in _SUPPORTED or (allow_float0 and dt == float0):
+        return dt
+    raise _unsupported(dt if value is None else value, dt)
+
+
+def _canon(dt: np.dtype, x64: bool) -> np.dtype:
+    return dt if x64 else _TO_32BIT.get(dt, dt)
+
+
+def _as_np_dtype(x: Any) -> np.dtype:
+    """np.dtype of a dtype-like (not a value); Python ``int``/``float``/``complex`` give 64-bit."""
+    if isinstance(x, np.dtype):
+        return x
+    try:
+        return np.dtype(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"fjax: cannot interpret {x!r} as a dtype") from e
+
+
+_canon_cache: dict[tuple[Any, bool], np.dtype] = {}
+
+
+def canonicalize_dtype(dtype: DTypeLike) -> np.dtype:
+    """Return the np.dtype fjax actually uses for ``dtype`` under the current x64 setting.
+
+    With x64 off, int64/uint64/float64/complex128 become int32/uint32/float32/complex64.
+    Raises TypeError naming the dtype for anything fjax does not support (object, strings,
+    datetimes, float128, non-native byte order, ...).  ``float0`` is returned unchanged.
+    """
+    x64 = _x64()
+    try:
+        return _canon_cache[dtype, x64]
+    except (KeyError, TypeError):  # TypeError: unhashable dtype-like
+        pass
+    out = _canon(_checked(_as_np_dtype(dtype), dtype), x64)
+    try:
+        _canon_cache[dtype, x64] = out
+    except TypeError:
+        pass
+    return out
+
+
+# Per-type fast paths for _dtype_and_weak: a (dtype, weak) tuple for Python scalar types,
+# _STRONG_ARRAY for numpy arrays/scalars, _WEAK_ATTR for classes exposing .dtype and .weak_type.
+_STRONG_ARRAY = 1
+_WEAK_ATTR = 2
+_type_kinds: dict[type, Any] = dict(_PY_SCALAR_INFO)
+
+
+def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
+    """(non-canonical dtype, weak flag) of a value or dtype-like, for result_type."""
+    kind = _type_kinds.get(type(x))
+    if kind is not None:
+        if kind is _WEAK_ATTR:
+            try:
+                return x.dtype, bool(x.weak_type)
+            except AttributeError:
+                pass
+        elif kind is _STRONG_ARRAY:
+            return x.dtype, False
+        else:
+            return kind
+    return _dtype_and_weak_slow(x)
+
+
+def _dtype_and_weak_slow(x: Any) -> tuple[np.dtype, bool]:
+    if isinstance(x, np.dtype):
+        return x, False
+    if isinstance(x, type):
+        info = _PY_SCALAR_INFO.get(x)
+        if info is not None:  # the Python types int/float/complex count as weak kinds
+            return info
+        return _as_np_dtype(x), False
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        if isinstance(x, (np.ndarray, np.generic)):
+            _type_kinds[type(x)] = _STRONG_ARRAY
+        elif hasattr(x, "weak_type"):
+            _type_kinds[type(x)] = _WEAK_ATTR
+        return dt, _weak_attr(x)
+    if isinstance(x, _PY_SCALAR_TYPES):  # subclasses of Python scalars, e.g. IntEnum
+        for t in _PY_SCALAR_TYPES:
+            if isinstance(x, t):
+                return _PY_SCALAR_INFO[t]
+    if x is None or isinstance(x, str):
+        return _as_np_dtype(x), False
+    raise TypeError(f"fjax: cannot determine dtype of {x!r}")
+
+
+def _weak_attr(x: Any) -> bool:
+    weak = getattr(x, "weak_type", None)
+    if weak is None:
+        aval = getattr(x, "aval", None)
+        weak = getattr(aval, "weak_type", False)
+    return bool(weak)
+
+
+# --------------------------------------------------------------------------------------------
+# result_type / promote_types
+# --------------------------------------------------------------------------------------------
+
+
+def _default_of_kind(dt: np.dtype, x64: bool) -> np.dtype:
+    return _DEFAULTS[dt.kind][x64]
+
+
+def _node_to_dtype(node: _Node, x64: bool) -> tuple[np.dtype, bool]:
+    if isinstance(node, np.dtype):
+        return node, False
+    return _DEFAULTS[{int: "i", float: "f", complex: "c"}[node]][x64], True
+
+
+def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
+    """Uncached result_type on (dtype, weak) pairs; see the module docstring for the rules."""
+    if not pairs:
+        raise ValueError("fjax.dtypes.result_type: at least one array or dtype is required")
+    canon = [(_canon(_checked(dt), x64), weak) for dt, weak in pairs]
+    if any(dt == float0 for dt, _ in canon):
+        if all(dt == float0 for dt, _ in canon):
+            return float0, False
+        raise TypeError(f"fjax: float0 cannot be promoted with other dtypes: {[d for d, _ in canon]}")
+    if len(canon) == 1:
+        out, weak = canon[0]
+    elif all(weak for _, weak in canon):
+        out, weak = _node_to_dtype(_join([dt for dt, _ in canon], x64), x64)
+        weak = True
+    else:
+        nodes: list[_Node] = []
+        for dt, w in canon:
+            if w and dt != _B:
+                nodes.append(complex if dt.kind == "c" else float if dt.kind == "f" else int)
+            else:
+                nodes.append(dt)
+        out, weak = _node_to_dtype(_join(nodes, x64), x64)
+    if weak:
+        if out == _B:
+            weak = False
+        else:
+            out = _default_of_kind(out, x64)
+    return _canon(out, x64), weak
+
+
+_MAX_CACHED_ARGS = 4
+_MAX_CACHE_ENTRIES = 65536
+_rt_cache: tuple[dict[tuple, tuple[np.dtype, bool]], dict[tuple, tuple[np.dtype, bool]]] = ({}, {})
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | tuple[np.dtype, bool]:
+    """The dtype JAX would give the result of an operation on ``args``.
+
+    ``args`` may be dtypes or dtype-likes (strings, numpy scalar types; the Python types
+    ``int``/``float``/``complex`` count as weak kinds, ``bool`` as strong bool), Python scalars
+    (weak, except bool), numpy arrays and scalars (strong), or any object with a ``.dtype`` and
+    optionally a ``.weak_type`` (or ``.aval.weak_type``) attribute, such as fjax arrays, tracers
+    and avals.  The result is canonicalized for the current x64 setting.  With
+    ``return_weak_type_flag=True`` returns ``(dtype, weak_type)``.
+    """
+    x64 = _x64()
+    if len(args) <= _MAX_CACHED_ARGS:
+        key = tuple(map(_dtype_and_weak, args))
+        cache = _rt_cache[x64]
+        try:
+            res = cache[key]
+        except KeyError:
+            res = _compute_result(key, x64)
+            if len(cache) >= _MAX_CACHE_ENTRIES:
+                cache.clear()
+            cache[key] = res
+    else:
+        res = _compute_result(tuple(map(_dtype_and_weak, args)), x64)
+    return res if return_weak_type_flag else res[0]
+
+
+def _promote_node(x: Any) -> _Node:
+    if isinstance(x, type) and x in _WEAK_KINDS:
+        return x
+    dt = _as_np_dtype(x)
+    if dt not in _SUPPORTED:
+        raise _unsupported(x, dt)
+    return dt
+
+
+_WEAK_KIND_AS_DTYPE: dict[type, np.dtype] = {int: _I64, float: _F64, complex: _C128}
+
+
+def _promote(a: Any, b: Any, x64: bool) -> np.dtype:
+    out = _JOINS[x64][_promote_node(a), _promote_node(b)]
+    return out if isinstance(out, np.dtype) else _WEAK_KIND_AS_DTYPE[out]
+
+
+_promote_cached = functools.lru_cache(maxsize=4096)(_promote)
+
+
+def promote_types(a: DTypeLike, b: DTypeLike) -> np.dtype:
+    """Join of two dtype-likes on the promotion lattice, like ``jnp.promote_types``.
+
+    As in JAX the result is *not* canonicalized (``promote_types(int64, int8)`` is int64 even
+    with x64 off).  The Python types ``int``/``float``/``complex`` are treated as weak kinds, and
+    a weak-kind result is given as the 64-bit dtype of that kind (``promote_types(int, int)`` is
+    int64).  With x64 off uint32 joins int8/int16/int32 to int32 (int64 under x64), as in JAX.
+    Raises TypeError for unsupported dtypes.
+    """
+    x64 = _x64()
+    try:
+        return _promote_cached(a, b, x64)
+    except TypeError:
+        if _is_hashable(a) and _is_hashable(b):
+            raise
+    return _promote(a, b, x64)
+
+
+def _is_hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------
+
+
+def default_int_dtype() -> np.dtype:
+    """int64 under x64, else int32."""
+    return _I64 if _x64() else _I32
+
+
+def default_uint_dtype() -> np.dtype:
+    """uint64 under x64, else uint32."""
+    return _U64 if _x64() else _U32
+
+
+def default_float_dtype() -> np.dtype:
+    """float64 under x64, else float32."""
+    return _F64 if _x64() else _F32
+
+
+def default_complex_dtype() -> np.dtype:
+    """complex128 under x64, else complex64."""
+    return _C128 if _x64() else _C64
+
+
+def is_python_scalar(x: Any) -> bool:
+    """True for Python bool/int/float/complex values (and subclasses), False for numpy scalars."""
+    return type(x) in _PY_SCALAR_INFO or (isinstance(x, _PY_SCALAR_TYPES) and not isinstance(x, np.generic))
+
+
+def dtype_of_python_scalar(x: Any) -> np.dtype:
+    """Canonical dtype a Python scalar value becomes: bool, or the default int/float/complex dtype."""
+    if not is_python_scalar(x):
+        raise TypeError(f"fjax: expected a Python bool, int, float or complex, got {type(x).__name__}")
+    if isinstance(x, bool):
+        return _B
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    return default_complex_dtype()
+
+
+def is_weakly_typed(x: Any) -> bool:
+    """Whether the value ``x`` is weakly typed.
+
+    Python int/float/complex values are; Python bools, numpy arrays and numpy scalars are not;
+    other objects are if their ``weak_type`` (or ``aval.weak_type``) attribute is true.
+    Types and dtypes are never weakly typed values.
+    """
+    if is_python_scalar(x):
+        return not isinstance(x, bool)
+    if isinstance(x, (type, np.dtype, np.ndarray, np.generic)):
+        return False
+    return _weak_attr(x)
+
+
+def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
+    """np.dtype of a value or dtype-like.
+
+    Python scalars and the Python types ``int``/``float``/``complex`` give the default dtype of
+    their kind (int32/float32/complex64, or 64-bit under x64); ``bool`` gives bool.  Objects with
+    a ``.dtype`` give that dtype; anything else is passed to ``np.dtype``.  With
+    ``canonicalize=True`` the result is canonicalized.  Raises TypeError for unsupported dtypes
+    (``float0`` is allowed).
+    """
+    if is_python_scalar(x):
+        return dtype_of_python_scalar(x)
+    if isinstance(x, type) and x in _PY_SCALAR_INFO:
+        return _B if x is bool else _DEFAULTS[_PY_SCALAR_INFO[x][0].kind][_x64()]
+    if isinstance(x, np.dtype):
+        dt = x
+    elif not isinstance(x, type) and isinstance(getattr(x, "dtype", None), np.dtype):
+        dt = x.dtype
+    elif x is None or isinstance(x, (str, type)):
+        dt = _as_np_dtype(x)
+    else:
+        raise TypeError(f"fjax: cannot determine dtype of {x!r}")
+    _checked(dt, x)
+    return _canon(dt, _x64()) if canonicalize else dt
+
+
+@functools.lru_cache(maxsize=1024)
+def _issubdtype_cached(a: Any, b: Any) -> bool:
+    return bool(np.issubdtype(a, b))
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """``np.issubdtype`` semantics (``int``/``float``/``complex`` mean their 64-bit dtypes as in
+    numpy, so ``issubdtype(int, np.integer)`` but not ``issubdtype(np.int8, int)``).  ``a`` may
+    also be an object with a ``.dtype`` (an array)."""
+    if not isinstance(a, (type, np.dtype, str)) and isinstance(getattr(a, "dtype", None), np.dtype):
+        a = a.dtype
+    try:
+        return _issubdtype_cached(a, b)
+    except TypeError:
+        if _is_hashable(a) and _is_hashable(b):
+            raise
+    return bool(np.issubdtype(a, b))
+
+
+def check_python_int(value: int, dtype: DTypeLike) -> int:
+    """Check that the Python int ``value`` fits the (canonicalized) integer ``dtype``.
+
+    Raises OverflowError like JAX, e.g. "Python int 3000000000 too large to convert to int32".
+    For float/complex dtypes only ints too large for any float raise; bool never does.  Returns
+    ``value`` unchanged.
+    """
+    dt = canonicalize_dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python int {value} too large to convert to {dt}")
+    elif dt.kind in "fc":
+        try:
+            float(value)
+        except OverflowError:
+            raise OverflowError(f"Python int {value} too large to convert to {dt}") from None
+    return value

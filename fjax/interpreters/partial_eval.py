@@ -1,0 +1,330 @@
+"""Staging: tracing Python functions into jaxprs, partial evaluation and dead-code elimination.
+
+``StagingTrace`` records every primitive applied to its tracers as a jaxpr equation. Used as
+the *dynamic* trace (``make_jaxpr``, ``jit``) it stages everything. Pushed as an ordinary level
+under a JVP trace (``linearize``/``vjp``) it stages only what touches its tracers -- the tangent
+computation -- while operations on known primal values run eagerly below it. That is partial
+evaluation: known values are computed now, unknown ones become a jaxpr whose constants are the
+residuals. Higher-order primitives (jit, cond, scan) whose inputs are partly known split their
+inner jaxprs with ``partial_eval_jaxpr`` through ``partial_eval_rules``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fjax import core
+from fjax.core import (
+    Array,
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    ShapedArray,
+    Tracer,
+    Var,
+)
+
+# rules for higher-order primitives whose inputs are partly known while linearizing:
+#   rule(trace, tracers, **params) -> out tracers
+partial_eval_rules: dict[core.Primitive, Callable] = {}
+# dead-code elimination rules for higher-order primitives:
+#   rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)
+dce_rules: dict[core.Primitive, Callable] = {}
+
+
+_no_const = object()
+
+
+class StagingTracer(Tracer):
+    __slots__ = ("_aval", "const")
+
+    def __init__(self, trace: StagingTrace, aval: ShapedArray, const: Any = _no_const):
+        self._trace = trace
+        self._aval = aval
+        self.const = const  # the known value, for tracers made from constants
+
+    def to_concrete_value(self) -> Any:
+        c = self.const
+        if c is _no_const or self._trace.main is core._dynamic[-1]:
+            return None
+        if isinstance(c, Tracer):
+            return c.to_concrete_value()
+        return c._value if isinstance(c, Array) else np.asarray(c)
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+
+class JaxprBuilder:
+    """Collects equations and constants while a function is traced."""
+
+    def __init__(self) -> None:
+        self.eqns: list[JaxprEqn] = []
+        self.tracer_to_var: dict[int, Var] = {}
+        self.const_tracers: dict[int, StagingTracer] = {}
+        self.constvals: dict[Var, Any] = {}
+        self.tracers: list[StagingTracer] = []
+
+    def new_tracer(self, trace: StagingTrace, aval: ShapedArray) -> StagingTracer:
+        t = StagingTracer(trace, aval)
+        self.tracers.append(t)
+        return t
+
+    def add_var(self, tracer: StagingTracer) -> Var:
+        assert id(tracer) not in self.tracer_to_var
+        v = self.tracer_to_var[id(tracer)] = Var(tracer.aval)
+        return v
+
+    def getvar(self, tracer: StagingTracer) -> Var:
+        v = self.tracer_to_var.get(id(tracer))
+        if v is None:
+            raise core.UnexpectedTracerError(
+                f"tracer {tracer.aval.str_short()} is not part of the function being traced"
+            )
+        return v
+
+    def add_const(self, tracer: StagingTracer, val: Any) -> Var:
+        v = self.add_var(tracer)
+        self.constvals[v] = val
+        return v
+
+    def build(self, in_tracers: Sequence[StagingTracer], out_tracers: Sequence[Any]) -> tuple[Jaxpr, list]:
+        invars = [self.getvar(t) for t in in_tracers]
+        outvars = [self.getvar(t) for t in out_tracers]
+        constvars, constvals = list(self.constvals.keys()), list(self.constvals.values())
+        jaxpr = Jaxpr(constvars, invars, outvars, self.eqns)
+        jaxpr, constvals = inline_literals(jaxpr, constvals)
+        jaxpr = dce_jaxpr(jaxpr, keep_inputs=True)
+        jaxpr, constvals = prune_consts(jaxpr, constvals)
+        core.check_jaxpr(jaxpr)
+        return jaxpr, constvals
+
+
+def _is_literalable(val: Any) -> bool:
+    return (type(val) is Array and val.ndim == 0) or type(val) in (bool, int, float, complex)
+
+
+def inline_literals(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """Turn scalar non-traced constants into inline literals, as JAX prints them."""
+    lits: dict[Var, Literal] = {}
+    constvars, constvals = [], []
+    for v, c in zip(jaxpr.constvars, consts):
+        if _is_literalable(c):
+            lits[v] = Literal(c._value.item() if type(c) is Array else c, v.aval)
+        else:
+            constvars.append(v)
+            constvals.append(c)
+    if not lits:
+        return jaxpr, consts
+
+    def lit(x: Any) -> Any:
+        return lits.get(x, x) if type(x) is Var else x
+
+    eqns = [e.replace(invars=[lit(x) for x in e.invars]) for e in jaxpr.eqns]
+    return Jaxpr(constvars, jaxpr.invars, [lit(x) for x in jaxpr.outvars], eqns), constvals
+
+
+def prune_consts(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    used = set()
+    for e in jaxpr.eqns:
+        used.update(x for x in e.invars if type(x) is not Literal)
+    used.update(x for x in jaxpr.outvars if type(x) is not Literal)
+    keep = [(v, c) for v, c in zip(jaxpr.constvars, consts) if v in used]
+    if len(keep) == len(consts):
+        return jaxpr, consts
+    return Jaxpr([v for v, _ in keep], jaxpr.invars, jaxpr.outvars, jaxpr.eqns), [c for _, c in keep]
+
+
+class StagingTrace(core.Trace):
+    """Records primitives applied to its tracers into the builder held by its main trace."""
+
+    @property
+    def builder(self) -> JaxprBuilder:
+        return self.main.global_data
+
+    def new_arg(self, aval: ShapedArray) -> StagingTracer:
+        t = self.builder.new_tracer(self, aval)
+        self.builder.add_var(t)
+        return t
+
+    def get_or_make_const_tracer(self, val: Any) -> StagingTracer:
+        b = self.builder
+        t = b.const_tracers.get(id(val))
+        if t is None:
+            aval = core.get_aval(val)
+            t = b.new_tracer(self, aval)
+            t.const = val
+            b.add_const(t, val)
+            b.const_tracers[id(val)] = t
+        return t
+
+    pure = lift = get_or_make_const_tracer
+
+    def process_primitive(self, primitive: core.Primitive, tracers: list, params: dict) -> Any:
+        rule = partial_eval_rules.get(primitive)
+        if rule is not None and self.main is not core._dynamic[-1]:
+            return rule(self, tracers, **params)
+        return self.default_process_primitive(primitive, tracers, params)
+
+    def default_process_primitive(self, primitive: core.Primitive, tracers: list, params: dict) -> Any:
+        avals_in = [t.aval for t in tracers]
+        out = primitive.abstract_eval(*avals_in, **params)
+        avals_out = out if primitive.multiple_results else [out]
+        b = self.builder
+        out_tracers = [b.new_tracer(self, a) for a in avals_out]
+        invars = [b.getvar(t) for t in tracers]
+        outvars = [b.add_var(t) for t in out_tracers]
+        b.eqns.append(JaxprEqn(primitive, invars, outvars, params))
+        return out_tracers if primitive.multiple_results else out_tracers[0]
+
+
+def trace_to_jaxpr(
+    fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = ""
+) -> tuple[Jaxpr, list, list]:
+    """Trace ``fun`` (flat list of arrays -> flat list) on abstract inputs, staging everything.
+
+    Returns (jaxpr, consts, outputs) where outputs are the raw results (for out avals).
+    """
+    builder = JaxprBuilder()
+    with core.new_main(StagingTrace, builder, debug_info) as main:
+        with core.new_dynamic(main):
+            trace = StagingTrace(main)
+            tracers_in = [trace.new_arg(a) for a in in_avals]
+            outs = fun(*tracers_in)
+            tracers_out = [trace.get_or_make_const_tracer(o) if not _is_own(o, main) else o for o in outs]
+            tracers_out = [core.full_raise(trace, t) for t in tracers_out]
+        jaxpr, consts = builder.build(tracers_in, tracers_out)
+    return jaxpr, consts, tracers_out
+
+
+def _is_own(x: Any, main: core.MainTrace) -> bool:
+    return isinstance(x, StagingTracer) and x._trace.main is main
+
+
+def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "") -> ClosedJaxpr:
+    jaxpr, consts, _ = trace_to_jaxpr(fun, in_avals, debug_info)
+    return ClosedJaxpr(jaxpr, consts)
+
+
+# ---------------------------------------------------------------------------------------------
+# dead-code elimination
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, keep_inputs: bool = True) -> Jaxpr:
+    """Drop equations whose outputs are unused (primitives have no side effects)."""
+    outvars = jaxpr.outvars
+    if used_outputs is not None:
+        outvars = [v for v, u in zip(outvars, used_outputs) if u]
+    live = {v for v in outvars if type(v) is Var}
+    new_eqns = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            rule = dce_rules.get(eqn.primitive)
+            if rule is not None:
+                used_outs = [v in live for v in eqn.outvars]
+                used_ins, eqn = rule(used_outs, eqn)
+                if eqn is None:
+                    continue
+                live.update(v for v, u in zip(eqn.invars, used_ins) if u and type(v) is Var)
+            else:
+                live.update(v for v in eqn.invars if type(v) is Var)
+            new_eqns.append(eqn)
+    new_eqns.reverse()
+    invars = jaxpr.invars if keep_inputs else [v for v in jaxpr.invars if v in live]
+    return Jaxpr(jaxpr.constvars, invars, outvars, new_eqns)
+
+
+# ---------------------------------------------------------------------------------------------
+# partial evaluation of a jaxpr (used by rules of higher-order primitives)
+
+
+def partial_eval_jaxpr(
+    jaxpr: Jaxpr, in_unknowns: Sequence[bool], instantiate: bool | Sequence[bool] = False
+) -> tuple[Jaxpr, Jaxpr, list[bool], int]:
+    """Split ``jaxpr`` (no constvars) into a known part and an unknown part.
+
+    Returns ``(jaxpr_known, jaxpr_unknown, out_unknowns, num_res)``:
+    ``jaxpr_known: known_ins -> known_outs + residuals`` and
+    ``jaxpr_unknown: residuals + unknown_ins -> unknown_outs``.
+    """
+    if jaxpr.constvars:
+        raise ValueError("partial_eval_jaxpr expects a jaxpr without constvars (close over them first)")
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(jaxpr.outvars)
+    unknown: set = {v for v, uk in zip(jaxpr.invars, in_unknowns) if uk}
+    known_eqns, unknown_eqns = [], []
+    for eqn in jaxpr.eqns:
+        if any(type(x) is Var and x in unknown for x in eqn.invars):
+            unknown_eqns.append(eqn)
+            unknown.update(eqn.outvars)
+        else:
+            known_eqns.append(eqn)
+    out_unknowns = [
+        (type(v) is Var and v in unknown) or bool(inst) for v, inst in zip(jaxpr.outvars, instantiate)
+    ]
+    # residuals: known vars read by unknown eqns or needed as instantiated outputs
+    defined_known = {v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk}
+    for e in known_eqns:
+        defined_known.update(e.outvars)
+    residuals: list[Var] = []
+    seen: set = set()
+
+    def note_res(x: Any) -> None:
+        if type(x) is Var and x in defined_known and x not in seen:
+            seen.add(x)
+            residuals.append(x)
+
+    for e in unknown_eqns:
+        for x in e.invars:
+            note_res(x)
+    for v, uk in zip(jaxpr.outvars, out_unknowns):
+        if uk:
+            note_res(v)
+    known_ins = [v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk]
+    known_outs = [v for v, uk in zip(jaxpr.outvars, out_unknowns) if not uk]
+    jaxpr_known = Jaxpr([], known_ins, known_outs + residuals, known_eqns)
+    jaxpr_known = dce_jaxpr(jaxpr_known)
+    # the unknown jaxpr gets fresh binders for residuals
+    res_vars = [Var(r.aval) for r in residuals]
+    sub = dict(zip(residuals, res_vars))
+
+    def rn(x: Any) -> Any:
+        return sub.get(x, x) if type(x) is Var else x
+
+    unknown_ins = [v for v, uk in zip(jaxpr.invars, in_unknowns) if uk]
+    un_eqns = [e.replace(invars=[rn(x) for x in e.invars]) for e in unknown_eqns]
+    unknown_outs = [rn(v) for v, uk in zip(jaxpr.outvars, out_unknowns) if uk]
+    jaxpr_unknown = Jaxpr([], res_vars + unknown_ins, unknown_outs, un_eqns)
+    jaxpr_unknown = dce_jaxpr(jaxpr_unknown)
+    core.check_jaxpr(jaxpr_known)
+    core.check_jaxpr(jaxpr_unknown)
+    return jaxpr_known, jaxpr_unknown, out_unknowns, len(residuals)
+
+
+def close_jaxpr(closed: ClosedJaxpr) -> Jaxpr:
+    """Turn a ClosedJaxpr's constvars into leading invars (consts must be passed as args)."""
+    j = closed.jaxpr
+    return Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns)
+
+
+def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+
+
+def instantiate_const(trace: StagingTrace, x: Any) -> StagingTracer:
+    if isinstance(x, StagingTracer) and x._trace.main is trace.main:
+        return x
+    return trace.get_or_make_const_tracer(x)
+
+
+def is_known(x: StagingTracer) -> bool:
+    """Whether a tracer of a linearize-time staging trace stands for a known constant."""
+    return x.const is not _no_const
+
+
+def zeros_like_aval(aval: ShapedArray) -> Array:
+    return Array(np.zeros(aval.shape, aval.dtype), aval.weak_type)

@@ -1,0 +1,362 @@
+"""``fjax.jit``: trace once per signature into a jaxpr, then run it through the ``jit``
+higher-order primitive. Because jit is a primitive carrying its jaxpr, grad, vmap and jit
+itself pass through it (rules below). The primitive's impl runs the backend's compiled
+callable (``fjax.interpreters.lowering``) when one is registered, else evaluates the jaxpr.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax import tree_util as tu
+from fjax.config import config
+from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
+from fjax.interpreters import ad, batching
+from fjax.interpreters import partial_eval as pe
+from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
+
+log = logging.getLogger("fjax.jit")
+
+jit_p = core.Primitive("jit")
+jit_p.multiple_results = True
+
+# set by the lowering module: (ClosedJaxpr) -> callable on numpy arrays returning a list of arrays
+compile_hook: Callable | None = None
+
+
+def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    if compile_hook is not None and not config.jax_disable_jit:
+        fn = compile_hook(jaxpr)
+        if fn is not None:
+            return fn(*args)
+    ins = [core.Array(a, av.weak_type) for a, av in zip(args, jaxpr.in_avals)]
+    outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ins)
+    return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
+
+
+def _jit_abstract(*avals: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    for a, b in zip(avals, jaxpr.in_avals):
+        if not core.typematch(a, b):
+            raise TypeError(f"jit({name}): argument of type {a.str_short()} where {b.str_short()} was traced")
+    return jaxpr.out_avals
+
+
+jit_p.def_impl(_jit_impl)
+jit_p.def_abstract_eval(_jit_abstract)
+
+
+def _closed(jaxpr: Jaxpr, consts: list) -> tuple[ClosedJaxpr, list]:
+    """Hoist constants into leading arguments so jit's jaxpr param carries no values."""
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts
+
+
+def trace_flat(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tuple[ClosedJaxpr, list]:
+    jaxpr, consts, _ = pe.trace_to_jaxpr(fun, in_avals, f"jit({name})")
+    return _closed(jaxpr, consts)
+
+
+# ---- rules -------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def _jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple) -> tuple[ClosedJaxpr, list]:
+    avals = jaxpr.in_avals
+    t_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+
+    def f(*args: Any) -> list:
+        n = len(avals)
+        primals, tans_nz = list(args[:n]), list(args[n:])
+        it = iter(tans_nz)
+        tans = [next(it) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        po, to = ad.jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tans)
+        return list(po) + [ad.instantiate_zeros(t) for t in to]
+
+    return trace_flat(f, list(avals) + t_avals, "jvp")
+
+
+def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) -> tuple:
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    new, consts = _jvp_jaxpr(jaxpr, nonzeros)
+    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new,
+                      name=f"jvp({name})")
+    n = len(jaxpr.out_avals)
+    return outs[:n], outs[n:]
+
+
+ad.primitive_jvps[jit_p] = _jit_jvp
+
+
+@functools.lru_cache(maxsize=4096)
+def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int) -> tuple[ClosedJaxpr, list]:
+    in_avals = []
+    for a, d in zip(jaxpr.in_avals, dims):
+        if d is None:
+            in_avals.append(a)
+        else:
+            s = list(a.shape)
+            s.insert(d, size)
+            in_avals.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
+
+    def f(*args: Any) -> list:
+        return batching.vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), size, list(dims),
+                                  list(args), lambda n: [0] * n)
+
+    return trace_flat(f, in_avals, "vmap")
+
+
+@batching.wants_axis_size
+def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
+    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+    outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[jit_p] = _jit_batch
+
+
+def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    undef = [is_undefined_primal(a) for a in args]
+    defined = [a for a in args if not is_undefined_primal(a)]
+    ct_avals = [ad.tangent_aval(a) for a in jaxpr.out_avals]
+    cts = [ad._zeros_like(a) if type(c) is Zero else c for c, a in zip(cts, ct_avals)]
+
+    def f(*xs: Any) -> list:
+        nd = len(defined)
+        dvals, ctv = list(xs[:nd]), list(xs[nd:])
+        it = iter(dvals)
+        full = [UndefinedPrimal(a.aval) if u else next(it) for a, u in zip(args, undef)]
+        res = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full, ctv)
+        return [ad.instantiate_zeros(r) for r, u in zip(res, undef) if u]
+
+    in_avals = [core.get_aval(d) for d in defined] + [core.get_aval(c) for c in cts]
+    new, consts = trace_flat(f, in_avals, f"transpose({name})")
+    outs = jit_p.bind(*consts, *defined, *cts, jaxpr=new, name=f"transpose({name})")
+    it = iter(outs)
+    return [next(it) if u else None for u in undef]
+
+
+ad.primitive_transposes[jit_p] = _jit_transpose
+
+
+def _jit_partial_eval(trace: pe.StagingTrace, tracers: list, *, jaxpr: ClosedJaxpr, name: str) -> list:
+    unknowns = [not pe.is_known(t) for t in tracers]
+    jk, ju, out_uk, num_res = _pe_split(jaxpr, tuple(unknowns))
+    known_vals = [t.const for t, u in zip(tracers, unknowns) if not u]
+    known_outs = core.bind(jit_p, known_vals, dict(jaxpr=jk, name=name))
+    n_known_out = len(known_outs) - num_res
+    res = known_outs[n_known_out:]
+    res_tracers = [trace.get_or_make_const_tracer(r) for r in res]
+    un_tracers = [t for t, u in zip(tracers, unknowns) if u]
+    un_outs = trace.default_process_primitive(jit_p, res_tracers + un_tracers, dict(jaxpr=ju, name=name))
+    ki, ui = iter(known_outs[:n_known_out]), iter(un_outs)
+    return [next(ui) if u else next(ki) for u in out_uk]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pe_split(jaxpr: ClosedJaxpr, unknowns: tuple) -> tuple:
+    jk, ju, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr.jaxpr, list(unknowns))
+    return ClosedJaxpr(jk, []), ClosedJaxpr(ju, []), out_uk, num_res
+
+
+pe.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+# ---- the user-facing wrapper ------------------------------------------------------------------
+
+
+def _leaf_signature(x: Any) -> Any:
+    t = type(x)
+    if t is core.Array:
+        v = x._value
+        return (v.shape, v.dtype, x.weak_type)
+    if isinstance(x, core.Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if t in (float, int, complex, bool):
+        return ((), dtypes.dtype_of_python_scalar(x) if t is not bool else np.dtype(bool), t is not bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    raise TypeError(
+        f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
+        "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
+    )
+
+
+class Lowered:
+    """The result of ``jit(f).lower(*args)``: the jaxpr and the generated source."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.name = name
+
+    def as_text(self) -> str:
+        from fjax.interpreters import lowering  # noqa: PLC0415
+
+        return lowering.source_for(self.jaxpr)
+
+    def compile(self) -> Any:
+        from fjax.interpreters import lowering  # noqa: PLC0415
+
+        return lowering.compile_jaxpr(self.jaxpr)
+
+    def __repr__(self) -> str:
+        return f"Lowered({self.name})"
+
+
+class JitWrapped:
+    """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
+
+    def __init__(self, fun: Callable, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.donate_argnums = donate_argnums
+        self.name = getattr(fun, "__name__", type(fun).__name__)
+        self._cache: dict = {}
+        functools.update_wrapper(self, fun)
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple:
+        nargs = len(args)
+        static_idx = tuple(i % nargs for i in self.static_argnums if -nargs <= i < nargs)
+        try:
+            static_pos = tuple((i, args[i]) for i in static_idx)
+            static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
+            hash(static_pos)
+            hash(static_kw)
+        except TypeError as e:
+            raise TypeError(
+                f"Non-hashable static arguments are not supported: jit({self.name}) got an unhashable static "
+                f"argument ({e}). Static arguments must be hashable (use a tuple instead of a list, or pass the "
+                "value as a regular array argument)."
+            ) from None
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_idx)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return static_idx, static_pos, static_kw, dyn_args, dyn_kwargs
+
+    def _get(self, args: tuple, kwargs: dict) -> tuple:
+        static_idx, static_pos, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        flat, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
+        sig = tuple(_leaf_signature(x) for x in flat)
+        key = (in_tree, sig, static_pos, static_kw, config.jax_enable_x64)
+        entry = self._cache.get(key)
+        if entry is None:
+            if config.jax_explain_cache_misses and self._cache:
+                log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, self._cache))
+            entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
+            self._cache[key] = entry
+        return entry, flat
+
+    def _trace(self, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any,
+               sig: tuple) -> tuple:
+        in_avals = [ShapedArray(s, d, w) for s, d, w in sig]
+        out_tree_box: list = []
+        fun = self.fun
+        nargs = len(args)
+
+        def flat_fun(*leaves: Any) -> list:
+            dargs, dkw = tu.tree_unflatten(in_tree, list(leaves))
+            it = iter(dargs)
+            full = [args[i] if i in static_idx else next(it) for i in range(nargs)]
+            kw = dict(kwargs)
+            kw.update(dkw)
+            out = fun(*full, **kw)
+            o_flat, o_tree = tu.tree_flatten(out)
+            out_tree_box.append(o_tree)
+            for o in o_flat:
+                _leaf_signature(o) if not isinstance(o, core.Tracer) else None
+            return o_flat
+
+        closed, consts = trace_flat(flat_fun, in_avals, self.name)
+        return closed, consts, out_tree_box[0]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        (closed, consts, out_tree), flat = self._get(args, kwargs)
+        outs = core.bind(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
+        return tu.tree_unflatten(out_tree, outs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        (closed, consts, _), _ = self._get(args, kwargs)
+        return Lowered(closed, consts, self.name)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Lowered:
+        return self.lower(*args, **kwargs)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        from fjax.api import ShapeDtypeStruct  # noqa: PLC0415
+
+        (closed, _, out_tree), _ = self._get(args, kwargs)
+        return tu.tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+
+def _explain_miss(key: tuple, cache: dict) -> str:
+    in_tree, sig, static_pos, static_kw, x64 = key
+    for k in cache:
+        if k[0] != in_tree:
+            continue
+        if k[1] != sig:
+            diffs = [f"arg {i}: {core.ShapedArray(*a).str_short()} vs cached {core.ShapedArray(*b).str_short()}"
+                     for i, (a, b) in enumerate(zip(sig, k[1])) if a != b]
+            return "different argument types: " + "; ".join(diffs)
+        if k[2] != static_pos or k[3] != static_kw:
+            return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
+    return "different argument tree structure"
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
+        **kwargs: Any) -> Any:
+    """Compile ``fun``: trace once per signature (pytree structure, shapes, dtypes, weak types and
+    static argument values), then run the compiled function on later calls."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    if not callable(fun):
+        raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
+    sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int)
+                                            else tuple(static_argnums))
+    sa = () if static_argnames is None else ((static_argnames,) if isinstance(static_argnames, str)
+                                             else tuple(static_argnames))
+    if sa and not sn:
+        # static_argnames also make the matching positional parameters static, as JAX
+        import inspect  # noqa: PLC0415
+
+        try:
+            params = list(inspect.signature(fun).parameters)
+            sn = tuple(params.index(n) for n in sa if n in params)
+        except (TypeError, ValueError):
+            pass
+    elif sn and not sa:
+        import inspect  # noqa: PLC0415
+
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+            sa = tuple(params[i].name for i in sn if i < len(params) and params[i].kind in
+                       (params[i].POSITIONAL_OR_KEYWORD, params[i].KEYWORD_ONLY))
+        except (TypeError, ValueError):
+            pass
+    dn = () if donate_argnums is None else ((donate_argnums,) if isinstance(donate_argnums, int)
+                                            else tuple(donate_argnums))
+    return JitWrapped(fun, sn, sa, dn)
+
+
+_live_wrappers: weakref.WeakSet = weakref.WeakSet()

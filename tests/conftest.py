@@ -1,0 +1,36 @@
+"""Test configuration: hypothesis profiles (``ci`` by default, ``thorough`` via
+FJAX_HYPOTHESIS_PROFILE=thorough) and fixtures shared by the suite."""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    print_blob=True,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def x64():
+    """Run a test with jax_enable_x64 on, restoring the setting afterwards."""
+    from fjax import config
+
+    old = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", old)
