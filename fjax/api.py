@@ -86,7 +86,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
     """Return a function that traces ``fun`` on its arguments and gives its ClosedJaxpr."""
     static = _argnums_tuple(static_argnums)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
         dyn_idx = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_idx]
@@ -332,7 +332,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     nums = _argnums_tuple(argnums)
     name = _fun_name(fun)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
         for i in nums:
             if not -len(args) <= i < len(args):
@@ -393,7 +393,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     """Return a function that computes the gradient of scalar-valued ``fun`` w.r.t. ``argnums``."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def grad_f(*args: Any, **kwargs: Any) -> Any:
         if has_aux:
             (_, aux), g = vg(*args, **kwargs)
@@ -463,7 +463,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         in_axes = tuple(in_axes)
     name = _fun_name(fun)
 
-    @functools.wraps(fun)
+    @functools.wraps(fun, updated=())
     def vmap_f(*args: Any, **kwargs: Any) -> Any:
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
@@ -591,13 +591,15 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         in_avals = [core.get_aval(x) for x in flat]
 
         def split(t: Any) -> Any:
-            oshape = core.get_aval(t).shape[:-1]
-            pieces, start = [], 0
-            from fjax import numpy as jnp  # noqa: PLC0415
+            from fjax.lax import lax  # noqa: PLC0415
 
+            ta = core.get_aval(t)
+            oshape = ta.shape[:-1]
+            pieces, start = [], 0
             for a in in_avals:
                 s = int(np.prod(a.shape))
-                pieces.append(jnp.reshape(t[..., start:start + s], oshape + a.shape))
+                piece = lax.slice_in_dim(t, start, start + s, axis=ta.ndim - 1) if s != ta.shape[-1] else t
+                pieces.append(lax.reshape(piece, oshape + a.shape))
                 start += s
             tree_pieces = tu.tree_unflatten(tree, pieces)
             return tree_pieces[0] if isinstance(argnums, int) else tuple(tree_pieces)
@@ -647,7 +649,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return f_vjp(tu.tree_unflatten(o_tree, list(ct_leaves)))
 
         cts = vmap(pull)(*basis)  # tuple over dyn args, leaves with leading n
-        from fjax import numpy as jnp  # noqa: PLC0415
+        from fjax.lax import lax  # noqa: PLC0415
 
         o_avals = [core.get_aval(o) for o in o_flat]
         # per output leaf k: slice rows, reshape to out_shape + in_shape
@@ -657,7 +659,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             s = int(np.prod(a.shape))
 
             def take(c: Any, start: int = start, s: int = s, a: ShapedArray = a) -> Any:
-                return jnp.reshape(c[start:start + s], a.shape + core.get_aval(c).shape[1:])
+                c = _ct_out(c, core.get_aval(c)) if type(c) is Zero else c
+                ca = core.get_aval(c)
+                piece = lax.slice_in_dim(c, start, start + s, axis=0) if s != ca.shape[0] else c
+                return lax.reshape(piece, a.shape + ca.shape[1:])
 
             sel = tu.tree_map(take, cts)
             per_out.append(sel[0] if isinstance(argnums, int) else tuple(sel))

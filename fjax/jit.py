@@ -214,13 +214,13 @@ class JitWrapped:
     """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
 
     def __init__(self, fun: Callable, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple):
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
         self.donate_argnums = donate_argnums
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._cache: dict = {}
-        functools.update_wrapper(self, fun)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple:
         nargs = len(args)

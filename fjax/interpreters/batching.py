@@ -21,6 +21,7 @@ primitive_batchers: dict[core.Primitive, Callable] = {}
 # hooks filled in by fjax.lax
 _moveaxis: Callable | None = None  # (x, src, dst) -> x
 _broadcast: Callable | None = None  # (x, size, axis) -> x with a new axis of length size at axis
+_broadcast_in_dim: Callable | None = None  # lax.broadcast_in_dim
 
 
 class BatchTracer(Tracer):
@@ -147,24 +148,39 @@ def defvectorized(prim: core.Primitive) -> None:
 
 
 def defbroadcasting(prim: core.Primitive) -> None:
-    """N-ary elementwise with equal shapes: align the batch dims (moving only when needed)."""
+    """N-ary elementwise ops whose operands share one shape or are rank 0 (scalars broadcast).
+
+    Batch dims are aligned, moving an operand only when the mapped operands disagree; unmapped
+    scalars stay scalars.
+    """
 
     def rule(vals: list, dims: list, **params: Any) -> tuple[Any, Any]:
-        size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped)
-        mapped = [d for d in dims if d is not not_mapped]
-        # if all mapped operands share a dim and have the same rank, keep it there
-        target = mapped[0]
-        ndims = {core.get_aval(v).ndim for v, d in zip(vals, dims) if d is not not_mapped}
-        if any(d != target for d in mapped) or len(ndims) != 1:
-            target = 0
+        avals = [core.get_aval(v) for v in vals]
+        size = next(a.shape[d] for a, d in zip(avals, dims) if d is not not_mapped)
+        # the per-example (unbatched) rank of the output
+        ranks = [a.ndim - (d is not not_mapped) for a, d in zip(avals, dims)]
+        out_rank = max(ranks)
+        full = [d for d, r in zip(dims, ranks) if d is not not_mapped and r == out_rank]
+        target = full[0] if full and all(d == full[0] for d in full) else 0
+        ex_shape = None
+        for a, d, r in zip(avals, dims, ranks):
+            if r == out_rank and out_rank:
+                shp = list(a.shape)
+                if d is not not_mapped:
+                    del shp[d]
+                ex_shape = tuple(shp)
+                break
         out_vals = []
-        for v, d in zip(vals, dims):
+        for v, a, d, r in zip(vals, avals, dims, ranks):
             if d is not_mapped:
-                out_vals.append(_broadcast(v, size, target))
-            elif d != target:
-                out_vals.append(_moveaxis(v, d, target))
+                out_vals.append(v if r == 0 else _broadcast(v, size, target))
+            elif r == out_rank:
+                out_vals.append(_moveaxis(v, d, target) if d != target else v)
             else:
-                out_vals.append(v)
+                # a batched scalar among arrays: broadcast it to the full batched shape
+                shape = list(ex_shape)
+                shape.insert(target, size)
+                out_vals.append(_broadcast_in_dim(v, tuple(shape), (target,)))
         return prim.bind(*out_vals, **params), target
 
     primitive_batchers[prim] = rule

@@ -1605,3 +1605,4 @@ ad._add_any = _add_any
 ad._zeros_like = _zeros_of_aval
 batching._moveaxis = _moveaxis
 batching._broadcast = _broadcast_new_axis
+batching._broadcast_in_dim = broadcast_in_dim

@@ -1,0 +1,135 @@
+"""Shared helpers of fjax.numpy: argument checking, dtype promotion and broadcasting."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax.core import Array, Tracer
+from fjax.lax import lax
+
+_scalar_types = (bool, int, float, complex)
+
+
+def check_arraylike(fn_name: str, *args: Any) -> None:
+    """Raise a TypeError naming ``fn_name`` if an argument is not array-like.
+
+    Lists and tuples are rejected, as JAX does, with a hint to wrap them in jnp.array.
+    """
+    for i, x in enumerate(args):
+        if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _scalar_types:
+            continue
+        if isinstance(x, (list, tuple)):
+            raise TypeError(
+                f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}. "
+                f"Wrap it in jnp.array(...) first."
+            )
+        raise TypeError(
+            f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}."
+        )
+
+
+def to_fjax(x: Any, fn_name: str = "fjax.numpy") -> Any:
+    """An Array or Tracer for an array-like argument (Python scalars stay weakly typed)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    return core.to_array(x, fn_name)
+
+
+def promote_dtypes(fn_name: str, *args: Any) -> list:
+    """Convert arguments to one dtype with JAX's promotion rules (weak types respected)."""
+    check_arraylike(fn_name, *args)
+    xs = [to_fjax(x, fn_name) for x in args]
+    if len(xs) < 2:
+        return xs
+    dt, weak = dtypes.result_type(*xs, return_weak_type_flag=True)
+    return [_convert(x, dt, weak) for x in xs]
+
+
+def _convert(x: Any, dt: np.dtype, weak: bool) -> Any:
+    if x.dtype == dt and x.weak_type == weak:
+        return x
+    if type(x) is Array and x.ndim == 0:
+        # constant-fold scalar conversions (keeps jaxprs free of converts on literals)
+        return Array(np.asarray(x._value.astype(dt)), weak)
+    return lax._convert_element_type_weak(x, dt, weak)
+
+
+def promote_dtypes_inexact(fn_name: str, *args: Any) -> list:
+    """Promote, then move integer/bool results to the default float dtype (as jnp.sin etc.)."""
+    xs = promote_dtypes(fn_name, *args)
+    out = []
+    for x in xs:
+        if x.dtype.kind not in "fc":
+            dt = dtypes.default_float_dtype()
+            out.append(_convert(x, dt, x.weak_type))
+        else:
+            out.append(x)
+    return out
+
+
+def promote_dtypes_numeric(fn_name: str, *args: Any) -> list:
+    """Promote, then turn bool into the default int dtype."""
+    xs = promote_dtypes(fn_name, *args)
+    return [_convert(x, dtypes.default_int_dtype(), x.weak_type) if x.dtype == np.bool_ else x for x in xs]
+
+
+def broadcast_shapes(fn_name: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of shapes, with an error naming ``fn_name`` and every shape."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(nd):
+        size = 1
+        for s in shapes:
+            j = i - (nd - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if size != 1 and d != size:
+                raise ValueError(
+                    f"{fn_name}: incompatible shapes for broadcasting: {', '.join(str(tuple(s)) for s in shapes)}"
+                )
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    """Broadcast ``x`` to ``shape`` with numpy's rules (leading dims added, size-1 dims stretched)."""
+    xs = x.shape
+    if xs == shape:
+        return x
+    nd = len(shape)
+    dims = tuple(range(nd - len(xs), nd))
+    # size-1 dims of x that are broadcast: keep them in broadcast_dimensions (broadcast_in_dim stretches them)
+    return lax.broadcast_in_dim(x, shape, dims)
+
+
+def broadcast_arrays(fn_name: str, *xs: Any) -> list:
+    """Broadcast to a common shape; rank-0 operands are left alone (lax ops broadcast scalars)."""
+    shapes = [x.shape for x in xs]
+    shape = broadcast_shapes(fn_name, *shapes)
+    return [x if (x.shape == shape or x.ndim == 0) else broadcast_to_shape(x, shape) for x in xs]
+
+
+def canonicalize_axis(axis: int, ndim: int, fn_name: str = "fjax.numpy") -> int:
+    """Normalize a possibly negative axis, raising a numpy-style AxisError-like ValueError."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{fn_name}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis: Any, ndim: int, fn_name: str = "fjax.numpy") -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = tuple(canonicalize_axis(a, ndim, fn_name) for a in axis)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fn_name}: repeated axis in {axis}")
+    return out
