@@ -1,0 +1,1 @@
+"""Interpreters: the transforms (ad, batching, partial_eval) and the jit backends."""
