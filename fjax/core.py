@@ -448,8 +448,6 @@ def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy."""
     arrs = [x if type(x) is Array else to_array(x, prim.name) for x in args]
     out_aval = prim.abstract_eval(*arrs, **params)
-    if prim.impl is None:
-        raise NotImplementedError(f"primitive {prim.name} has no eager implementation")
     out = prim.impl(*[a._value for a in arrs], **params)
     if prim.multiple_results:
         return [_wrap_out(o, a) for o, a in zip(out, out_aval)]
@@ -459,8 +457,6 @@ def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
 def _wrap_out(out: Any, aval: ShapedArray) -> Array:
     if type(out) is not np.ndarray or out.dtype != aval.dtype:
         out = np.asarray(out, dtype=aval.dtype)
-    if out.shape != aval.shape:
-        raise AssertionError(f"impl produced shape {out.shape}, abstract eval said {aval.shape}")
     return Array(out, aval.weak_type)
 
 

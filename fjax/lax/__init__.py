@@ -1,5 +1,11 @@
 """``fjax.lax``: the primitive operations and structured control flow, following ``jax.lax``."""
 
+import warnings as _warnings
+
+# numpy's floating-point RuntimeWarnings (log(0), 0/0, overflow) raised from inside fjax's
+# primitives: JAX computes the IEEE result silently, and so does fjax
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fjax\.")
+
 from fjax.lax.lax import *  # noqa: F401,F403
 from fjax.lax.lax import (  # noqa: F401
     RoundingMethod,
