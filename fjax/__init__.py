@@ -29,11 +29,18 @@ from fjax.api import (
     vmap,
 )
 from fjax.jit import jit
+from fjax.custom_derivatives import custom_jvp, custom_vjp
+from fjax.checkpoint import checkpoint, checkpoint_policies, remat
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "checkpoint",
+    "checkpoint_policies",
+    "custom_jvp",
+    "custom_vjp",
+    "remat",
     "ConcretizationTypeError",
     "ShapeDtypeStruct",
     "TracerArrayConversionError",

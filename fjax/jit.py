@@ -167,6 +167,24 @@ def _pe_split(jaxpr: ClosedJaxpr, unknowns: tuple) -> tuple:
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 
+def _jit_partial_eval_jaxpr(eqn: core.JaxprEqn, unknowns: list) -> tuple:
+    """Split a jit equation nested in a jaxpr being partially evaluated."""
+    jaxpr = eqn.params["jaxpr"]
+    name = eqn.params["name"]
+    jk, ju, out_uk, num_res = _pe_split(jaxpr, tuple(unknowns))
+    known_ins = [x for x, u in zip(eqn.invars, unknowns) if not u]
+    unknown_ins = [x for x, u in zip(eqn.invars, unknowns) if u]
+    known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
+    unknown_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
+    res = [core.Var(a) for a in jk.out_avals[len(known_outs):]]
+    eqn_known = core.JaxprEqn(jit_p, known_ins, known_outs + res, dict(jaxpr=jk, name=name))
+    eqn_unknown = core.JaxprEqn(jit_p, res + unknown_ins, unknown_outs, dict(jaxpr=ju, name=name))
+    return eqn_known, eqn_unknown, out_uk
+
+
+pe.partial_eval_jaxpr_rules[jit_p] = _jit_partial_eval_jaxpr
+
+
 # ---- the user-facing wrapper ------------------------------------------------------------------
 
 

@@ -30,6 +30,10 @@ from fjax.core import (
 # rules for higher-order primitives whose inputs are partly known while linearizing:
 #   rule(trace, tracers, **params) -> out tracers
 partial_eval_rules: dict[core.Primitive, Callable] = {}
+# rules splitting one equation of a higher-order primitive inside ``partial_eval_jaxpr``:
+#   rule(eqn, unknowns_in) -> (known_eqn | None, unknown_eqn, out_unknowns)
+# the known equation's extra outputs (residuals) are read by the unknown equation
+partial_eval_jaxpr_rules: dict[core.Primitive, Callable] = {}
 # dead-code elimination rules for higher-order primitives:
 #   rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)
 dce_rules: dict[core.Primitive, Callable] = {}
@@ -258,11 +262,21 @@ def partial_eval_jaxpr(
     unknown: set = {v for v, uk in zip(jaxpr.invars, in_unknowns) if uk}
     known_eqns, unknown_eqns = [], []
     for eqn in jaxpr.eqns:
-        if any(type(x) is Var and x in unknown for x in eqn.invars):
+        uks = [type(x) is Var and x in unknown for x in eqn.invars]
+        if not any(uks):
+            known_eqns.append(eqn)
+            continue
+        rule = partial_eval_jaxpr_rules.get(eqn.primitive)
+        if rule is None:
             unknown_eqns.append(eqn)
             unknown.update(eqn.outvars)
-        else:
-            known_eqns.append(eqn)
+            continue
+        eqn_known, eqn_unknown, out_uks = rule(eqn, uks)
+        if eqn_known is not None:
+            known_eqns.append(eqn_known)
+        if eqn_unknown is not None:
+            unknown_eqns.append(eqn_unknown)
+        unknown.update(v for v, u in zip(eqn.outvars, out_uks) if u)
     out_unknowns = [
         (type(v) is Var and v in unknown) or bool(inst) for v, inst in zip(jaxpr.outvars, instantiate)
     ]

@@ -1,0 +1,1034 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined derivative rules, as in ``jax.custom_jvp`` /
+``jax.custom_vjp``.
+
+Both are higher-order primitives carrying the traced primal function (``call_jaxpr``) and the
+user's rules as Python callables:
+
+* ``custom_jvp_call[name call_jaxpr jvp num_consts symbolic_zeros]``: evaluated, staged and
+  batched as its primal jaxpr; its JVP rule calls the user's jvp rule instead. Under
+  ``linearize``/``grad`` the jvp rule runs with known primals and staged tangents, so the rule is
+  linearized and then transposed (it must be linear in the tangents, as in JAX). Batching
+  batches the primal jaxpr and wraps the jvp rule in ``vmap`` so ``jvp`` of ``vmap`` still uses
+  the custom rule.
+* ``custom_vjp_call[name bwd call_jaxpr fwd num_consts symbolic_zeros]``: its JVP rule runs
+  ``fwd`` on the primals (residuals are computed eagerly) and emits the linear primitive
+  ``custom_lin[bwd ...]`` on the tangents; the transpose of ``custom_lin`` calls ``bwd``.
+  Evaluating ``custom_lin`` (plain forward mode) raises ``TypeError`` as JAX does.
+
+When the innermost transform is the eager evaluator or a JVP trace, a decorated function is
+processed without tracing its primal function into a jaxpr (as JAX does), so Python control
+flow on concrete values keeps working under ``grad``/``jvp``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax import tree_util as tu
+from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.interpreters import ad, batching
+from fjax.interpreters import partial_eval as pe
+from fjax.interpreters.ad import Zero, is_undefined_primal
+
+__all__ = [
+    "CustomVJPException",
+    "CustomVJPPrimal",
+    "SymbolicZero",
+    "custom_jvp",
+    "custom_jvp_call_p",
+    "custom_lin_p",
+    "custom_vjp",
+    "custom_vjp_call_p",
+]
+
+
+class SymbolicZero:
+    """A zero tangent/cotangent passed to rules defined with ``symbolic_zeros=True``."""
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"SymbolicZero({self.aval.str_short()})"
+
+    def instantiate(self) -> Any:
+        return ad._zeros_like(self.aval)
+
+
+class CustomVJPPrimal:
+    """A primal argument of a ``symbolic_zeros=True`` fwd rule: ``value`` and ``perturbed``."""
+
+    def __init__(self, value: Any, perturbed: bool):
+        self.value = value
+        self.perturbed = perturbed
+
+    def __repr__(self) -> str:
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+
+
+def _fun_name(f: Any) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _resolve_kwargs(fun: Callable, args: tuple, kwargs: dict, what: str) -> tuple:
+    if not kwargs:
+        return args
+    try:
+        ba = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"The input arguments to the {what}-decorated function {_fun_name(fun)} could not be resolved to "
+            f"positional-only arguments. Binding failed with the error:\n{e}"
+        ) from e
+    ba.apply_defaults()
+    if ba.kwargs:
+        raise TypeError(
+            f"keyword arguments could not be resolved to positions for the {what}-decorated function "
+            f"{_fun_name(fun)}: {sorted(ba.kwargs)}"
+        )
+    return tuple(ba.args)
+
+
+def _nondiff_from_names(fun: Callable, argnums: Sequence[int], argnames: Sequence[str]) -> tuple[int, ...]:
+    nums = {int(i) for i in argnums}
+    if argnames:
+        params = list(inspect.signature(fun).parameters)
+        for n in argnames:
+            nums.add(params.index(n))
+    return tuple(sorted(nums))
+
+
+def _as_value(x: Any, what: str) -> Any:
+    """A leaf as an Array or Tracer (Python scalars / numpy arrays are converted)."""
+    if isinstance(x, (core.Tracer, core.Array)):
+        return x
+    if type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic)):
+        return core.to_array(x, what)
+    raise TypeError(
+        f"{what}: value {x!r} of type {type(x).__name__} is not a valid JAX type (expected arrays, scalars or "
+        "pytrees of them)"
+    )
+
+
+def _trace_closed(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tuple[ClosedJaxpr, list]:
+    """Trace ``fun`` into a jaxpr whose constants are hoisted into leading arguments."""
+    jaxpr, consts, _ = pe.trace_to_jaxpr(fun, in_avals, name)
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts
+
+
+def _eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
+    return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def _jaxpr_impl(*args: Any, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    ins = [core.Array(a, av.weak_type) for a, av in zip(args, call_jaxpr.in_avals)]
+    outs = _eval_closed(call_jaxpr, *ins)
+    return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
+
+
+def _jaxpr_abstract(*avals: Any, call_jaxpr: ClosedJaxpr, name: str, **_: Any) -> list:
+    if len(avals) != len(call_jaxpr.in_avals):
+        raise TypeError(f"{name}: expected {len(call_jaxpr.in_avals)} arguments, got {len(avals)}")
+    for a, b in zip(avals, call_jaxpr.in_avals):
+        if not core.typematch(a, b):
+            raise TypeError(f"{name}: argument of type {a.str_short()} where {b.str_short()} was traced")
+    return list(call_jaxpr.out_avals)
+
+
+def _inline_partial_eval(trace: pe.StagingTrace, tracers: list, *, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    # Partial evaluation only builds linear functions, so the custom rule is no longer needed
+    # there (JAX does the same): evaluate the primal jaxpr, known parts eagerly.
+    ins = [t.const if pe.is_known(t) else t for t in tracers]
+    return _eval_closed(call_jaxpr, *ins)
+
+
+def _inline_transpose(cts: list, *args: Any, call_jaxpr: ClosedJaxpr, **_: Any) -> list:
+    res = ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+    return [r if is_undefined_primal(a) else None for r, a in zip(res, args)]
+
+
+def _batched_in_avals(avals: Sequence[ShapedArray], dims: Sequence[int | None], size: int) -> list:
+    out = []
+    for a, d in zip(avals, dims):
+        if d is None:
+            out.append(a)
+        else:
+            s = list(a.shape)
+            s.insert(d, size)
+            out.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
+    return out
+
+
+def _batch_closed(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> tuple[ClosedJaxpr, list]:
+    """The jaxpr vmapped over ``dims`` with every output batched at axis 0."""
+
+    def f(*args: Any) -> list:
+        return batching.vmap_flat(
+            lambda *xs: _eval_closed(closed, *xs), size, list(dims), list(args), lambda n: [0] * n
+        )
+
+    return _trace_closed(f, _batched_in_avals(closed.in_avals, dims, size), "vmap")
+
+
+def _zero_tangent_of(x: Any) -> Zero:
+    return Zero(ad.tangent_aval(core.get_aval(x)))
+
+
+def _wrap_jvp_outs(trace: ad.JVPTrace, primals: list, tangents: list) -> list:
+    return [core.full_lower(ad.JVPTracer(trace, p, t)) for p, t in zip(primals, tangents)]
+
+
+def _top_trace(args: Sequence[Any]) -> core.Trace:
+    return core.find_top_trace(args)
+
+
+def _is_eval(trace: core.Trace) -> bool:
+    return type(trace) is core.EvalTrace
+
+
+# ---------------------------------------------------------------------------------------------
+# custom_jvp
+
+
+custom_jvp_call_p = core.Primitive("custom_jvp_call")
+custom_jvp_call_p.multiple_results = True
+custom_jvp_call_p.def_impl(_jaxpr_impl)
+custom_jvp_call_p.def_abstract_eval(_jaxpr_abstract)
+
+
+def _custom_jvp_process(
+    fun: Callable, jvp: Callable, lead: list, primals: list, tangents: list, symbolic_zeros: bool
+) -> tuple[list, list]:
+    """The JVP of a custom_jvp function: ``fun(*lead, *primals)`` is the primal function (used
+    when no tangent is perturbed); ``jvp(lead, primals, tangents)`` the flat user rule. The
+    leading (non-differentiable) inputs get no tangent (stop_gradient semantics)."""
+    if all(type(t) is Zero for t in tangents):
+        outs = fun(*lead, *primals)
+        return outs, [_zero_tangent_of(o) for o in outs]
+    if symbolic_zeros:
+        tans = [SymbolicZero(t.aval) if type(t) is Zero else t for t in tangents]
+    else:
+        tans = [ad.instantiate_zeros(t) for t in tangents]
+    primals_out, tangents_out = jvp(lead, primals, tans)
+    touts = []
+    for p, t in zip(primals_out, tangents_out):
+        if t is None or type(t) is SymbolicZero or type(t) is Zero:
+            touts.append(_zero_tangent_of(p))
+        elif ad.tangent_aval(core.get_aval(p)).dtype == dtypes.float0:
+            touts.append(_zero_tangent_of(p))
+        else:
+            touts.append(t)
+    return list(primals_out), touts
+
+
+def _custom_jvp_call_jvp(
+    primals: list,
+    tangents: list,
+    *,
+    name: str,
+    call_jaxpr: ClosedJaxpr,
+    jvp: Callable,
+    num_consts: int,
+    symbolic_zeros: bool,
+) -> tuple[list, list]:
+    params = dict(name=name, call_jaxpr=call_jaxpr, jvp=jvp, num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    lead, prims = primals[:num_consts], primals[num_consts:]
+
+    def fun(*xs: Any) -> list:
+        return core.bind(custom_jvp_call_p, xs, params)
+
+    return _custom_jvp_process(fun, jvp, list(lead), list(prims), list(tangents[num_consts:]), symbolic_zeros)
+
+
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+def _batch_jvp_fn(jvp: Callable, n_drop: int, lead_dims: list, prim_dims: list, size: int) -> Callable:
+    """``jvp`` vmapped: lead/primal inputs at the given dims, tangents at their primals' dims,
+    every output at axis 0. The first ``n_drop`` leading inputs are dropped (new consts)."""
+
+    def batched(lead: list, primals: list, tangents: list) -> tuple[list, list]:
+        lead = list(lead[n_drop:])
+        nl, npr = len(lead), len(primals)
+        nz = [type(t) is not SymbolicZero for t in tangents]
+        zeros = [t for t in tangents if type(t) is SymbolicZero]
+        args = lead + list(primals) + [t for t, z in zip(tangents, nz) if z]
+        dims = list(lead_dims) + list(prim_dims) + [d for d, z in zip(prim_dims, nz) if z]
+        n_out: list = []
+
+        def f(*xs: Any) -> list:
+            ld, pr, tz = list(xs[:nl]), list(xs[nl : nl + npr]), iter(xs[nl + npr :])
+            zi = iter(zeros)
+            ts = [next(tz) if z else _unbatched_zero(next(zi), d) for z, d in zip(nz, prim_dims)]
+            po, to = jvp(ld, pr, ts)
+            n_out.append(len(po))
+            to = [
+                ad.instantiate_zeros(_zero_tangent_of(p)) if (t is None or type(t) in (Zero, SymbolicZero)) else t
+                for p, t in zip(po, to)
+            ]
+            return list(po) + list(to)
+
+        outs = batching.vmap_flat(f, size, dims, args, lambda n: [0] * n)
+        k = n_out[0]
+        return outs[:k], outs[k:]
+
+    batched.__name__ = getattr(jvp, "__name__", "jvp")
+    return batched
+
+
+def _unbatched_zero(z: SymbolicZero, d: int | None) -> SymbolicZero:
+    if d is None:
+        return z
+    s = list(z.aval.shape)
+    del s[d]
+    return SymbolicZero(z.aval.update(shape=tuple(s)))
+
+
+@batching.wants_axis_size
+def _custom_jvp_call_batch(
+    vals: list,
+    dims: list,
+    *,
+    name: str,
+    call_jaxpr: ClosedJaxpr,
+    jvp: Callable,
+    num_consts: int,
+    symbolic_zeros: bool,
+    axis_size: int,
+) -> tuple[list, list]:
+    new_jaxpr, consts = _batch_closed(call_jaxpr, dims, axis_size)
+    new_jvp = _batch_jvp_fn(jvp, len(consts), list(dims[:num_consts]), list(dims[num_consts:]), axis_size)
+    outs = core.bind(
+        custom_jvp_call_p,
+        [*consts, *vals],
+        dict(
+            name=name,
+            call_jaxpr=new_jaxpr,
+            jvp=new_jvp,
+            num_consts=len(consts) + num_consts,
+            symbolic_zeros=symbolic_zeros,
+        ),
+    )
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+pe.partial_eval_rules[custom_jvp_call_p] = _inline_partial_eval
+ad.primitive_transposes[custom_jvp_call_p] = _inline_transpose
+
+
+def _sum_tangents(*ts: Any) -> Any:
+    out = None
+    for t in ts:
+        if t is None or type(t) in (Zero, SymbolicZero):
+            continue
+        out = t if out is None else ad._add_any(out, t)
+    return out
+
+
+class custom_jvp:
+    """Set up a JAX-transformable function for a custom JVP rule definition.
+
+    Use as a decorator, then attach the rule with ``defjvp`` (one rule taking
+    ``(primals, tangents)`` and returning ``(primal_out, tangent_out)``) or ``defjvps`` (one
+    function per argument). Arguments listed in ``nondiff_argnums`` are passed to the jvp rule
+    first, unperturbed, and receive no tangent.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (), nondiff_argnames: Sequence[str] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = _nondiff_from_names(fun, nondiff_argnums, nondiff_argnames)
+        self.jvp: Callable | None = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Define the JVP rule ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One function per argument: ``jvps[i](t_i, primal_out, *primals)`` is the tangent
+        contribution of argument i (``None`` for an argument with no contribution)."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals: tuple, tangents: tuple) -> tuple:
+            primal_out = self(*primals)
+            contribs = [f(t, primal_out, *primals) for t, f in zip(tangents, jvps) if f is not None]
+            if not contribs:
+                t_out = tu.tree_map(lambda p: ad.instantiate_zeros(_zero_tangent_of(p)), primal_out)
+            else:
+                t_out = tu.tree_map(_sum_tangents, *contribs)
+                t_out = tu.tree_map(
+                    lambda p, t: ad.instantiate_zeros(_zero_tangent_of(p)) if t is None else t,
+                    primal_out,
+                    t_out,
+                    is_leaf=lambda x: x is None,
+                )
+            return primal_out, t_out
+
+        jvp.__name__ = f"{_fun_name(self.fun)}_jvps"
+        self.defjvp(jvp)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        primal_name = _fun_name(self.fun)
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {primal_name} using defjvp.")
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
+        nd = set(self.nondiff_argnums)
+        for i in nd:
+            if i >= len(args):
+                raise TypeError(
+                    f"custom_jvp {primal_name}: nondiff_argnums {self.nondiff_argnums} out of range for "
+                    f"{len(args)} arguments"
+                )
+        # non-differentiable arguments: array leaves are passed as (tangent-free) inputs, other
+        # leaves stay static Python objects
+        nd_specs = []
+        nd_leaves: list = []
+        for i in sorted(nd):
+            leaves, tree = tu.tree_flatten(args[i])
+            is_arr = [isinstance(x, (core.Tracer, core.Array)) for x in leaves]
+            nd_specs.append((i, tree, leaves, is_arr))
+            nd_leaves.extend(x for x, a in zip(leaves, is_arr) if a)
+        n_nd = len(nd_leaves)
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nd)
+        flat, in_tree = tu.tree_flatten(dyn_args)
+        trace = _top_trace([x for x in nd_leaves + flat if isinstance(x, core.Tracer)])
+        if _is_eval(trace):
+            return self.fun(*args)
+        flat = [_as_value(x, f"custom_jvp {primal_name}") for x in flat]
+        user_jvp = self.jvp
+        jvp_name = _fun_name(user_jvp)
+        out_store: list = []  # (out_tree, primal avals) of the primal function once it ran
+
+        def rebuild_nondiff(nd_vals: list) -> list:
+            it = iter(nd_vals)
+            return [
+                tu.tree_unflatten(tree, [next(it) if a else x for x, a in zip(leaves, is_arr)])
+                for _, tree, leaves, is_arr in nd_specs
+            ]
+
+        def rebuild_args(nd_vals: list, dyn: Any) -> list:
+            ndi, dit = iter(rebuild_nondiff(nd_vals)), iter(dyn)
+            return [next(ndi) if i in nd else next(dit) for i in range(len(args))]
+
+        def fun_flat(*xs: Any) -> list:
+            ndv, dyn = list(xs[:n_nd]), list(xs[n_nd:])
+            out = self.fun(*rebuild_args(ndv, tu.tree_unflatten(in_tree, dyn)))
+            o_flat, o_tree = tu.tree_flatten(out)
+            o_flat = [_as_value(o, f"custom_jvp {primal_name} output") for o in o_flat]
+            out_store.append((o_tree, [core.get_aval(o) for o in o_flat]))
+            return o_flat
+
+        def jvp_flat(lead: list, primals: list, tangents: list) -> tuple[list, list]:
+            static_args = rebuild_nondiff(list(lead[len(lead) - n_nd :]) if n_nd else [])
+            py_p = tu.tree_unflatten(in_tree, list(primals))
+            py_t = tu.tree_unflatten(in_tree, list(tangents))
+            pair = user_jvp(*static_args, py_p, py_t)
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError(
+                    f"Custom JVP rule {jvp_name} for function {primal_name} must produce a pair (list or tuple of "
+                    f"length two) representing primal and tangent outputs, but got {pair}."
+                )
+            p_out, p_tree = tu.tree_flatten(pair[0])
+            t_out, t_tree = tu.tree_flatten(pair[1], is_leaf=lambda x: x is None or type(x) is SymbolicZero)
+            if p_tree != t_tree:
+                raise TypeError(
+                    f"Custom JVP rule {jvp_name} for function {primal_name} must produce primal and tangent outputs "
+                    f"with equal container (pytree) structures, but got {p_tree} and {t_tree} respectively."
+                )
+            p_out = [_as_value(p, f"custom_jvp {jvp_name} primal output") for p in p_out]
+            t_what = f"custom_jvp {jvp_name} tangent output"
+            t_out = [t if (t is None or type(t) is SymbolicZero) else _as_value(t, t_what) for t in t_out]
+            p_avals = [core.get_aval(p) for p in p_out]
+            if out_store:
+                o_tree, o_avals = out_store[0]
+                if o_tree != p_tree:
+                    raise TypeError(
+                        f"Custom JVP rule {jvp_name} for function {primal_name} must produce a pair (list or tuple of "
+                        "length two) where the first element represents the primal output (equal in value to the "
+                        f"output of the custom_jvp-decorated function {primal_name}, and in particular of the same "
+                        f"container/pytree structure), but instead the JVP rule output's first element had "
+                        f"container/pytree structure:\n    {_ty_tree(p_tree, p_avals)}\nwhile the custom_jvp-decorated "
+                        f"function {primal_name} had output container/pytree structure:\n    "
+                        f"{_ty_tree(o_tree, o_avals)}."
+                    )
+                if not all(core.typematch(a, b) for a, b in zip(p_avals, o_avals)):
+                    raise TypeError(
+                        f"Custom JVP rule {jvp_name} for function {primal_name} must produce a pair (list or tuple of "
+                        "length two) where the first element represents the primal output (equal in value to the "
+                        f"output of the custom_jvp-decorated function {primal_name}, and in particular with leaves of "
+                        f"the same shape/dtype), but instead the JVP rule output's first element had shapes/dtypes "
+                        f"of:\n    {_ty_tree(p_tree, p_avals)}\nwhile the custom_jvp-decorated function {primal_name} "
+                        f"had output shapes/dtypes of:\n    {_ty_tree(o_tree, o_avals)}"
+                    )
+            else:
+                out_store.append((p_tree, p_avals))
+            _check_tangent_avals(p_avals, t_out)
+            return p_out, t_out
+
+        jvp_flat.__name__ = jvp_name
+        out_flat = _custom_jvp_bind(trace, fun_flat, jvp_flat, nd_leaves, flat, self.symbolic_zeros, primal_name)
+        return tu.tree_unflatten(out_store[0][0], out_flat)
+
+
+def _ty_tree(tree: Any, avals: list) -> str:
+    return str(tu.tree_unflatten(tree, [a.str_short() for a in avals])).replace("'", "")
+
+
+def _check_tangent_avals(p_avals: list, t_out: list) -> None:
+    exp, got, pr = [], [], []
+    for pa, t in zip(p_avals, t_out):
+        if t is None:
+            continue
+        ta = t.aval if type(t) is SymbolicZero else core.get_aval(t)
+        e = ad.tangent_aval(pa).strip_weak_type()
+        ta = ta.strip_weak_type()
+        if e.dtype == dtypes.float0 and ta.shape == e.shape:
+            continue  # integer outputs: any zero tangent is accepted and dropped
+        if not core.typematch(e, ta):
+            exp.append(e)
+            got.append(ta)
+            pr.append(pa.strip_weak_type())
+    if not exp:
+        return
+    if len(p_avals) == 1:
+        raise TypeError(
+            "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes. Expected "
+            f"{exp[0].str_short()} (tangent type of {pr[0].str_short()}) but got {got[0].str_short()}."
+        )
+    lines = "\n".join(
+        f"  primal {p.str_short()} with tangent {g.str_short()}, expecting tangent {e.str_short()}"
+        for p, e, g in zip(pr, exp, got)
+    )
+    raise TypeError(
+        "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes, but "
+        f"got:\n{lines}"
+    )
+
+
+def _custom_jvp_bind(
+    trace: core.Trace, fun_flat: Callable, jvp_flat: Callable, lead: list, flat: list, symbolic_zeros: bool, name: str
+) -> list:
+    """Apply a custom_jvp function (flat form) under ``trace``, the innermost transform."""
+    args = list(lead) + list(flat)
+    if _is_eval(trace):
+        return fun_flat(*args)
+    if isinstance(trace, ad.JVPTrace):
+        tracers = [core.full_raise(trace, a) for a in args]
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        nl = len(lead)
+
+        def fun_lower(*xs: Any) -> list:
+            return _custom_jvp_bind(
+                _top_trace(xs), fun_flat, jvp_flat, list(xs[:nl]), list(xs[nl:]), symbolic_zeros, name
+            )
+
+        po, to = _custom_jvp_process(fun_lower, jvp_flat, primals[:nl], primals[nl:], tangents[nl:], symbolic_zeros)
+        return _wrap_jvp_outs(trace, po, to)
+    # any other transform: stage the primal function as a jaxpr and bind the primitive
+    in_avals = [core.get_aval(a) for a in args]
+    closed, consts = _trace_closed(fun_flat, in_avals, f"custom_jvp({name})")
+    n_consts = len(consts)
+
+    def jvp_c(ld: list, primals: list, tangents: list) -> tuple[list, list]:
+        return jvp_flat(list(ld[n_consts:]), primals, tangents)
+
+    jvp_c.__name__ = jvp_flat.__name__
+    return core.bind(
+        custom_jvp_call_p,
+        [*consts, *args],
+        dict(name=name, call_jaxpr=closed, jvp=jvp_c, num_consts=n_consts + len(lead), symbolic_zeros=symbolic_zeros),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# custom_vjp
+
+
+def _raise_custom_vjp_error_on_jvp(*_: Any, **__: Any) -> Any:
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p = core.Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp)
+
+
+def _custom_lin_abstract(
+    *avals: Any, num_res: int, bwd: Callable, out_avals: tuple, in_zeros: tuple, in_avals: tuple, symbolic_zeros: bool
+) -> list:
+    return list(out_avals)
+
+
+custom_lin_p.def_abstract_eval(_custom_lin_abstract)
+ad.primitive_jvps[custom_lin_p] = _raise_custom_vjp_error_on_jvp
+batching.primitive_batchers[custom_lin_p] = _raise_custom_vjp_error_on_jvp
+
+
+def _custom_lin_transpose(
+    cts: list,
+    *invals: Any,
+    num_res: int,
+    bwd: Callable,
+    out_avals: tuple,
+    in_zeros: tuple,
+    in_avals: tuple,
+    symbolic_zeros: bool,
+) -> list:
+    res = list(invals[:num_res])
+    if symbolic_zeros:
+        cts = [SymbolicZero(ad.tangent_aval(a)) if type(c) is Zero else c for c, a in zip(cts, out_avals)]
+    else:
+        cts = [ad.instantiate_zeros(c) for c in cts]
+    cts_in = bwd(res, cts)
+    out: list = [None] * num_res
+    for ct, z in zip(cts_in, in_zeros):
+        if not z:
+            out.append(ct)
+    return out
+
+
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+
+
+custom_vjp_call_p = core.Primitive("custom_vjp_call")
+custom_vjp_call_p.multiple_results = True
+custom_vjp_call_p.def_impl(_jaxpr_impl)
+custom_vjp_call_p.def_abstract_eval(_jaxpr_abstract)
+
+
+def _custom_vjp_process(
+    fun: Callable, fwd: Callable, bwd: Callable, primals: list, tangents: list, symbolic_zeros: bool
+) -> tuple[list, list]:
+    """JVP of a custom_vjp function (inputs all differentiable; consts are closed over by the
+    rules). ``fwd(primals, perturbed) -> (res, outs)``, ``bwd(res, cts) -> cts_in``."""
+    if all(type(t) is Zero for t in tangents):
+        outs = fun(*primals)
+        return outs, [_zero_tangent_of(o) for o in outs]
+    perturbed = [type(t) is not Zero for t in tangents]
+    res, primals_out = fwd(primals, perturbed)
+    out_avals = tuple(ad.tangent_aval(core.get_aval(p)) for p in primals_out)
+    in_zeros = tuple(not p for p in perturbed)
+    nz = [t for t in tangents if type(t) is not Zero]
+    touts = core.bind(
+        custom_lin_p,
+        [*res, *nz],
+        dict(
+            num_res=len(res),
+            bwd=bwd,
+            out_avals=out_avals,
+            in_zeros=in_zeros,
+            in_avals=tuple(ad.tangent_aval(core.get_aval(p)) for p in primals),
+            symbolic_zeros=symbolic_zeros,
+        ),
+    )
+    touts = [Zero(a) if a.dtype == dtypes.float0 else t for t, a in zip(touts, out_avals)]
+    return list(primals_out), touts
+
+
+def _custom_vjp_call_jvp(
+    primals: list,
+    tangents: list,
+    *,
+    name: str,
+    bwd: Callable,
+    call_jaxpr: ClosedJaxpr,
+    fwd: Callable,
+    num_consts: int,
+    symbolic_zeros: bool,
+) -> tuple[list, list]:
+    params = dict(
+        name=name, bwd=bwd, call_jaxpr=call_jaxpr, fwd=fwd, num_consts=num_consts, symbolic_zeros=symbolic_zeros
+    )
+    consts, prims = list(primals[:num_consts]), list(primals[num_consts:])
+    if any(type(t) is not Zero for t in tangents[:num_consts]):
+        raise CustomVJPException()
+
+    def fun(*xs: Any) -> list:
+        return core.bind(custom_vjp_call_p, [*consts, *xs], params)
+
+    def fwd_c(ps: list, perturbed: list) -> tuple[list, list]:
+        return fwd(consts, ps, perturbed)
+
+    def bwd_c(res: list, cts: list) -> list:
+        return bwd(res, cts)
+
+    return _custom_vjp_process(fun, fwd_c, bwd_c, prims, list(tangents[num_consts:]), symbolic_zeros)
+
+
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+@batching.wants_axis_size
+def _custom_vjp_call_batch(
+    vals: list,
+    dims: list,
+    *,
+    name: str,
+    bwd: Callable,
+    call_jaxpr: ClosedJaxpr,
+    fwd: Callable,
+    num_consts: int,
+    symbolic_zeros: bool,
+    axis_size: int,
+) -> tuple:
+    size = axis_size
+    new_jaxpr, new_consts = _batch_closed(call_jaxpr, dims, size)
+    c_dims, p_dims = list(dims[:num_consts]), list(dims[num_consts:])
+    p_avals = [core.get_aval(v) for v in vals[num_consts:]]
+    n_new = len(new_consts)
+    res_count: list = []
+
+    def bfwd(consts: list, primals: list, perturbed: list) -> tuple[list, list]:
+        consts = list(consts[n_new:])
+        nc = len(consts)
+
+        def f(*xs: Any) -> list:
+            res, outs = fwd(list(xs[:nc]), list(xs[nc:]), perturbed)
+            res_count.append(len(res))
+            return list(res) + list(outs)
+
+        outs = batching.vmap_flat(f, size, c_dims + p_dims, consts + list(primals), lambda n: [0] * n)
+        k = res_count[-1]
+        return outs[:k], outs[k:]
+
+    def bbwd(res: list, cts: list) -> list:
+        nr = len(res)
+        nz = [type(c) is not SymbolicZero for c in cts]
+        zs = [c for c in cts if type(c) is SymbolicZero]
+        args = list(res) + [c for c, z in zip(cts, nz) if z]
+        out_zero: list = []
+
+        def f(*xs: Any) -> list:
+            r, ci = list(xs[:nr]), iter(xs[nr:])
+            zi = iter(zs)
+            cs = [next(ci) if z else _unbatched_zero(next(zi), 0) for z in nz]
+            cts_in = bwd(r, cs)
+            out_zero.append([type(c) is Zero for c in cts_in])
+            return [ad.instantiate_zeros(c) for c in cts_in]
+
+        outs = batching.vmap_flat(f, size, [0] * len(args), args, lambda n: [0] * n)
+        zeros = out_zero[-1]
+        result = []
+        for o, d, z, pa in zip(outs, p_dims, zeros, p_avals):
+            if z:
+                result.append(Zero(ad.tangent_aval(pa)))
+            elif d is None:
+                from fjax import lax  # noqa: PLC0415
+
+                result.append(lax.reduce_sum(o, (0,)))
+            else:
+                result.append(batching.moveaxis(o, 0, d))
+        return result
+
+    bfwd.__name__ = getattr(fwd, "__name__", "fwd")
+    bbwd.__name__ = getattr(bwd, "__name__", "bwd")
+    outs = core.bind(
+        custom_vjp_call_p,
+        [*new_consts, *vals],
+        dict(
+            name=name,
+            bwd=bbwd,
+            call_jaxpr=new_jaxpr,
+            fwd=bfwd,
+            num_consts=n_new + num_consts,
+            symbolic_zeros=symbolic_zeros,
+        ),
+    )
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+pe.partial_eval_rules[custom_vjp_call_p] = _inline_partial_eval
+ad.primitive_transposes[custom_vjp_call_p] = _inline_transpose
+
+
+class CustomVJPException(Exception):
+    """A custom_vjp function was differentiated with respect to a value it closes over."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Detected differentiation of a custom_vjp function with respect to a closed-over value. That isn't "
+            "supported because the custom VJP rule only specifies how to differentiate the custom_vjp function with "
+            "respect to explicit input parameters. Pass the value as an explicit argument instead."
+        )
+
+
+def _check_for_tracers(x: Any) -> None:
+    for leaf in tu.tree_leaves(x):
+        if isinstance(leaf, core.Tracer):
+            raise core.UnexpectedTracerError(
+                "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position indicated by "
+                "nondiff_argnums as non-differentiable. Tracers cannot be passed as non-differentiable arguments to "
+                "custom_vjp functions; instead, nondiff_argnums should only be used for arguments that can't be or "
+                "contain JAX tracers, e.g. function-valued arguments. In particular, array-valued arguments should "
+                "typically not be indicated as nondiff_argnums."
+            )
+
+
+class custom_vjp:
+    """Set up a JAX-transformable function for a custom VJP rule definition.
+
+    Attach the rule with ``defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)`` and
+    ``bwd(*nondiff_args, residuals, out_cotangent) -> tuple`` of one cotangent per
+    differentiable argument (``None`` for a zero cotangent). Forward mode is not supported.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (), nondiff_argnames: Sequence[str] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = _nondiff_from_names(fun, nondiff_argnums, nondiff_argnames)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+        self.symbolic_zeros = False
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False, optimize_remat: bool = False) -> None:
+        """Define the forward pass ``fwd`` (returns ``(out, residuals)``) and backward pass ``bwd``."""
+        self.fwd = fwd
+        self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        primal_name = _fun_name(self.fun)
+        if self.fwd is None or self.bwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {primal_name} using defvjp.")
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
+        nd = set(self.nondiff_argnums)
+        for i in nd:
+            if i >= len(args):
+                raise TypeError(
+                    f"custom_vjp {primal_name}: nondiff_argnums {self.nondiff_argnums} out of range for "
+                    f"{len(args)} arguments"
+                )
+            _check_for_tracers(args[i])
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nd)
+        flat, in_tree = tu.tree_flatten(dyn_args)
+        trace = _top_trace([x for x in flat if isinstance(x, core.Tracer)])
+        if _is_eval(trace):
+            return self.fun(*args)
+        flat = [_as_value(x, f"custom_vjp {primal_name}") for x in flat]
+        in_avals = [core.get_aval(x) for x in flat]
+        static_args = [args[i] for i in sorted(nd)]
+        user_fwd, user_bwd = self.fwd, self.bwd
+        fwd_name, bwd_name = _fun_name(user_fwd), _fun_name(user_bwd)
+        symbolic_zeros = self.symbolic_zeros
+        out_store: list = []
+        res_store: list = []
+
+        def full_args(dyn: list) -> list:
+            dit = iter(tu.tree_unflatten(in_tree, dyn))
+            return [args[i] if i in nd else next(dit) for i in range(len(args))]
+
+        def fun_flat(*xs: Any) -> list:
+            out = self.fun(*full_args(list(xs)))
+            o_flat, o_tree = tu.tree_flatten(out)
+            o_flat = [_as_value(o, f"custom_vjp {primal_name} output") for o in o_flat]
+            out_store.append((o_tree, [core.get_aval(o) for o in o_flat]))
+            return o_flat
+
+        def fwd_flat(primals: list, perturbed: list) -> tuple[list, list]:
+            if symbolic_zeros:
+                primals = [CustomVJPPrimal(p, z) for p, z in zip(primals, perturbed)]
+            pair = user_fwd(*full_args(list(primals)))
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError(
+                    f"Custom VJP fwd rule {fwd_name} for function {primal_name} must produce a pair (list or tuple of "
+                    "length two) where the first element represents the primal output (equal to those of the "
+                    f"custom_vjp-decorated function {primal_name}) and the second element represents residuals (i.e. "
+                    "values stored from the forward pass for use on the backward pass), but instead of a pair the fwd "
+                    f"rule {fwd_name} produced {pair}."
+                )
+            p_out, p_tree = tu.tree_flatten(pair[0])
+            p_out = [_as_value(p, f"custom_vjp {fwd_name} primal output") for p in p_out]
+            res, res_tree = tu.tree_flatten(pair[1])
+            res = [_as_value(r, f"custom_vjp {fwd_name} residual") for r in res]
+            p_avals = [core.get_aval(p) for p in p_out]
+            if out_store:
+                o_tree, o_avals = out_store[0]
+                if o_tree != p_tree:
+                    raise TypeError(
+                        f"Custom VJP fwd rule {fwd_name} for function {primal_name} must produce a pair (list or tuple "
+                        "of length two) where the first element represents the primal output (equal to the output of "
+                        f"the custom_vjp-decorated function {primal_name}) and the second element represents "
+                        "residuals (i.e. values stored from the forward pass for use on the backward pass), but "
+                        "instead the fwd rule output's first element had container/pytree structure:\n    "
+                        f"{_ty_tree(p_tree, p_avals)}\nwhile the custom_vjp-decorated function {primal_name} had "
+                        f"output container/pytree structure:\n    {_ty_tree(o_tree, o_avals)}."
+                    )
+                if not all(core.typematch(a, b) for a, b in zip(p_avals, o_avals)):
+                    raise TypeError(
+                        f"Custom VJP fwd rule {fwd_name} for function {primal_name} must produce a pair (list or tuple "
+                        "of length two) where the first element represents the primal output (equal to the output of "
+                        f"the custom_vjp-decorated function {primal_name}) and the second element represents "
+                        "residuals (i.e. values stored from the forward pass for use on the backward pass), but "
+                        "instead the fwd rule output's first element had shapes/dtypes of:\n    "
+                        f"{_ty_tree(p_tree, p_avals)}\nwhile the custom_vjp-decorated function {primal_name} had "
+                        f"output shapes/dtypes of:\n    {_ty_tree(o_tree, o_avals)}"
+                    )
+            else:
+                out_store.append((p_tree, p_avals))
+            res_store.append(res_tree)
+            return res, p_out
+
+        def bwd_flat(res: list, cts: list) -> list:
+            res_tree = res_store[-1]
+            o_tree = out_store[0][0]
+            py_res = tu.tree_unflatten(res_tree, list(res))
+            py_cts = tu.tree_unflatten(o_tree, list(cts))
+            cts_in = user_bwd(*static_args, py_res, py_cts)
+            return _flatten_bwd_out(cts_in, in_tree, in_avals, bwd_name)
+
+        fwd_flat.__name__ = fwd_name
+        bwd_flat.__name__ = bwd_name
+        out_flat = _custom_vjp_bind(trace, fun_flat, fwd_flat, bwd_flat, flat, symbolic_zeros, primal_name)
+        return tu.tree_unflatten(out_store[0][0], out_flat)
+
+
+def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -> list:
+    n_args = len(tu.treedef_children(in_tree)) if hasattr(tu, "treedef_children") else None
+    if isinstance(cts_in, list) and n_args is not None and len(cts_in) == n_args:
+        cts_in = tuple(cts_in)
+    zero = object()
+    dummy = tu.tree_unflatten(in_tree, [object()] * in_tree.num_leaves)
+    flat: list = []
+
+    def append(x: Any, d: Any) -> Any:
+        n = len(tu.tree_leaves(d))
+        if x is None and d is not None:
+            flat.extend([zero] * n)
+        elif x is not None:
+            flat.extend([x] * n)
+        return x
+
+    try:
+        if not isinstance(cts_in, tuple):
+            raise ValueError
+        tu.tree_map(append, cts_in, dummy, is_leaf=lambda x: x is None)
+    except (ValueError, TypeError):
+        _, tree2 = tu.tree_flatten(cts_in)
+        raise TypeError(
+            "Custom VJP bwd rule must produce an output with the same container (pytree) structure as the args tuple "
+            "of the primal function, and in particular must produce a tuple of length equal to the number of "
+            f"arguments to the primal function, but got bwd output structure {tree2} for primal input structure "
+            f"{in_tree}."
+        ) from None
+    paths = _leaf_paths(dummy)
+    results = []
+    for kp, a, ct in zip(paths, in_avals, flat):
+        ct_aval = ad.tangent_aval(a)
+        if ct is zero or ct_aval.dtype == dtypes.float0:
+            results.append(Zero(ct_aval))
+        elif type(ct) is SymbolicZero:
+            if not core.typematch(ct_aval, ct.aval):
+                raise ValueError(
+                    "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does not match the "
+                    f"corresponding input tangent shape/dtype: at output{kp} the SymbolicZero had shape/dtype "
+                    f"{ct.aval.str_short()} while the corresponding input had shape/dtype {a.str_short()}. Consider "
+                    "just returning a None here instead of a SymbolicZero object."
+                )
+            results.append(Zero(ct_aval))
+        else:
+            ct = _as_value(ct, f"custom_vjp bwd rule {bwd_name}")
+            ca = core.get_aval(ct)
+            if ca.shape != ct_aval.shape:
+                raise ValueError(
+                    "Custom VJP bwd rule must produce an output with the same type as the args tuple of the primal "
+                    f"function, but at output{kp} the bwd rule produced an output of type {ca.str_short()} "
+                    f"corresponding to an input of type {a.str_short()}, so the shapes do not match"
+                )
+            if ca.dtype != ct_aval.dtype:
+                if ca.dtype.kind in "fc" and ct_aval.dtype.kind in "fc":
+                    from fjax import lax  # noqa: PLC0415
+
+                    ct = lax.convert_element_type(ct, ct_aval.dtype)
+                else:
+                    raise ValueError(
+                        "Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
+                        f"primal function, but at output{kp} the bwd rule produced an output of type {ca.str_short()} "
+                        f"corresponding to an input of type {a.str_short()}"
+                    )
+            results.append(ct)
+    return results
+
+
+def _leaf_paths(tree: Any) -> list[str]:
+    try:
+        pairs, _ = tu.tree_flatten_with_path(tree)
+        return [tu.keystr(p) for p, _ in pairs]
+    except Exception:  # noqa: BLE001
+        return [f"[{i}]" for i in range(len(tu.tree_leaves(tree)))]
+
+
+def _custom_vjp_bind(
+    trace: core.Trace,
+    fun_flat: Callable,
+    fwd_flat: Callable,
+    bwd_flat: Callable,
+    flat: list,
+    symbolic_zeros: bool,
+    name: str,
+) -> list:
+    if _is_eval(trace):
+        return fun_flat(*flat)
+    if isinstance(trace, ad.JVPTrace):
+        tracers = [core.full_raise(trace, a) for a in flat]
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+
+        def fun_lower(*xs: Any) -> list:
+            return _custom_vjp_bind(_top_trace(xs), fun_flat, fwd_flat, bwd_flat, list(xs), symbolic_zeros, name)
+
+        po, to = _custom_vjp_process(fun_lower, fwd_flat, bwd_flat, primals, tangents, symbolic_zeros)
+        return _wrap_jvp_outs(trace, po, to)
+    closed, consts = _trace_closed(fun_flat, [core.get_aval(a) for a in flat], f"custom_vjp({name})")
+
+    def fwd_c(cs: list, primals: list, perturbed: list) -> tuple[list, list]:
+        return fwd_flat(primals, perturbed)
+
+    fwd_c.__name__ = fwd_flat.__name__
+    return core.bind(
+        custom_vjp_call_p,
+        [*consts, *flat],
+        dict(
+            name=name, bwd=bwd_flat, call_jaxpr=closed, fwd=fwd_c, num_consts=len(consts), symbolic_zeros=symbolic_zeros
+        ),
+    )
