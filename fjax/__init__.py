@@ -29,6 +29,20 @@ from fjax.api import (
     vmap,
 )
 from fjax.jit import jit
+
+
+def _on_config_change(name: str, value: object) -> None:
+    if name == "fjax_jit_backend":
+        if value not in ("interpret", "numba"):
+            raise ValueError(f"fjax_jit_backend must be 'interpret' or 'numba', got {value!r}")
+        from fjax.interpreters import lowering
+
+        lowering.install(value == "numba")
+
+
+config._listeners.append(_on_config_change)
+if config.fjax_jit_backend == "numba":
+    _on_config_change("fjax_jit_backend", "numba")
 from fjax.custom_derivatives import custom_jvp, custom_vjp
 from fjax.checkpoint import checkpoint, checkpoint_policies, remat
 
@@ -64,3 +78,6 @@ __all__ = [
     "vjp",
     "vmap",
 ]
+
+# operators and methods of Array and Tracer come from fjax.numpy
+from fjax import numpy  # noqa: E402

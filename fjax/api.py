@@ -40,8 +40,12 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape and self.dtype == other.dtype
-                and self.weak_type == other.weak_type)
+        return (
+            isinstance(other, ShapeDtypeStruct)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
@@ -81,8 +85,9 @@ def _argnums_tuple(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
     return tuple(argnums)
 
 
-def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
-               abstracted_axes: Any = None) -> Callable:
+def make_jaxpr(
+    fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False, abstracted_axes: Any = None
+) -> Callable:
     """Return a function that traces ``fun`` on its arguments and gives its ClosedJaxpr."""
     static = _argnums_tuple(static_argnums)
 
@@ -326,8 +331,14 @@ def _ct_out(ct: Any, aval: ShapedArray) -> Any:
     return ct
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False, allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
     """Return a function computing ``(fun(*args), grad(fun)(*args))`` in one pass."""
     nums = _argnums_tuple(argnums)
     name = _fun_name(fun)
@@ -388,8 +399,14 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_f
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
-         allow_int: bool = False, reduce_axes: Sequence = ()) -> Callable:
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
     """Return a function that computes the gradient of scalar-valued ``fun`` w.r.t. ``argnums``."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
@@ -411,8 +428,9 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def _flatten_axes(what: str, tree: tu.PyTreeDef, axes: Any, kws: bool = False) -> list:
     """Broadcast an ``in_axes``/``out_axes`` prefix tree to the leaves of ``tree``."""
     try:
-        return tree.flatten_up_to_prefix(axes) if hasattr(tree, "flatten_up_to_prefix") else _prefix_broadcast(
-            tree, axes)
+        return (
+            tree.flatten_up_to_prefix(axes) if hasattr(tree, "flatten_up_to_prefix") else _prefix_broadcast(tree, axes)
+        )
     except (ValueError, TypeError) as e:
         raise ValueError(
             f"vmap {what} specification must be a tree prefix of the corresponding value, got specification "
@@ -456,8 +474,14 @@ def _children(x: Any) -> list:
     return tu.treedef_children(leaves_tree) if hasattr(tu, "treedef_children") else [x]
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
-         spmd_axis_name: Any = None) -> Callable:
+def vmap(
+    fun: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_name: Any = None,
+    axis_size: int | None = None,
+    spmd_axis_name: Any = None,
+) -> Callable:
     """Vectorize ``fun`` over the axes ``in_axes`` of its arguments, stacking outputs at ``out_axes``."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -498,8 +522,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             paths = [f"args{p}" for p in _leaf_paths(args)] + [f"kwargs{p}" for p in _leaf_paths(kwargs)]
             for p, x, d in zip(paths, flat, dims):
                 if d is not None:
-                    lines.append(f"  {p} of shape {core.get_aval(x).shape} mapped along axis {d}: size "
-                                 f"{core.get_aval(x).shape[d]}")
+                    lines.append(
+                        f"  {p} of shape {core.get_aval(x).shape} mapped along axis {d}: size "
+                        f"{core.get_aval(x).shape[d]}"
+                    )
             raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
         size = sizes.pop()
         out_tree_box: list = []
@@ -544,7 +570,7 @@ def _std_basis(flat: list) -> tuple[Any, list]:
     outs, start = [], 0
     for x, s in zip(flat, sizes):
         a = core.get_aval(x)
-        outs.append(core.Array(np.ascontiguousarray(eye[:, start:start + s]).reshape((n,) + a.shape).astype(a.dtype)))
+        outs.append(core.Array(np.ascontiguousarray(eye[:, start : start + s]).reshape((n,) + a.shape).astype(a.dtype)))
         start += s
     return n, outs
 
@@ -555,7 +581,9 @@ def _jac_argnums_check(args: tuple, nums: tuple) -> None:
             raise TypeError(f"jacobian: argnums {nums} out of range for {len(args)} positional arguments")
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def jacfwd(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
     """Jacobian of ``fun`` by forward mode (vmap of jvp over the standard basis)."""
     nums = _argnums_tuple(argnums)
 
@@ -567,8 +595,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         flat = [_check_arg(x, "jacfwd") for x in flat]
         for x in flat:
             if core.get_aval(x).dtype.kind not in "fc":
-                raise TypeError(f"jacfwd requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-                                f"np.inexact), but got {core.get_aval(x).dtype.name}.")
+                raise TypeError(
+                    f"jacfwd requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.inexact), but got {core.get_aval(x).dtype.name}."
+                )
 
         def f_flat(*leaves: Any) -> Any:
             full = list(args)
@@ -586,7 +616,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return out, t
 
         res = _vmap_jvp(push, basis, has_aux)
-        out, t_stacked = res[0], res[1]
+        t_stacked = res[1]
         # t_stacked leaves: out.shape + (n,) -> split n into the input leaves' shapes
         in_avals = [core.get_aval(x) for x in flat]
 
@@ -617,8 +647,13 @@ def _vmap_jvp(push: Callable, basis: list, has_aux: bool) -> Any:
     return vmap(push, in_axes=0, out_axes=out_axes)(*basis)
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False) -> Callable:
+def jacrev(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Callable:
     """Jacobian of ``fun`` by reverse mode (vmap of vjp over the output basis)."""
     nums = _argnums_tuple(argnums)
 
@@ -635,8 +670,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
         for x in tu.tree_leaves(dyn):
             if core.get_aval(_check_arg(x, "jacrev")).dtype.kind not in "fc" and not allow_int:
-                raise TypeError(f"jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-                                f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}.")
+                raise TypeError(
+                    f"jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}."
+                )
         if has_aux:
             out, f_vjp, aux = vjp(f_dyn, *dyn, has_aux=True)
         else:
@@ -675,10 +712,16 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jacfun
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def hessian(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
     """Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
-                  holomorphic=holomorphic)
+    return jacfwd(
+        jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic),
+        argnums,
+        has_aux=has_aux,
+        holomorphic=holomorphic,
+    )
 
 
 def _signature_hint(fun: Callable) -> str:

@@ -26,6 +26,9 @@ class Config:
         "jax_explain_cache_misses": False,
         "jax_debug_nans": False,
         "fjax_disk_cache": True,
+        # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy);
+        # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py)
+        "fjax_jit_backend": "interpret",
         "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
     }
 

@@ -985,16 +985,16 @@ def _pp_param(v: Any, namer: _Namer, indent: int) -> str:
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
     if isinstance(v, tuple) and v and all(isinstance(e, (ClosedJaxpr, Jaxpr)) for e in v):
-        return "(\n" + "".join(" " * (indent + 2) + _pp_param(e, namer, indent + 2) + "\n" for e in v) + " " * indent + ")"
+        return (
+            "(\n" + "".join(" " * (indent + 2) + _pp_param(e, namer, indent + 2) + "\n" for e in v) + " " * indent + ")"
+        )
     if callable(v) and hasattr(v, "__name__"):
         return v.__name__
     return str(v)
 
 
 def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
-    lhs = " ".join(
-        f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars
-    )
+    lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars)
     params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in eqn.params.items())
     name = eqn.primitive.name + (f"[{params}]" if params else "")
     rhs = " ".join([name] + [_pp_atom(x, namer) for x in eqn.invars])

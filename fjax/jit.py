@@ -83,8 +83,7 @@ def _jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple) -> tuple[ClosedJaxpr, list]:
 def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) -> tuple:
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     new, consts = _jvp_jaxpr(jaxpr, nonzeros)
-    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new,
-                      name=f"jvp({name})")
+    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, name=f"jvp({name})")
     n = len(jaxpr.out_avals)
     return outs[:n], outs[n:]
 
@@ -104,8 +103,9 @@ def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int) -> tuple[ClosedJaxp
             in_avals.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
 
     def f(*args: Any) -> list:
-        return batching.vmap_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), size, list(dims),
-                                  list(args), lambda n: [0] * n)
+        return batching.vmap_flat(
+            lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), size, list(dims), list(args), lambda n: [0] * n
+        )
 
     return trace_flat(f, in_avals, "vmap")
 
@@ -176,7 +176,7 @@ def _jit_partial_eval_jaxpr(eqn: core.JaxprEqn, unknowns: list) -> tuple:
     unknown_ins = [x for x, u in zip(eqn.invars, unknowns) if u]
     known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
     unknown_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
-    res = [core.Var(a) for a in jk.out_avals[len(known_outs):]]
+    res = [core.Var(a) for a in jk.out_avals[len(known_outs) :]]
     eqn_known = core.JaxprEqn(jit_p, known_ins, known_outs + res, dict(jaxpr=jk, name=name))
     eqn_unknown = core.JaxprEqn(jit_p, res + unknown_ins, unknown_outs, dict(jaxpr=ju, name=name))
     return eqn_known, eqn_unknown, out_uk
@@ -271,8 +271,7 @@ class JitWrapped:
             self._cache[key] = entry
         return entry, flat
 
-    def _trace(self, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any,
-               sig: tuple) -> tuple:
+    def _trace(self, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any, sig: tuple) -> tuple:
         in_avals = [ShapedArray(s, d, w) for s, d, w in sig]
         out_tree_box: list = []
         fun = self.fun
@@ -332,28 +331,43 @@ def _explain_miss(key: tuple, cache: dict) -> str:
         if k[0] != in_tree:
             continue
         if k[1] != sig:
-            diffs = [f"arg {i}: {core.ShapedArray(*a).str_short()} vs cached {core.ShapedArray(*b).str_short()}"
-                     for i, (a, b) in enumerate(zip(sig, k[1])) if a != b]
+            diffs = [
+                f"arg {i}: {core.ShapedArray(*a).str_short()} vs cached {core.ShapedArray(*b).str_short()}"
+                for i, (a, b) in enumerate(zip(sig, k[1]))
+                if a != b
+            ]
             return "different argument types: " + "; ".join(diffs)
         if k[2] != static_pos or k[3] != static_kw:
             return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
     return "different argument tree structure"
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
-        static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
-        **kwargs: Any) -> Any:
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
+    donate_argnums: int | Sequence[int] | None = None,
+    **kwargs: Any,
+) -> Any:
     """Compile ``fun``: trace once per signature (pytree structure, shapes, dtypes, weak types and
     static argument values), then run the compiled function on later calls."""
     if fun is None:
-        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
+        return lambda f: jit(
+            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums
+        )
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
-    sn = () if static_argnums is None else ((static_argnums,) if isinstance(static_argnums, int)
-                                            else tuple(static_argnums))
-    sa = () if static_argnames is None else ((static_argnames,) if isinstance(static_argnames, str)
-                                             else tuple(static_argnames))
+    sn = (
+        ()
+        if static_argnums is None
+        else ((static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+    )
+    sa = (
+        ()
+        if static_argnames is None
+        else ((static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    )
     if sa and not sn:
         # static_argnames also make the matching positional parameters static, as JAX
         import inspect  # noqa: PLC0415
@@ -368,12 +382,18 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
 
         try:
             params = list(inspect.signature(fun).parameters.values())
-            sa = tuple(params[i].name for i in sn if i < len(params) and params[i].kind in
-                       (params[i].POSITIONAL_OR_KEYWORD, params[i].KEYWORD_ONLY))
+            sa = tuple(
+                params[i].name
+                for i in sn
+                if i < len(params) and params[i].kind in (params[i].POSITIONAL_OR_KEYWORD, params[i].KEYWORD_ONLY)
+            )
         except (TypeError, ValueError):
             pass
-    dn = () if donate_argnums is None else ((donate_argnums,) if isinstance(donate_argnums, int)
-                                            else tuple(donate_argnums))
+    dn = (
+        ()
+        if donate_argnums is None
+        else ((donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums))
+    )
     return JitWrapped(fun, sn, sa, dn)
 
 

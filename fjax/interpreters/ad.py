@@ -177,7 +177,7 @@ def linearize_flat(
             if isinstance(p, pe.StagingTracer) and p._trace.main is pe_main:
                 raise AssertionError("linearize: a primal output depends on the tangents (internal error)")
         out_tracers = []
-        for p, t in zip(primals_out, tangents_out):
+        for t in tangents_out:
             if type(t) is Zero:
                 t = _zeros_like(t.aval)
             out_tracers.append(pe.instantiate_const(pe_trace, t))
@@ -237,7 +237,9 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         primals_in = [read_primal(x) for x in eqn.invars]
         rule = primitive_transposes.get(eqn.primitive)
         if rule is None:
-            raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' not implemented")
+            raise NotImplementedError(
+                f"Transpose rule (for reverse-mode differentiation) for '{eqn.primitive.name}' not implemented"
+            )
         cts_out = rule(cts_in if eqn.primitive.multiple_results else cts_in[0], *primals_in, **eqn.params)
         for x, ct in core.safe_zip(eqn.invars, cts_out):
             if type(x) is not core.Literal and is_undefined_primal(read_primal(x)):

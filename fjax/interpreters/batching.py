@@ -87,7 +87,9 @@ def wants_axis_size(rule: Callable) -> Callable:
     return rule
 
 
-def vmap_flat(fun: Callable, axis_size: int, in_dims: Sequence[int | None], args: Sequence[Any], out_dims_thunk: Callable) -> list:
+def vmap_flat(
+    fun: Callable, axis_size: int, in_dims: Sequence[int | None], args: Sequence[Any], out_dims_thunk: Callable
+) -> list:
     """Batch ``fun`` over flat ``args`` mapped at ``in_dims``; outputs are moved to the dims
     returned by ``out_dims_thunk(n_outputs)`` (None means unmapped: the output must not vary)."""
     with core.new_main(BatchTrace, axis_size, debug_info="vmap") as main:
@@ -171,7 +173,7 @@ def defbroadcasting(prim: core.Primitive) -> None:
                 ex_shape = tuple(shp)
                 break
         out_vals = []
-        for v, a, d, r in zip(vals, avals, dims, ranks):
+        for v, d, r in zip(vals, dims, ranks):
             if d is not_mapped:
                 out_vals.append(v if r == 0 else _broadcast(v, size, target))
             elif r == out_rank:

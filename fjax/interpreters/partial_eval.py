@@ -186,9 +186,7 @@ class StagingTrace(core.Trace):
         return out_tracers if primitive.multiple_results else out_tracers[0]
 
 
-def trace_to_jaxpr(
-    fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = ""
-) -> tuple[Jaxpr, list, list]:
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "") -> tuple[Jaxpr, list, list]:
     """Trace ``fun`` (flat list of arrays -> flat list) on abstract inputs, staging everything.
 
     Returns (jaxpr, consts, outputs) where outputs are the raw results (for out avals).
@@ -277,9 +275,7 @@ def partial_eval_jaxpr(
         if eqn_unknown is not None:
             unknown_eqns.append(eqn_unknown)
         unknown.update(v for v, u in zip(eqn.outvars, out_uks) if u)
-    out_unknowns = [
-        (type(v) is Var and v in unknown) or bool(inst) for v, inst in zip(jaxpr.outvars, instantiate)
-    ]
+    out_unknowns = [(type(v) is Var and v in unknown) or bool(inst) for v, inst in zip(jaxpr.outvars, instantiate)]
     # residuals: known vars read by unknown eqns or needed as instantiated outputs
     defined_known = {v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk}
     for e in known_eqns:

@@ -15,3 +15,7 @@ from fjax.lax.lax import (  # noqa: F401
     pow,
     round,
 )
+from fjax.lax.slicing import *  # noqa: F401,F403
+from fjax.lax.slicing import slice  # noqa: F401
+from fjax.lax.other import *  # noqa: F401,F403
+from fjax.lax.convolution import *  # noqa: F401,F403

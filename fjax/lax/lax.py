@@ -32,8 +32,16 @@ _intb = "iub"
 _num = "iufc"
 _any = "biufc"
 
-_kind_names = {"f": "floating", "fc": "floating or complex", "iu": "integer", "iub": "integer or boolean",
-               "iufc": "numeric", "biufc": "any", "c": "complex", "b": "boolean"}
+_kind_names = {
+    "f": "floating",
+    "fc": "floating or complex",
+    "iu": "integer",
+    "iub": "integer or boolean",
+    "iufc": "numeric",
+    "biufc": "any",
+    "c": "complex",
+    "b": "boolean",
+}
 
 
 def _check_kind(name: str, aval: Any, kinds: str) -> None:
@@ -86,9 +94,22 @@ def _naryop_abstract(name: str, kinds: str, out_bool: bool = False) -> Callable:
     return rule
 
 
-_jnp_names = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
-              "max": "maximum", "min": "minimum", "pow": "power", "eq": "equal", "ne": "not_equal",
-              "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
+_jnp_names = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "div": "divide",
+    "rem": "remainder",
+    "max": "maximum",
+    "min": "minimum",
+    "pow": "power",
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
 
 
 def standard_unop(name: str, impl: Callable, kinds: str, result_dtype: Callable | None = None) -> Primitive:
@@ -133,7 +154,14 @@ def _real_dtype(dt: np.dtype) -> np.dtype:
 neg_p = standard_unop("neg", np.negative, _num)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
-sign_p = standard_unop("sign", _errstate(np.sign), _num)
+
+def _sign_impl(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "fc":
+        return np.where(x == 0, x, np.sign(x)).astype(x.dtype)  # sign(-0.0) is -0.0, as XLA
+    return np.sign(x)
+
+
+sign_p = standard_unop("sign", _errstate(_sign_impl), _num)
 ad.defzero(sign_p)
 
 floor_p = standard_unop("floor", np.floor, _float)
@@ -151,7 +179,10 @@ class RoundingMethod(IntEnum):
 def _round_impl(x: np.ndarray, rounding_method: int = 0) -> np.ndarray:
     if int(rounding_method) == RoundingMethod.TO_NEAREST_EVEN:
         return np.round(x)
-    return np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, x.dtype))
+    # halfway cases away from zero; x - trunc(x) is exact, so no double rounding (floor(x + 0.5)
+    # is wrong for 0.49999997 and odd integers above 2**23 in float32); keeps the sign of zero
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= np.asarray(0.5, x.dtype), t + np.sign(x), t).astype(x.dtype)
 
 
 round_p = standard_unop("round", _errstate(_round_impl), _float)
@@ -167,7 +198,7 @@ ad.defjvp(abs_p, lambda g, x: _abs_jvp(g, x))
 def _abs_jvp(g: Any, x: Any) -> Any:
     if core.get_aval(x).dtype.kind == "c":
         raise NotImplementedError("Differentiation rule for 'abs' of complex inputs not implemented")
-    return mul(g, sign(x))
+    return select(ge(x, _const(x, 0)), g, neg(g))  # derivative 1 at x == 0, as JAX
 
 
 exp_p = standard_unop("exp", _errstate(np.exp), _fc)
@@ -282,6 +313,9 @@ def _integer_pow_abstract(x: Any, y: int) -> ShapedArray:
     _check_kind("integer_pow", x, _num)
     if not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow: exponent must be a Python int, got {type(y).__name__}")
+    if y < 0 and x.dtype.kind in "iu":
+        shape = ",".join(map(str, x.shape))
+        raise TypeError(f"Integers cannot be raised to negative powers, got integer_pow({x.dtype.name}[{shape}], {y})")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -306,11 +340,19 @@ real_p = standard_unop("real", np.real, _complex, _real_dtype)
 ad.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])
 
 imag_p = standard_unop("imag", np.imag, _complex, _real_dtype)
-ad.deflinear(imag_p, lambda ct, x: [mul(convert_element_type(ct, x.aval.dtype), _const(
-    core.Array(np.zeros((), x.aval.dtype)), -1j))])
+ad.deflinear(
+    imag_p,
+    lambda ct, x: [mul(convert_element_type(ct, x.aval.dtype), _const(core.Array(np.zeros((), x.aval.dtype)), -1j))],
+)
 
-conj_p = standard_unop("conj", np.conj, _num)
-ad.deflinear(conj_p, lambda ct, x: [conj(ct)])
+
+def _complex_dtype(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.complex128) if dt == np.float64 else (np.dtype(np.complex64) if dt == np.float32 else dt)
+
+
+# as JAX: conj of a real (float32/float64) array is complex
+conj_p = standard_unop("conj", lambda x: np.conj(x).astype(_complex_dtype(x.dtype)), _fc, _complex_dtype)
+ad.deflinear(conj_p, lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else real(ct)])
 
 # ---------------------------------------------------------------------------------------------
 # binary elementwise
@@ -331,13 +373,17 @@ def _aval_of(x: Any) -> ShapedArray:
 
 
 def _add_transpose(ct: Any, x: Any, y: Any) -> list:
-    return [_unbroadcast(_aval_of(x), ct) if is_undefined_primal(x) else None,
-            _unbroadcast(_aval_of(y), ct) if is_undefined_primal(y) else None]
+    return [
+        _unbroadcast(_aval_of(x), ct) if is_undefined_primal(x) else None,
+        _unbroadcast(_aval_of(y), ct) if is_undefined_primal(y) else None,
+    ]
 
 
 def _sub_transpose(ct: Any, x: Any, y: Any) -> list:
-    return [_unbroadcast(_aval_of(x), ct) if is_undefined_primal(x) else None,
-            _unbroadcast(_aval_of(y), neg(ct)) if is_undefined_primal(y) else None]
+    return [
+        _unbroadcast(_aval_of(x), ct) if is_undefined_primal(x) else None,
+        _unbroadcast(_aval_of(y), neg(ct)) if is_undefined_primal(y) else None,
+    ]
 
 
 def _linear_binop_jvp(prim: Primitive, neg_rhs: bool) -> Callable:
@@ -389,10 +435,12 @@ ad.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
 
 def _div_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind in "iu":
-        # integer division rounds toward zero (C semantics, as XLA); x/0 gives -1 like XLA on CPU
-        safe_y = np.where(y == 0, 1, y)
-        q = np.abs(x) // np.abs(safe_y)
-        q = np.where((x < 0) != (safe_y < 0), -q, q).astype(x.dtype)
+        # integer division rounds toward zero (C semantics, as XLA); x/0 gives -1 like XLA on CPU.
+        # floor division then a correction (not |x| // |y|, which overflows for INT_MIN)
+        safe_y = np.where(y == 0, 1, y).astype(x.dtype)
+        q = np.floor_divide(x, safe_y)
+        fix = (np.remainder(x, safe_y) != 0) & ((x < 0) != (safe_y < 0))
+        q = (q + fix.astype(x.dtype)).astype(x.dtype)
         return np.where(y == 0, np.array(-1).astype(x.dtype), q)
     return np.true_divide(x, y)
 
@@ -442,12 +490,9 @@ pow_p = standard_naryop("pow", _errstate(np.power), _fc)
 
 
 def _pow_jvp_lhs(g: Any, x: Any, y: Any) -> Any:
-    # y * x**(y-1), with 0 where y == 0 (so d/dx x**0 = 0 even at x = 0)
-    yv = _bcast_to(y, core.get_aval(mul(x, y)).shape) if core.get_aval(y).ndim == 0 else y
-    one = _const(y, 1)
-    zero = _const(y, 0)
-    jac = select(eq(yv, zero), full_like(yv, 0), mul(yv, pow(x, sub(yv, one))))
-    return mul(g, jac)
+    # y * x**(y-1), as JAX does for floating y. (Selecting 0 where y == 0 would zero the
+    # derivative of this jacobian with respect to y there, so second derivatives came out wrong.)
+    return mul(g, mul(y, pow(x, sub(y, _const(y, 1)))))
 
 
 def _pow_jvp_rhs(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -485,8 +530,7 @@ def _minmax_jvp(op: Callable, cmp: Callable) -> Callable:
         for g, a, b in ((tx, x, y), (ty, y, x)):
             if type(g) is Zero:
                 continue
-            win = select(cmp(a, b), full_like(ans, 1), select(eq(a, b), _bcast_to(half, aval.shape),
-                                                               full_like(ans, 0)))
+            win = select(cmp(a, b), full_like(ans, 1), select(eq(a, b), _bcast_to(half, aval.shape), full_like(ans, 0)))
             c = mul(_bcast_to(g, aval.shape), win)
             t = c if t is None else add(t, c)
         return ans, (Zero(ad.tangent_aval(aval)) if t is None else t)
@@ -624,7 +668,7 @@ def _select_n_batch(vals: list, dims: list, axis_size: int) -> tuple:
     # unbatched case shape
     cshape = core.get_aval(cases[0]).shape
     if cds[0] is not None:
-        cshape = cshape[: cds[0]] + cshape[cds[0] + 1:]
+        cshape = cshape[: cds[0]] + cshape[cds[0] + 1 :]
     del case_aval
     if all(d is None for d in cds) and wd is not None and core.get_aval(which).ndim == 1 and cshape:
         # batched scalar predicate over unbatched cases: broadcast the predicate
@@ -661,13 +705,35 @@ clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 clamp_p.def_abstract_eval(_clamp_abstract)
 ad.defjvp(
     clamp_p,
-    lambda g, lo, x, hi: mul(_bcast_to(g, core.get_aval(x).shape),
-                             convert_element_type(bitwise_and(gt(lo, x), lt(lo, hi)), core.get_aval(x).dtype)),
+    lambda g, lo, x, hi: mul(
+        _bcast_to(g, core.get_aval(x).shape),
+        convert_element_type(bitwise_and(gt(lo, x), lt(lo, hi)), core.get_aval(x).dtype),
+    ),
     lambda g, lo, x, hi: mul(g, convert_element_type(bitwise_and(gt(x, lo), lt(x, hi)), core.get_aval(x).dtype)),
-    lambda g, lo, x, hi: mul(_bcast_to(g, core.get_aval(x).shape),
-                             convert_element_type(lt(hi, x), core.get_aval(x).dtype)),
+    lambda g, lo, x, hi: mul(
+        _bcast_to(g, core.get_aval(x).shape), convert_element_type(lt(hi, x), core.get_aval(x).dtype)
+    ),
 )
-batching.defbroadcasting(clamp_p)
+
+
+def _clamp_batch(vals: list, dims: list, axis_size: int) -> tuple:
+    # the operand fixes the shape (not defbroadcasting: an unbatched rank-0 operand with a batched
+    # bound would stay rank 0 there); bounds stay rank 0 only when unbatched
+    lo, x, hi = vals
+    dlo, dx, dhi = dims
+    x = batching.bdim_at_front(x, dx, axis_size)
+    shape = core.get_aval(x).shape
+
+    def bound(b: Any, d: int | None) -> Any:
+        if d is None:
+            return b if core.get_aval(b).ndim == 0 else batching.bdim_at_front(b, None, axis_size)
+        b = batching.moveaxis(b, d, 0)
+        return b if core.get_aval(b).ndim == len(shape) else broadcast_in_dim(b, shape, (0,))
+
+    return clamp(bound(lo, dlo), x, bound(hi, dhi)), 0
+
+
+batching.primitive_batchers[clamp_p] = batching.wants_axis_size(_clamp_batch)
 
 # ---------------------------------------------------------------------------------------------
 # convert_element_type
@@ -736,7 +802,9 @@ def _broadcast_in_dim_abstract(x: Any, shape: tuple, broadcast_dimensions: tuple
                 f"broadcast_dimensions={broadcast_dimensions}"
             )
     if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {broadcast_dimensions}")
+        raise TypeError(
+            f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {broadcast_dimensions}"
+        )
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -810,6 +878,8 @@ def _reshape_batch(vals: list, dims: list, new_sizes: tuple, dimensions: tuple |
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0)
     size = core.get_aval(x).shape[0]
+    if dimensions is not None:  # the per-example transpose, with the batch axis kept in front
+        x = transpose(x, (0,) + tuple(i + 1 for i in dimensions))
     return reshape_p.bind(x, new_sizes=(size,) + tuple(new_sizes), dimensions=None), 0
 
 
@@ -819,8 +889,10 @@ batching.primitive_batchers[reshape_p] = _reshape_batch
 
 def _transpose_abstract(x: Any, permutation: tuple) -> ShapedArray:
     if sorted(permutation) != list(range(x.ndim)):
-        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
-                        f"permutation {permutation} for operand shape {x.shape}.")
+        raise TypeError(
+            f"transpose permutation isn't a permutation of operand dimensions, got "
+            f"permutation {permutation} for operand shape {x.shape}."
+        )
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
@@ -879,7 +951,9 @@ rev_p.def_impl(lambda x, dimensions: np.flip(x, dimensions) if dimensions else x
 rev_p.def_abstract_eval(_rev_abstract)
 ad.deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
 batching.primitive_batchers[rev_p] = lambda vals, dims, dimensions: (
-    rev_p.bind(vals[0], dimensions=tuple(a if a < dims[0] else a + 1 for a in dimensions)), dims[0])
+    rev_p.bind(vals[0], dimensions=tuple(a if a < dims[0] else a + 1 for a in dimensions)),
+    dims[0],
+)
 
 # ---------------------------------------------------------------------------------------------
 # iota
@@ -1076,11 +1150,15 @@ ad.defzero(argmin_p)
 
 def _canon_dnums(dimension_numbers: Any) -> tuple:
     (lc, rc), (lb, rb) = dimension_numbers
-    return ((tuple(int(i) for i in lc), tuple(int(i) for i in rc)), (tuple(int(i) for i in lb), tuple(int(i) for i in rb)))
+    return (
+        (tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+        (tuple(int(i) for i in lb), tuple(int(i) for i in rb)),
+    )
 
 
-def _dot_general_abstract(x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None,
-                          preferred_element_type: Any = None) -> ShapedArray:
+def _dot_general_abstract(
+    x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> ShapedArray:
     (lc, rc), (lb, rb) = dimension_numbers
     _check_kind("dot_general", x, _num + "b")
     if preferred_element_type is None and x.dtype != y.dtype:
@@ -1105,8 +1183,9 @@ def _dot_general_abstract(x: Any, y: Any, *, dimension_numbers: tuple, precision
     return ShapedArray(batch + lfree + rfree, dt, x.weak_type and y.weak_type)
 
 
-def _dot_general_impl(x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None,
-                      preferred_element_type: Any = None) -> np.ndarray:
+def _dot_general_impl(
+    x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> np.ndarray:
     (lc, rc), (lb, rb) = dimension_numbers
     lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
@@ -1144,8 +1223,16 @@ def _remaining(n: int, *removed: Sequence[int]) -> list[int]:
     return [i for i in range(n) if i not in rm]
 
 
-def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None,
-                       preferred_element_type: Any = None, swap_ans: bool = False) -> Any:
+def _dot_transpose_lhs(
+    ct: Any,
+    x: Any,
+    y: Any,
+    *,
+    dimension_numbers: tuple,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    swap_ans: bool = False,
+) -> Any:
     # ct has dims (batch, x_free, y_free) (or (batch, y_free, x_free) when swapped); contract it
     # with y over y's free dims to get (batch, x_free, y_contract-ordered) then permute into x
     (xc, yc), (xb, yb) = dimension_numbers
@@ -1167,19 +1254,28 @@ def _dot_transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, pre
     return res
 
 
-def _dot_transpose_rhs(ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None,
-                       preferred_element_type: Any = None) -> Any:
+def _dot_transpose_rhs(
+    ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> Any:
     (xc, yc), (xb, yb) = dimension_numbers
     swapped = ((yc, xc), (yb, xb))
-    return _dot_transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
-                              preferred_element_type=preferred_element_type, swap_ans=True)
+    return _dot_transpose_lhs(
+        ct,
+        y,
+        x,
+        dimension_numbers=swapped,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+        swap_ans=True,
+    )
 
 
 ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 
 
-def _dot_general_batch(vals: list, dims: list, *, dimension_numbers: tuple, precision: Any = None,
-                       preferred_element_type: Any = None) -> tuple:
+def _dot_general_batch(
+    vals: list, dims: list, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> tuple:
     x, y = vals
     dx, dy = dims
     (xc, yc), (xb, yb) = dimension_numbers
@@ -1445,8 +1541,11 @@ def iota(dtype: Any, size: int) -> Any:
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
     """An array of ``shape`` whose values count along ``dimension``."""
-    return core.bind(iota_p, (), dict(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape),
-                                      dimension=int(dimension)))
+    return core.bind(
+        iota_p,
+        (),
+        dict(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape), dimension=int(dimension)),
+    )
 
 
 def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
@@ -1494,15 +1593,22 @@ def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
     return _bind(argmin_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
-def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,
-                preferred_element_type: Any = None) -> Any:
+def dot_general(
+    lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None, preferred_element_type: Any = None
+) -> Any:
     """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
     The output has the batch dims, then lhs free dims, then rhs free dims.
     """
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return _bind(dot_general_p, lhs, rhs, dimension_numbers=_canon_dnums(dimension_numbers), precision=None,
-                 preferred_element_type=pet)
+    return _bind(
+        dot_general_p,
+        lhs,
+        rhs,
+        dimension_numbers=_canon_dnums(dimension_numbers),
+        precision=None,
+        preferred_element_type=pet,
+    )
 
 
 def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -1551,8 +1657,10 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] |
     aval = core.get_aval(x)
     dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
     shp = aval.shape if shape is None else tuple(shape)
-    val = core.Array(np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array)
-                     else fill_value._value.astype(dt), aval.weak_type and dtype is None)
+    val = core.Array(
+        np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array) else fill_value._value.astype(dt),
+        aval.weak_type and dtype is None,
+    )
     return broadcast_in_dim(val, shp, ())
 
 

@@ -1,0 +1,162 @@
+"""Benchmark of ``fjax.jit`` through the numba lowering, with ratios measured side by side in one
+process: a 4M-element float32 transcendental chain (forward and gradient) against numpy eager
+(and JAX's jit when jax is importable), jit dispatch of ``x + 1.0`` on a scalar, and first-call
+compile time.
+
+Run: ``python bench/bench_jit.py [--n 4000000] [--repeat 20]``. Compile times are measured with
+a fresh kernel cache directory (so they include numba's compile, not a disk-cache load); the
+numba process start-up cost (~1-2 s, paid once) is reported separately. When comparing with JAX,
+note ARCHITECTURE.md: OPENBLAS_CORETYPE pins numpy's BLAS (not used here), JAX brings its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import fjax  # noqa: E402
+from fjax import lax  # noqa: E402
+from fjax.config import config  # noqa: E402
+from fjax.interpreters import lowering  # noqa: E402
+
+
+def best_of(f, repeat: int) -> float:
+    f()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def chain(x):
+    return lax.reduce_sum(
+        lax.add(lax.mul(lax.tanh(x), lax.exp(lax.neg(lax.mul(x, x)))), lax.mul(lax.sin(x), 0.5)), (0,)
+    )
+
+
+def np_chain(x):
+    return np.sum(np.tanh(x) * np.exp(-x * x) + np.sin(x) * np.float32(0.5))
+
+
+def np_chain_grad(x):
+    t = np.tanh(x)
+    e = np.exp(-x * x)
+    return (1 - t * t) * e + t * e * (-2 * x) + np.cos(x) * np.float32(0.5)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4_000_000)
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    config.update("fjax_cache_dir", tempfile.mkdtemp(prefix="fjax_bench_"))
+    lowering.install()
+    x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)
+    xa = fjax.jit(lambda v: v)(x)  # an fjax Array (read-only, no per-call conversion)
+
+    t = time.perf_counter()
+    import numba  # noqa: PLC0415
+
+    numba.njit(lambda v: v + 1)(1.0)
+    startup = time.perf_counter() - t
+
+    jf = fjax.jit(chain)
+    t = time.perf_counter()
+    jf(xa)
+    compile_fwd = time.perf_counter() - t
+    jg = fjax.jit(fjax.grad(chain))
+    t = time.perf_counter()
+    jg(xa)
+    compile_grad = time.perf_counter() - t
+    gj = fjax.grad(jf)  # grad of the jitted function: jvp + transpose jaxprs, each compiled
+    t = time.perf_counter()
+    gj(xa)
+    compile_gj = time.perf_counter() - t
+
+    res = {}
+    res["numpy fwd"] = best_of(lambda: np_chain(x), args.repeat)
+    res["fjax.jit fwd"] = best_of(lambda: jf(xa), args.repeat)
+    res["numpy grad"] = best_of(lambda: np_chain_grad(x), args.repeat)
+    res["fjax jit(grad)"] = best_of(lambda: jg(xa), args.repeat)
+    res["fjax grad(jit)"] = best_of(lambda: gj(xa), args.repeat)
+    np.testing.assert_allclose(float(jf(xa)), float(np_chain(x)), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(jg(xa)), np_chain_grad(x), rtol=1e-4, atol=1e-5)
+
+    have_jax = False
+    try:
+        import jax  # noqa: PLC0415
+        import jax.numpy as jnp  # noqa: PLC0415
+
+        have_jax = True
+        xj = jnp.asarray(x)
+
+        def jchain(v):
+            return jnp.sum(jnp.tanh(v) * jnp.exp(-v * v) + jnp.sin(v) * 0.5)
+
+        jjf = jax.jit(jchain)
+        jjg = jax.jit(jax.grad(jchain))
+        res["jax.jit fwd"] = best_of(lambda: jjf(xj).block_until_ready(), args.repeat)
+        res["jax jit(grad)"] = best_of(lambda: jjg(xj).block_until_ready(), args.repeat)
+        jadd = jax.jit(lambda v: v + 1.0)
+        s = jnp.float32(1.0)
+        jadd(s).block_until_ready()
+        res["jax dispatch"] = best_of(lambda: [jadd(s) for _ in range(1000)], 5) / 1000
+    except ImportError:
+        pass
+
+    add1 = fjax.jit(lambda v: lax.add(v, 1.0))
+    s = fjax.jit(lambda v: v)(np.float32(1.0))
+    add1(s)
+    res["fjax dispatch"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
+    fn = lowering.compile_jaxpr(add1.lower(s).jaxpr)
+    sv = s._value
+    res["compiled callable"] = best_of(lambda: [fn(sv) for _ in range(1000)], 5) / 1000
+    lowering.install(False)
+    add1.clear_cache()
+    add1(s)
+    res["fjax eager-eval jit"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
+    lowering.install()
+
+    print(f"fjax.jit benchmark, n={args.n} float32, best of {args.repeat}")
+    print(f"  numba start-up (once per process):         {startup * 1e3:8.1f} ms")
+    print(f"  first-call compile jit(f):                 {compile_fwd * 1e3:8.1f} ms")
+    print(f"  first-call compile jit(grad(f)):           {compile_grad * 1e3:8.1f} ms")
+    print(f"  first-call compile grad(jit(f)):           {compile_gj * 1e3:8.1f} ms")
+    print(
+        f"  sum(tanh(x)*exp(-x*x)+sin(x)*0.5):  numpy {res['numpy fwd'] * 1e3:7.2f} ms | fjax.jit "
+        f"{res['fjax.jit fwd'] * 1e3:7.2f} ms | speedup x{res['numpy fwd'] / res['fjax.jit fwd']:.1f}"
+    )
+    if have_jax:
+        print(
+            f"      vs jax.jit {res['jax.jit fwd'] * 1e3:7.2f} ms: fjax/jax time ratio "
+            f"{res['fjax.jit fwd'] / res['jax.jit fwd']:.2f}"
+        )
+    print(
+        f"  gradient:  numpy (hand-written) {res['numpy grad'] * 1e3:7.2f} ms | fjax jit(grad) "
+        f"{res['fjax jit(grad)'] * 1e3:7.2f} ms (x{res['numpy grad'] / res['fjax jit(grad)']:.1f}) | "
+        f"fjax grad(jit) {res['fjax grad(jit)'] * 1e3:7.2f} ms (x{res['numpy grad'] / res['fjax grad(jit)']:.1f})"
+    )
+    if have_jax:
+        print(
+            f"      vs jax jit(grad) {res['jax jit(grad)'] * 1e3:7.2f} ms: fjax/jax time ratio "
+            f"{res['fjax jit(grad)'] / res['jax jit(grad)']:.2f}"
+        )
+    print(
+        f"  dispatch of jit(x + 1.0) on a scalar: fjax {res['fjax dispatch'] * 1e6:6.2f} us "
+        f"(compiled callable alone {res['compiled callable'] * 1e6:5.2f} us; "
+        f"jit without the lowering {res['fjax eager-eval jit'] * 1e6:6.2f} us)"
+        + (f" | jax {res['jax dispatch'] * 1e6:6.2f} us" if have_jax else "")
+    )
+
+
+if __name__ == "__main__":
+    main()

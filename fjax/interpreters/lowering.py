@@ -1,0 +1,744 @@
+"""Lowering of jaxprs to a backend-neutral kernel IR, and the compile cache behind ``fjax.jit``.
+
+Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit``) -> segments -> ``Kernel`` IR -> renderer
+(``numba_cpu``) -> compiled callable.
+
+Kernel IR (renderers for other targets, e.g. CUDA, reuse it):
+
+- ``Buf``: an n-d array in the kernel (a parameter, an allocated output/temporary, or a view).
+- ``LoopNest``: one fused loop nest over an iteration ``domain``. Its ``body`` is SSA: ``Load``
+  (a buffer element at an index whose entries are loop axes or ``None`` for 0, which is how
+  ``broadcast_in_dim``, ``transpose`` and ``squeeze`` become index arithmetic with no copy),
+  ``Op`` (a scalar op named after its primitive, rendered through the renderer's
+  ``code_for_op`` table), ``Iota``. Values leave the nest through ``stores`` (materialized
+  elementwise outputs, written at the full index) and ``reductions`` (sum/prod/max/min/and/or
+  over ``reduce_axes``). Intermediate elementwise values are never stored.
+- ``Reshape``: a reshaped view of a contiguous buffer (``reshape`` of contiguous data).
+- ``Dot``: ``dot_general`` as batched 2-D GEMMs on BLAS (operands are transposed/reshaped views;
+  a copy is made only when the contracting/free dims are not contiguous groups).
+
+Fusion: equations are taken in order; an elementwise op joins the most recent loop nest with the
+same domain when that nest may read all its inputs (a value produced in another nest is stored
+there and loaded here); a reduction joins the nest that computes its operand, so
+``sum(tanh(x) * exp(-x * x) + sin(x) * 0.5)`` is one loop with one accumulator and no temporary.
+Layout ops of materialized data become load indices; of values still inside a loop they force
+that value to be stored first.
+
+What does not lower (complex and float16 dtypes, gather/scatter/control flow and other
+primitives without a rule here) runs on the host between kernels: the jaxpr is cut into segments
+and the unsupported equation is evaluated with its primitive's numpy ``impl`` (never through numba
+objmode). ``compile_jaxpr`` returns None (jit then evaluates the jaxpr eagerly) only when nothing at
+all would be compiled. Fallbacks are logged on the ``fjax.lowering`` logger, naming the primitive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from fjax import core
+from fjax.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
+
+log = logging.getLogger("fjax.lowering")
+
+# ---------------------------------------------------------------------------------------------
+# kernel IR
+
+
+class Buf:
+    """An n-d array inside a kernel. ``producer`` is the index of the statement that writes it
+    (-1 for kernel parameters); ``contiguous`` says whether it is known C-contiguous."""
+
+    __slots__ = ("name", "shape", "dtype", "producer", "contiguous")
+
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, producer: int, contiguous: bool):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.producer = producer
+        self.contiguous = contiguous
+
+    def __repr__(self) -> str:
+        return f"{self.name}:{core.short_dtype_name(self.dtype)}{list(self.shape)}"
+
+
+class Load:
+    """``out = buf[index]``: index has one entry per buffer dim, a loop axis or None (meaning 0)."""
+
+    __slots__ = ("out", "buf", "index", "dtype")
+
+    def __init__(self, out: str, buf: Buf, index: tuple, dtype: np.dtype):
+        self.out, self.buf, self.index, self.dtype = out, buf, index, dtype
+
+
+class Const:
+    """A scalar constant."""
+
+    __slots__ = ("name", "value", "dtype")
+
+    def __init__(self, name: str, value: Any, dtype: np.dtype):
+        self.name, self.value, self.dtype = name, value, np.dtype(dtype)
+
+
+class Op:
+    """``out = op(args)`` on scalars; ``op`` is a primitive name, ``params`` its static params,
+    ``in_dtypes`` the argument dtypes, ``comment`` the equation it came from."""
+
+    __slots__ = ("out", "op", "args", "dtype", "in_dtypes", "params", "comment")
+
+    def __init__(self, out: str, op: str, args: tuple, dtype: np.dtype, in_dtypes: tuple, params: dict, comment: str):
+        self.out, self.op, self.args, self.dtype = out, op, args, np.dtype(dtype)
+        self.in_dtypes, self.params, self.comment = in_dtypes, params, comment
+
+
+class Iota:
+    """``out = dtype(loop index along axis)``."""
+
+    __slots__ = ("out", "axis", "dtype", "comment")
+
+    def __init__(self, out: str, axis: int, dtype: np.dtype, comment: str):
+        self.out, self.axis, self.dtype, self.comment = out, axis, np.dtype(dtype), comment
+
+
+class Reduction:
+    """Accumulate ``value`` with ``kind`` over the nest's reduce axes into ``out``."""
+
+    __slots__ = ("kind", "value", "out", "acc_dtype", "comment")
+
+    def __init__(self, kind: str, value: str, out: Buf, acc_dtype: np.dtype, comment: str):
+        self.kind, self.value, self.out, self.acc_dtype, self.comment = kind, value, out, np.dtype(acc_dtype), comment
+
+
+class LoopNest:
+    """A fused loop nest over ``domain``; see the module docstring."""
+
+    def __init__(self, index: int, domain: tuple):
+        self.index = index
+        self.domain = tuple(domain)
+        self.reduce_axes: tuple | None = None
+        self.body: list = []
+        self.stores: list[tuple[Buf, str]] = []
+        self.reductions: list[Reduction] = []
+        self.parallel = False
+        self._loads: dict = {}
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.domain)
+
+    def trailing_reduce(self) -> bool:
+        r = self.reduce_axes or ()
+        n = len(self.domain)
+        return tuple(sorted(r)) == tuple(range(n - len(r), n))
+
+
+class Reshape:
+    """``out = src`` viewed with ``out.shape`` (copied first if ``src`` is not contiguous)."""
+
+    def __init__(self, index: int, out: Buf, src: Buf):
+        self.index, self.out, self.src = index, out, src
+
+
+class Dot:
+    """``out = dot_general(lhs, rhs)`` as ``nb`` GEMMs of (nl, nk) x (nk, nr).
+
+    ``lhs_perm``/``rhs_perm`` bring the operands to (batch, free, contract) / (batch, contract,
+    free) order; ``lhs_t``/``rhs_t`` say the 2-D blocks are used transposed (so no copy is needed
+    when the operand's dims are contiguous in the other order)."""
+
+    def __init__(
+        self,
+        index: int,
+        out: Buf,
+        lhs: Buf,
+        rhs: Buf,
+        dims: tuple,
+        lhs_perm: tuple,
+        rhs_perm: tuple,
+        lhs_t: bool,
+        rhs_t: bool,
+        comment: str,
+    ):
+        self.index, self.out, self.lhs, self.rhs = index, out, lhs, rhs
+        self.dims = dims  # (nb, nl, nk, nr)
+        self.lhs_perm, self.rhs_perm, self.lhs_t, self.rhs_t = lhs_perm, rhs_perm, lhs_t, rhs_t
+        self.comment = comment
+
+
+class Kernel:
+    """One compiled function: ``params`` in, ``outputs`` (buffers, possibly params) out."""
+
+    def __init__(self, name: str, params: list[Buf], stmts: list, outputs: list[Buf], consts: list[Const]):
+        self.name, self.params, self.stmts, self.outputs, self.consts = name, params, stmts, outputs, consts
+
+    def loop_nests(self) -> list[LoopNest]:
+        return [s for s in self.stmts if isinstance(s, LoopNest)]
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(type(s).__name__ for s in self.stmts)
+        return f"Kernel({self.name}: {kinds})"
+
+
+class HostCall:
+    """An equation evaluated on the host with its primitive's numpy impl (a lowering fallback)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+
+
+class Program:
+    """Steps (``Kernel`` or ``HostCall``) over a value table; slots name jaxpr variables."""
+
+    def __init__(self, steps: list, in_slots: list, out_slots: list, step_io: list, consts: list):
+        self.steps, self.in_slots, self.out_slots = steps, in_slots, out_slots
+        self.step_io, self.consts = step_io, consts
+
+
+# ---------------------------------------------------------------------------------------------
+# what lowers
+
+SUPPORTED_DTYPES = frozenset(
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+    )
+)
+
+UNARY = frozenset(
+    """neg sign floor ceil round is_finite abs exp exp2 log log1p expm1 sqrt rsqrt cbrt sin cos
+tan asin acos atan sinh cosh tanh asinh acosh atanh logistic erf erfc lgamma square not integer_pow
+convert_element_type stop_gradient""".split()
+)
+BINARY = frozenset(
+    """add sub mul div rem pow max min atan2 eq ne lt le gt ge and or xor shift_left
+shift_right_arithmetic shift_right_logical""".split()
+)
+ELEMENTWISE = UNARY | BINARY | {"select_n", "clamp"}
+REDUCTIONS = {
+    "reduce_sum": "sum",
+    "reduce_prod": "prod",
+    "reduce_max": "max",
+    "reduce_min": "min",
+    "reduce_and": "and",
+    "reduce_or": "or",
+}
+LAYOUT = frozenset({"broadcast_in_dim", "transpose", "squeeze", "reshape", "expand_dims"})
+
+
+def _dtypes_ok(eqn: JaxprEqn) -> bool:
+    for v in list(eqn.invars) + list(eqn.outvars):
+        if v.aval.dtype not in SUPPORTED_DTYPES:
+            return False
+    return True
+
+
+def unsupported_reason(eqn: JaxprEqn) -> str | None:
+    """None if ``eqn`` lowers into a kernel, else why not."""
+    name = eqn.primitive.name
+    if not _dtypes_ok(eqn):
+        dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
+        return f"{name} on dtypes {dts}"
+    if name in ELEMENTWISE or name in LAYOUT or name in REDUCTIONS or name == "iota":
+        if name == "integer_pow" and eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
+            return "integer_pow with a negative exponent on integers"
+        return None
+    if name == "dot_general":
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        dt = eqn.outvars[0].aval.dtype
+        if dt.kind != "f" or any(v.aval.dtype != dt for v in eqn.invars):
+            return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
+        return None
+    return f"no lowering rule for primitive {name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# values during lowering
+
+
+class _BufVal:
+    __slots__ = ("buf",)
+
+    def __init__(self, buf: Buf):
+        self.buf = buf
+
+
+class _ViewVal:
+    """``shape``-shaped value reading ``buf`` through ``index_map`` (per buf dim: out axis or None)."""
+
+    __slots__ = ("buf", "index_map", "shape")
+
+    def __init__(self, buf: Buf, index_map: tuple, shape: tuple):
+        self.buf, self.index_map, self.shape = buf, tuple(index_map), tuple(shape)
+
+
+class _ConstVal:
+    __slots__ = ("value", "dtype", "shape")
+
+    def __init__(self, value: Any, dtype: np.dtype, shape: tuple):
+        self.value, self.dtype, self.shape = value, np.dtype(dtype), tuple(shape)
+
+
+class _ScalarVal:
+    __slots__ = ("nest", "name", "aval", "stored")
+
+    def __init__(self, nest: LoopNest, name: str, aval: ShapedArray):
+        self.nest, self.name, self.aval = nest, name, aval
+        self.stored: Buf | None = None
+
+
+def _eqn_comment(eqn: JaxprEqn) -> str:
+    params = {k: v for k, v in eqn.params.items() if v is not None and k not in ("jaxpr",)}
+    ps = " ".join(f"{k}={v}" for k, v in params.items())
+    outs = ", ".join(v.aval.str_short() for v in eqn.outvars)
+    return f"{eqn.primitive.name}{'[' + ps + ']' if ps else ''} -> {outs}"
+
+
+class _KernelBuilder:
+    """Lowers one segment of supported equations into a ``Kernel``."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.stmts: list = []
+        self.params: list[Buf] = []
+        self.consts: dict = {}
+        self.env: dict = {}
+        self._names = itertools.count()
+        self._bufs = itertools.count()
+
+    # -- naming
+    def _ssa(self) -> str:
+        return f"v{next(self._names)}"
+
+    def _new_buf(self, shape: tuple, dtype: np.dtype, producer: int, prefix: str = "b") -> Buf:
+        return Buf(f"{prefix}{next(self._bufs)}", shape, dtype, producer, True)
+
+    def const(self, value: Any, dtype: np.dtype) -> str:
+        dtype = np.dtype(dtype)
+        v = np.asarray(value).astype(dtype).item()
+        key = (dtype.str, repr(v) if not (isinstance(v, float) and math.isnan(v)) else "nan")
+        c = self.consts.get(key)
+        if c is None:
+            c = Const(f"c{len(self.consts)}_{core.short_dtype_name(dtype)}", v, dtype)
+            self.consts[key] = c
+        return c.name
+
+    # -- inputs
+    def add_param(self, var: Var) -> None:
+        buf = Buf(f"a{len(self.params)}", var.aval.shape, var.aval.dtype, -1, False)
+        self.params.append(buf)
+        self.env[var] = _BufVal(buf)
+
+    def read(self, atom: Any) -> Any:
+        if type(atom) is Literal:
+            return _ConstVal(atom.val, atom.aval.dtype, atom.aval.shape)
+        return self.env[atom]
+
+    # -- materialization
+    def materialize(self, val: Any) -> Buf:
+        if isinstance(val, _BufVal):
+            return val.buf
+        if isinstance(val, _ScalarVal):
+            if val.stored is None:
+                nest = val.nest
+                buf = self._new_buf(val.aval.shape, val.aval.dtype, nest.index)
+                nest.stores.append((buf, val.name))
+                val.stored = buf
+            return val.stored
+        shape = val.shape
+        dtype = val.dtype if isinstance(val, _ConstVal) else val.buf.dtype
+        nest = self._nest_for(shape, [val], None)
+        ref = self._ref(val, nest)
+        buf = self._new_buf(shape, dtype, nest.index)
+        nest.stores.append((buf, ref))
+        return buf
+
+    # -- nests
+    def _new_nest(self, domain: tuple) -> LoopNest:
+        nest = LoopNest(len(self.stmts), domain)
+        self.stmts.append(nest)
+        return nest
+
+    def _nest_for(self, domain: tuple, vals: list, reduce_axes: tuple | None) -> LoopNest:
+        """The most recent nest with ``domain`` that can read every value in ``vals``, else a new one."""
+        cand = None
+        for s in reversed(self.stmts):
+            if isinstance(s, LoopNest) and s.domain == domain:
+                cand = s
+                break
+        if cand is not None:
+            ok = not (reduce_axes is not None and cand.reduce_axes not in (None, reduce_axes))
+            for v in vals:
+                if isinstance(v, _ScalarVal):
+                    # a value of another nest is stored there, so that nest must come first
+                    if v.nest is not cand and v.nest.index >= cand.index:
+                        ok = False
+                elif isinstance(v, (_BufVal, _ViewVal)) and v.buf.producer >= cand.index:
+                    ok = False  # written by this nest (or later): not readable inside it
+            if ok:
+                return cand
+        return self._new_nest(domain)
+
+    def _ref(self, val: Any, nest: LoopNest) -> str:
+        """The SSA name (or constant name) of ``val`` at ``nest``'s current index."""
+        if isinstance(val, _ConstVal):
+            return self.const(val.value, val.dtype)
+        if isinstance(val, _ScalarVal):
+            if val.nest is nest:
+                return val.name
+            val = _BufVal(self.materialize(val))
+        if isinstance(val, _BufVal):
+            buf = val.buf
+            nd = len(buf.shape)
+            index = () if nd == 0 else tuple(range(len(nest.domain) - nd, len(nest.domain)))
+            if nd and buf.shape != nest.domain[len(nest.domain) - nd :]:
+                raise AssertionError(f"load of {buf} in domain {nest.domain}")
+        else:
+            buf, index = val.buf, val.index_map
+        key = (buf.name, index)
+        name = nest._loads.get(key)
+        if name is None:
+            name = self._ssa()
+            nest.body.append(Load(name, buf, index, buf.dtype))
+            nest._loads[key] = name
+        return name
+
+    # -- equations
+    def lower_eqn(self, eqn: JaxprEqn) -> None:
+        name = eqn.primitive.name
+        ins = [self.read(a) for a in eqn.invars]
+        out = eqn.outvars[0]
+        params = eqn.params
+        if name == "stop_gradient" or (name == "convert_element_type" and eqn.invars[0].aval.dtype == out.aval.dtype):
+            self.env[out] = ins[0]
+            return
+        if name in ELEMENTWISE:
+            domain = out.aval.shape
+            nest = self._nest_for(domain, ins, None)
+            refs = tuple(self._ref(v, nest) for v in ins)
+            ssa = self._ssa()
+            in_dtypes = tuple(a.aval.dtype for a in eqn.invars)
+            nest.body.append(Op(ssa, name, refs, out.aval.dtype, in_dtypes, dict(params), _eqn_comment(eqn)))
+            self.env[out] = _ScalarVal(nest, ssa, out.aval)
+            return
+        if name == "iota":
+            nest = self._nest_for(out.aval.shape, [], None)
+            ssa = self._ssa()
+            nest.body.append(Iota(ssa, params["dimension"], out.aval.dtype, _eqn_comment(eqn)))
+            self.env[out] = _ScalarVal(nest, ssa, out.aval)
+            return
+        if name in REDUCTIONS:
+            axes = tuple(sorted(params["axes"]))
+            x = ins[0]
+            if not axes:
+                self.env[out] = x
+                return
+            in_shape = eqn.invars[0].aval.shape
+            nest = self._nest_for(in_shape, [x], axes)
+            ref = self._ref(x, nest)
+            nest.reduce_axes = axes
+            buf = self._new_buf(out.aval.shape, out.aval.dtype, nest.index)
+            dt = out.aval.dtype
+            acc = np.dtype(np.float64) if (dt.kind == "f" and REDUCTIONS[name] in ("sum", "prod")) else dt
+            nest.reductions.append(Reduction(REDUCTIONS[name], ref, buf, acc, _eqn_comment(eqn)))
+            self.env[out] = _BufVal(buf)
+            return
+        if name in LAYOUT:
+            self.env[out] = self._layout(eqn, ins[0])
+            return
+        if name == "dot_general":
+            self.env[out] = _BufVal(self._dot(eqn, ins))
+            return
+        raise NotImplementedError(name)
+
+    def _layout(self, eqn: JaxprEqn, x: Any) -> Any:
+        name = eqn.primitive.name
+        params = eqn.params
+        out_shape = eqn.outvars[0].aval.shape
+        in_shape = eqn.invars[0].aval.shape
+        if isinstance(x, _ConstVal):
+            return _ConstVal(x.value, x.dtype, out_shape)
+        if name == "reshape":
+            if params.get("dimensions") is not None:
+                x = self._transpose(x, in_shape, tuple(params["dimensions"]))
+            src = self.materialize(x) if not isinstance(x, _BufVal) else x.buf
+            idx = len(self.stmts)
+            out = Buf(f"r{next(self._bufs)}", out_shape, src.dtype, idx, True)
+            self.stmts.append(Reshape(idx, out, src))
+            return _BufVal(out)
+        if name == "transpose":
+            return self._transpose(x, in_shape, tuple(params["permutation"]))
+        if name == "squeeze":
+            dims = set(params["dimensions"])
+            kept = [i for i in range(len(in_shape)) if i not in dims]
+            # operand dim i -> output axis kept.index(i), squeezed dims read index 0
+            amap = tuple(kept.index(i) if i in kept else None for i in range(len(in_shape)))
+            return self._compose(x, in_shape, amap, out_shape)
+        if name == "broadcast_in_dim":
+            bd = params["broadcast_dimensions"]
+            amap = tuple(None if (in_shape[i] == 1 and out_shape[d] != 1) else d for i, d in enumerate(bd))
+            return self._compose(x, in_shape, amap, out_shape)
+        if name == "expand_dims":
+            kept = [i for i in range(len(out_shape)) if i not in params["dimensions"]]
+            return self._compose(x, in_shape, tuple(kept), out_shape)
+        raise NotImplementedError(name)
+
+    def _transpose(self, x: Any, in_shape: tuple, perm: tuple) -> Any:
+        # output axis k reads operand dim perm[k]: operand dim i -> output axis perm.index(i)
+        amap = tuple(perm.index(i) for i in range(len(in_shape)))
+        out_shape = tuple(in_shape[p] for p in perm)
+        return self._compose(x, in_shape, amap, out_shape)
+
+    def _compose(self, x: Any, in_shape: tuple, amap: tuple, out_shape: tuple) -> Any:
+        """View of ``x`` (shape ``in_shape``) where operand dim i is output axis ``amap[i]`` (or 0)."""
+        if isinstance(x, _ScalarVal):
+            x = _BufVal(self.materialize(x))
+        if isinstance(x, _BufVal):
+            return _ViewVal(x.buf, amap, out_shape)
+        if isinstance(x, _ViewVal):
+            # x reads buf dim j at x-axis x.index_map[j]; x-axis a is output axis amap[a]
+            new = tuple(None if a is None else amap[a] for a in x.index_map)
+            return _ViewVal(x.buf, new, out_shape)
+        raise AssertionError(type(x))
+
+    def _dot(self, eqn: JaxprEqn, ins: list) -> Buf:
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        la, ra = eqn.invars[0].aval, eqn.invars[1].aval
+        lhs = self._contig(ins[0])
+        rhs = self._contig(ins[1])
+        lfree = tuple(i for i in range(la.ndim) if i not in lc and i not in lb)
+        rfree = tuple(i for i in range(ra.ndim) if i not in rc and i not in rb)
+        nb = math.prod(la.shape[i] for i in lb)
+        nk = math.prod(la.shape[i] for i in lc)
+        nl = math.prod(la.shape[i] for i in lfree)
+        nr = math.prod(ra.shape[i] for i in rfree)
+        ident_l = tuple(range(la.ndim))
+        ident_r = tuple(range(ra.ndim))
+        # lhs blocks are (nl, nk); a (nk, nl)-ordered operand is used transposed without a copy
+        lp = tuple(lb) + lfree + tuple(lc)
+        lp_t = tuple(lb) + tuple(lc) + lfree
+        rp = tuple(rb) + tuple(rc) + rfree
+        rp_t = tuple(rb) + rfree + tuple(rc)
+        if lp == ident_l:
+            lperm, lt = None, False
+        elif lp_t == ident_l:
+            lperm, lt = None, True
+        else:
+            lperm, lt = lp, False
+        if rp == ident_r:
+            rperm, rt = None, False
+        elif rp_t == ident_r:
+            rperm, rt = None, True
+        else:
+            rperm, rt = rp, False
+        idx = len(self.stmts)
+        out = self._new_buf(eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype, idx)
+        self.stmts.append(Dot(idx, out, lhs, rhs, (nb, nl, nk, nr), lperm, rperm, lt, rt, _eqn_comment(eqn)))
+        return out
+
+    def _contig(self, val: Any) -> Buf:
+        if isinstance(val, _BufVal):
+            return val.buf
+        return self.materialize(val)
+
+    def finish(self, outvars: list) -> Kernel:
+        outs = []
+        for v in outvars:
+            val = self.read(v)
+            outs.append(self.materialize(val))
+        for s in self.stmts:
+            if isinstance(s, LoopNest):
+                del s._loads
+        return Kernel(self.name, self.params, self.stmts, outs, list(self.consts.values()))
+
+
+# ---------------------------------------------------------------------------------------------
+# jaxpr preprocessing: inline nested jit, cut into segments
+
+
+def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
+    """Equations of ``jaxpr`` with nested ``jit`` equations replaced by their bodies."""
+    out: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "jit" and not eqn.params["jaxpr"].consts:
+            inner: Jaxpr = eqn.params["jaxpr"].jaxpr
+            sub: dict = {}
+            for iv, a in zip(inner.invars, eqn.invars):
+                sub[iv] = a
+
+            def rd(a: Any) -> Any:
+                return a if type(a) is Literal else sub.get(a, a)
+
+            for e in _inline_jits(inner):
+                new_outs = []
+                for ov in e.outvars:
+                    nv = Var(ov.aval) if not isinstance(ov, DropVar) else ov
+                    sub[ov] = nv
+                    new_outs.append(nv)
+                out.append(JaxprEqn(e.primitive, [rd(a) for a in e.invars], new_outs, e.params))
+            # outputs of the inner jaxpr: alias through a substitution recorded as copies
+            for ov, io in zip(eqn.outvars, inner.outvars):
+                src = rd(io)
+                out.append(_Alias(src, ov))
+        else:
+            out.append(eqn)
+    return out
+
+
+class _AliasPrim:
+    name = "__alias__"
+    multiple_results = False
+
+
+class _Alias(JaxprEqn):
+    __slots__ = ()
+
+    def __init__(self, src: Any, dst: Var):
+        super().__init__(_AliasPrim, [src], [dst], {})
+
+
+def build_program(closed: ClosedJaxpr) -> Program | None:
+    """Cut ``closed`` into kernels and host calls; None if no kernel would be compiled."""
+    jaxpr = closed.jaxpr
+    eqns = _inline_jits(jaxpr)
+    # resolve aliases into a substitution
+    sub: dict = {}
+
+    def rd(a: Any) -> Any:
+        while type(a) is not Literal and a in sub:
+            a = sub[a]
+        return a
+
+    flat: list[JaxprEqn] = []
+    for e in eqns:
+        if isinstance(e, _Alias):
+            sub[e.outvars[0]] = rd(e.invars[0])
+            continue
+        flat.append(JaxprEqn(e.primitive, [rd(a) for a in e.invars], e.outvars, e.params))
+    outvars = [rd(v) for v in jaxpr.outvars]
+    in_vars = list(jaxpr.constvars) + list(jaxpr.invars)
+
+    # segments: runs of supported equations; each unsupported one is a host call
+    segments: list = []
+    cur: list = []
+    for e in flat:
+        why = unsupported_reason(e)
+        if why is None:
+            cur.append(e)
+        else:
+            log.info("fjax.jit: %s runs on the host (not compiled): %s", e.primitive.name, why)
+            if cur:
+                segments.append(cur)
+                cur = []
+            segments.append(HostCall(e))
+    if cur:
+        segments.append(cur)
+    if not any(isinstance(s, list) for s in segments):
+        return None
+
+    # liveness: which variables each step reads from outside / must hand on
+    used_after: list[set] = [set() for _ in segments]
+    live: set = {v for v in outvars if type(v) is not Literal}
+    for i in range(len(segments) - 1, -1, -1):
+        used_after[i] = set(live)
+        seg = segments[i]
+        es = [seg.eqn] if isinstance(seg, HostCall) else seg
+        for e in es:
+            for a in e.invars:
+                if type(a) is not Literal:
+                    live.add(a)
+
+    steps, step_io = [], []
+    for i, seg in enumerate(segments):
+        if isinstance(seg, HostCall):
+            steps.append(seg)
+            step_io.append(([a for a in seg.eqn.invars], [v for v in seg.eqn.outvars]))
+            continue
+        defined: set = set()
+        params: list = []
+        for e in seg:
+            for a in e.invars:
+                if type(a) is not Literal and a not in defined and a not in params:
+                    params.append(a)
+            defined.update(e.outvars)
+        outs = [
+            v
+            for v in dict.fromkeys(v for e in seg for v in e.outvars)
+            if v in used_after[i] and not isinstance(v, DropVar)
+        ]
+        if len(segments) == 1:
+            # the whole program is this kernel: take exactly the jaxpr's inputs and outputs
+            params, outs = list(in_vars), list(outvars)
+        kb = _KernelBuilder(f"kernel{i}")
+        for p in params:
+            kb.add_param(p)
+        for e in seg:
+            kb.lower_eqn(e)
+        steps.append(kb.finish(outs))
+        step_io.append((params, outs))
+    return Program(steps, in_vars, outvars, step_io, list(closed.consts))
+
+
+# ---------------------------------------------------------------------------------------------
+# public entry points and the in-memory cache
+
+_by_id: dict[int, tuple] = {}
+_stats = {"compiles": 0, "hits": 0}
+
+
+def _backend():
+    from fjax.interpreters import numba_cpu  # noqa: PLC0415
+
+    return numba_cpu
+
+
+def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
+    """A callable on numpy arrays returning a list of numpy arrays, or None to evaluate eagerly.
+
+    Cached by the identity of ``closed`` (then, inside the backend, by generated source hash)."""
+    entry = _by_id.get(id(closed))
+    if entry is not None and entry[0] is closed:
+        _stats["hits"] += 1
+        return entry[1]
+    try:
+        fn = _backend().compile_program(closed)
+    except Exception:  # a lowering bug must never break jit: fall back to eager evaluation
+        log.warning("fjax.jit: lowering failed; evaluating the jaxpr eagerly", exc_info=True)
+        fn = None
+    _stats["compiles"] += 1
+    _by_id[id(closed)] = (closed, fn)
+    return fn
+
+
+def source_for(closed: ClosedJaxpr) -> str:
+    """The generated source of ``closed`` (kernels, and the host steps as comments)."""
+    return _backend().source_for(closed)
+
+
+def install(enable: bool = True) -> None:
+    """Make ``fjax.jit`` compile through this module (``enable=False`` restores eager evaluation).
+
+    (``import fjax.jit`` names the ``jit`` function re-exported by ``fjax``, so the module is
+    reached through ``sys.modules``.)"""
+    import importlib  # noqa: PLC0415
+
+    importlib.import_module("fjax.jit").compile_hook = compile_jaxpr if enable else None
+
+
+def clear_cache() -> None:
+    """Forget compiled callables (the on-disk numba cache stays)."""
+    _by_id.clear()
+    _backend().clear_cache()

@@ -1,0 +1,23 @@
+"""``fjax.numpy``: numpy's API on fjax arrays, following ``jax.numpy`` (x64 off by default).
+
+Use it as ``import fjax.numpy as jnp``. Functions promote dtypes with JAX's weak-type-aware
+rules (``fjax.dtypes.result_type``), return immutable ``fjax.Array``s eagerly, and work on
+tracers under every transform. Importing this package also gives ``fjax.Array`` and every
+tracer type their operators and numpy-style methods (``x + y``, ``x.sum()``, ``x[i]``, ``x.at``).
+"""
+
+from fjax.numpy._ufuncs import *  # noqa: F401,F403
+from fjax.numpy._creation import *  # noqa: F401,F403
+from fjax.numpy._reductions import *  # noqa: F401,F403
+from fjax.numpy._shape import *  # noqa: F401,F403
+from fjax.numpy._indexing import *  # noqa: F401,F403
+from fjax.numpy._linalg import *  # noqa: F401,F403
+from fjax.numpy._sorting import *  # noqa: F401,F403
+from fjax.numpy import linalg  # noqa: F401
+
+from fjax.core import Array as _Array, Tracer as _Tracer
+from fjax.numpy._array_methods import _install
+
+_install(_Array)
+_install(_Tracer)
+del _install, _Array, _Tracer

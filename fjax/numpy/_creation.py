@@ -1,0 +1,732 @@
+"""Array creation, dtypes and constants of ``fjax.numpy``.
+
+``array``/``asarray`` follow JAX: Python scalars give weakly typed arrays, lists and tuples
+(which may hold arrays and tracers) give strongly typed arrays whose dtype is the JAX
+promotion of their leaves, and 64-bit numpy inputs are canonicalized. The scalar types
+(``jnp.float32`` ...) are callable like JAX's: ``jnp.float32(1.0)`` is a 0-d fjax Array.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax.core import Array, Tracer
+from fjax.lax import lax
+from fjax.numpy._util import (
+    broadcast_to_shape,
+    canonicalize_axis,
+    check_arraylike,
+    promote_dtypes_inexact,
+    to_fjax,
+)
+
+__all__ = [
+    "arange", "array", "asarray", "bool", "bool_", "can_cast", "cdouble", "complex128", "complex64",
+    "complexfloating", "copy", "csingle", "diag", "diagonal", "double", "dtype", "e", "empty",
+    "empty_like", "euler_gamma", "eye", "finfo", "float16", "float32", "float64", "floating",
+    "from_dlpack", "full", "full_like", "generic", "geomspace", "half", "identity", "iinfo",
+    "indices", "inexact", "inf", "int16", "int32", "int64", "int8", "int_", "integer", "isdtype",
+    "issubdtype", "linspace", "logspace", "meshgrid", "nan", "ndarray", "newaxis", "number",
+    "ones", "ones_like", "pi", "promote_types", "result_type", "signedinteger", "single", "tri",
+    "tril", "triu", "uint", "uint16", "uint32", "uint64", "uint8", "unsignedinteger", "zeros",
+    "zeros_like", "float_", "complex_",
+]  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------
+# constants and dtype utilities
+
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+euler_gamma = 0.5772156649015329
+newaxis = None
+
+dtype = np.dtype
+iinfo = np.iinfo
+generic = np.generic
+number = np.number
+inexact = np.inexact
+floating = np.floating
+complexfloating = np.complexfloating
+integer = np.integer
+signedinteger = np.signedinteger
+unsignedinteger = np.unsignedinteger
+
+
+def finfo(dt: Any) -> np.finfo:
+    """Machine limits of a floating dtype (or of the dtype of an array)."""
+    return np.finfo(dtypes.dtype(dt))
+
+
+def result_type(*args: Any) -> np.dtype:
+    """The dtype of the result of an operation on ``args``, with JAX's promotion rules."""
+    return dtypes.result_type(*args)
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The join of two dtypes on JAX's promotion lattice."""
+    return dtypes.promote_types(a, b)
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """numpy's ``issubdtype`` (also accepting fjax scalar types)."""
+    return dtypes.issubdtype(_unwrap_type(arg1), _unwrap_type(arg2))
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    """Whether a cast from ``from_`` to ``to`` is allowed under ``casting`` (numpy's rules)."""
+    if isinstance(from_, (Array, Tracer)):
+        from_ = from_.dtype
+    return builtins.bool(np.can_cast(_unwrap_type(from_), _unwrap_type(to), casting))
+
+
+_isdtype_kinds = {
+    "bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+    "real floating": "f", "complex floating": "c", "numeric": "iufc",
+}  # fmt: skip
+
+
+def isdtype(dt: Any, kind: Any) -> builtins.bool:
+    """Array-API ``isdtype``: is ``dt`` of ``kind`` (a dtype, a kind name, or a tuple of them)."""
+    dt = np.dtype(_unwrap_type(dt))
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _isdtype_kinds:
+                raise ValueError(f"Unrecognized kind: {k!r}")
+            if dt.kind in _isdtype_kinds[k]:
+                return True
+        elif dt == np.dtype(_unwrap_type(k)):
+            return True
+    return False
+
+
+def _unwrap_type(t: Any) -> Any:
+    return t._np_type if isinstance(t, _ScalarMeta) else t
+
+
+# ---------------------------------------------------------------------------------------------
+# scalar types
+
+
+class _ScalarMeta(type):
+    """Metaclass of ``jnp.float32`` etc.: calling one builds a 0-d (or n-d) fjax Array of that
+    dtype; ``np.dtype(jnp.float32)`` works through the ``dtype`` class attribute."""
+
+    dtype: np.dtype
+    _np_type: type
+
+    def __call__(cls, x: Any = 0) -> Any:
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance: Any) -> builtins.bool:
+        return isinstance(instance, cls._np_type)
+
+    def __eq__(cls, other: Any) -> builtins.bool:
+        return cls is other or cls._np_type == _unwrap_type(other)
+
+    def __ne__(cls, other: Any) -> builtins.bool:
+        return not cls == other
+
+    def __hash__(cls) -> int:
+        return hash(cls._np_type)
+
+    def __repr__(cls) -> str:
+        return f"<class 'fjax.numpy.{cls.__name__}'>"
+
+
+def _make_scalar_type(np_type: type, name: str | None = None) -> _ScalarMeta:
+    name = name or np.dtype(np_type).name
+    return _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type), "_np_type": np_type,
+                                          "__module__": "fjax.numpy"})
+
+
+bool_ = _make_scalar_type(np.bool_, "bool_")
+bool = bool_  # noqa: A001
+int8 = _make_scalar_type(np.int8)
+int16 = _make_scalar_type(np.int16)
+int32 = _make_scalar_type(np.int32)
+int64 = _make_scalar_type(np.int64)
+uint8 = _make_scalar_type(np.uint8)
+uint16 = _make_scalar_type(np.uint16)
+uint32 = _make_scalar_type(np.uint32)
+uint64 = _make_scalar_type(np.uint64)
+float16 = _make_scalar_type(np.float16)
+float32 = _make_scalar_type(np.float32)
+float64 = _make_scalar_type(np.float64)
+complex64 = _make_scalar_type(np.complex64)
+complex128 = _make_scalar_type(np.complex128)
+int_ = int64
+uint = uint64
+float_ = float64
+complex_ = complex128
+half, single, double = float16, float32, float64
+csingle, cdouble = complex64, complex128
+
+
+class _ArrayMeta(type):
+    """``isinstance(x, jnp.ndarray)`` is true for fjax Arrays and for tracers, as in JAX."""
+
+    def __instancecheck__(cls, instance: Any) -> builtins.bool:
+        return isinstance(instance, (Array, Tracer))
+
+    def __subclasscheck__(cls, subclass: type) -> builtins.bool:
+        return cls is subclass or issubclass(subclass, (Array, Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+    """The array type of fjax.numpy, for ``isinstance`` checks and annotations (see fjax.Array)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("jnp.ndarray cannot be instantiated; use jnp.array or jnp.zeros.")
+
+
+# ---------------------------------------------------------------------------------------------
+# array / asarray
+
+
+def _canon_dtype_arg(dt: Any) -> np.dtype | None:
+    if dt is None:
+        return None
+    return dtypes.canonicalize_dtype(_unwrap_type(dt))
+
+
+def _leaves(obj: Any, out: list) -> None:
+    for x in obj:
+        if isinstance(x, (list, tuple)):
+            _leaves(x, out)
+        else:
+            out.append(x)
+
+
+def _list_dtype(leaves: list) -> np.dtype:
+    """The JAX dtype of a list of leaves: the promotion of their (weak) types, strong."""
+    keys: dict = {}
+    for x in leaves:
+        t = type(x)
+        if t in (builtins.bool, int, float, complex):
+            keys.setdefault(t, t)
+        elif isinstance(x, (Array, Tracer)):
+            keys.setdefault((x.dtype, x.weak_type), x)
+        elif isinstance(x, (np.ndarray, np.generic)):
+            keys.setdefault(x.dtype, x.dtype)
+        elif hasattr(x, "__fjax_array__"):
+            a = x.__fjax_array__()
+            keys.setdefault((a.dtype, a.weak_type), a)
+        else:
+            raise TypeError(f"jnp.array: unsupported leaf of type {type(x).__name__} ({x!r})")
+    if not keys:
+        return dtypes.default_float_dtype()
+    return dtypes.result_type(*keys.values())
+
+
+def _stack_traced(items: list) -> Any:
+    """Stack equally shaped arrays/tracers along a new leading axis with lax ops only."""
+    n = len(items)
+    shape = items[0].shape
+    for it in items:
+        if it.shape != shape:
+            raise ValueError(f"jnp.array: inhomogeneous shapes in a nested sequence: {shape} and {it.shape}")
+    out_shape = (n,) + shape
+    dims = tuple(range(1, len(out_shape)))
+    cases = [lax.broadcast_in_dim(it, out_shape, dims) for it in items]
+    if n == 1:
+        return cases[0]
+    which = lax.broadcasted_iota(np.int32, out_shape, 0)
+    if n <= 32:
+        return lax.select_n(which, *cases)
+    out = cases[0]
+    for i in range(1, n):
+        out = lax.select(lax.eq(which, Array(np.array(i, np.int32))), cases[i], out)
+    return out
+
+
+def _array_from_nested(obj: Any, dt: np.dtype) -> Any:
+    """A strongly typed array of ``dt`` from a nested list/tuple containing tracers."""
+    if isinstance(obj, (list, tuple)):
+        if len(obj) == 0:
+            return Array(np.zeros((0,), dt))
+        return _stack_traced([_array_from_nested(o, dt) for o in obj])
+    x = to_fjax(obj, "jnp.array")
+    return lax.convert_element_type(x, dt)
+
+
+def array(object: Any, dtype: Any = None, copy: builtins.bool = True, order: str | None = "K",  # noqa: A002
+          ndmin: int = 0, *, device: Any = None) -> Any:
+    """Create an fjax array from an array, a Python scalar or a nested list/tuple of them.
+
+    Python scalars give weakly typed arrays (as JAX); lists and tuples give strongly typed
+    arrays of the promoted dtype of their elements; ``dtype`` forces (and strengthens) a dtype.
+    """
+    del device
+    if order not in (None, "K", "C", "A"):
+        raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
+    dt = _canon_dtype_arg(dtype)
+    t = type(object)
+    if t is Array or isinstance(object, Tracer):
+        out = object
+        if dt is not None and (out.dtype != dt or out.weak_type):
+            out = lax.convert_element_type(out, dt)
+        elif copy and t is Array:
+            out = Array(np.array(out._value), out.weak_type)
+    elif t in (builtins.bool, int, float, complex):
+        if dt is None:
+            out = core.array_from_python_scalar(object)
+        else:
+            if t is int:
+                dtypes.check_python_int(object, dt)
+            out = Array(np.array(object).astype(dt))
+    elif isinstance(object, (np.ndarray, np.generic)):
+        src = object.dtype
+        if src.kind in "OUSVMm":
+            raise TypeError(f"Value {object!r} with dtype {src} is not a valid fjax array type. "
+                            "Only arrays of numeric types are supported.")
+        target = dt if dt is not None else dtypes.canonicalize_dtype(src)
+        out = Array(np.array(object, dtype=target, copy=True))
+    elif isinstance(object, (list, tuple)):
+        leaves: list = []
+        _leaves(object, leaves)
+        target = dt if dt is not None else _list_dtype(leaves)
+        if any(isinstance(x, Tracer) for x in leaves):
+            out = _array_from_nested(object, target)
+        else:
+            conc = [x._value if type(x) is Array else x for x in leaves]
+            if any(type(x) is not type(y) for x, y in zip(conc, leaves)) or any(
+                    hasattr(x, "__fjax_array__") for x in leaves):
+                obj = _replace_leaves(object, iter(conc))
+            else:
+                obj = object
+            try:
+                val = np.array(obj, dtype=target)
+            except OverflowError as err:
+                raise OverflowError(f"jnp.array: {err}") from None
+            out = Array(val)
+    elif hasattr(object, "__fjax_array__"):
+        return array(object.__fjax_array__(), dtype=dtype, copy=copy, ndmin=ndmin)
+    elif hasattr(object, "__array__") or hasattr(object, "__array_interface__"):
+        return array(np.asarray(object), dtype=dtype, copy=copy, ndmin=ndmin)
+    else:
+        raise TypeError(f"jnp.array: cannot convert object of type {t.__name__} to an fjax array")
+    if ndmin > out.ndim:
+        out = lax.broadcast_to_rank(out, ndmin)
+    return out
+
+
+def _replace_leaves(obj: Any, it: Any) -> Any:
+    if isinstance(obj, (list, tuple)):
+        return [_replace_leaves(o, it) for o in obj]
+    v = next(it)
+    if hasattr(v, "__fjax_array__"):
+        v = v.__fjax_array__()
+        v = v._value if type(v) is Array else v
+    return v
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: builtins.bool | None = None,
+            device: Any = None) -> Any:
+    """Convert ``a`` to an fjax array without copying when it already is one."""
+    if type(a) is Array or isinstance(a, Tracer):
+        if dtype is None:
+            return a
+    return array(a, dtype=dtype, copy=builtins.bool(copy), order=order, device=device)
+
+
+def copy(a: Any, order: str | None = None) -> Any:
+    """A copy of ``a``."""
+    return array(a, copy=True, order=order)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Any:
+    """An fjax array from an object implementing the DLPack protocol (via numpy)."""
+    return array(np.from_dlpack(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# filled arrays
+
+
+def _shape_arg(shape: Any, fn: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer)) and shape.ndim == 0):
+        shape = (shape,)
+    try:
+        out = tuple(operator.index(core.concrete_or_error(s, f"shape argument of jnp.{fn}")) for s in shape)
+    except TypeError as err:
+        if isinstance(err, core.ConcretizationTypeError):
+            raise
+        raise TypeError(f"jnp.{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(s < 0 for s in out):
+        raise ValueError(f"jnp.{fn}: negative dimensions are not allowed, got {out}")
+    return out
+
+
+def _default_dtype(dt: Any, default: np.dtype) -> np.dtype:
+    return default if dt is None else _canon_dtype_arg(dt)
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """An array of zeros (float32 by default)."""
+    return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype()))
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """An array of ones (float32 by default)."""
+    return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype()))
+
+
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """An array of the given shape; fjax fills it with zeros."""
+    return zeros(shape, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+    """An array of ``shape`` filled with ``fill_value`` (which may be an array broadcast to it)."""
+    shape = _shape_arg(shape, "full")
+    check_arraylike("full", fill_value)
+    dt = _canon_dtype_arg(dtype)
+    fv = to_fjax(fill_value, "full")
+    if fv.ndim == 0:
+        return lax.full(shape, fv, dt)
+    if dt is not None:
+        fv = lax.convert_element_type(fv, dt)
+    return _broadcast_to(fv, shape)
+
+
+def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    nd = len(shape)
+    if x.ndim > nd or any(d != 1 and d != s for d, s in zip(x.shape[::-1], shape[::-1])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested shape {shape}")
+    return broadcast_to_shape(x, tuple(shape))
+
+
+def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
+    check_arraylike(fn, a)
+    a = to_fjax(a, fn)
+    dt = _canon_dtype_arg(dtype)
+    shp = a.shape if shape is None else _shape_arg(shape, fn)
+    weak = a.weak_type and dt is None
+    target = a.dtype if dt is None else dt
+    if isinstance(fill, Tracer) or (isinstance(fill, (Array, np.ndarray)) and fill.ndim):
+        fv = lax._convert_element_type_weak(to_fjax(fill, fn), target, weak)
+        return _broadcast_to(fv, shp)
+    val = np.array(core.concrete_or_error(fill)).astype(target)
+    return lax.broadcast_in_dim(Array(val, weak), shp, ())
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    """Zeros with the shape and dtype of ``a`` (weak type kept when ``dtype`` is not given)."""
+    return _like_fill(a, 0, dtype, shape, "zeros_like")
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    """Ones with the shape and dtype of ``a``."""
+    return _like_fill(a, 1, dtype, shape, "ones_like")
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    """An array like ``prototype``; fjax fills it with zeros."""
+    return _like_fill(prototype, 0, dtype, shape, "empty_like")
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+    """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
+    check_arraylike("full_like", fill_value)
+    return _like_fill(a, fill_value, dtype, shape, "full_like")
+
+
+# ---------------------------------------------------------------------------------------------
+# ranges
+
+
+def _concrete_scalar(x: Any, fn: str) -> Any:
+    if x is None:
+        return None
+    v = core.concrete_or_error(x, f"jnp.{fn} requires concrete arguments")
+    if isinstance(v, np.ndarray):
+        if v.ndim:
+            raise ValueError(f"jnp.{fn}: arguments must be scalars, got shape {v.shape}")
+        return v[()]
+    return v
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None) -> Any:
+    """Evenly spaced values in [start, stop) (numpy semantics; arguments must be concrete).
+
+    The default dtype is the JAX promotion of the arguments: int32 for Python ints, float32
+    as soon as one is a float.
+    """
+    args = [a for a in (start, stop, step) if a is not None]
+    for a in args:
+        check_arraylike("arange", a)
+    dt = _canon_dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.result_type(*args)
+        if dt.kind == "b":
+            dt = dtypes.default_int_dtype()
+    vals = [_concrete_scalar(a, "arange") for a in (start, stop, step)]
+    if vals[1] is None and vals[2] is None and dt.kind in "iu" and np.asarray(vals[0]).dtype.kind in "iub":
+        n = builtins.max(int(vals[0]), 0)
+        return lax.iota(dt, n)
+    start_, stop_, step_ = vals
+    if stop_ is None:
+        start_, stop_ = 0, start_
+    if step_ is None:
+        step_ = 1
+    with np.errstate(all="ignore"):
+        out = np.arange(start_, stop_, step_, dtype=dt)
+    return Array(out)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, retstep: builtins.bool = False,
+             dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+    """``num`` evenly spaced samples over [start, stop] (stop excluded if ``endpoint=False``)."""
+    num = operator.index(core.concrete_or_error(num, "num argument of jnp.linspace"))
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_arraylike("linspace", start, stop)
+    dt = _canon_dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.result_type(start, stop, float)
+        dt = dtypes.canonicalize_dtype(dt)
+    start, stop = promote_dtypes_inexact("linspace", start, stop)
+    comp = dtypes.result_type(start, stop, dt if dt.kind in "fc" else float)
+    start = lax.convert_element_type(start, comp)
+    stop = lax.convert_element_type(stop, comp)
+    bshape = _bshape(start.shape, stop.shape)
+    start_b = _broadcast_to(start, bshape)
+    stop_b = _broadcast_to(stop, bshape)
+    nd = len(bshape) + 1
+    axis = canonicalize_axis(axis, nd, "linspace")
+    out_shape = bshape[:axis] + (num,) + bshape[axis:]
+    other = tuple(i for i in range(nd) if i != axis)
+    div = (num - 1) if endpoint else num
+    if num > 1:
+        real = np.dtype(np.finfo(comp).dtype)
+        step = lax.div(lax.broadcasted_iota(real, out_shape, axis), Array(np.array(div, real)))
+        step = lax.convert_element_type(step, comp)
+        s = lax.broadcast_in_dim(start_b, out_shape, other)
+        t = lax.broadcast_in_dim(stop_b, out_shape, other)
+        one = Array(np.array(1, comp), True)
+        out = lax.add(lax.mul(s, lax.sub(one, step)), lax.mul(t, step))
+        delta = lax.div(lax.sub(stop_b, start_b), Array(np.array(div, comp), True))
+    elif num == 1:
+        out = lax.broadcast_in_dim(start_b, out_shape, other)
+        delta = (lax.full(bshape, np.nan, comp) if endpoint else lax.sub(stop_b, start_b))
+    else:
+        out = lax.full(out_shape, 0, comp)
+        delta = lax.full(bshape, np.nan, comp)
+    if dt.kind in "iu" and comp.kind != dt.kind:
+        out = lax.floor(out)
+    out = lax.convert_element_type(out, dt)
+    if retstep:
+        return out, delta
+    return out
+
+
+def _bshape(a: tuple, b: tuple) -> tuple:
+    from fjax.numpy._util import broadcast_shapes  # noqa: PLC0415
+
+    return broadcast_shapes("linspace", a, b)
+
+
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, base: Any = 10.0,
+             dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop, num)``."""
+    from fjax.numpy._ufuncs import power  # noqa: PLC0415
+
+    dt = _canon_dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
+    comp = dtypes.result_type(dt, float) if dt.kind not in "fc" else dt
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=comp, axis=axis)
+    out = power(lax.convert_element_type(to_fjax(base), comp) if not isinstance(base, float) else base, lin)
+    return lax.convert_element_type(out, dt)
+
+
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, dtype: Any = None,
+              axis: int = 0) -> Any:
+    """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
+    from fjax.numpy import _ufuncs as uf  # noqa: PLC0415
+
+    dt = _canon_dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
+    comp = dtypes.result_type(dt, float) if dt.kind not in "fc" else dt
+    start = lax.convert_element_type(to_fjax(start), comp)
+    stop = lax.convert_element_type(to_fjax(stop), comp)
+    sgn = uf.sign(start)
+    res = uf.multiply(sgn, logspace(uf.log10(uf.divide(start, sgn)), uf.log10(uf.divide(stop, sgn)), num,
+                                    endpoint=endpoint, base=10.0, dtype=comp, axis=axis))
+    return lax.convert_element_type(res, dt)
+
+
+# ---------------------------------------------------------------------------------------------
+# matrices
+
+
+def _tri_mask(n: int, m: int, k: int, upper: builtins.bool = False) -> Any:
+    i = lax.broadcasted_iota(np.int32, (n, m), 0)
+    j = lax.broadcasted_iota(np.int32, (n, m), 1)
+    ik = lax.add(i, Array(np.array(k, np.int32), True))
+    return lax.le(ik, j) if upper else lax.ge(ik, j)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Any:
+    """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
+    n = operator.index(core.concrete_or_error(N, "N argument of jnp.eye"))
+    m = n if M is None else operator.index(core.concrete_or_error(M, "M argument of jnp.eye"))
+    k = operator.index(core.concrete_or_error(k, "k argument of jnp.eye"))
+    if n < 0 or m < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {n} and {m}")
+    dt = _default_dtype(dtype, dtypes.default_float_dtype())
+    i = lax.broadcasted_iota(np.int32, (n, m), 0)
+    j = lax.broadcasted_iota(np.int32, (n, m), 1)
+    mask = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
+    return lax.convert_element_type(mask, dt)
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    """The n x n identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    """Ones at and below the ``k``-th diagonal, zeros above."""
+    m = N if M is None else M
+    dt = _default_dtype(dtype, dtypes.default_float_dtype())
+    return lax.convert_element_type(_tri_mask(int(N), int(m), int(k)), dt)
+
+
+def _tri_select(m: Any, k: int, upper: builtins.bool, fn: str) -> Any:
+    check_arraylike(fn, m)
+    m = to_fjax(m, fn)
+    if m.ndim < 2:
+        raise ValueError(f"{fn} requires an array of at least two dimensions, got shape {m.shape}")
+    n, c = m.shape[-2:]
+    mask = _tri_mask(n, c, int(k) if not upper else int(k), upper)
+    mask = lax.broadcast_in_dim(mask, m.shape, (m.ndim - 2, m.ndim - 1))
+    return lax.select(mask, m, lax.full_like(m, 0))
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    """The lower triangle of (the last two axes of) ``m``: zero above the ``k``-th diagonal."""
+    return _tri_select(m, k, False, "tril")
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    """The upper triangle of (the last two axes of) ``m``: zero below the ``k``-th diagonal."""
+    return _tri_select(m, k, True, "triu")
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal over ``axis1``/``axis2``, as the last axis of the result."""
+    check_arraylike("diagonal", a)
+    a = to_fjax(a, "diagonal")
+    nd = a.ndim
+    if nd < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions")
+    a1 = canonicalize_axis(axis1, nd, "diagonal")
+    a2 = canonicalize_axis(axis2, nd, "diagonal")
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 must not be equal")
+    perm = [i for i in range(nd) if i not in (a1, a2)] + [a1, a2]
+    a = lax.transpose(a, perm)
+    n, m = a.shape[-2:]
+    offset = int(offset)
+    rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset) if m - offset > 0 else 0)
+    rows = rows[rows < n]
+    cols = rows + offset
+    if rows.size == 0:
+        return lax.full(a.shape[:-2] + (0,), 0, a.dtype)
+    # gather the diagonal with a mask-and-sum over a one-hot selection (exact: one term is nonzero)
+    k = rows.size
+    sel_r = np.zeros((k, n), bool)
+    sel_r[np.arange(k), rows] = True
+    sel_c = np.zeros((k, m), bool)
+    sel_c[np.arange(k), cols] = True
+    batch = a.shape[:-2]
+    nb = len(batch)
+    full_shape = batch + (k, n, m)
+    mask = np.logical_and(sel_r[:, :, None], sel_c[:, None, :])
+    big = lax.broadcast_in_dim(a, full_shape, tuple(range(nb)) + (nb + 1, nb + 2))
+    maskb = lax.broadcast_in_dim(Array(mask), full_shape, (nb, nb + 1, nb + 2))
+    picked = lax.select(maskb, big, lax.full_like(big, 0))
+    if a.dtype == np.bool_:
+        return lax.reduce_or(picked, (nb + 1, nb + 2))
+    return lax.reduce_sum(picked, (nb + 1, nb + 2))
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """Extract the ``k``-th diagonal of a 2-D array, or build a 2-D array with a 1-D ``v`` on it."""
+    check_arraylike("diag", v)
+    v = to_fjax(v, "diag")
+    k = int(k)
+    if v.ndim == 1:
+        n = v.shape[0]
+        size = n + builtins.abs(k)
+        i = lax.broadcasted_iota(np.int32, (size, size), 0)
+        j = lax.broadcasted_iota(np.int32, (size, size), 1)
+        on = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
+        # value at (i, j) on the diagonal is v[min(i, j)]; build it with a one-hot sum over v
+        idx = lax.min(i, j)
+        onehot = lax.eq(lax.broadcast_in_dim(idx, (size, size, n), (0, 1)),
+                        lax.broadcasted_iota(np.int32, (size, size, n), 2))
+        vb = lax.broadcast_in_dim(v, (size, size, n), (2,))
+        zero = lax.full_like(vb, 0)
+        picked = lax.select(onehot, vb, zero)
+        vals = lax.reduce_or(picked, (2,)) if v.dtype == np.bool_ else lax.reduce_sum(picked, (2,))
+        return lax.select(on, vals, lax.full_like(vals, 0))
+    if v.ndim == 2:
+        return diagonal(v, k)
+    raise ValueError("diag input must be 1d or 2d")
+
+
+def meshgrid(*xi: Any, copy: builtins.bool = True, sparse: builtins.bool = False, indexing: str = "xy") -> list:
+    """Coordinate matrices from coordinate vectors (``indexing`` 'xy' or 'ij')."""
+    check_arraylike("meshgrid", *xi)
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+    args = [to_fjax(x, "meshgrid") for x in xi]
+    for a in args:
+        if a.ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape {a.shape}")
+    if not args:
+        return []
+    nd = len(args)
+    shape = [a.shape[0] for a in args]
+    dim_of = list(range(nd))
+    if indexing == "xy" and nd >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+        dim_of[0], dim_of[1] = 1, 0
+    out = []
+    for a, d in zip(args, dim_of):
+        if sparse:
+            s = [1] * nd
+            s[d] = shape[d]
+            out.append(lax.reshape(a, tuple(s)))
+        else:
+            out.append(lax.broadcast_in_dim(a, tuple(shape), (d,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None, sparse: builtins.bool = False) -> Any:
+    """An array of the indices of a grid of the given shape (stacked on a leading axis)."""
+    dims = tuple(int(d) for d in dimensions)
+    dt = _default_dtype(dtype, dtypes.default_int_dtype())
+    nd = len(dims)
+    if sparse:
+        out = []
+        for i, d in enumerate(dims):
+            s = [1] * nd
+            s[i] = d
+            out.append(lax.reshape(lax.iota(dt, d), tuple(s)))
+        return tuple(out)
+    if nd == 0:
+        return lax.full((0,), 0, dt)
+    return _stack_traced([lax.broadcasted_iota(dt, dims, i) for i in range(nd)])

@@ -1,0 +1,1077 @@
+"""Shape manipulation for fjax.numpy: reshape, transpose, stacking and splitting, tiling,
+padding, flipping and rolling, take/insert/delete, and trace (JAX semantics)."""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax.core import Array, Tracer
+from fjax.lax import lax
+from fjax.numpy import _util
+from fjax.numpy._indexing import _INDEX_DTYPE, getitem
+
+__all__ = [
+    "append",
+    "array_split",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "broadcast_to",
+    "column_stack",
+    "concatenate",
+    "delete",
+    "dsplit",
+    "dstack",
+    "expand_dims",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hsplit",
+    "hstack",
+    "insert",
+    "matrix_transpose",
+    "moveaxis",
+    "ndim",
+    "pad",
+    "permute_dims",
+    "ravel",
+    "repeat",
+    "reshape",
+    "roll",
+    "rot90",
+    "shape",
+    "size",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "take",
+    "take_along_axis",
+    "tile",
+    "trace",
+    "transpose",
+    "vsplit",
+    "vstack",
+]
+
+
+def _slicing() -> Any:
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    return slicing
+
+
+def _arr(fn: str, x: Any) -> Any:
+    _util.check_arraylike(fn, x)
+    return _util.to_fjax(x, fn)
+
+
+def _static_int(v: Any, what: str) -> int:
+    try:
+        return operator.index(v)
+    except TypeError:
+        v = core.concrete_or_error(v, what)
+        return operator.index(np.asarray(v).item() if isinstance(v, np.ndarray) else v)
+
+
+def _axis(fn: str, axis: Any, ndim: int) -> int:
+    return _util.canonicalize_axis(_static_int(axis, f"axis argument of {fn}"), ndim, fn)
+
+
+def _axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        return (_axis(fn, axis, ndim),)
+    out = tuple(_axis(fn, a, ndim) for a in axis)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fn}: repeated axis in {tuple(axis)}")
+    return out
+
+
+def _shape_tuple(fn: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer, np.ndarray)) and np.ndim(shape) == 0):
+        shape = (shape,)
+    try:
+        return tuple(_static_int(s, f"shape argument of {fn}") for s in shape)
+    except TypeError as e:
+        raise TypeError(f"{fn}: shape must be a sequence of integers, got {shape!r}") from e
+
+
+# --------------------------------------------------------------------------------------------
+# metadata
+
+
+def ndim(a: Any) -> int:
+    """Number of dimensions of ``a``."""
+    if isinstance(a, (Array, Tracer)):
+        return a.ndim
+    return np.ndim(a)
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """Shape of ``a``."""
+    if isinstance(a, (Array, Tracer)):
+        return tuple(a.shape)
+    return np.shape(a)
+
+
+def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
+    """Number of elements of ``a`` (along ``axis`` if given)."""
+    shp = shape(a)
+    if axis is None:
+        return math.prod(shp)
+    axes = _axes("size", axis, len(shp))
+    return math.prod(shp[i] for i in axes)
+
+
+# --------------------------------------------------------------------------------------------
+# reshaping and transposing
+
+
+def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    n = math.prod(shp)
+    neg = [i for i, s in enumerate(new) if s < 0]
+    if len(neg) > 1 or (neg and new[neg[0]] != -1):
+        if len(neg) > 1:
+            raise TypeError(f"{fn}: can only specify one unknown axis size with a `-1` value, got {new}")
+        raise TypeError(f"{fn}: negative dimension in new shape {new}")
+    if neg:
+        known = math.prod(s for s in new if s >= 0)
+        if known == 0 or n % known:
+            raise TypeError(
+                f"{fn}: cannot reshape array of shape {shp} (size {n}) into shape {new} because the product of "
+                f"specified axis sizes ({known}) does not evenly divide {n}"
+            )
+        new = tuple(n // known if s == -1 else s for s in new)
+    if math.prod(new) != n:
+        raise TypeError(
+            f"{fn}: cannot reshape array of shape {shp} (size {n}) into shape {new} (size {math.prod(new)})"
+        )
+    return new
+
+
+def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None) -> Any:
+    """Give ``a`` a new shape with the same number of elements; one entry may be -1.
+
+    Only ``order='C'`` is supported (``'F'``/``'A'`` raise NotImplementedError).
+    """
+    a = _arr("reshape", a)
+    if order != "C":
+        raise NotImplementedError(f"reshape: order={order!r} is not supported by fjax; only order='C'")
+    if shape is None:
+        raise TypeError("reshape: the shape argument is required")
+    new = _reshape_shape("reshape", tuple(a.shape), _shape_tuple("reshape", shape))
+    return lax.reshape(a, new)
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    """Flatten ``a`` to 1-D (C order only)."""
+    a = _arr("ravel", a)
+    if order != "C":
+        raise NotImplementedError(f"ravel: order={order!r} is not supported by fjax; only order='C'")
+    return lax.reshape(a, (a.size,))
+
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
+    """Permute the dimensions of ``a`` (reverse them when ``axes`` is None)."""
+    a = _arr("transpose", a)
+    nd = a.ndim
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        axes = tuple(axes) if not isinstance(axes, (int, np.integer)) else (axes,)
+        if len(axes) != nd:
+            raise ValueError(f"transpose: axes {axes} don't match array of dimension {nd}")
+        perm = _axes("transpose", axes, nd)
+    return lax.transpose(a, perm)
+
+
+def permute_dims(a: Any, axes: Sequence[int]) -> Any:
+    """Array API name of transpose (``axes`` required)."""
+    return transpose(a, axes)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """Swap the last two axes of ``x`` (which must have at least 2 dimensions)."""
+    x = _arr("matrix_transpose", x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={x.ndim}")
+    perm = list(range(x.ndim))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return lax.transpose(x, perm)
+
+
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    """Move axes ``source`` to positions ``destination``; the others keep their order."""
+    a = _arr("moveaxis", a)
+    nd = a.ndim
+    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: inconsistent number of elements: {len(src)} vs {len(dst)} (source={source}, "
+            f"destination={destination})"
+        )
+    src = _axes("moveaxis", src, nd)
+    dst = _axes("moveaxis", dst, nd)
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return lax.transpose(a, perm)
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """Interchange two axes."""
+    a = _arr("swapaxes", a)
+    i, j = _axis("swapaxes", axis1, a.ndim), _axis("swapaxes", axis2, a.ndim)
+    perm = list(range(a.ndim))
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(a, perm)
+
+
+def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Remove size-1 dimensions (all of them, or the given ones, which must have size 1)."""
+    a = _arr("squeeze", a)
+    if axis is None:
+        dims = tuple(i for i, s in enumerate(a.shape) if s == 1)
+    else:
+        dims = _axes("squeeze", axis, a.ndim)
+        if any(a.shape[d] != 1 for d in dims):
+            raise ValueError(
+                "cannot select an axis to squeeze out which has size not equal to one, got "
+                f"shape={tuple(a.shape)} and dimensions={dims}"
+            )
+    return lax.squeeze(a, dims)
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
+    """Insert size-1 dimensions at positions ``axis`` of the result."""
+    a = _arr("expand_dims", a)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    nd_out = a.ndim + len(axes)
+    dims = tuple(_util.canonicalize_axis(d, nd_out, "expand_dims") for d in axes)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"expand_dims: repeated axis in {axes}")
+    return lax.expand_dims(a, dims)
+
+
+# --------------------------------------------------------------------------------------------
+# broadcasting
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that numpy broadcasting of ``shapes`` produces (ValueError if incompatible)."""
+    shps = [(s,) if isinstance(s, (int, np.integer)) else tuple(int(d) for d in s) for s in shapes]
+    if not shps:
+        return ()
+    return _util.broadcast_shapes("broadcast_shapes", *shps)
+
+
+def broadcast_to(array: Any, shape: Any) -> Any:
+    """Broadcast ``array`` to ``shape`` with numpy's rules."""
+    a = _arr("broadcast_to", array)
+    shp = _shape_tuple("broadcast_to", shape)
+    ok = len(shp) >= a.ndim and all(s == 1 or s == t for s, t in zip(a.shape[::-1], shp[::-1]))
+    if not ok or any(s < 0 for s in shp):
+        raise ValueError(
+            f"Incompatible types for broadcasting: input type={a.aval.str_short() if hasattr(a, 'aval') else a.shape} "
+            f"and requested shape {shp}"
+        )
+    return _util.broadcast_to_shape(a, shp)
+
+
+def broadcast_arrays(*args: Any) -> list:
+    """Broadcast all arguments against each other."""
+    xs = [_arr("broadcast_arrays", x) for x in args]
+    shp = _util.broadcast_shapes("broadcast_arrays", *[tuple(x.shape) for x in xs])
+    return [_util.broadcast_to_shape(x, shp) for x in xs]
+
+
+def atleast_1d(*arys: Any) -> Any:
+    """View inputs as arrays with at least one dimension (a list if several inputs)."""
+    out = []
+    for x in arys:
+        x = _arr("atleast_1d", x)
+        out.append(lax.reshape(x, (1,)) if x.ndim == 0 else x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys: Any) -> Any:
+    """View inputs as arrays with at least two dimensions ((n,) becomes (1, n))."""
+    out = []
+    for x in arys:
+        x = _arr("atleast_2d", x)
+        if x.ndim < 2:
+            x = lax.reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape))
+        out.append(x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys: Any) -> Any:
+    """View inputs as arrays with at least three dimensions ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
+    out = []
+    for x in arys:
+        x = _arr("atleast_3d", x)
+        if x.ndim == 0:
+            x = lax.reshape(x, (1, 1, 1))
+        elif x.ndim == 1:
+            x = lax.reshape(x, (1, x.shape[0], 1))
+        elif x.ndim == 2:
+            x = lax.reshape(x, tuple(x.shape) + (1,))
+        out.append(x)
+    return out[0] if len(out) == 1 else out
+
+
+# --------------------------------------------------------------------------------------------
+# joining
+
+
+def _promote_all(fn: str, arrays: Sequence[Any], dtype: Any = None) -> list:
+    if isinstance(arrays, (Array, Tracer, np.ndarray)):
+        arrays = list(arrays)
+    arrays = list(arrays)
+    _util.check_arraylike(fn, *arrays)
+    xs = _util.promote_dtypes(fn, *arrays) if len(arrays) > 1 else [_util.to_fjax(a, fn) for a in arrays]
+    if dtype is not None:
+        dt = dtypes.canonicalize_dtype(dtype)
+        xs = [lax.convert_element_type(x, dt) for x in xs]
+    return xs
+
+
+def _concat(xs: list, axis: int) -> Any:
+    if len(xs) == 1:
+        return xs[0]
+    return _slicing().concatenate(xs, axis)
+
+
+def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Any:
+    """Join arrays along an existing axis (``axis=None`` flattens them first)."""
+    if isinstance(arrays, (Array, Tracer, np.ndarray)):
+        if np.ndim(arrays) == 0:
+            raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    xs = _promote_all("concatenate", arrays, dtype)
+    if not xs:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        xs = [lax.reshape(x, (x.size,)) for x in xs]
+        axis = 0
+    if any(x.ndim == 0 for x in xs):
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    nd = xs[0].ndim
+    ax = _axis("concatenate", axis, nd)
+    for x in xs:
+        if x.ndim != nd or any(s != t for i, (s, t) in enumerate(zip(x.shape, xs[0].shape)) if i != ax):
+            raise ValueError(
+                f"concatenate: all input array dimensions except the concatenation axis ({ax}) must match; got "
+                f"shapes {[tuple(y.shape) for y in xs]}"
+            )
+    return _concat(xs, ax)
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = None) -> Any:
+    """Join arrays of one shape along a new axis."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    xs = _promote_all("stack", arrays, dtype)
+    if not xs:
+        raise ValueError("Need at least one array to stack.")
+    shp = tuple(xs[0].shape)
+    if any(tuple(x.shape) != shp for x in xs):
+        raise ValueError(f"All input arrays must have the same shape; got {[tuple(x.shape) for x in xs]}")
+    ax = _util.canonicalize_axis(axis, len(shp) + 1, "stack")
+    return _concat([lax.expand_dims(x, (ax,)) for x in xs], ax)
+
+
+def hstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Stack horizontally (along axis 1, or axis 0 for 1-D inputs)."""
+    xs = [atleast_1d(x) for x in _promote_all("hstack", tup, dtype)]
+    if not xs:
+        raise ValueError("Need at least one array to concatenate.")
+    return concatenate(xs, axis=0 if xs[0].ndim == 1 else 1)
+
+
+def vstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Stack vertically (along axis 0, after making inputs at least 2-D)."""
+    xs = [atleast_2d(x) for x in _promote_all("vstack", tup, dtype)]
+    if not xs:
+        raise ValueError("Need at least one array to concatenate.")
+    return concatenate(xs, axis=0)
+
+
+def dstack(tup: Sequence[Any], dtype: Any = None) -> Any:
+    """Stack depth-wise (along axis 2, after making inputs at least 3-D)."""
+    xs = [atleast_3d(x) for x in _promote_all("dstack", tup, dtype)]
+    if not xs:
+        raise ValueError("Need at least one array to concatenate.")
+    return concatenate(xs, axis=2)
+
+
+def column_stack(tup: Sequence[Any]) -> Any:
+    """Stack 1-D arrays as columns of a 2-D array (2-D inputs are stacked as they are)."""
+    xs = _promote_all("column_stack", tup)
+    xs = [lax.reshape(x, (x.size, 1)) if x.ndim < 2 else x for x in xs]
+    if not xs:
+        raise ValueError("Need at least one array to concatenate.")
+    return concatenate(xs, axis=1)
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """Append ``values`` to ``arr`` (flattening both when ``axis`` is None)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+# --------------------------------------------------------------------------------------------
+# splitting
+
+
+def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, equal: bool) -> list:
+    a = _arr(fn, ary)
+    ax = _axis(fn, axis, a.ndim)
+    n = a.shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)) or (
+        isinstance(indices_or_sections, (Array, Tracer, np.ndarray)) and np.ndim(indices_or_sections) == 0
+    ):
+        k = _static_int(indices_or_sections, f"sections argument of {fn}")
+        if k <= 0:
+            raise ValueError(f"{fn}: number of sections must be larger than 0, got {k}")
+        if equal and n % k:
+            raise ValueError(f"array split does not result in an equal division: rest is {n % k}")
+        q, r = divmod(n, k)
+        sizes = [q + 1] * r + [q] * (k - r)
+        bounds = np.cumsum([0] + sizes).tolist()
+    else:
+        idx = np.asarray(core.concrete_or_error(indices_or_sections, f"indices argument of {fn}"))
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise TypeError(f"{fn}: indices must be an int or a 1-D sequence of integers, got {indices_or_sections!r}")
+        bounds = [0] + [int(i) for i in idx] + [n]
+    out = []
+    pre = (slice(None),) * ax
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        out.append(getitem(a, pre + (slice(s, e),)))
+    return out
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Split into equal sections (an int that must divide the axis) or at the given indices."""
+    return _split("split", ary, indices_or_sections, axis, True)
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Like split, but an int number of sections need not divide the axis evenly."""
+    return _split("array_split", ary, indices_or_sections, axis, False)
+
+
+def hsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Split along axis 1 (axis 0 for 1-D arrays)."""
+    a = _arr("hsplit", ary)
+    if a.ndim == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return _split("hsplit", a, indices_or_sections, 1 if a.ndim > 1 else 0, True)
+
+
+def vsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Split along axis 0 (arrays of at least 2 dimensions)."""
+    a = _arr("vsplit", ary)
+    if a.ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return _split("vsplit", a, indices_or_sections, 0, True)
+
+
+def dsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Split along axis 2 (arrays of at least 3 dimensions)."""
+    a = _arr("dsplit", ary)
+    if a.ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return _split("dsplit", a, indices_or_sections, 2, True)
+
+
+# --------------------------------------------------------------------------------------------
+# tiling & repeating
+
+
+def tile(A: Any, reps: Any) -> Any:
+    """Repeat the whole of ``A`` ``reps`` times along each axis."""
+    a = _arr("tile", A)
+    reps_t = _shape_tuple("tile", reps)
+    if any(r < 0 for r in reps_t):
+        raise ValueError(f"tile: negative repetitions {reps_t}")
+    nd = max(a.ndim, len(reps_t))
+    reps_t = (1,) * (nd - len(reps_t)) + reps_t
+    shp = (1,) * (nd - a.ndim) + tuple(a.shape)
+    a = lax.reshape(a, shp)
+    big = []
+    for r, s in zip(reps_t, shp):
+        big += [r, s]
+    b = lax.broadcast_in_dim(a, tuple(big), tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(b, tuple(r * s for r, s in zip(reps_t, shp)))
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length: int | None = None) -> Any:
+    """Repeat each element of ``a`` (an int, or per-element counts along ``axis``).
+
+    Array ``repeats`` must be concrete unless ``total_repeat_length`` (the static output length
+    along ``axis``) is given; extra output positions repeat the last element, as in JAX.
+    """
+    a = _arr("repeat", a)
+    if axis is None:
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    ax = _axis("repeat", axis, a.ndim)
+    n = a.shape[ax]
+    if total_repeat_length is not None:
+        total_repeat_length = _static_int(total_repeat_length, "total_repeat_length of repeat")
+    pre = (slice(None),) * ax
+    if isinstance(repeats, (int, np.integer)) or (np.ndim(repeats) == 0 and not isinstance(repeats, Tracer)):
+        r = _static_int(repeats, "repeats argument of repeat")
+        if r < 0:
+            raise ValueError(f"repeat: repeats may not contain negative values, got {r}")
+        shp = list(a.shape)
+        b = lax.broadcast_in_dim(
+            a, tuple(shp[: ax + 1] + [r] + shp[ax + 1 :]), tuple(i if i <= ax else i + 1 for i in range(a.ndim))
+        )
+        shp[ax] = n * r
+        out = lax.reshape(b, tuple(shp))
+        if total_repeat_length is None or total_repeat_length == n * r:
+            return out
+        idx = np.minimum(np.arange(total_repeat_length), max(n * r - 1, 0))
+        if n * r == 0:
+            raise ValueError("repeat: total_repeat_length is larger than the (empty) output")
+        return getitem(out, pre + (idx,))
+    reps_val = (
+        repeats.to_concrete_value()
+        if isinstance(repeats, Tracer)
+        else np.asarray(repeats._value if isinstance(repeats, Array) else repeats)
+    )
+    if reps_val is not None:
+        reps_arr = np.broadcast_to(np.asarray(reps_val), (n,)) if np.ndim(reps_val) <= 1 else None
+        if reps_arr is None or (np.ndim(reps_val) == 1 and len(reps_val) not in (1, n)):
+            raise ValueError(f"repeat: repeats of shape {np.shape(reps_val)} does not match axis of size {n}")
+        if np.any(reps_arr < 0):
+            raise ValueError("repeat: repeats may not contain negative values")
+        idx = np.repeat(np.arange(n), reps_arr)
+        if total_repeat_length is not None:
+            # as JAX: positions past sum(repeats) take the last element of ``a``
+            idx = np.concatenate([idx, np.full(max(total_repeat_length - idx.size, 0), max(n - 1, 0))])
+            idx = idx[:total_repeat_length]
+        return getitem(a, pre + (idx.astype(_INDEX_DTYPE),))
+    if total_repeat_length is None:
+        core.concrete_or_error(
+            repeats, "jnp.repeat with a non-constant `repeats` requires the `total_repeat_length` argument"
+        )
+    from fjax.lax import other  # noqa: PLC0415
+
+    reps = lax.convert_element_type(
+        _util.broadcast_to_shape(repeats, (n,)) if repeats.ndim == 0 else repeats, _INDEX_DTYPE
+    )
+    if core.get_aval(reps).shape != (n,):
+        raise ValueError(f"repeat: repeats of shape {core.get_aval(reps).shape} does not match axis of size {n}")
+    csum = other.cumsum(reps, 0)
+    k = lax.broadcasted_iota(_INDEX_DTYPE, (total_repeat_length, n), 0)
+    cnt = lax.reduce_sum(
+        lax.convert_element_type(lax.le(lax.broadcast_in_dim(csum, (total_repeat_length, n), (1,)), k), _INDEX_DTYPE),
+        (1,),
+    )
+    idx = lax.min(cnt, Array(np.array(max(n - 1, 0), _INDEX_DTYPE), False))
+    return getitem(a, pre + (idx,))
+
+
+# --------------------------------------------------------------------------------------------
+# flipping, rolling, rotating
+
+
+def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Reverse the order of elements along ``axis`` (all axes if None)."""
+    a = _arr("flip", m)
+    dims = _axes("flip", axis, a.ndim)
+    return lax.rev(a, dims) if dims else a
+
+
+def fliplr(m: Any) -> Any:
+    """Reverse along axis 1."""
+    a = _arr("fliplr", m)
+    if a.ndim < 2:
+        raise ValueError("fliplr requires an array with at least 2 dimensions")
+    return lax.rev(a, (1,))
+
+
+def flipud(m: Any) -> Any:
+    """Reverse along axis 0."""
+    a = _arr("flipud", m)
+    if a.ndim < 1:
+        raise ValueError("flipud requires an array with at least 1 dimension")
+    return lax.rev(a, (0,))
+
+
+def _roll_static(a: Any, shift: int, ax: int) -> Any:
+    n = a.shape[ax]
+    if n == 0:
+        return a
+    s = shift % n
+    if s == 0:
+        return a
+    pre = (slice(None),) * ax
+    return _concat([getitem(a, pre + (slice(n - s, None),)), getitem(a, pre + (slice(0, n - s),))], ax)
+
+
+def _roll_dynamic(a: Any, shift: Any, ax: int) -> Any:
+    n = a.shape[ax]
+    if n == 0:
+        return a
+    s = lax.convert_element_type(shift, _INDEX_DTYPE)
+    nn = Array(np.array(n, _INDEX_DTYPE), False)
+    s = lax.rem(s, nn)
+    s = lax.select(lax.lt(s, Array(np.array(0, _INDEX_DTYPE), False)), lax.add(s, nn), s)
+    aa = _concat([a, a], ax)
+    start = [Array(np.array(0, _INDEX_DTYPE), False)] * a.ndim
+    start[ax] = lax.sub(nn, s)
+    return _slicing().dynamic_slice(aa, start, tuple(a.shape), allow_negative_indices=False)
+
+
+def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Roll elements along ``axis`` by ``shift`` (flattened when ``axis`` is None); shifts may be traced."""
+    x = _arr("roll", a)
+    if axis is None:
+        return lax.reshape(roll(ravel(x), shift, 0), tuple(x.shape))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(shift, Tracer) or (isinstance(shift, (Array, np.ndarray)) and np.ndim(shift) > 0):
+        shifts_b = shift
+        if np.ndim(shifts_b) == 0:
+            shifts = [shifts_b] * len(axes)
+        else:
+            shifts = [getitem(shifts_b, i) for i in range(core.get_aval(shifts_b).shape[0])]
+    elif isinstance(shift, (list, tuple)):
+        shifts = list(shift)
+    else:
+        shifts = [shift]
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1 and len(shifts) > 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: 'shift' and 'axis' must have the same length, got {len(shifts)} and {len(axes)}")
+    for s, ax in zip(shifts, axes):
+        ax = _axis("roll", ax, x.ndim)
+        if isinstance(s, Tracer):
+            x = _roll_dynamic(x, s, ax)
+        else:
+            x = _roll_static(x, _static_int(s, "shift argument of roll"), ax)
+    return x
+
+
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the second)."""
+    a = _arr("rot90", m)
+    if len(axes) != 2:
+        raise ValueError(f"rot90: len(axes) must be 2, got {axes}")
+    if a.ndim < 2:
+        raise ValueError(f"rot90 requires an array with at least 2 dimensions, got shape {tuple(a.shape)}")
+    a0, a1 = _axis("rot90", axes[0], a.ndim), _axis("rot90", axes[1], a.ndim)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must be different, got {axes}")
+    k = _static_int(k, "k argument of rot90") % 4
+    if k == 0:
+        return a
+    if k == 2:
+        return lax.rev(a, (a0, a1))
+    perm = list(range(a.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return lax.transpose(lax.rev(a, (a1,)), perm)
+    return lax.rev(lax.transpose(a, perm), (a1,))
+
+
+# --------------------------------------------------------------------------------------------
+# padding
+
+
+def _pad_widths(fn: str, pad_width: Any, nd: int) -> list[tuple[int, int]]:
+    pw = np.asarray(core.concrete_or_error(pad_width, f"pad_width argument of {fn}"))
+    if pw.dtype.kind not in "iu" and not (pw.size == 0):
+        if pw.dtype.kind == "f" and np.all(pw == np.round(pw)):
+            pw = pw.astype(np.int64)
+        else:
+            raise TypeError(f"{fn}: pad_width must be of integral type, got {pad_width!r}")
+    try:
+        pw = np.broadcast_to(pw, (nd, 2))
+    except ValueError:
+        raise ValueError(f"{fn}: pad_width {pad_width!r} cannot be broadcast to shape ({nd}, 2)") from None
+    if np.any(pw < 0):
+        raise ValueError(f"{fn}: index can't contain negative values, got pad_width {pad_width!r}")
+    return [(int(b), int(e)) for b, e in pw]
+
+
+def _pad_index(mode: str, n: int, before: int, after: int) -> np.ndarray:
+    k = np.arange(-before, n + after)
+    if mode == "edge":
+        return np.clip(k, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(k, n)
+    if mode == "symmetric":
+        j = np.mod(k, 2 * n)
+        return np.where(j < n, j, 2 * n - 1 - j)
+    if mode == "reflect":
+        if n == 1:
+            return np.zeros_like(k)
+        j = np.mod(k, 2 * n - 2)
+        return np.where(j < n, j, 2 * n - 2 - j)
+    raise AssertionError(mode)
+
+
+def _pad_constant(a: Any, widths: list[tuple[int, int]], cv: Any) -> Any:
+    cvals = (
+        np.asarray(core.concrete_or_error(cv, "constant_values argument of pad"))
+        if not isinstance(cv, Tracer)
+        else None
+    )
+    sl = _slicing()
+    if cvals is not None and cvals.ndim == 0 or (cvals is not None and cvals.size == 1):
+        val = Array(np.asarray(cvals.reshape(())).astype(a.dtype), False)
+        if not any(b or e for b, e in widths):
+            return a
+        return sl.pad(a, val, [(b, e, 0) for b, e in widths])
+    if cvals is None:
+        cvt = lax.convert_element_type(cv, a.dtype)
+        if cvt.ndim == 0:
+            return sl.pad(a, cvt, [(b, e, 0) for b, e in widths])
+        cv_pairs = None
+        cvt_b = _util.broadcast_to_shape(cvt, (a.ndim, 2)) if cvt.ndim <= 2 else None
+        if cvt_b is None:
+            raise ValueError("pad: constant_values must broadcast to (ndim, 2)")
+        cv_pairs = [(getitem(cvt_b, (i, 0)), getitem(cvt_b, (i, 1))) for i in range(a.ndim)]
+    else:
+        try:
+            c = np.broadcast_to(cvals, (a.ndim, 2)).astype(a.dtype)
+        except ValueError:
+            raise ValueError(
+                f"pad: constant_values of shape {cvals.shape} cannot be broadcast to ({a.ndim}, 2)"
+            ) from None
+        cv_pairs = [(Array(np.asarray(c[i, 0]), False), Array(np.asarray(c[i, 1]), False)) for i in range(a.ndim)]
+    for i, (b, e) in enumerate(widths):
+        cfg = [(0, 0, 0)] * a.ndim
+        if b:
+            cfg[i] = (b, 0, 0)
+            a = sl.pad(a, cv_pairs[i][0], cfg)
+        if e:
+            cfg[i] = (0, e, 0)
+            a = sl.pad(a, cv_pairs[i][1], cfg)
+    return a
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """Pad an array (numpy.pad semantics).
+
+    Modes: ``constant`` (``constant_values``), ``edge``, ``reflect`` and ``symmetric``
+    (``reflect_type='even'``), ``wrap``, ``maximum``/``minimum``/``mean`` (whole axis, no
+    ``stat_length``), ``empty`` (zeros).
+    """
+    a = _arr("pad", array)
+    widths = _pad_widths("pad", pad_width, a.ndim)
+    if callable(mode):
+        raise NotImplementedError("pad: callable modes are not supported by fjax")
+    allowed = {
+        "constant": {"constant_values"},
+        "edge": set(),
+        "wrap": set(),
+        "reflect": {"reflect_type"},
+        "symmetric": {"reflect_type"},
+        "maximum": {"stat_length"},
+        "minimum": {"stat_length"},
+        "mean": {"stat_length"},
+        "empty": set(),
+    }
+    if mode not in allowed:
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported by fjax; use one of {sorted(allowed)}")
+    bad = set(kwargs) - allowed[mode]
+    if bad:
+        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: {sorted(bad)}")
+    if mode == "constant":
+        return _pad_constant(a, widths, kwargs.get("constant_values", 0))
+    if mode == "empty":
+        return _pad_constant(a, widths, 0)
+    if kwargs.get("reflect_type", "even") != "even":
+        raise NotImplementedError("pad: reflect_type='odd' is not supported by fjax")
+    if kwargs.get("stat_length") is not None:
+        raise NotImplementedError("pad: stat_length is not supported by fjax")
+    for i, (b, e) in enumerate(widths):
+        if not (b or e):
+            continue
+        n = a.shape[i]
+        if n == 0:
+            raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
+        pre = (slice(None),) * i
+        if mode in ("maximum", "minimum", "mean"):
+            if mode == "maximum":
+                st = lax.reduce_max(a, (i,))
+            elif mode == "minimum":
+                st = lax.reduce_min(a, (i,))
+            else:
+                from fjax.numpy import _reductions  # noqa: PLC0415
+
+                st = _reductions.mean(a, axis=i)
+                if a.dtype.kind in "iub":
+                    from fjax.numpy import _ufuncs  # noqa: PLC0415
+
+                    st = _ufuncs.round(st)
+                st = lax.convert_element_type(st, a.dtype)
+            st = lax.expand_dims(st, (i,))
+            parts = []
+            if b:
+                parts.append(_util.broadcast_to_shape(st, tuple(a.shape[:i]) + (b,) + tuple(a.shape[i + 1 :])))
+            parts.append(a)
+            if e:
+                parts.append(_util.broadcast_to_shape(st, tuple(a.shape[:i]) + (e,) + tuple(a.shape[i + 1 :])))
+            a = _concat(parts, i)
+            continue
+        idx = _pad_index(mode, n, b, e).astype(_INDEX_DTYPE)
+        a = getitem(a, pre + (idx,))
+    return a
+
+
+# --------------------------------------------------------------------------------------------
+# take, insert, delete, trace
+
+
+def _take_mode(fn: str, mode: Any) -> str:
+    if mode is None or mode == "fill":
+        return "fill"
+    if mode in ("clip", "wrap"):
+        return mode
+    if mode == "raise":
+        raise NotImplementedError(f"The 'raise' mode to jnp.{fn} is not supported.")
+    raise ValueError(f"Invalid mode '{mode}' for np.{fn}")
+
+
+def take(
+    a: Any,
+    indices: Any,
+    axis: int | None = None,
+    out: None = None,
+    mode: str | None = None,
+    unique_indices: bool = False,
+    indices_are_sorted: bool = False,
+    fill_value: Any = None,
+) -> Any:
+    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
+
+    ``mode``: ``"fill"`` (default: out-of-bounds indices give ``fill_value``, NaN for inexact
+    dtypes), ``"clip"`` or ``"wrap"``. Negative indices count from the end.
+    """
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    x = _arr("take", a)
+    _util.check_arraylike("take", indices)
+    idx = _util.to_fjax(indices, "take")
+    if idx.dtype.kind not in "iu":
+        raise ValueError("indices must have an integer type")
+    if axis is None:
+        x = lax.reshape(x, (x.size,))
+        axis = 0
+    ax = _axis("take", axis, x.ndim)
+    m = _take_mode("take", mode)
+    n = x.shape[ax]
+    if m == "wrap":
+        if n == 0:
+            raise IndexError("take: cannot do a non-empty take from an empty axis with mode='wrap'")
+        idx = _wrap_idx(idx, n)
+        gm = "promise_in_bounds"
+    else:
+        gm = m
+    pre = (slice(None),) * ax
+    if idx.ndim == 0:
+        idx = lax.reshape(idx, (1,))
+        res = getitem(
+            x,
+            pre + (idx,),
+            mode=gm,
+            fill_value=fill_value,
+            unique_indices=unique_indices,
+            indices_are_sorted=indices_are_sorted,
+        )
+        return lax.squeeze(res, (ax,))
+    return getitem(
+        x,
+        pre + (idx,),
+        mode=gm,
+        fill_value=fill_value,
+        unique_indices=unique_indices,
+        indices_are_sorted=indices_are_sorted,
+    )
+
+
+def _wrap_idx(idx: Any, n: int) -> Any:
+    if type(idx) is Array:
+        return Array(np.mod(idx._value.astype(np.int64), n).astype(_INDEX_DTYPE), False)
+    i = lax.convert_element_type(idx, _INDEX_DTYPE)
+    nn = Array(np.array(n, _INDEX_DTYPE), False)
+    r = lax.rem(i, nn)
+    return lax.select(lax.lt(r, Array(np.array(0, _INDEX_DTYPE), False)), lax.add(r, nn), r)
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None, fill_value: Any = None) -> Any:
+    """Pick values along ``axis`` at ``indices`` (same ndim as ``arr``; other dims broadcast).
+
+    Default ``mode="fill"`` gives ``fill_value`` (NaN for inexact dtypes) for out-of-bounds
+    indices; ``"clip"`` clamps them.
+    """
+    x = _arr("take_along_axis", arr)
+    _util.check_arraylike("take_along_axis", indices)
+    idx = _util.to_fjax(indices, "take_along_axis")
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take_along_axis: indices must be of integer type, got {idx.dtype}")
+    if axis is None:
+        if idx.ndim != 1:
+            raise ValueError(f"take_along_axis: when axis=None, indices must be 1-D, got shape {tuple(idx.shape)}")
+        x = lax.reshape(x, (x.size,))
+        axis = 0
+    if idx.ndim != x.ndim:
+        raise ValueError(f"indices and arr must have the same number of dimensions; {idx.ndim} vs. {x.ndim}")
+    ax = _axis("take_along_axis", axis, x.ndim)
+    m = "fill" if mode is None else mode
+    if m == "wrap":
+        idx = _wrap_idx(idx, x.shape[ax])
+        m = "promise_in_bounds"
+    out_shape = []
+    for d in range(x.ndim):
+        if d == ax:
+            out_shape.append(idx.shape[d])
+            continue
+        s, t = x.shape[d], idx.shape[d]
+        if s != t and s != 1 and t != 1:
+            raise ValueError(
+                f"take_along_axis: arr shape {tuple(x.shape)} and indices shape {tuple(idx.shape)} are not "
+                f"broadcast-compatible outside axis {ax}"
+            )
+        out_shape.append(max(s, t) if s and t else 0)
+    full_idx: list[Any] = []
+    for d in range(x.ndim):
+        if d == ax:
+            full_idx.append(idx)
+            continue
+        shp = [1] * x.ndim
+        if x.shape[d] == 1:
+            full_idx.append(np.zeros(shp, _INDEX_DTYPE))
+        else:
+            shp[d] = x.shape[d]
+            full_idx.append(np.arange(x.shape[d], dtype=_INDEX_DTYPE).reshape(shp))
+    return getitem(x, tuple(full_idx), mode=m, fill_value=fill_value)
+
+
+def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+    """Insert ``values`` before the given indices (concrete ``obj``: int, slice or 1-D ints)."""
+    a = _arr("insert", arr)
+    _util.check_arraylike("insert", values)
+    v = _util.to_fjax(values, "insert")
+    if axis is None:
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    ax = _axis("insert", axis, a.ndim)
+    n = a.shape[ax]
+    if isinstance(obj, slice):
+        ind = np.arange(*obj.indices(n))
+    else:
+        ind = np.asarray(core.concrete_or_error(obj, "obj argument of jnp.insert()"))
+    if ind.ndim > 1:
+        raise ValueError(f"jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; got {obj}")
+    if ind.dtype.kind not in "iu":
+        if ind.size == 0:
+            ind = ind.astype(np.int64)
+        else:
+            raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
+    v = lax.convert_element_type(v, a.dtype) if v.dtype != a.dtype else v
+    if v.ndim < a.ndim:
+        v = lax.reshape(v, (1,) * (a.ndim - v.ndim) + tuple(v.shape))
+    if ind.size == 1:
+        index = int(ind.ravel()[0])
+        if ind.ndim == 0:
+            v = moveaxis(v, 0, ax)
+        ind = np.full(v.shape[ax], index)
+    n_insert = _util.broadcast_shapes("insert", ind.shape, (v.shape[ax],))[0]
+    ind = np.broadcast_to(ind, (n_insert,)).astype(np.int64)
+    ind = np.clip(np.where(ind < 0, ind + n, ind), 0, n)
+    order = np.argsort(ind, kind="stable")
+    values_ind = ind.copy()
+    values_ind[order] += np.arange(n_insert)
+    mask = np.ones(n + n_insert, bool)
+    mask[values_ind] = False
+    arr_ind = np.nonzero(mask)[0]
+    out_shape = list(a.shape)
+    out_shape[ax] += n_insert
+    out = lax.full_like(a, 0, shape=tuple(out_shape))
+    pre = (slice(None),) * ax
+    from fjax.numpy._indexing import _scatter_update  # noqa: PLC0415
+
+    out = _scatter_update(out, pre + (values_ind.astype(_INDEX_DTYPE),), v, "set", fn_name="insert")
+    out = _scatter_update(out, pre + (arr_ind.astype(_INDEX_DTYPE),), a, "set", fn_name="insert")
+    return out
+
+
+def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices: bool = False) -> Any:
+    """Remove the entries at ``obj`` (concrete int, slice, int array or boolean mask) along ``axis``."""
+    a = _arr("delete", arr)
+    if axis is None:
+        a = lax.reshape(a, (a.size,))
+        axis = 0
+    ax = _axis("delete", axis, a.ndim)
+    n = a.shape[ax]
+    pre = (slice(None),) * ax
+    if isinstance(obj, (int, np.integer)):
+        i = _util.canonicalize_axis(obj, n, "delete") if n else None
+        if i is None:
+            raise IndexError(f"delete: index {obj} is out of bounds for axis {ax} with size 0")
+        return _concat([getitem(a, pre + (slice(0, i),)), getitem(a, pre + (slice(i + 1, None),))], ax)
+    if isinstance(obj, slice):
+        keep = np.delete(np.arange(n), obj)
+    else:
+        o = np.asarray(core.concrete_or_error(obj, "obj argument of jnp.delete()"))
+        if o.dtype == np.bool_:
+            if o.shape != (n,):
+                raise ValueError(
+                    f"np.delete(arr, obj): for boolean indices, obj must be one-dimensional with length "
+                    f"matching specified axis; got obj.shape={o.shape}, axis size {n}"
+                )
+            keep = np.nonzero(~o)[0]
+        elif o.size == 0:
+            keep = np.arange(n)
+        elif o.dtype.kind not in "iu":
+            raise ValueError(f"jnp.delete(): index array must be integer typed; got {obj}")
+        else:
+            o = o.ravel().astype(np.int64)
+            if np.any((o < -n) | (o >= n)):
+                raise IndexError(f"delete: index out of bounds for axis {ax} with size {n}: {obj}")
+            keep = np.delete(np.arange(n), np.where(o < 0, o + n, o))
+    return getitem(a, pre + (keep.astype(_INDEX_DTYPE),))
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: None = None) -> Any:
+    """Sum of the ``offset`` diagonal over ``axis1``/``axis2`` (the dtype follows jnp.sum)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    x = _arr("trace", a)
+    if x.ndim < 2:
+        raise ValueError(f"trace requires an array of at least 2 dimensions, got shape {tuple(x.shape)}")
+    a1, a2 = _axis("trace", axis1, x.ndim), _axis("trace", axis2, x.ndim)
+    if a1 == a2:
+        raise ValueError(f"trace: axis1 and axis2 cannot be the same, got {axis1} and {axis2}")
+    offset = _static_int(offset, "offset argument of trace")
+    x = moveaxis(x, (a1, a2), (-2, -1))
+    n, m = x.shape[-2], x.shape[-1]
+    if offset >= 0:
+        k = max(0, min(n, m - offset))
+        rows, cols = np.arange(k), np.arange(k) + offset
+    else:
+        k = max(0, min(n + offset, m))
+        rows, cols = np.arange(k) - offset, np.arange(k)
+    diag = getitem(x, (Ellipsis, rows.astype(_INDEX_DTYPE), cols.astype(_INDEX_DTYPE)))
+    from fjax.numpy import _reductions  # noqa: PLC0415
+
+    return _reductions.sum(diag, axis=-1, dtype=dtype)

@@ -1,0 +1,947 @@
+"""Elementwise functions of ``fjax.numpy`` (numpy's ufuncs), built on ``fjax.lax``.
+
+Every function promotes its arguments with JAX's weak-type-aware rules
+(``fjax.dtypes.result_type``), broadcasts them with numpy's rules and calls lax. Functions
+that are only defined on inexact values (``sin``, ``sqrt``, ``divide``, ...) move integer and
+boolean inputs to the default float dtype. Formulas that would give NaN gradients at valid
+points (``logaddexp``, ``sinc``, ``hypot``, ...) are written with the "double where" idiom so
+that ``fjax.grad`` works through them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from fjax import core, dtypes
+from fjax.core import Array, Tracer
+from fjax.lax import lax
+from fjax.numpy._util import (
+    broadcast_arrays,
+    check_arraylike,
+    promote_dtypes,
+    promote_dtypes_inexact,
+    promote_dtypes_numeric,
+    to_fjax,
+)
+
+__all__ = [
+    "abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh",
+    "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign",
+    "cos", "cosh", "deg2rad", "degrees", "divide", "divmod", "equal", "exp", "exp2", "expm1", "fix",
+    "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "frexp", "gcd", "greater",
+    "greater_equal", "heaviside", "hypot", "imag", "invert", "isfinite", "isinf", "isnan",
+    "isneginf", "isposinf", "lcm", "ldexp", "left_shift", "less", "less_equal", "log", "log10",
+    "log1p", "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "nextafter",
+    "not_equal", "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal",
+    "remainder", "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc", "sinh", "sqrt",
+    "square", "subtract", "tan", "tanh", "true_divide", "trunc", "where",
+]  # fmt: skip
+
+_builtin_abs = abs
+_arr_types = (Array, Tracer)
+
+# ---------------------------------------------------------------------------------------------
+# promotion helpers with an eager fast path
+
+
+def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
+    """Promote and broadcast two operands; the common cases skip the general machinery.
+
+    Fast cases: two arrays/tracers of one dtype whose shapes lax accepts as they are (equal, or
+    one rank-0), and an array with a Python float/int of a kind that does not change its dtype.
+    """
+    tx, ty = type(x), type(y)
+    if tx is Array or isinstance(x, Tracer):
+        if ty is Array or isinstance(y, Tracer):
+            if x.dtype == y.dtype:
+                xs, ys = x.shape, y.shape
+                if xs == ys or not xs or not ys:
+                    return x, y
+                return tuple(broadcast_arrays(name, x, y))  # type: ignore[return-value]
+        elif ty is float or ty is int:
+            s = _scalar_like(y, x.dtype)
+            if s is not None:
+                return x, s
+    elif tx is float or tx is int:
+        if ty is Array or isinstance(y, Tracer):
+            s = _scalar_like(x, y.dtype)
+            if s is not None:
+                return s, y
+    a, b = promote_dtypes(name, x, y)
+    return tuple(broadcast_arrays(name, a, b))  # type: ignore[return-value]
+
+
+_scalar_cache: dict = {}
+
+
+def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
+    """A weak 0-d Array of ``dt`` for a Python scalar when promotion keeps ``dt``, else None.
+
+    Arrays are immutable, so the common constants (``x + 1.0``) are cached; zero is not, since
+    ``0.0 == -0.0`` would share one entry."""
+    key = (v, dt)
+    out = _scalar_cache.get(key)
+    if out is not None:
+        return out
+    k = dt.kind
+    if k == "f" or k == "c":
+        out = Array(np.array(v, dtype=dt), True)
+    elif (k == "i" or k == "u") and type(v) is int:
+        try:
+            out = Array(np.array(v, dtype=dt), True)
+        except OverflowError:
+            return None
+    else:
+        return None
+    if v != 0 and v == v:
+        if len(_scalar_cache) > 512:
+            _scalar_cache.clear()
+        _scalar_cache[key] = out
+    return out
+
+
+def _promote_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes(name, *args))
+
+
+def _promote_inexact_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes_inexact(name, *args))
+
+
+def _promote_numeric_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes_numeric(name, *args))
+
+
+def _inexact1(name: str, x: Any) -> Any:
+    """``x`` as an inexact array (fast path: already a float/complex Array or Tracer)."""
+    if isinstance(x, _arr_types) and x.dtype.kind in "fc":
+        return x
+    return promote_dtypes_inexact(name, x)[0]
+
+
+def _one(name: str, x: Any) -> Any:
+    if isinstance(x, _arr_types):
+        return x
+    check_arraylike(name, x)
+    return to_fjax(x, name)
+
+
+def _const(x: Any, val: Any) -> Array:
+    """A weakly typed 0-d constant of ``x``'s dtype (a literal when staged)."""
+    return Array(np.array(val).astype(x.dtype), True)
+
+
+def _zeros_like(x: Any, dtype: Any = None) -> Any:
+    return lax.full_like(x, 0, dtype)
+
+
+def _ones_like(x: Any, dtype: Any = None) -> Any:
+    return lax.full_like(x, 1, dtype)
+
+
+def _set_doc(f: Callable, name: str, doc: str) -> Callable:
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+# ---------------------------------------------------------------------------------------------
+# unary functions
+
+
+def _make_inexact_unary(name: str, lax_fn: Callable, doc: str) -> Callable:
+    def fn(x: Any, /) -> Any:
+        if not (isinstance(x, _arr_types) and x.dtype.kind in "fc"):
+            x = promote_dtypes_inexact(name, x)[0]
+        return lax_fn(x)
+
+    return _set_doc(fn, name, doc)
+
+
+sqrt = _make_inexact_unary("sqrt", lax.sqrt, "Elementwise non-negative square root.")
+cbrt = _make_inexact_unary("cbrt", lax.cbrt, "Elementwise cube root.")
+exp = _make_inexact_unary("exp", lax.exp, "Elementwise exponential e**x.")
+exp2 = _make_inexact_unary("exp2", lax.exp2, "Elementwise 2**x.")
+expm1 = _make_inexact_unary("expm1", lax.expm1, "Elementwise e**x - 1, accurate near 0.")
+log = _make_inexact_unary("log", lax.log, "Elementwise natural logarithm.")
+log1p = _make_inexact_unary("log1p", lax.log1p, "Elementwise log(1 + x), accurate near 0.")
+sin = _make_inexact_unary("sin", lax.sin, "Elementwise sine.")
+cos = _make_inexact_unary("cos", lax.cos, "Elementwise cosine.")
+tan = _make_inexact_unary("tan", lax.tan, "Elementwise tangent.")
+arcsin = _make_inexact_unary("arcsin", lax.asin, "Elementwise inverse sine.")
+arccos = _make_inexact_unary("arccos", lax.acos, "Elementwise inverse cosine.")
+arctan = _make_inexact_unary("arctan", lax.atan, "Elementwise inverse tangent.")
+sinh = _make_inexact_unary("sinh", lax.sinh, "Elementwise hyperbolic sine.")
+cosh = _make_inexact_unary("cosh", lax.cosh, "Elementwise hyperbolic cosine.")
+tanh = _make_inexact_unary("tanh", lax.tanh, "Elementwise hyperbolic tangent.")
+arcsinh = _make_inexact_unary("arcsinh", lax.asinh, "Elementwise inverse hyperbolic sine.")
+arccosh = _make_inexact_unary("arccosh", lax.acosh, "Elementwise inverse hyperbolic cosine.")
+arctanh = _make_inexact_unary("arctanh", lax.atanh, "Elementwise inverse hyperbolic tangent.")
+asin, acos, atan = arcsin, arccos, arctan
+asinh, acosh, atanh = arcsinh, arccosh, arctanh
+
+
+def log2(x: Any, /) -> Any:
+    """Elementwise base-2 logarithm."""
+    x = _inexact1("log2", x)
+    # the divisor is strongly typed, so the result is too (as in JAX)
+    return lax.div(lax.log(x), Array(np.array(math.log(2.0), x.dtype)))
+
+
+def log10(x: Any, /) -> Any:
+    """Elementwise base-10 logarithm."""
+    x = _inexact1("log10", x)
+    return lax.div(lax.log(x), Array(np.array(math.log(10.0), x.dtype)))
+
+
+def reciprocal(x: Any, /) -> Any:
+    """Elementwise 1 / x (integers are promoted to float)."""
+    x = _inexact1("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+def deg2rad(x: Any, /) -> Any:
+    """Convert angles from degrees to radians."""
+    x = _inexact1("deg2rad", x)
+    return lax.mul(x, _const(x, math.pi / 180))
+
+
+def rad2deg(x: Any, /) -> Any:
+    """Convert angles from radians to degrees."""
+    x = _inexact1("rad2deg", x)
+    return lax.mul(x, _const(x, 180 / math.pi))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def negative(x: Any, /) -> Any:
+    """Elementwise -x."""
+    x = _one("negative", x)
+    return lax.neg(x)
+
+
+def positive(x: Any, /) -> Any:
+    """Elementwise +x (a copy of x)."""
+    return _one("positive", x)
+
+
+def absolute(x: Any, /) -> Any:
+    """Elementwise absolute value (complex inputs give their real-typed magnitude)."""
+    x = _one("absolute", x)
+    if x.dtype.kind in "ub":
+        return x
+    return _abs(x)
+
+
+def _abs(x: Any) -> Any:
+    """lax.abs keeping a weak type (lax's rule drops it because abs may change the dtype)."""
+    out = lax.abs(x)
+    if x.weak_type and x.dtype.kind != "c":
+        if type(out) is Array:
+            return Array(out._value, True)
+        return lax._convert_element_type_weak(out, out.dtype, True)
+    return out
+
+
+abs = absolute  # noqa: A001
+
+
+def sign(x: Any, /) -> Any:
+    """Elementwise sign: -1, 0 or 1 (x / |x| for complex)."""
+    x = _one("sign", x)
+    if x.dtype.kind == "c":
+        mag = lax.abs(x)
+        safe = lax.select(lax.eq(mag, _const(mag, 0)), _ones_like(mag), mag)
+        out = lax.div(x, lax.convert_element_type(safe, x.dtype))
+        return lax.select(lax.eq(mag, _const(mag, 0)), _zeros_like(x), out)
+    return lax.sign(x)
+
+
+def square(x: Any, /) -> Any:
+    """Elementwise x * x."""
+    x = promote_dtypes_numeric("square", x)[0] if not isinstance(x, _arr_types) or x.dtype == np.bool_ else x
+    return lax.square(x)
+
+
+def floor(x: Any, /) -> Any:
+    """Elementwise floor (integers are returned unchanged)."""
+    x = _one("floor", x)
+    if x.dtype.kind not in "fc":
+        return x
+    return lax.floor(x)
+
+
+def ceil(x: Any, /) -> Any:
+    """Elementwise ceiling (integers are returned unchanged)."""
+    x = _one("ceil", x)
+    if x.dtype.kind not in "fc":
+        return x
+    return lax.ceil(x)
+
+
+def trunc(x: Any, /) -> Any:
+    """Elementwise rounding toward zero (integers are returned unchanged)."""
+    x = _one("trunc", x)
+    if x.dtype.kind not in "fc":
+        return x
+    return lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def rint(x: Any, /) -> Any:
+    """Round to the nearest integer, halfway cases to even (integers become float)."""
+    x = _inexact1("rint", x)
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
+    """Round to ``decimals`` decimal places, halfway cases to even (as numpy)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    a = _one("round", a)
+    decimals = int(decimals)
+    if a.dtype.kind in "iub":
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+    if a.dtype.kind == "c":
+        raise NotImplementedError("jnp.round of complex arrays is not supported")
+    even = lax.RoundingMethod.TO_NEAREST_EVEN
+    if decimals == 0:
+        return lax.round(a, even)
+    factor = _const(a, 10.0**decimals)
+    return lax.div(lax.round(lax.mul(a, factor), even), factor)
+
+
+around = round
+
+
+# ---------------------------------------------------------------------------------------------
+# arithmetic
+
+
+def add(x: Any, y: Any, /) -> Any:
+    """Elementwise x + y (logical OR for booleans)."""
+    x, y = _promote2("add", x, y)
+    if x.dtype == np.bool_:
+        return lax.bitwise_or(x, y)
+    return lax.add(x, y)
+
+
+def subtract(x: Any, y: Any, /) -> Any:
+    """Elementwise x - y."""
+    x, y = _promote2("subtract", x, y)
+    return lax.sub(x, y)
+
+
+def multiply(x: Any, y: Any, /) -> Any:
+    """Elementwise x * y (logical AND for booleans)."""
+    x, y = _promote2("multiply", x, y)
+    if x.dtype == np.bool_:
+        return lax.bitwise_and(x, y)
+    return lax.mul(x, y)
+
+
+def true_divide(x: Any, y: Any, /) -> Any:
+    """Elementwise x / y; integer inputs are promoted to float."""
+    x, y = _promote2("true_divide", x, y)
+    if x.dtype.kind not in "fc":
+        x, y = promote_dtypes_inexact("true_divide", x, y)
+    return lax.div(x, y)
+
+
+divide = true_divide
+
+
+def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
+    mod = lax.rem(x, y)
+    div = lax.div(lax.sub(x, mod), y)
+    fix_ = lax.bitwise_and(lax.ne(mod, _const(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
+    mod = lax.select(fix_, lax.add(mod, y), mod)
+    div = lax.select(fix_, lax.sub(div, _const(div, 1)), div)
+    return lax.round(div, lax.RoundingMethod.TO_NEAREST_EVEN), mod
+
+
+def floor_divide(x: Any, y: Any, /) -> Any:
+    """Elementwise floor(x / y), with numpy's semantics for integers and floats."""
+    x, y = _promote_numeric_n("floor_divide", x, y)
+    dt = x.dtype
+    if dt.kind == "u":
+        return lax.div(x, y)
+    if dt.kind == "i":
+        q = lax.div(x, y)
+        r = lax.rem(x, y)
+        adjust = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(r, _const(r, 0)))
+        return lax.select(adjust, lax.sub(q, _const(q, 1)), q)
+    if dt.kind == "c":
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x, y)[0]
+
+
+def remainder(x: Any, y: Any, /) -> Any:
+    """Elementwise remainder with the sign of the divisor (numpy's ``%``)."""
+    x, y = _promote_numeric_n("remainder", x, y)
+    if x.dtype.kind == "c":
+        raise TypeError("remainder does not support complex-valued inputs")
+    r = lax.rem(x, y)
+    if x.dtype.kind == "u":
+        return r
+    zero = _const(r, 0)
+    fix_ = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, _const(y, 0))))
+    return lax.select(fix_, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
+    """(floor_divide(x, y), remainder(x, y))."""
+    x, y = _promote_numeric_n("divmod", x, y)
+    if x.dtype.kind == "f":
+        return _float_divmod(x, y)
+    return floor_divide(x, y), remainder(x, y)
+
+
+def fmod(x: Any, y: Any, /) -> Any:
+    """Elementwise remainder with the sign of the dividend (C's fmod)."""
+    x, y = _promote_numeric_n("fmod", x, y)
+    return lax.rem(x, y)
+
+
+def _pow_int_int(x: Any, y: Any) -> Any:
+    # binary exponentiation over the low bits of y (larger exponents overflow anyway)
+    if x.shape != y.shape:
+        shape = x.shape or y.shape
+        x, y = (lax.broadcast_in_dim(v, shape, ()) if v.shape != shape else v for v in (x, y))
+    zero, one = _const(y, 0), _const(y, 1)
+    acc = lax.select(lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.ne(y, zero)), _zeros_like(x), _ones_like(x))
+    for _ in range(6 if x.dtype.itemsize <= 4 else 7):
+        acc = lax.select(lax.ne(lax.bitwise_and(y, one), zero), lax.mul(acc, x), acc)
+        x = lax.mul(x, x)
+        y = lax.shift_right_logical(y, one)
+    return acc
+
+
+def power(x: Any, y: Any, /) -> Any:
+    """Elementwise x ** y. A concrete integer exponent uses ``lax.integer_pow`` (exact
+    repeated multiplication, as JAX does for ``x ** 2``); integer ** integer stays integer."""
+    check_arraylike("power", x, y)
+    if not isinstance(y, Tracer) and (type(y) is int or isinstance(y, np.integer) or (
+            type(y) is Array and y.ndim == 0 and y.dtype.kind in "iu")):
+        x = promote_dtypes_numeric("power", x)[0]
+        return lax.integer_pow(x, int(y))
+    x, y = _promote_numeric_n("power", x, y)
+    if x.dtype.kind in "iu":
+        return _pow_int_int(x, y)
+    return lax.pow(x, y)
+
+
+pow = power  # noqa: A001
+
+
+def float_power(x: Any, y: Any, /) -> Any:
+    """Elementwise x ** y computed in floating point."""
+    x, y = _promote_inexact_n("float_power", x, y)
+    return lax.pow(x, y)
+
+
+def maximum(x: Any, y: Any, /) -> Any:
+    """Elementwise maximum, propagating NaNs."""
+    x, y = _promote2("maximum", x, y)
+    return lax.max(x, y)
+
+
+def minimum(x: Any, y: Any, /) -> Any:
+    """Elementwise minimum, propagating NaNs."""
+    x, y = _promote2("minimum", x, y)
+    return lax.min(x, y)
+
+
+def fmax(x: Any, y: Any, /) -> Any:
+    """Elementwise maximum, ignoring NaNs (NaN only if both are NaN)."""
+    x, y = _promote_n("fmax", x, y)
+    if x.dtype.kind not in "fc":
+        return lax.max(x, y)
+    pick_x = lax.bitwise_or(lax.gt(x, y), isnan(y))
+    return _select_bcast(pick_x, x, y)
+
+
+def fmin(x: Any, y: Any, /) -> Any:
+    """Elementwise minimum, ignoring NaNs (NaN only if both are NaN)."""
+    x, y = _promote_n("fmin", x, y)
+    if x.dtype.kind not in "fc":
+        return lax.min(x, y)
+    pick_x = lax.bitwise_or(lax.lt(x, y), isnan(y))
+    return _select_bcast(pick_x, x, y)
+
+
+def _select_bcast(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """lax.select after broadcasting rank-0 operands to the common shape."""
+    shape = max((a.shape for a in (pred, on_true, on_false)), key=len)
+    pred, on_true, on_false = (
+        lax.broadcast_in_dim(a, shape, ()) if a.shape != shape else a for a in (pred, on_true, on_false)
+    )
+    return lax.select(pred, on_true, on_false)
+
+
+def clip(
+    arr: Any = None,
+    /,
+    min: Any = None,  # noqa: A002
+    max: Any = None,  # noqa: A002
+    *,
+    a: Any = None,
+    a_min: Any = None,
+    a_max: Any = None,
+) -> Any:
+    """Clip values to ``[min, max]`` (either bound may be None); ``a``/``a_min``/``a_max`` are the
+    older names of the arguments."""
+    if arr is None:
+        arr = a
+    if arr is None:
+        raise TypeError("clip() missing the array argument")
+    if a_min is not None:
+        if min is not None:
+            raise TypeError("clip: pass only one of 'min' and 'a_min'")
+        min = a_min  # noqa: A001
+    if a_max is not None:
+        if max is not None:
+            raise TypeError("clip: pass only one of 'max' and 'a_max'")
+        max = a_max  # noqa: A001
+    arr = _one("clip", arr)
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return arr
+
+
+def hypot(x: Any, y: Any, /) -> Any:
+    """Elementwise sqrt(x**2 + y**2), without overflow for large inputs."""
+    x, y = _promote_inexact_n("hypot", x, y)
+    x, y = _abs(x), _abs(y)
+    idx_inf = lax.bitwise_or(isposinf(x), isposinf(y))
+    hi, lo = lax.max(x, y), lax.min(x, y)
+    zero = lax.eq(hi, _const(hi, 0))
+    safe_hi = lax.select(zero, _ones_like(hi), hi)
+    r = lax.mul(hi, lax.sqrt(lax.add(_const(hi, 1), lax.square(lax.div(lo, safe_hi)))))
+    out = lax.select(zero, hi, r)
+    return lax.select(idx_inf, lax.full_like(out, np.inf), out)
+
+
+def arctan2(x1: Any, x2: Any, /) -> Any:
+    """Elementwise arctangent of x1 / x2 in the correct quadrant."""
+    x1, x2 = _promote_inexact_n("arctan2", x1, x2)
+    return lax.atan2(x1, x2)
+
+
+atan2 = arctan2
+
+
+def logaddexp(x1: Any, x2: Any, /) -> Any:
+    """log(exp(x1) + exp(x2)) computed stably; differentiable everywhere it is finite."""
+    x1, x2 = _promote_inexact_n("logaddexp", x1, x2)
+    return _logaddexp(x1, x2, lax.log1p, lax.exp, None)
+
+
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    """log2(2**x1 + 2**x2) computed stably."""
+    x1, x2 = _promote_inexact_n("logaddexp2", x1, x2)
+    return _logaddexp(x1, x2, lax.log1p, lax.exp2, math.log(2.0))
+
+
+def _logaddexp(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale: float | None) -> Any:
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    bad = lax.ne(delta, delta)  # NaN: equal infinities or a NaN input
+    safe_delta = lax.select(bad, _zeros_like(delta), delta)
+    corr = log1p_(exp_(lax.neg(_abs(safe_delta))))
+    if scale is not None:
+        corr = lax.div(corr, _const(corr, scale))
+    return _select_bcast(bad, lax.add(x1, x2), lax.add(amax, corr))
+
+
+def sinc(x: Any, /) -> Any:
+    """Normalized sinc: sin(pi x) / (pi x), 1 at 0 (with correct first and second derivatives)."""
+    x = _inexact1("sinc", x)
+    is_zero = lax.eq(x, _const(x, 0))
+    pi_x = lax.mul(x, _const(x, math.pi))
+    safe = lax.select(is_zero, _ones_like(pi_x), pi_x)
+    # at 0 use the Taylor expansion 1 - (pi x)^2 / 6 so derivatives are right there
+    taylor = lax.sub(_const(x, 1), lax.div(lax.square(pi_x), _const(x, 6)))
+    return lax.select(is_zero, taylor, lax.div(lax.sin(safe), safe))
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    """Heaviside step: 0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0."""
+    x1, x2 = _promote_inexact_n("heaviside", x1, x2)
+    zero = _const(x1, 0)
+    shape = x1.shape if x1.ndim else x2.shape
+    x1b = lax.broadcast_in_dim(x1, shape, ()) if x1.shape != shape else x1
+    x2b = lax.broadcast_in_dim(x2, shape, ()) if x2.shape != shape else x2
+    pos = lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x2b)
+    return lax.select(lax.lt(x1b, zero), lax.full_like(x1b, 0), pos)
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    """x1 with the sign of x2."""
+    x1, x2 = _promote_inexact_n("copysign", x1, x2)
+    if x1.dtype.kind == "c":
+        raise TypeError("copysign does not support complex-valued inputs")
+    a = lax.abs(x1)
+    return _select_bcast(signbit(x2), lax.neg(a), a)
+
+
+def nextafter(x1: Any, x2: Any, /) -> Any:
+    """The next representable value after x1 in the direction of x2."""
+    x1, x2 = _promote_inexact_n("nextafter", x1, x2)
+    return lax.nextafter(x1, x2)
+
+
+def ldexp(x1: Any, x2: Any, /) -> Any:
+    """x1 * 2**x2 for an integer x2."""
+    x2 = _one("ldexp", x2)
+    if x2.dtype.kind not in "iub":
+        raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
+    x1 = _inexact1("ldexp", x1)
+    x1 = lax.convert_element_type(x1, x1.dtype) if x1.weak_type else x1
+    x1, x2f = _promote_n("ldexp", x1, lax.convert_element_type(x2, x1.dtype))
+    return lax.mul(x1, lax.exp2(x2f))
+
+
+def frexp(x: Any, /) -> tuple[Any, Any]:
+    """Decompose x into mantissa in [0.5, 1) and integer exponent: x == m * 2**e."""
+    x = _inexact1("frexp", x)
+    if x.dtype.kind == "c":
+        raise TypeError("frexp does not support complex-valued inputs")
+    x = lax.convert_element_type(x, x.dtype)
+    ax = lax.abs(x)
+    special = lax.bitwise_or(lax.eq(ax, _const(ax, 0)), lax.bitwise_not(lax.is_finite(x)))
+    safe = lax.select(special, _ones_like(ax), ax)
+    e = lax.add(lax.floor(lax.div(lax.log(safe), _const(safe, math.log(2.0)))), _const(safe, 1))
+    m = lax.div(safe, lax.exp2(e))
+    # fix the exponent when log2 rounded across a power of two
+    too_big = lax.ge(m, _const(m, 1))
+    e = lax.select(too_big, lax.add(e, _const(e, 1)), e)
+    too_small = lax.lt(lax.div(safe, lax.exp2(e)), _const(m, 0.5))
+    e = lax.select(too_small, lax.sub(e, _const(e, 1)), e)
+    m = lax.mul(lax.div(safe, lax.exp2(e)), lax.sign(x))
+    m = lax.select(special, x, m)
+    e = lax.select(special, _zeros_like(e), e)
+    return m, lax.convert_element_type(e, dtypes.default_int_dtype())
+
+
+def _gcd_loop(a: Any, b: Any) -> tuple[Any, Any]:
+    # Euclid's algorithm unrolled to the worst-case number of steps of the dtype (Fibonacci bound)
+    steps = {1: 12, 2: 24, 4: 47, 8: 93}[a.dtype.itemsize]
+    zero = _const(a, 0)
+    for _ in range(steps):
+        bz = lax.eq(b, zero)
+        safe_b = lax.select(bz, _ones_like(b), b)
+        a, b = lax.select(bz, a, b), lax.select(bz, b, lax.rem(a, safe_b))
+    return a, b
+
+
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """Elementwise greatest common divisor of integers."""
+    x1, x2 = _promote_numeric_n("gcd", x1, x2)
+    if x1.dtype.kind not in "iu":
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    shape = x1.shape if x1.ndim else x2.shape
+    a = absolute(x1) if x1.shape == shape else lax.broadcast_in_dim(absolute(x1), shape, ())
+    b = absolute(x2) if x2.shape == shape else lax.broadcast_in_dim(absolute(x2), shape, ())
+    a, b = lax.max(a, b), lax.min(a, b)
+    return _gcd_loop(a, b)[0]
+
+
+def lcm(x1: Any, x2: Any, /) -> Any:
+    """Elementwise least common multiple of integers."""
+    x1, x2 = _promote_numeric_n("lcm", x1, x2)
+    if x1.dtype.kind not in "iu":
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    d = gcd(x1, x2)
+    zero = lax.eq(d, _const(d, 0))
+    safe = lax.select(zero, _ones_like(d), d)
+    out = lax.mul(absolute(x1), lax.div(absolute(x2), safe))
+    return lax.select(zero, _zeros_like(d), out if out.shape == d.shape else lax.broadcast_in_dim(out, d.shape, ()))
+
+
+# ---------------------------------------------------------------------------------------------
+# comparisons and logic
+
+
+def _make_comparison(name: str, lax_fn: Callable, doc: str) -> Callable:
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = _promote2(name, x, y)
+        return lax_fn(x, y)
+
+    return _set_doc(fn, name, doc)
+
+
+equal = _make_comparison("equal", lax.eq, "Elementwise x == y.")
+not_equal = _make_comparison("not_equal", lax.ne, "Elementwise x != y.")
+less = _make_comparison("less", lax.lt, "Elementwise x < y.")
+less_equal = _make_comparison("less_equal", lax.le, "Elementwise x <= y.")
+greater = _make_comparison("greater", lax.gt, "Elementwise x > y.")
+greater_equal = _make_comparison("greater_equal", lax.ge, "Elementwise x >= y.")
+
+
+def _to_bool(x: Any) -> Any:
+    if x.dtype == np.bool_:
+        return x
+    return lax.ne(x, _const(x, 0))
+
+
+def _make_logical(name: str, lax_fn: Callable, doc: str) -> Callable:
+    def fn(x: Any, y: Any, /) -> Any:
+        check_arraylike(name, x, y)
+        x, y = broadcast_arrays(name, _to_bool(to_fjax(x, name)), _to_bool(to_fjax(y, name)))
+        return lax_fn(x, y)
+
+    return _set_doc(fn, name, doc)
+
+
+logical_and = _make_logical("logical_and", lax.bitwise_and, "Elementwise logical AND (nonzero is true).")
+logical_or = _make_logical("logical_or", lax.bitwise_or, "Elementwise logical OR (nonzero is true).")
+logical_xor = _make_logical("logical_xor", lax.bitwise_xor, "Elementwise logical XOR (nonzero is true).")
+
+
+def logical_not(x: Any, /) -> Any:
+    """Elementwise logical NOT (nonzero is true)."""
+    return lax.bitwise_not(_to_bool(_one("logical_not", x)))
+
+
+def _check_intb(name: str, x: Any) -> None:
+    if x.dtype.kind not in "iub":
+        raise TypeError(f"{name} requires integer or boolean arguments, got {x.dtype.name}")
+
+
+def _make_bitwise(name: str, lax_fn: Callable, doc: str) -> Callable:
+    def fn(x: Any, y: Any, /) -> Any:
+        x, y = _promote2(name, x, y)
+        _check_intb(name, x)
+        return lax_fn(x, y)
+
+    return _set_doc(fn, name, doc)
+
+
+bitwise_and = _make_bitwise("bitwise_and", lax.bitwise_and, "Elementwise bitwise AND.")
+bitwise_or = _make_bitwise("bitwise_or", lax.bitwise_or, "Elementwise bitwise OR.")
+bitwise_xor = _make_bitwise("bitwise_xor", lax.bitwise_xor, "Elementwise bitwise XOR.")
+
+
+def bitwise_not(x: Any, /) -> Any:
+    """Elementwise bitwise NOT (logical NOT for booleans)."""
+    x = _one("bitwise_not", x)
+    _check_intb("bitwise_not", x)
+    return lax.bitwise_not(x)
+
+
+invert = bitwise_invert = bitwise_not
+
+
+def left_shift(x: Any, y: Any, /) -> Any:
+    """Elementwise x << y."""
+    x, y = _promote_numeric_n("left_shift", x, y)
+    _check_intb("left_shift", x)
+    return lax.shift_left(x, y)
+
+
+def right_shift(x: Any, y: Any, /) -> Any:
+    """Elementwise x >> y (arithmetic for signed, logical for unsigned integers)."""
+    x, y = _promote_numeric_n("right_shift", x, y)
+    _check_intb("right_shift", x)
+    if x.dtype.kind == "u":
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+# ---------------------------------------------------------------------------------------------
+# floating point classification
+
+
+def _bool_full(x: Any, val: bool) -> Any:
+    return lax.full_like(x, val, np.bool_)
+
+
+def isnan(x: Any, /) -> Any:
+    """Elementwise test for NaN."""
+    x = _one("isnan", x)
+    k = x.dtype.kind
+    if k == "f":
+        return lax.ne(x, x)
+    if k == "c":
+        return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
+    return _bool_full(x, False)
+
+
+def isinf(x: Any, /) -> Any:
+    """Elementwise test for positive or negative infinity."""
+    x = _one("isinf", x)
+    k = x.dtype.kind
+    if k == "f":
+        return lax.eq(lax.abs(x), _const(x, np.inf))
+    if k == "c":
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+    return _bool_full(x, False)
+
+
+def isfinite(x: Any, /) -> Any:
+    """Elementwise test for finiteness (not infinite and not NaN)."""
+    x = _one("isfinite", x)
+    k = x.dtype.kind
+    if k == "f":
+        return lax.is_finite(x)
+    if k == "c":
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return _bool_full(x, True)
+
+
+def isposinf(x: Any, /) -> Any:
+    """Elementwise test for +inf."""
+    x = _one("isposinf", x)
+    if x.dtype.kind == "c":
+        raise ValueError("isposinf does not support complex-valued inputs")
+    if x.dtype.kind != "f":
+        return _bool_full(x, False)
+    return lax.eq(x, _const(x, np.inf))
+
+
+def isneginf(x: Any, /) -> Any:
+    """Elementwise test for -inf."""
+    x = _one("isneginf", x)
+    if x.dtype.kind == "c":
+        raise ValueError("isneginf does not support complex-valued inputs")
+    if x.dtype.kind != "f":
+        return _bool_full(x, False)
+    return lax.eq(x, _const(x, -np.inf))
+
+
+def signbit(x: Any, /) -> Any:
+    """Elementwise test of the sign bit (true for negative numbers and -0.0).
+
+    fjax has no bitcast primitive, so the sign of a NaN is not visible: NaNs give False."""
+    x = _one("signbit", x)
+    k = x.dtype.kind
+    if k == "u" or k == "b":
+        return _bool_full(x, False)
+    if k == "i":
+        return lax.lt(x, _const(x, 0))
+    if k == "c":
+        raise ValueError("signbit does not support complex-valued inputs")
+    zero = _const(x, 0)
+    neg_zero = lax.bitwise_and(lax.eq(x, zero), lax.lt(lax.div(_const(x, 1), x), zero))
+    return lax.bitwise_or(lax.lt(x, zero), neg_zero)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the largest
+    finite values of the dtype)."""
+    del copy
+    x = _one("nan_to_num", x)
+    k = x.dtype.kind
+    if k == "c":
+        re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        return lax.add(lax.convert_element_type(re, x.dtype),
+                       lax.mul(lax.convert_element_type(im, x.dtype), _const(x, 1j)))
+    if k != "f":
+        return x
+    info = np.finfo(x.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
+    out = lax.select(lax.eq(out, _const(x, np.inf)), lax.full_like(x, posinf), out)
+    return lax.select(lax.eq(out, _const(x, -np.inf)), lax.full_like(x, neginf), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# complex parts
+
+
+def real(val: Any, /) -> Any:
+    """Real part (the input itself for real dtypes)."""
+    val = _one("real", val)
+    return lax.real(val) if val.dtype.kind == "c" else val
+
+
+def imag(val: Any, /) -> Any:
+    """Imaginary part (zeros for real dtypes)."""
+    val = _one("imag", val)
+    return lax.imag(val) if val.dtype.kind == "c" else _zeros_like(val)
+
+
+def conjugate(x: Any, /) -> Any:
+    """Complex conjugate (the input itself for real dtypes)."""
+    x = _one("conjugate", x)
+    return lax.conj(x) if x.dtype.kind == "c" else x
+
+
+conj = conjugate
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument (phase angle) of complex values, in radians (degrees with ``deg=True``)."""
+    z = _one("angle", z)
+    re, im = real(z), imag(z)
+    dt = dtypes.result_type(re, im)
+    if dt.kind != "f":
+        dt = dtypes.default_float_dtype()
+    re = lax.convert_element_type(re, dt)
+    im = lax.convert_element_type(im, dt)
+    out = lax.atan2(im, re)
+    return rad2deg(out) if deg else out
+
+
+# ---------------------------------------------------------------------------------------------
+# where
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` is true, else ``y`` (with broadcasting and promotion).
+
+    With only ``condition``, the indices of its nonzero elements (``nonzero``); that form needs a
+    concrete ``condition`` unless a static ``size`` is given... which fjax does not support yet.
+    """
+    if x is None and y is None:
+        return _nonzero_concrete(condition, size, fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
+    check_arraylike("where", condition, x, y)
+    c = _to_bool(to_fjax(condition, "where"))
+    x, y = promote_dtypes("where", x, y)
+    c, x, y = broadcast_arrays("where", c, x, y)
+    shape = max((c.shape, x.shape, y.shape), key=len)
+    c, x, y = (lax.broadcast_in_dim(a, shape, ()) if a.shape != shape else a for a in (c, x, y))
+    return lax.select(c, x, y)
+
+
+def _nonzero_concrete(a: Any, size: int | None, fill_value: Any) -> tuple:
+    check_arraylike("where", a)
+    v = np.asarray(core.concrete_or_error(a if not isinstance(a, Array) else a, "jnp.where with one argument"))
+    idx = np.nonzero(np.atleast_1d(v) if v.ndim == 0 else v)
+    dt = dtypes.default_int_dtype()
+    if size is not None:
+        fill = 0 if fill_value is None else fill_value
+        out = []
+        for i in idx:
+            r = np.full(size, fill, dtype=dt)
+            n = min(size, len(i))
+            r[:n] = i[:n]
+            out.append(Array(r))
+        return tuple(out)
+    return tuple(Array(i.astype(dt)) for i in idx)

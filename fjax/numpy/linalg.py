@@ -1,0 +1,190 @@
+"""``fjax.numpy.linalg``: norms (vector and matrix) plus the product helpers of the array API.
+
+Decompositions and solvers (det, inv, solve, cholesky, svd, ...) are not provided.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from fjax import core
+from fjax.core import Array
+from fjax.lax import lax
+from fjax.numpy import _util
+from fjax.numpy._linalg import cross as _cross
+from fjax.numpy._linalg import matmul, outer, tensordot, vecdot
+from fjax.numpy._shape import matrix_transpose
+from fjax.numpy._shape import trace as _trace
+
+__all__ = [
+    "cross",
+    "matmul",
+    "matrix_norm",
+    "matrix_transpose",
+    "norm",
+    "outer",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]
+
+
+def _const(x: Any, v: Any) -> Array:
+    return Array(np.array(v, dtype=core.get_aval(x).dtype), False)
+
+
+def _keep(x: Any, axes: tuple[int, ...], ndim: int, keepdims: bool) -> Any:
+    """Put back reduced ``axes`` as size-1 dims when keepdims."""
+    if not keepdims:
+        return x
+    return lax.expand_dims(x, tuple(sorted(axes)))
+
+
+def _reduce(kind: str, x: Any, axes: tuple[int, ...]) -> Any:
+    if not axes:
+        return x
+    if kind == "sum":
+        return lax.reduce_sum(x, axes)
+    if kind == "max":
+        return lax.reduce_max(x, axes)
+    return lax.reduce_min(x, axes)
+
+
+def _abs(x: Any) -> Any:
+    return lax.abs(x)
+
+
+def _sumsq(x: Any, axes: tuple[int, ...]) -> Any:
+    sq = lax.real(lax.mul(x, lax.conj(x))) if x.dtype.kind == "c" else lax.mul(x, x)
+    return _reduce("sum", sq, axes)
+
+
+def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:  # noqa: A002
+    nd = x.ndim
+    if ord is None or (not isinstance(ord, str) and ord == 2):
+        out = lax.sqrt(_sumsq(x, axes))
+    elif isinstance(ord, str):
+        raise ValueError(f"Invalid order '{ord}' for vector norm.")
+    elif ord == np.inf:
+        out = _reduce("max", _abs(x), axes) if x.size else _zero_reduce(x, axes)
+    elif ord == -np.inf:
+        out = _reduce("min", _abs(x), axes)
+    elif ord == 0:
+        nz = lax.ne(x, _const(x, 0))
+        rdt = core.get_aval(_abs(x)).dtype
+        out = _reduce("sum", lax.convert_element_type(nz, rdt), axes)
+    elif ord == 1:
+        out = _reduce("sum", _abs(x), axes)
+    else:
+        ax = _abs(x)
+        p = float(ord)
+        out = lax.pow(_reduce("sum", lax.pow(ax, _const(ax, p)), axes), _const(ax, 1.0 / p))
+    return _keep(out, axes, nd, keepdims)
+
+
+def _zero_reduce(x: Any, axes: tuple[int, ...]) -> Any:
+    shp = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+    return lax.full(shp, 0, core.get_aval(_abs(x)).dtype)
+
+
+def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any:  # noqa: A002
+    r, c = axes
+    nd = x.ndim
+    if ord is None or ord == "fro" or ord == "f":
+        out = lax.sqrt(_sumsq(x, axes))
+    elif isinstance(ord, str) and ord == "nuc":
+        raise NotImplementedError("norm: ord='nuc' needs a singular value decomposition, which fjax does not provide")
+    elif isinstance(ord, str):
+        raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+    elif ord in (1, -1):
+        colsum = _reduce("sum", _abs(x), (r,))
+        c2 = c - 1 if c > r else c
+        out = _reduce("max" if ord == 1 else "min", colsum, (c2,))
+    elif ord in (np.inf, -np.inf):
+        rowsum = _reduce("sum", _abs(x), (c,))
+        r2 = r - 1 if r > c else r
+        out = _reduce("max" if ord == np.inf else "min", rowsum, (r2,))
+    elif ord in (2, -2):
+        raise NotImplementedError(f"norm: ord={ord} for matrices needs singular values, which fjax does not provide")
+    else:
+        raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+    return _keep(out, axes, nd, keepdims)
+
+
+def _prep(fn: str, x: Any) -> Any:
+    _util.check_arraylike(fn, x)
+    (x,) = _util.promote_dtypes_inexact(fn, _util.to_fjax(x, fn))
+    return x
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    """Vector or matrix norm (numpy.linalg.norm semantics).
+
+    With ``axis=None``: ``ord=None`` gives the 2-norm of the flattened array; otherwise ``x``
+    must be 1-D (vector norm) or 2-D (matrix norm). An int ``axis`` selects a vector norm
+    (``ord``: None/2, 1, inf, -inf, 0, or any p), a pair a matrix norm (``'fro'``, 1, -1, inf,
+    -inf). Integer inputs are promoted to the default float dtype. As in JAX, the gradient of
+    the 2-norm at the origin is NaN.
+    """
+    x = _prep("norm", x)
+    nd = x.ndim
+    if axis is None:
+        if ord is None:
+            out = lax.sqrt(_sumsq(x, tuple(range(nd))))
+            return lax.reshape(out, (1,) * nd) if keepdims else out
+        if nd == 1:
+            axis = (0,)
+        elif nd == 2:
+            axis = (0, 1)
+        else:
+            raise ValueError(
+                f"Improper number of dimensions to norm: array of shape {tuple(x.shape)} with ord={ord!r} needs axis"
+            )
+    elif isinstance(axis, (int, np.integer)):
+        axis = (operator.index(axis),)
+    else:
+        axis = tuple(operator.index(a) for a in axis)
+    axes = tuple(_util.canonicalize_axis(a, nd, "norm") for a in axis)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes, keepdims)
+    if len(axes) == 2:
+        if axes[0] == axes[1]:
+            raise ValueError(f"norm: duplicate axes {axis}")
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise ValueError(f"Improper number of dimensions to norm: axis={axis}")
+
+
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+    """Vector norm over ``axis`` (all axes, as one flattened vector, when None)."""
+    x = _prep("vector_norm", x)
+    nd = x.ndim
+    if axis is None:
+        out = _vector_norm(lax.reshape(x, (x.size,)), ord, (0,), False)
+        return lax.reshape(out, (1,) * nd) if keepdims else out
+    axes = _util.canonicalize_axes(axis, nd, "vector_norm")
+    return _vector_norm(x, ord, axes, keepdims)
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
+    """Matrix norm over the last two axes."""
+    x = _prep("matrix_norm", x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_norm requires at least 2 dimensions, got shape {tuple(x.shape)}")
+    return _matrix_norm(x, ord, (x.ndim - 2, x.ndim - 1), keepdims)
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """Trace over the last two axes (array API ``linalg.trace``)."""
+    return _trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """Cross product of 3-element vectors along ``axis`` (array API ``linalg.cross``)."""
+    return _cross(x1, x2, axis=axis)
+
+
+_ = (matmul, outer, tensordot, vecdot, matrix_transpose)

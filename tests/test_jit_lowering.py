@@ -1,0 +1,496 @@
+"""``fjax.jit`` through the numba lowering: compiled results equal eager evaluation, fusion really
+happens (checked on the kernel IR and the generated source), and compiled kernels are cached in
+memory and on disk.
+
+numba compiles are slow, so the jitted functions are module-level and shared by the tests, and
+every shape is fixed per function; all kernels go to one temporary cache directory per run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import fjax
+from fjax import lax
+from fjax.config import config
+from fjax.interpreters import lowering, numba_cpu
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled(tmp_path_factory):
+    """Install the lowering as jit's compile hook and use a fresh kernel cache dir for this run."""
+    old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
+    config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache")))
+    config.update("fjax_disk_cache", True)
+    jit_mod = importlib.import_module("fjax.jit")
+    old_hook = jit_mod.compile_hook
+    lowering.install()
+    yield
+    jit_mod.compile_hook = old_hook
+    config.update("fjax_cache_dir", old_dir)
+    config.update("fjax_disk_cache", old_disk)
+
+
+RNG = np.random.default_rng(0)
+
+
+def _eager(f, *args):
+    with fjax.disable_jit() if hasattr(fjax, "disable_jit") else _NoJit():
+        return f(*args)
+
+
+class _NoJit:
+    def __enter__(self):
+        self.old = config.jax_disable_jit
+        config.update("jax_disable_jit", True)
+
+    def __exit__(self, *a):
+        config.update("jax_disable_jit", self.old)
+
+
+def _check(jf, *args, rtol=None, atol=0.0):
+    """jit(f)(*args) == f(*args) evaluated eagerly, output by output."""
+    got = jf(*args)
+    want = _eager(jf.__wrapped__, *args)
+    got_l, want_l = fjax.tree_util.tree_leaves(got), fjax.tree_util.tree_leaves(want)
+    assert len(got_l) == len(want_l)
+    for g, w in zip(got_l, want_l):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
+        if g.dtype.kind in "fc":
+            tol = rtol if rtol is not None else (2e-6 if g.dtype == np.float32 else 1e-14)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=atol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, w)
+    return got
+
+
+def _kernel(jf, *args) -> lowering.Kernel:
+    prog = lowering.build_program(jf.lower(*args).jaxpr)
+    ks = [s for s in prog.steps if isinstance(s, lowering.Kernel)]
+    assert len(ks) == 1
+    return ks[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# module-level jitted functions (compiled once per run)
+
+
+def _chain(x):
+    return lax.add(lax.mul(lax.tanh(x), lax.exp(lax.neg(lax.mul(x, x)))), lax.mul(lax.sin(x), 0.5))
+
+
+@fjax.jit
+def chain_sum(x):
+    return lax.reduce_sum(_chain(x), (0,))
+
+
+@fjax.jit
+def many_unary(x):
+    a = lax.add(lax.log(lax.abs(x)), lax.log1p(lax.abs(x)))
+    b = lax.mul(lax.expm1(lax.mul(x, 0.1)), lax.logistic(x))
+    c = lax.add(lax.cos(x), lax.erf(x))
+    d = lax.add(lax.sqrt(lax.abs(x)), lax.integer_pow(x, 3))
+    e = lax.sub(lax.floor(x), lax.round(x))
+    return a, lax.add(b, c), lax.add(d, e), lax.sign(x), lax.is_finite(lax.div(1.0, x))
+
+
+@fjax.jit
+def bcast_bias(x, b):
+    # x: (4, 5), b: (5,) -> relu(x + b) * 2
+    bb = lax.broadcast_in_dim(b, (4, 5), (1,))
+    return lax.mul(lax.max(lax.add(x, bb), 0.0), 2.0)
+
+
+@fjax.jit
+def bcast_col_and_scalar(x, c, s):
+    # x: (3, 4), c: (3,), s: () -> x * c[:, None] - s
+    cc = lax.broadcast_in_dim(c, (3, 4), (0,))
+    return lax.sub(lax.mul(x, cc), s)
+
+
+@fjax.jit
+def reductions(x):
+    # x: (3, 4, 5)
+    return (
+        lax.reduce_sum(x, (2,)),
+        lax.reduce_sum(x, (0,)),
+        lax.reduce_max(x, (1,)),
+        lax.reduce_min(x, (0, 2)),
+        lax.reduce_sum(lax.exp(x), (0, 1, 2)),
+        lax.reduce_max(x, (0, 1, 2)),
+    )
+
+
+@fjax.jit
+def softmax_rows(x):
+    # x: (6, 7)
+    m = lax.reduce_max(x, (1,))
+    e = lax.exp(lax.sub(x, lax.broadcast_in_dim(m, (6, 7), (0,))))
+    return lax.div(e, lax.broadcast_in_dim(lax.reduce_sum(e, (1,)), (6, 7), (0,)))
+
+
+@fjax.jit
+def mlp_layer(x, w, b):
+    # x: (8, 16), w: (16, 4), b: (4,)
+    y = lax.dot_general(x, w, (((1,), (0,)), ((), ())))
+    return lax.max(lax.add(y, lax.broadcast_in_dim(b, (8, 4), (1,))), 0.0)
+
+
+@fjax.jit
+def dot_variants(a, b, c, d):
+    # a: (5, 3), b: (5, 4): a.T @ b ; c: (2, 3, 4), d: (2, 4, 6): batched ; a @ a.T ; vector dot
+    at_b = lax.dot_general(a, b, (((0,), (0,)), ((), ())))
+    bat = lax.dot_general(c, d, (((2,), (1,)), ((0,), (0,))))
+    aat = lax.dot_general(a, a, (((1,), (1,)), ((), ())))
+    vv = lax.dot_general(lax.reshape(a, (15,)), lax.reshape(a, (15,)), (((0,), (0,)), ((), ())))
+    # batch dim not leading on rhs: d' = (4, 2, 6)
+    dt = lax.transpose(d, (1, 0, 2))
+    bat2 = lax.dot_general(c, dt, (((2,), (0,)), ((0,), (1,))))
+    return at_b, bat, aat, vv, bat2
+
+
+@fjax.jit
+def layout(x):
+    # x: (2, 3, 4)
+    t = lax.transpose(x, (2, 0, 1))  # (4, 2, 3)
+    r = lax.reshape(x, (6, 4))
+    r2 = lax.reshape(x, (4, 6), dimensions=(2, 0, 1))
+    sq = lax.squeeze(lax.reshape(x, (1, 24)), (0,))
+    return lax.add(t, 1.0), lax.mul(r, r), r2, lax.neg(sq), lax.exp(lax.transpose(lax.sin(x), (1, 2, 0)))
+
+
+@fjax.jit
+def zero_d(x, y):
+    return lax.add(lax.mul(x, y), 1.0), lax.exp(x)
+
+
+@fjax.jit
+def size_zero(x):
+    # x: (0, 3)
+    return lax.exp(x), lax.reduce_sum(x, (0,)), lax.reduce_max(x, (0, 1))
+
+
+@fjax.jit
+def ints(a, b):
+    # int32 arithmetic with wrap-around, C division semantics, shifts, comparisons
+    return (
+        lax.add(a, b),
+        lax.mul(a, b),
+        lax.div(a, b),
+        lax.rem(a, b),
+        lax.neg(a),
+        lax.shift_left(a, lax.clamp(-1, b, 40)),
+        lax.shift_right_arithmetic(a, lax.clamp(-1, b, 40)),
+        lax.shift_right_logical(a, lax.clamp(-1, b, 40)),
+        lax.max(a, b),
+        lax.reduce_sum(a, (0,)),
+        lax.select(lax.lt(a, b), a, b),
+        lax.bitwise_xor(a, b),
+        lax.sign(a),
+        lax.integer_pow(a, 2),
+    )
+
+
+@fjax.jit
+def bools(p, q, x):
+    return (
+        lax.bitwise_and(p, q),
+        lax.bitwise_or(p, q),
+        lax.bitwise_xor(p, q),
+        lax.bitwise_not(p),
+        lax.reduce_and(p, (0,)),
+        lax.reduce_or(q, (0,)),
+        lax.select(p, x, lax.neg(x)),
+        lax.convert_element_type(p, np.float32),
+        lax.convert_element_type(x, np.bool_),
+    )
+
+
+@fjax.jit
+def converts(x):
+    return (
+        lax.convert_element_type(x, np.int32),
+        lax.convert_element_type(x, np.uint8),
+        lax.convert_element_type(x, np.float64),
+        lax.convert_element_type(x, np.int16),
+    )
+
+
+@fjax.jit
+def misc(x):
+    # x: (4, 6) f32
+    io = lax.broadcasted_iota(np.float32, (4, 6), 1)
+    cl = lax.clamp(-0.5, x, 0.5)
+    sel = lax.select_n(lax.gt(x, 0.0), lax.neg(x), lax.integer_pow(x, -2))
+    return lax.add(io, cl), sel, lax.max(x, lax.div(0.0, lax.sub(x, x)))
+
+
+@fjax.jit
+def with_host_step(x):
+    # argmax has no lowering rule: kernel, host call, kernel
+    e = lax.exp(x)
+    i = lax.argmax(e, 1, np.int32)
+    return lax.add(lax.convert_element_type(i, np.float32), lax.reduce_sum(e, (1,)))
+
+
+@fjax.jit
+def nested(x):
+    inner = fjax.jit(lambda y: lax.mul(lax.sin(y), 2.0))
+    return lax.reduce_sum(lax.add(inner(x), 1.0), (0,))
+
+
+def _chain_scalar(x):
+    return lax.reduce_sum(_chain(x), (0,))
+
+
+grad_chain = fjax.jit(fjax.grad(_chain_scalar))
+value_and_grad_chain = fjax.jit(fjax.value_and_grad(_chain_scalar))
+
+# ---------------------------------------------------------------------------------------------
+# results equal eager evaluation
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def test_chain_sum_and_fused():
+    x = f32(1000)
+    _check(chain_sum, x, rtol=1e-5)
+    k = _kernel(chain_sum, x)
+    nests = k.loop_nests()
+    assert len(nests) == 1, k
+    assert [r.kind for r in nests[0].reductions] == ["sum"] and not nests[0].stores
+    assert not [s for s in k.stmts if not isinstance(s, lowering.LoopNest)]
+    src = chain_sum.lower(x).as_text()
+    assert src.count("# nest 0") == 2 and "# nest 1" not in src
+    # only the 0-d result, the per-chunk partial sums and the reduction tile: no temporaries
+    assert src.count("np.empty(") <= 3
+    for prim in ("tanh", "exp", "sin", "neg", "mul", "add", "reduce_sum"):
+        assert f"# eqn: {prim}" in src
+
+
+def test_many_unary():
+    x = np.concatenate([f32(200) * 3, np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5], np.float32)])
+    _check(many_unary, x, rtol=1e-5, atol=1e-6)
+    assert len(_kernel(many_unary, x).loop_nests()) == 1
+
+
+def test_broadcasting():
+    _check(bcast_bias, f32(4, 5), f32(5))
+    _check(bcast_col_and_scalar, f32(3, 4), f32(3), np.float32(0.25))
+    k = _kernel(bcast_bias, f32(4, 5), f32(5))
+    (nest,) = k.loop_nests()
+    idx = sorted(ld.index for ld in nest.body if isinstance(ld, lowering.Load))
+    assert idx == [(0, 1), (1,)]  # the bias is read through index arithmetic, never expanded
+
+
+def test_reductions():
+    x = f32(3, 4, 5)
+    _check(reductions, x, rtol=1e-5)
+    xn = x.copy()
+    xn[1, 2, 3] = np.nan
+    got = [np.asarray(g) for g in reductions(xn)]
+    assert np.isnan(got[2][1, 3]) and np.isnan(got[5]) and np.isnan(got[3][2])
+
+
+def test_softmax_two_passes():
+    x = f32(6, 7)
+    _check(softmax_rows, x)
+    assert len(_kernel(softmax_rows, x).loop_nests()) <= 3
+
+
+def test_dot_general():
+    _check(mlp_layer, f32(8, 16), f32(16, 4), f32(4), rtol=1e-5)
+    k = _kernel(mlp_layer, f32(8, 16), f32(16, 4), f32(4))
+    assert [type(s).__name__ for s in k.stmts] == ["Dot", "LoopNest"]
+    _check(dot_variants, f32(5, 3), f32(5, 4), f32(2, 3, 4), f32(2, 4, 6), rtol=1e-5)
+    src = dot_variants.lower(f32(5, 3), f32(5, 4), f32(2, 3, 4), f32(2, 4, 6)).as_text()
+    assert "np.dot(" in src
+
+
+def test_dot_float64(x64):
+    a = RNG.standard_normal((7, 5))
+    b = RNG.standard_normal((5, 3))
+    f = fjax.jit(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))))
+    _check(f, a, b)
+
+
+def test_layout_ops():
+    _check(layout, f32(2, 3, 4))
+    k = _kernel(layout, f32(2, 3, 4))
+    # the transpose of the input is index arithmetic (no copy): the loads read a0 permuted
+    loads = [ld for n in k.loop_nests() for ld in n.body if isinstance(ld, lowering.Load) and ld.buf.name == "a0"]
+    assert any(ld.index not in ((), tuple(range(len(ld.index)))) for ld in loads)
+
+
+def test_zero_d_and_size_zero():
+    _check(zero_d, np.float32(1.5), np.float32(-2.0))
+    x = np.zeros((0, 3), np.float32)
+    got = _check(size_zero, x)
+    assert float(got[2]) == -np.inf
+
+
+def test_non_contiguous_inputs():
+    base = f32(5, 4)
+    xt = base.T  # a transposed view: (4, 5), not C-contiguous
+    assert not xt.flags.c_contiguous
+    _check(bcast_bias, xt, f32(5))
+    # the compiled callable itself accepts strided numpy views
+    fn = lowering.compile_jaxpr(bcast_bias.lower(xt, f32(5)).jaxpr)
+    b = f32(5)
+    want = np.maximum(xt + b, 0) * 2
+    np.testing.assert_allclose(np.asarray(fn(xt, b)[0]), want, rtol=1e-6)
+    fn2 = lowering.compile_jaxpr(layout.lower(f32(2, 3, 4)).jaxpr)
+    x3 = f32(4, 3, 2).transpose(2, 1, 0)
+    for g, w in zip(fn2(x3), layout(np.ascontiguousarray(x3))):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
+
+
+def test_int_dtypes():
+    a = np.array([7, -7, 7, -7, 2**31 - 1, -(2**31), 0, 5, 13, -1], np.int32)
+    b = np.array([2, 2, -2, -2, 1, -1, 0, 0, 3, 31], np.int32)
+    _check(ints, a, b)
+
+
+def test_bool_dtypes():
+    p = np.array([True, False, True, False, True])
+    q = np.array([True, True, False, False, False])
+    x = np.array([0.0, 1.5, -2.0, np.nan, 3.0], np.float32)
+    _check(bools, p, q, x)
+
+
+def test_converts():
+    x = np.array([0.5, -0.5, 1.7, -1.7, 300.0, -300.0, 1e10, -1e10, np.nan, np.inf, -np.inf, 65535.9], np.float32)
+    _check(converts, x)
+
+
+def test_misc_iota_clamp_select():
+    x = f32(4, 6)
+    x[0, 0] = 0.0
+    _check(misc, x, rtol=1e-6)
+
+
+def test_host_fallback(caplog):
+    x = f32(3, 5)
+    with caplog.at_level(logging.INFO, logger="fjax.lowering"):
+        lowering.build_program(with_host_step.lower(x).jaxpr)
+    assert any("argmax" in r.getMessage() for r in caplog.records)
+    _check(with_host_step, x, rtol=1e-5)
+    prog = lowering.build_program(with_host_step.lower(x).jaxpr)
+    assert [type(s).__name__ for s in prog.steps] == ["Kernel", "HostCall", "Kernel"]
+    assert "# host: argmax" in with_host_step.lower(x).as_text()
+
+
+def test_nothing_to_compile_returns_none():
+    f = fjax.jit(lambda x: lax.argmax(x, 0, np.int32))
+    x = f32(5)
+    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is None
+    assert int(f(x)) == int(np.argmax(x))
+
+
+def test_nested_jit_inlined():
+    x = f32(50)
+    _check(nested, x, rtol=1e-5)
+    assert len(_kernel(nested, x).loop_nests()) == 1
+
+
+def test_grad_fused():
+    x = f32(300)
+    _check(grad_chain, x, rtol=1e-5, atol=1e-6)
+    v, g = value_and_grad_chain(x)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(grad_chain(x)), rtol=1e-5, atol=1e-6)
+    # jit(grad(f)): forward and backward elementwise work plus the sum fuse into one nest
+    assert len(_kernel(grad_chain, x).loop_nests()) == 1
+
+
+def test_grad_of_jit_runs_compiled():
+    x = f32(300)
+    g = fjax.grad(chain_sum)(x)
+    want = _eager(fjax.grad(_chain_scalar), x)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_float64(x64):
+    x = RNG.standard_normal(64)
+    f = fjax.jit(lambda x: lax.reduce_sum(_chain(x), (0,)))
+    _check(f, x, rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------------
+# caching
+
+
+def test_memory_cache_hit():
+    x = f32(1000)
+    chain_sum(x)
+    before = dict(lowering._stats)
+    chain_sum(x)
+    chain_sum(x)
+    assert lowering._stats["compiles"] == before["compiles"]
+    assert lowering._stats["hits"] >= before["hits"] + 2
+    fn = lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert fn is lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert "def kernel0" in fn.__fjax_source__ and os.path.exists(fn.__fjax_path__)
+
+
+_SUBPROCESS = textwrap.dedent("""
+    import numpy as np, fjax
+    from fjax import lax
+    from fjax.interpreters import lowering
+    lowering.install()
+    f = fjax.jit(lambda x: lax.reduce_sum(lax.mul(lax.exp(x), 3.0), (0,)))
+    x = np.arange(10, dtype=np.float32)
+    r = f(x)
+    fn = lowering.compile_jaxpr(f.lower(x).jaxpr)
+    print(sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values()), float(r))
+""")
+
+
+def test_disk_cache_across_processes(tmp_path):
+    env = dict(os.environ, FJAX_CACHE_DIR=str(tmp_path), FJAX_DISK_CACHE="1")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(fjax.__file__)), env.get("PYTHONPATH", "")])
+    outs = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", _SUBPROCESS], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout.split())
+    (h1, m1, r1), (h2, m2, r2) = outs
+    assert (int(h1), int(m1)) == (0, 1)  # first process compiles
+    assert (int(h2), int(m2)) == (1, 0)  # second loads the compiled kernel from disk
+    assert float(r1) == float(r2) == pytest.approx(float(np.sum(np.exp(np.arange(10.0)) * 3)), rel=1e-5)
+    assert list((tmp_path / "kernels").glob("k_*.py"))
+
+
+def test_no_disk_cache(tmp_path):
+    config.update("fjax_disk_cache", False)
+    try:
+        f = fjax.jit(lambda x: lax.add(x, 2.0))
+        x = f32(3)
+        fn = lowering.compile_jaxpr(f.lower(x).jaxpr)
+        assert "cache=False" in fn.__fjax_source__
+        np.testing.assert_allclose(np.asarray(f(x)), x + 2)
+    finally:
+        config.update("fjax_disk_cache", True)
+
+
+def test_parallel_threshold_marks_large_nests():
+    x = np.zeros(1 << 20, np.float32)
+    k = _kernel(chain_sum, x)
+    numba_cpu.annotate(k)
+    assert k.loop_nests()[0].parallel
+    k = _kernel(chain_sum, f32(1000))
+    numba_cpu.annotate(k)
+    assert not k.loop_nests()[0].parallel
