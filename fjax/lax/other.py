@@ -238,20 +238,16 @@ cumlogsumexp = _cumulative_wrapper(
 
 
 def _take_along_axis(x: Any, idx: Any, axis: int) -> Any:
-    """``out[..., i, ...] = x[..., idx[..., i, ...], ...]`` along ``axis`` (``idx`` may be shorter).
+    """``out[..., i, ...] = x[..., idx[..., i, ...], ...]`` along ``axis`` (``idx`` may be shorter
+    along ``axis``; its other dims match ``x``'s), as one gather with every other dim batched."""
+    from fjax.lax import slicing  # noqa: PLC0415 (sibling module)
 
-    Written as a one-hot contraction so it is linear in ``x`` and made of fjax primitives only.
-    """
-    xshape = core.get_aval(x).shape
-    ishape = core.get_aval(idx).shape
-    n = xshape[axis]
-    # big has axes (..., i (size m) at axis, j (size n) at axis + 1, ...)
-    big = ishape[: axis + 1] + (n,) + ishape[axis + 1:]
-    jota = lax.broadcasted_iota(core.get_aval(idx).dtype, big, axis + 1)
-    idx_b = lax.broadcast_in_dim(idx, big, tuple(d for d in range(len(big)) if d != axis + 1))
-    onehot = lax.convert_element_type(lax.eq(idx_b, jota), core.get_aval(x).dtype)
-    x_b = lax.broadcast_in_dim(x, big, tuple(d for d in range(len(big)) if d != axis))
-    return lax.reduce_sum(lax.mul(onehot, x_b), (axis + 1,))
+    nd = core.get_aval(x).ndim
+    others = tuple(d for d in range(nd) if d != axis)
+    dn = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+                                        operand_batching_dims=others, start_indices_batching_dims=others)
+    indices = lax.expand_dims(idx, (nd,))
+    return slicing.gather(x, indices, dn, (1,) * nd, mode="clip")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -551,7 +551,32 @@ atan2 = arctan2
 def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)) computed stably; differentiable everywhere it is finite."""
     x1, x2 = _promote_inexact_n("logaddexp", x1, x2)
-    return _logaddexp(x1, x2, lax.log1p, lax.exp, None)
+    return _logaddexp_custom()(x1, x2)
+
+
+_logaddexp_cache: list = []
+
+
+def _logaddexp_custom() -> Callable:
+    # the derivative is sigmoid(x1 - x2) (and its mirror) -- written as a custom JVP because
+    # differentiating max + log1p(exp(-|d|)) splits the tie at x1 == x2 wrongly (0 instead of 1/2)
+    if _logaddexp_cache:
+        return _logaddexp_cache[0]
+    from fjax.custom_derivatives import custom_jvp  # noqa: PLC0415
+
+    @custom_jvp
+    def lae(a: Any, b: Any) -> Any:
+        return _logaddexp(a, b, lax.log1p, lax.exp, None)
+
+    @lae.defjvp
+    def lae_jvp(primals: Any, tangents: Any) -> Any:
+        a, b = primals
+        ta, tb = tangents
+        out = lae(a, b)
+        return out, add(multiply(ta, exp(subtract(a, out))), multiply(tb, exp(subtract(b, out))))
+
+    _logaddexp_cache.append(lae)
+    return lae
 
 
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
