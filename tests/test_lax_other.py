@@ -93,8 +93,17 @@ def test_cumprod_jacobian_with_zeros_is_exact():
 
 def test_cummax_jacobian_ties_split_equally():
     x = np.array([1.0, 3.0, 3.0, 2.0, 5.0, 5.0], np.float32)
-    expected = np.array([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, .5, .5, 0, 0, 0], [0, .5, .5, 0, 0, 0],
-                         [0, 0, 0, 0, 1, 0], [0, 0, 0, 0, .5, .5]], np.float32)  # jax 0.10.2
+    expected = np.array(
+        [
+            [1, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0],
+            [0, 0.5, 0.5, 0, 0, 0],
+            [0, 0.5, 0.5, 0, 0, 0],
+            [0, 0, 0, 0, 1, 0],
+            [0, 0, 0, 0, 0.5, 0.5],
+        ],
+        np.float32,
+    )  # jax 0.10.2
     np.testing.assert_allclose(np.asarray(fjax.jacfwd(other.cummax)(x)), expected)
     np.testing.assert_allclose(np.asarray(fjax.jacrev(other.cummax)(x)), expected)
     np.testing.assert_allclose(np.asarray(fjax.jacfwd(other.cummin)(-x)), expected)
@@ -177,8 +186,11 @@ def test_sort_special_values():
 def test_sort_multi_operand(sa, num_keys, seed):
     shape, axis = sa
     rng = np.random.default_rng(seed)
-    ops = [rng.integers(0, 3, shape).astype(np.float32), rng.integers(0, 3, shape).astype(np.int32),
-           rng.standard_normal(shape).astype(np.float32)]
+    ops = [
+        rng.integers(0, 3, shape).astype(np.float32),
+        rng.integers(0, 3, shape).astype(np.int32),
+        rng.standard_normal(shape).astype(np.float32),
+    ]
     ops[0][rng.random(shape) < 0.2] = np.nan
     got = other.sort(tuple(ops), dimension=axis, num_keys=num_keys)
     assert isinstance(got, tuple) and len(got) == 3

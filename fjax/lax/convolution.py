@@ -48,8 +48,9 @@ class ConvDimensionNumbers(NamedTuple):
 ConvGeneralDilatedDimensionNumbers = Any  # None, a ConvDimensionNumbers or a triple of strings
 
 
-def _spec_from_strings(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
-                       specs: Sequence[str]) -> ConvDimensionNumbers:
+def _spec_from_strings(
+    lhs_shape: Sequence[int], rhs_shape: Sequence[int], specs: Sequence[str]
+) -> ConvDimensionNumbers:
     lhs_s, rhs_s, out_s = specs
     nd = len(lhs_shape)
     if not (len(lhs_s) == len(rhs_s) == len(out_s) == nd):
@@ -59,13 +60,17 @@ def _spec_from_strings(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
         )
     for name, s, special in (("lhs", lhs_s, "NC"), ("rhs", rhs_s, "OI"), ("out", out_s, "NC")):
         if len(set(s)) != len(s) or any(c not in s for c in special):
-            raise TypeError(f"convolution dimension_numbers {name} spec {s!r} must contain {special[0]!r} and "
-                            f"{special[1]!r} and no repeated characters")
+            raise TypeError(
+                f"convolution dimension_numbers {name} spec {s!r} must contain {special[0]!r} and "
+                f"{special[1]!r} and no repeated characters"
+            )
     spatial = [c for c in rhs_s if c not in "OI"]
     for name, s in (("lhs", lhs_s), ("out", out_s)):
         if sorted(c for c in s if c not in "NC") != sorted(spatial):
-            raise TypeError(f"convolution dimension_numbers {name} spec {s!r} and rhs spec {rhs_s!r} must have the "
-                            "same spatial dimensions")
+            raise TypeError(
+                f"convolution dimension_numbers {name} spec {s!r} and rhs spec {rhs_s!r} must have the "
+                "same spatial dimensions"
+            )
     return ConvDimensionNumbers(
         (lhs_s.index("N"), lhs_s.index("C")) + tuple(lhs_s.index(c) for c in spatial),
         (rhs_s.index("O"), rhs_s.index("I")) + tuple(rhs_s.index(c) for c in spatial),
@@ -73,14 +78,16 @@ def _spec_from_strings(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
     )
 
 
-def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
-                           dimension_numbers: Any) -> ConvDimensionNumbers:
+def conv_dimension_numbers(
+    lhs_shape: Sequence[int], rhs_shape: Sequence[int], dimension_numbers: Any
+) -> ConvDimensionNumbers:
     """Canonicalize ``dimension_numbers`` (None, a ``ConvDimensionNumbers`` or three spec strings
     such as ``('NHWC', 'HWIO', 'NHWC')``) into a ``ConvDimensionNumbers``."""
     lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
     if len(lhs_shape) != len(rhs_shape):
-        raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and "
-                        f"{len(rhs_shape)}.")
+        raise TypeError(
+            f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} and {len(rhs_shape)}."
+        )
     if len(lhs_shape) < 2:
         raise TypeError(f"convolution requires operands of rank at least 2, got lhs shape {lhs_shape}")
     nd = len(lhs_shape)
@@ -91,8 +98,9 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
         specs = tuple(tuple(int(i) for i in s) for s in dimension_numbers)
         for s in specs:
             if sorted(s) != list(range(nd)):
-                raise TypeError(f"convolution dimension_numbers {dimension_numbers} must be permutations of "
-                                f"range({nd})")
+                raise TypeError(
+                    f"convolution dimension_numbers {dimension_numbers} must be permutations of range({nd})"
+                )
         return ConvDimensionNumbers(*specs)
     if len(dimension_numbers) == 3 and all(isinstance(s, str) for s in dimension_numbers):
         return _spec_from_strings(lhs_shape, rhs_shape, dimension_numbers)
@@ -106,8 +114,9 @@ def _dilate_dim(d: int, r: int) -> int:
     return 0 if d == 0 else 1 + r * (d - 1)
 
 
-def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], window_strides: Sequence[int],
-                    padding: str) -> list[tuple[int, int]]:
+def padtype_to_pads(
+    in_shape: Sequence[int], window_shape: Sequence[int], window_strides: Sequence[int], padding: str
+) -> list[tuple[int, int]]:
     """Explicit (low, high) pads for a 'SAME', 'SAME_LOWER' or 'VALID' padding string."""
     p = padding.upper() if isinstance(padding, str) else padding
     if p == "VALID":
@@ -123,9 +132,16 @@ def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], window
     raise ValueError(f"Unknown padding type: {padding}.")
 
 
-def _conv_out_shape(lhs_c: Sequence[int], rhs_c: Sequence[int], window_strides: tuple, padding: tuple,
-                    lhs_dilation: tuple, rhs_dilation: tuple, feature_group_count: int,
-                    batch_group_count: int) -> tuple[int, ...]:
+def _conv_out_shape(
+    lhs_c: Sequence[int],
+    rhs_c: Sequence[int],
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    feature_group_count: int,
+    batch_group_count: int,
+) -> tuple[int, ...]:
     spatial = []
     for n, k, s, (lo, hi), ld, rd in zip(lhs_c[2:], rhs_c[2:], window_strides, padding, lhs_dilation, rhs_dilation):
         in_d = _dilate_dim(n, ld) + lo + hi
@@ -134,25 +150,42 @@ def _conv_out_shape(lhs_c: Sequence[int], rhs_c: Sequence[int], window_strides: 
     return (lhs_c[0] // batch_group_count, rhs_c[0]) + tuple(spatial)
 
 
-def _conv_abstract(lhs: Any, rhs: Any, *, window_strides: tuple, padding: tuple, lhs_dilation: tuple,
-                   rhs_dilation: tuple, dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
-                   batch_group_count: int, precision: Any = None, preferred_element_type: Any = None) -> ShapedArray:
+def _conv_abstract(
+    lhs: Any,
+    rhs: Any,
+    *,
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    dimension_numbers: ConvDimensionNumbers,
+    feature_group_count: int,
+    batch_group_count: int,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> ShapedArray:
     for name, a in (("lhs", lhs), ("rhs", rhs)):
         if a.dtype.kind not in "iufc":
-            raise TypeError(f"conv_general_dilated does not accept {name} dtype {a.dtype.name}; it requires a numeric "
-                            f"argument (got {core.short_dtype_name(a.dtype)}{list(a.shape)}).")
+            raise TypeError(
+                f"conv_general_dilated does not accept {name} dtype {a.dtype.name}; it requires a numeric "
+                f"argument (got {core.short_dtype_name(a.dtype)}{list(a.shape)})."
+            )
     if lhs.dtype != rhs.dtype and preferred_element_type is None:
-        raise TypeError(f"conv_general_dilated requires arguments to have the same dtypes, got {lhs.dtype.name}, "
-                        f"{rhs.dtype.name}.")
+        raise TypeError(
+            f"conv_general_dilated requires arguments to have the same dtypes, got {lhs.dtype.name}, {rhs.dtype.name}."
+        )
     if lhs.ndim != rhs.ndim:
         raise TypeError(f"conv_general_dilated requires lhs and rhs ndim to be equal, got {lhs.ndim} and {rhs.ndim}.")
     nsp = lhs.ndim - 2
-    for name, v in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
-                    ("rhs_dilation", rhs_dilation)):
+    for name, v in (
+        ("window_strides", window_strides),
+        ("padding", padding),
+        ("lhs_dilation", lhs_dilation),
+        ("rhs_dilation", rhs_dilation),
+    ):
         if len(v) != nsp:
             raise TypeError(f"conv_general_dilated {name} must have one entry per spatial dimension ({nsp}), got {v}")
-    for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
-                    ("rhs_dilation", rhs_dilation)):
+    for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
         if any(d < 1 for d in v):
             raise ValueError(f"conv_general_dilated {name} must be positive, got {v}")
     lspec, rspec, _ = dimension_numbers
@@ -160,26 +193,39 @@ def _conv_abstract(lhs: Any, rhs: Any, *, window_strides: tuple, padding: tuple,
     rhs_c = tuple(rhs.shape[i] for i in rspec)
     G, B = feature_group_count, batch_group_count
     if G < 1 or B < 1:
-        raise ValueError(f"conv_general_dilated group counts must be positive, got feature_group_count={G}, "
-                         f"batch_group_count={B}")
+        raise ValueError(
+            f"conv_general_dilated group counts must be positive, got feature_group_count={G}, batch_group_count={B}"
+        )
     if G > 1 and B > 1:
-        raise ValueError("At most one of feature_group_count and batch_group_count may be > 1, got "
-                         f"feature_group_count={G} and batch_group_count={B}")
+        raise ValueError(
+            "At most one of feature_group_count and batch_group_count may be > 1, got "
+            f"feature_group_count={G} and batch_group_count={B}"
+        )
     if lhs_c[1] % G:
-        raise ValueError(f"conv_general_dilated feature_group_count must divide lhs feature dimension size, but {G} "
-                         f"does not divide {lhs_c[1]}.")
+        raise ValueError(
+            f"conv_general_dilated feature_group_count must divide lhs feature dimension size, but {G} "
+            f"does not divide {lhs_c[1]}."
+        )
     if lhs_c[1] // G != rhs_c[1]:
-        raise ValueError(f"conv_general_dilated lhs feature dimension size divided by feature_group_count must equal "
-                         f"the rhs input feature dimension size, but {lhs_c[1]} // {G} != {rhs_c[1]}.")
+        raise ValueError(
+            f"conv_general_dilated lhs feature dimension size divided by feature_group_count must equal "
+            f"the rhs input feature dimension size, but {lhs_c[1]} // {G} != {rhs_c[1]}."
+        )
     if rhs_c[0] % G:
-        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
-                         f"feature_group_count, but {rhs_c[0]} is not a multiple of {G}.")
+        raise ValueError(
+            f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+            f"feature_group_count, but {rhs_c[0]} is not a multiple of {G}."
+        )
     if lhs_c[0] % B:
-        raise ValueError(f"conv_general_dilated batch_group_count must divide lhs batch dimension size, but {B} does "
-                         f"not divide {lhs_c[0]}.")
+        raise ValueError(
+            f"conv_general_dilated batch_group_count must divide lhs batch dimension size, but {B} does "
+            f"not divide {lhs_c[0]}."
+        )
     if rhs_c[0] % B:
-        raise ValueError(f"conv_general_dilated rhs output feature dimension size must be a multiple of "
-                         f"batch_group_count, but {rhs_c[0]} is not a multiple of {B}.")
+        raise ValueError(
+            f"conv_general_dilated rhs output feature dimension size must be a multiple of "
+            f"batch_group_count, but {rhs_c[0]} is not a multiple of {B}."
+        )
     out_c = _conv_out_shape(lhs_c, rhs_c, window_strides, padding, lhs_dilation, rhs_dilation, G, B)
     ospec = dimension_numbers.out_spec
     out_shape = [0] * len(out_c)
@@ -215,9 +261,20 @@ def _pad_np(x: np.ndarray, padding: Sequence[tuple[int, int]], first_axis: int) 
     return x[tuple(crop)]
 
 
-def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: tuple, padding: tuple, lhs_dilation: tuple,
-               rhs_dilation: tuple, dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
-               batch_group_count: int, precision: Any = None, preferred_element_type: Any = None) -> np.ndarray:
+def _conv_impl(
+    lhs: np.ndarray,
+    rhs: np.ndarray,
+    *,
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    dimension_numbers: ConvDimensionNumbers,
+    feature_group_count: int,
+    batch_group_count: int,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> np.ndarray:
     lspec, rspec, ospec = dimension_numbers
     dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
     x = np.transpose(lhs, lspec).astype(dt, copy=False)  # (N, C, S...)
@@ -264,7 +321,7 @@ def _aval(x: Any) -> ShapedArray:
 def _split_axis(x: Any, axis: int, n: int) -> Any:
     """Split ``axis`` (size n*m) into (n, m) at positions (axis, axis + 1)."""
     shape = core.get_aval(x).shape
-    return lax.reshape(x, shape[:axis] + (n, shape[axis] // n) + shape[axis + 1:])
+    return lax.reshape(x, shape[:axis] + (n, shape[axis] // n) + shape[axis + 1 :])
 
 
 def _merge_axis(x: Any, src: int, dst: int) -> Any:
@@ -272,7 +329,7 @@ def _merge_axis(x: Any, src: int, dst: int) -> Any:
     x = batching.moveaxis(x, src, dst if src > dst else dst - 1)
     d = dst if src > dst else dst - 1
     shape = core.get_aval(x).shape
-    return lax.reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2:])
+    return lax.reshape(x, shape[:d] + (shape[d] * shape[d + 1],) + shape[d + 2 :])
 
 
 def _unmerge_axis(x: Any, axis: int, n: int) -> tuple[Any, int]:
@@ -281,9 +338,21 @@ def _unmerge_axis(x: Any, axis: int, n: int) -> tuple[Any, int]:
     return batching.moveaxis(x, axis, 0), 0
 
 
-def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple, padding: tuple, lhs_dilation: tuple,
-                        rhs_dilation: tuple, dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
-                        batch_group_count: int, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def _conv_transpose_lhs(
+    ct: Any,
+    lhs: Any,
+    rhs: Any,
+    *,
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    dimension_numbers: ConvDimensionNumbers,
+    feature_group_count: int,
+    batch_group_count: int,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
     lspec, rspec, ospec = dimension_numbers
     lhs_aval, rhs_aval = _aval(lhs), _aval(rhs)
     G, B = feature_group_count, batch_group_count
@@ -299,18 +368,25 @@ def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple, p
     rhs_sp = [rhs_aval.shape[i] for i in rspec[2:]]
     ct_sp = [core.get_aval(ct).shape[i] for i in ospec[2:]]
     pads = []
-    for n, k, o, s, (lo, _), ld, rd in zip(lhs_sp, rhs_sp, ct_sp, window_strides, padding, lhs_dilation,
-                                            rhs_dilation):
+    for n, k, o, s, (lo, _), ld, rd in zip(lhs_sp, rhs_sp, ct_sp, window_strides, padding, lhs_dilation, rhs_dilation):
         kd = _dilate_dim(k, rd)
         before = kd - lo - 1
         after = _dilate_dim(n, ld) + kd - 1 - _dilate_dim(o, s) - before
         pads.append((before, after))
     trans_dn = ConvDimensionNumbers(ospec, _spec_swap(rspec), lspec)
     out = conv_general_dilated_p.bind(
-        ct, lax.rev(rhs, tuple(rspec[2:])), window_strides=lhs_dilation, padding=tuple(pads),
-        lhs_dilation=window_strides, rhs_dilation=rhs_dilation, dimension_numbers=trans_dn,
-        feature_group_count=G, batch_group_count=1, precision=precision,
-        preferred_element_type=preferred_element_type)
+        ct,
+        lax.rev(rhs, tuple(rspec[2:])),
+        window_strides=lhs_dilation,
+        padding=tuple(pads),
+        lhs_dilation=window_strides,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=trans_dn,
+        feature_group_count=G,
+        batch_group_count=1,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     if B > 1:
         # out has feature dim B*C (group-major); move the group part into the batch dim
         out = _split_axis(out, lspec[1], B)
@@ -321,9 +397,21 @@ def _conv_transpose_lhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple, p
     return out
 
 
-def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple, padding: tuple, lhs_dilation: tuple,
-                        rhs_dilation: tuple, dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
-                        batch_group_count: int, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def _conv_transpose_rhs(
+    ct: Any,
+    lhs: Any,
+    rhs: Any,
+    *,
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    dimension_numbers: ConvDimensionNumbers,
+    feature_group_count: int,
+    batch_group_count: int,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
     lspec, rspec, ospec = dimension_numbers
     lhs_aval, rhs_aval = _aval(lhs), _aval(rhs)
     G, B = feature_group_count, batch_group_count
@@ -335,15 +423,23 @@ def _conv_transpose_rhs(ct: Any, lhs: Any, rhs: Any, *, window_strides: tuple, p
     rhs_sp = [rhs_aval.shape[i] for i in rspec[2:]]
     ct_sp = [core.get_aval(ct).shape[i] for i in ospec[2:]]
     pads = []
-    for n, k, o, s, (lo, _), ld, rd in zip(lhs_sp, rhs_sp, ct_sp, window_strides, padding, lhs_dilation,
-                                            rhs_dilation):
+    for n, k, o, s, (lo, _), ld, rd in zip(lhs_sp, rhs_sp, ct_sp, window_strides, padding, lhs_dilation, rhs_dilation):
         hi = _dilate_dim(o, s) - _dilate_dim(n, ld) + _dilate_dim(k, rd) - lo - 1
         pads.append((lo, hi))
     trans_dn = ConvDimensionNumbers(_spec_swap(lspec), _spec_swap(ospec), _spec_swap(rspec))
     out = conv_general_dilated_p.bind(
-        lhs, ct, window_strides=rhs_dilation, padding=tuple(pads), lhs_dilation=lhs_dilation,
-        rhs_dilation=window_strides, dimension_numbers=trans_dn, feature_group_count=G, batch_group_count=B,
-        precision=precision, preferred_element_type=preferred_element_type)
+        lhs,
+        ct,
+        window_strides=rhs_dilation,
+        padding=tuple(pads),
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=window_strides,
+        dimension_numbers=trans_dn,
+        feature_group_count=G,
+        batch_group_count=B,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     if core.get_aval(out).dtype != rhs_aval.dtype:
         out = lax.convert_element_type(out, rhs_aval.dtype)
     return out
@@ -355,16 +451,33 @@ ad.defbilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
 # batching
 
 
-def _conv_batch(vals: list, dims: list, *, window_strides: tuple, padding: tuple, lhs_dilation: tuple,
-                rhs_dilation: tuple, dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
-                batch_group_count: int, precision: Any = None, preferred_element_type: Any = None) -> tuple:
+def _conv_batch(
+    vals: list,
+    dims: list,
+    *,
+    window_strides: tuple,
+    padding: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+    dimension_numbers: ConvDimensionNumbers,
+    feature_group_count: int,
+    batch_group_count: int,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> tuple:
     lhs, rhs = vals
     ld, rd = dims
     lspec, rspec, ospec = dimension_numbers
     G, B = feature_group_count, batch_group_count
     # the mapped axis is moved to the front, so every spec position shifts by one
-    params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
-                  rhs_dilation=rhs_dilation, precision=precision, preferred_element_type=preferred_element_type)
+    params = dict(
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
     if ld is not None and rd is not None:
         lhs = batching.moveaxis(lhs, ld, 0)
         rhs = batching.moveaxis(rhs, rd, 0)
@@ -377,8 +490,9 @@ def _conv_batch(vals: list, dims: list, *, window_strides: tuple, padding: tuple
             new_lhs = _merge_axis(lhs, 0, lspec[1] + 1)
             G = G * n
         new_rhs = _merge_axis(rhs, 0, rspec[0] + 1)
-        out = conv_general_dilated_p.bind(new_lhs, new_rhs, dimension_numbers=dimension_numbers,
-                                          feature_group_count=G, batch_group_count=B, **params)
+        out = conv_general_dilated_p.bind(
+            new_lhs, new_rhs, dimension_numbers=dimension_numbers, feature_group_count=G, batch_group_count=B, **params
+        )
         return _unmerge_axis(out, ospec[1], n)
     if ld is not None:
         lhs = batching.moveaxis(lhs, ld, 0)
@@ -390,8 +504,9 @@ def _conv_batch(vals: list, dims: list, *, window_strides: tuple, padding: tuple
             new_lhs = _merge_axis(lhs, lspec[0], lspec[0] + 1)
         else:
             new_lhs = _merge_axis(lhs, 0, lspec[0] + 1)
-        out = conv_general_dilated_p.bind(new_lhs, rhs, dimension_numbers=dimension_numbers,
-                                          feature_group_count=G, batch_group_count=B, **params)
+        out = conv_general_dilated_p.bind(
+            new_lhs, rhs, dimension_numbers=dimension_numbers, feature_group_count=G, batch_group_count=B, **params
+        )
         return _unmerge_axis(out, ospec[0], n)
     rhs = batching.moveaxis(rhs, rd, 0)
     n = core.get_aval(rhs).shape[0]
@@ -401,16 +516,18 @@ def _conv_batch(vals: list, dims: list, *, window_strides: tuple, padding: tuple
         rhs = _split_axis(rhs, rspec[0] + 1, groups)
         rhs = _merge_axis(rhs, 0, rspec[0] + 2)
         new_rhs = _merge_axis(rhs, rspec[0], rspec[0] + 1)
-        out = conv_general_dilated_p.bind(lhs, new_rhs, dimension_numbers=dimension_numbers,
-                                          feature_group_count=G, batch_group_count=B, **params)
+        out = conv_general_dilated_p.bind(
+            lhs, new_rhs, dimension_numbers=dimension_numbers, feature_group_count=G, batch_group_count=B, **params
+        )
         # output features (groups, n, Og) -> n first
         out = _split_axis(out, ospec[1], groups)
         out = _split_axis(out, ospec[1] + 1, n)
         out = batching.moveaxis(out, ospec[1] + 1, 0)
         return _merge_axis(out, ospec[1] + 1, ospec[1] + 2), 0
     new_rhs = _merge_axis(rhs, 0, rspec[0] + 1)
-    out = conv_general_dilated_p.bind(lhs, new_rhs, dimension_numbers=dimension_numbers,
-                                      feature_group_count=G, batch_group_count=B, **params)
+    out = conv_general_dilated_p.bind(
+        lhs, new_rhs, dimension_numbers=dimension_numbers, feature_group_count=G, batch_group_count=B, **params
+    )
     return _unmerge_axis(out, ospec[1], n)
 
 
@@ -420,32 +537,53 @@ batching.primitive_batchers[conv_general_dilated_p] = _conv_batch
 # public wrappers
 
 
-def _canon_padding(padding: Any, lhs_c: Sequence[int], rhs_c: Sequence[int], window_strides: tuple,
-                   lhs_dilation: tuple, rhs_dilation: tuple) -> tuple:
+def _canon_padding(
+    padding: Any,
+    lhs_c: Sequence[int],
+    rhs_c: Sequence[int],
+    window_strides: tuple,
+    lhs_dilation: tuple,
+    rhs_dilation: tuple,
+) -> tuple:
     nsp = len(lhs_c) - 2
     if isinstance(padding, str):
         if any(d != 1 for d in lhs_dilation):
-            raise ValueError("String padding is not implemented for transposed convolution using this op. Please "
-                             "either exactly specify the required padding or use conv_transpose.")
+            raise ValueError(
+                "String padding is not implemented for transposed convolution using this op. Please "
+                "either exactly specify the required padding or use conv_transpose."
+            )
         k_sp = [_dilate_dim(k, d) for k, d in zip(rhs_c[2:], rhs_dilation)]
         return tuple(padtype_to_pads(lhs_c[2:], k_sp, window_strides, padding))
     try:
         pads = tuple((int(lo), int(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
-        raise TypeError(f"padding must be a string ('SAME', 'SAME_LOWER', 'VALID') or a sequence of (low, high) "
-                        f"integer pairs, got {padding!r}") from None
+        raise TypeError(
+            f"padding must be a string ('SAME', 'SAME_LOWER', 'VALID') or a sequence of (low, high) "
+            f"integer pairs, got {padding!r}"
+        ) from None
     if len(pads) != nsp:
         raise ValueError(f"padding {padding} must have one (low, high) pair per spatial dimension ({nsp})")
     if any(lo + hi < -_dilate_dim(n, d) for (lo, hi), n, d in zip(pads, lhs_c[2:], lhs_dilation)):
-        raise ValueError(f"Negative padding is larger than the size of the corresponding dimension: got padding="
-                         f"{pads} for lhs spatial shape {tuple(lhs_c[2:])}")
+        raise ValueError(
+            f"Negative padding is larger than the size of the corresponding dimension: got padding="
+            f"{pads} for lhs spatial shape {tuple(lhs_c[2:])}"
+        )
     return pads
 
 
-def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
-                         lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
-                         dimension_numbers: Any = None, feature_group_count: int = 1, batch_group_count: int = 1,
-                         precision: Any = None, preferred_element_type: Any = None) -> Any:
+def conv_general_dilated(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
     """General n-dimensional convolution with strides, padding, input (lhs) and kernel (rhs)
     dilation, feature groups and batch groups, following ``jax.lax.conv_general_dilated``.
 
@@ -462,30 +600,63 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     lhs_c = tuple(la.shape[i] for i in dnums.lhs_spec)
     rhs_c = tuple(ra.shape[i] for i in dnums.rhs_spec)
     if len(window_strides) != nsp:
-        raise TypeError(f"conv_general_dilated window_strides must have one entry per spatial dimension ({nsp}), "
-                        f"got {window_strides}")
+        raise TypeError(
+            f"conv_general_dilated window_strides must have one entry per spatial dimension ({nsp}), "
+            f"got {window_strides}"
+        )
     pads = _canon_padding(padding, lhs_c, rhs_c, window_strides, lhs_dilation, rhs_dilation)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return core.bind1(conv_general_dilated_p, lhs, rhs, window_strides=window_strides, padding=pads,
-                      lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dnums,
-                      feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-                      precision=None, preferred_element_type=pet)
+    return core.bind1(
+        conv_general_dilated_p,
+        lhs,
+        rhs,
+        window_strides=window_strides,
+        padding=pads,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dnums,
+        feature_group_count=int(feature_group_count),
+        batch_group_count=int(batch_group_count),
+        precision=None,
+        preferred_element_type=pet,
+    )
 
 
-def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: str, precision: Any = None,
-         preferred_element_type: Any = None) -> Any:
+def conv(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: str,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
     """Convolution in NCHW / OIHW layout without dilation."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        lhs, rhs, window_strides, padding, precision=precision, preferred_element_type=preferred_element_type
+    )
 
 
-def conv_with_general_padding(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
-                              lhs_dilation: Sequence[int] | None, rhs_dilation: Sequence[int] | None,
-                              precision: Any = None, preferred_element_type: Any = None) -> Any:
+def conv_with_general_padding(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None,
+    rhs_dilation: Sequence[int] | None,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
     """Convolution in NCHW / OIHW layout with explicit padding and dilations."""
-    return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=lhs_dilation,
-                                rhs_dilation=rhs_dilation, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
 
 
 def _conv_transpose_padding(k: int, s: int, padding: Any) -> tuple[int, int]:
@@ -503,13 +674,26 @@ def _conv_transpose_padding(k: int, s: int, padding: Any) -> tuple[int, int]:
     return lo, total - lo
 
 
-_TRANSPOSE_DEFAULT_DNUMS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
-                            5: ("NHWDC", "HWDIO", "NHWDC")}
+_TRANSPOSE_DEFAULT_DNUMS = {
+    2: ("NC", "IO", "NC"),
+    3: ("NHC", "HIO", "NHC"),
+    4: ("NHWC", "HWIO", "NHWC"),
+    5: ("NHWDC", "HWDIO", "NHWDC"),
+}
 
 
-def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any, rhs_dilation: Sequence[int] | None = None,
-                   dimension_numbers: Any = None, transpose_kernel: bool = False, precision: Any = None,
-                   preferred_element_type: Any = None, use_consistent_padding: bool = False) -> Any:
+def conv_transpose(
+    lhs: Any,
+    rhs: Any,
+    strides: Sequence[int],
+    padding: Any,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    transpose_kernel: bool = False,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    use_consistent_padding: bool = False,
+) -> Any:
     """Transposed convolution ("deconvolution"): an lhs-dilated convolution whose padding follows
     ``jax.lax.conv_transpose`` (defaults to NHWC / HWIO layouts). With ``transpose_kernel`` the
     kernel's spatial axes are flipped and its in/out feature axes swapped, giving the gradient of
@@ -533,8 +717,9 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any, rhs
             raise ValueError(f"Invalid padding mode: {padding}")
         pads = tuple(_conv_transpose_padding(k, s, padding) for k, s in zip(eff_k, strides))
     elif use_consistent_padding:
-        pads = tuple(_conv_transpose_padding(k, s, tuple(int(p) for p in pr))
-                     for k, s, pr in zip(eff_k, strides, padding))
+        pads = tuple(
+            _conv_transpose_padding(k, s, tuple(int(p) for p in pr)) for k, s, pr in zip(eff_k, strides, padding)
+        )
     else:
         pads = tuple((int(lo), int(hi)) for lo, hi in padding)
     if transpose_kernel:
@@ -543,5 +728,6 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: Any, rhs
         o, i = dn.rhs_spec[0], dn.rhs_spec[1]
         perm[o], perm[i] = i, o
         rhs = lax.transpose(rhs, tuple(perm))
-    return conv_general_dilated(lhs, rhs, (1,) * nsp, pads, strides, rd, dn, precision=precision,
-                                preferred_element_type=preferred_element_type)
+    return conv_general_dilated(
+        lhs, rhs, (1,) * nsp, pads, strides, rd, dn, precision=precision, preferred_element_type=preferred_element_type
+    )

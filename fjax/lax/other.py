@@ -231,7 +231,8 @@ cumprod = _cumulative_wrapper(cumprod_p, "Cumulative product along ``axis`` (fro
 cummax = _cumulative_wrapper(cummax_p, "Cumulative maximum along ``axis`` (from the end if ``reverse``).")
 cummin = _cumulative_wrapper(cummin_p, "Cumulative minimum along ``axis`` (from the end if ``reverse``).")
 cumlogsumexp = _cumulative_wrapper(
-    cumlogsumexp_p, "Cumulative log-sum-exp along ``axis`` (from the end if ``reverse``).")
+    cumlogsumexp_p, "Cumulative log-sum-exp along ``axis`` (from the end if ``reverse``)."
+)
 
 # ---------------------------------------------------------------------------------------------
 # gathering along an axis by integer indices (used by the sort and top_k derivative rules)
@@ -244,8 +245,13 @@ def _take_along_axis(x: Any, idx: Any, axis: int) -> Any:
 
     nd = core.get_aval(x).ndim
     others = tuple(d for d in range(nd) if d != axis)
-    dn = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
-                                        operand_batching_dims=others, start_indices_batching_dims=others)
+    dn = slicing.GatherDimensionNumbers(
+        offset_dims=(),
+        collapsed_slice_dims=(axis,),
+        start_index_map=(axis,),
+        operand_batching_dims=others,
+        start_indices_batching_dims=others,
+    )
     indices = lax.expand_dims(idx, (nd,))
     return slicing.gather(x, indices, dn, (1,) * nd, mode="clip")
 
@@ -306,8 +312,7 @@ def _sort_jvp(primals: list, tangents: list, *, dimension: int, is_stable: bool,
     return outs, touts
 
 
-def _sort_batch(vals: list, dims: list, *, dimension: int, is_stable: bool, num_keys: int,
-                axis_size: int) -> tuple:
+def _sort_batch(vals: list, dims: list, *, dimension: int, is_stable: bool, num_keys: int, axis_size: int) -> tuple:
     vals = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]
     outs = sort_p.bind(*vals, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
     return outs, [0] * len(outs)
@@ -369,9 +374,11 @@ def _top_k_abstract(x: Any, *, k: int, axis: int) -> list:
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     if x.shape[axis] < k:
-        raise ValueError(f"k argument to top_k must be no larger than size along axis {axis}, got {k} > "
-                         f"{x.shape[axis]} (operand shape {x.shape})")
-    shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+        raise ValueError(
+            f"k argument to top_k must be no larger than size along axis {axis}, got {k} > "
+            f"{x.shape[axis]} (operand shape {x.shape})"
+        )
+    shape = x.shape[:axis] + (k,) + x.shape[axis + 1 :]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32), False)]
 
 
@@ -409,4 +416,3 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple:
     ax = _canon_axis(axis, aval.ndim, "top_k")
     vals, idx = core.bind(top_k_p, (operand,), dict(k=k, axis=ax))
     return vals, idx
-
