@@ -259,6 +259,13 @@ class JitWrapped:
         return static_idx, static_pos, static_kw, dyn_args, dyn_kwargs
 
     def _get(self, args: tuple, kwargs: dict) -> tuple:
+        if not kwargs and not self.static_argnums:
+            # fast path: no static or keyword arguments
+            flat, in_tree = tu.tree_flatten(args)
+            key = (in_tree, tuple([_leaf_signature(x) for x in flat]), config.jax_enable_x64)
+            entry = self._cache.get(key)
+            if entry is not None:
+                return entry, flat
         static_idx, static_pos, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
         flat, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         sig = tuple(_leaf_signature(x) for x in flat)
@@ -269,6 +276,8 @@ class JitWrapped:
                 log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, self._cache))
             entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
             self._cache[key] = entry
+            if not kwargs and not self.static_argnums:
+                self._cache[(tu.tree_structure(args), sig, config.jax_enable_x64)] = entry
         return entry, flat
 
     def _trace(self, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any, sig: tuple) -> tuple:
@@ -297,6 +306,16 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         (closed, consts, out_tree), flat = self._get(args, kwargs)
+        if core._dynamic[-1] is core._eval_main and not any(isinstance(x, core.Tracer) for x in consts + flat):
+            # eager fast path: skip bind and the abstract re-check (the signature already matched)
+            vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
+            outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
+            res = []
+            for o, a in zip(outs, closed.out_avals):
+                if type(o) is not np.ndarray or o.dtype != a.dtype:
+                    o = np.asarray(o, dtype=a.dtype)
+                res.append(core.Array(o, a.weak_type))
+            return tu.tree_unflatten(out_tree, res)
         outs = core.bind(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
         return tu.tree_unflatten(out_tree, outs)
 
