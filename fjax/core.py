@@ -993,10 +993,24 @@ def _pp_param(v: Any, namer: _Namer, indent: int) -> str:
     return str(v)
 
 
+def _has_jaxpr(v: Any) -> bool:
+    if isinstance(v, (Jaxpr, ClosedJaxpr)):
+        return True
+    return isinstance(v, tuple) and any(isinstance(e, (Jaxpr, ClosedJaxpr)) for e in v)
+
+
 def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars)
-    params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in eqn.params.items())
-    name = eqn.primitive.name + (f"[{params}]" if params else "")
+    items = list(eqn.params.items())
+    if any(_has_jaxpr(v) for _, v in items):
+        # higher-order primitive: one parameter per line, sub-jaxprs last and nested (as JAX prints)
+        items.sort(key=lambda kv: _has_jaxpr(kv[1]))
+        pad = " " * (indent + 6)
+        lines = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 6)}" for k, v in items)
+        name = f"{eqn.primitive.name}[{lines}\n{' ' * (indent + 4)}]"
+    else:
+        params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in items)
+        name = eqn.primitive.name + (f"[{params}]" if params else "")
     rhs = " ".join([name] + [_pp_atom(x, namer) for x in eqn.invars])
     return f"{lhs} = {rhs}"
 

@@ -185,6 +185,25 @@ def _jit_partial_eval_jaxpr(eqn: core.JaxprEqn, unknowns: list) -> tuple:
 pe.partial_eval_jaxpr_rules[jit_p] = _jit_partial_eval_jaxpr
 
 
+def _jit_dce(used_outputs: list, eqn: core.JaxprEqn) -> tuple:
+    """Drop unused outputs of a jit equation, and the inputs and inner work only they needed."""
+    if not any(used_outputs):
+        return [False] * len(eqn.invars), None
+    inner = eqn.params["jaxpr"].jaxpr
+    new = pe.dce_jaxpr(inner, used_outputs, keep_inputs=False)
+    kept = set(new.invars)
+    used_in = [v in kept for v in inner.invars]
+    new_eqn = eqn.replace(
+        invars=[x for x, u in zip(eqn.invars, used_in) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, jaxpr=ClosedJaxpr(new, [])),
+    )
+    return used_in, new_eqn
+
+
+pe.dce_rules[jit_p] = _jit_dce
+
+
 # ---- the user-facing wrapper ------------------------------------------------------------------
 
 

@@ -228,10 +228,11 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, keep_inp
             rule = dce_rules.get(eqn.primitive)
             if rule is not None:
                 used_outs = [v in live for v in eqn.outvars]
-                used_ins, eqn = rule(used_outs, eqn)
+                # the rule returns the pruned equation (only used inputs and outputs kept)
+                _, eqn = rule(used_outs, eqn)
                 if eqn is None:
                     continue
-                live.update(v for v, u in zip(eqn.invars, used_ins) if u and type(v) is Var)
+                live.update(v for v in eqn.invars if type(v) is Var)
             else:
                 live.update(v for v in eqn.invars if type(v) is Var)
             new_eqns.append(eqn)
