@@ -42,6 +42,11 @@ def arrays(shape: Any = None, dtype: Any = np.float32, min_value: float = -10.0,
         shape = shapes()
     if dt.kind == "f":
         width = 32 if dt.itemsize <= 4 else 64
+        if width == 32:
+            # hypothesis wants bounds representable at the element width: round them inward
+            lo32, hi32 = np.float32(min_value), np.float32(max_value)
+            min_value = float(lo32 if lo32 >= min_value else np.nextafter(lo32, np.float32(np.inf)))
+            max_value = float(hi32 if hi32 <= max_value else np.nextafter(hi32, np.float32(-np.inf)))
         elems = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False,
                           width=width)
     elif dt.kind in "iu":
