@@ -137,6 +137,14 @@ def _digamma(v: float) -> float:
     return acc + math.log(v) - 0.5 / v - series
 
 
+def _trigamma(v: float) -> float:
+    acc = 0.0
+    while v < 20:
+        acc += 1 / (v * v)
+        v += 1
+    return acc + 1 / v + 1 / (2 * v**2) + 1 / (6 * v**3) - 1 / (30 * v**5) + 1 / (42 * v**7) - 1 / (30 * v**9)
+
+
 def _erf_inv(v: float) -> float:
     y = 0.0
     for _ in range(60):
@@ -321,8 +329,17 @@ UNARY = [
     Op("erf", lax.erf, _vec(math.erf), grad=(-2.0, 2.0)),
     Op("erfc", lax.erfc, _vec(math.erfc), grad=(-2.0, 2.0)),
     Op("erf_inv", lax.erf_inv, _vec(_erf_inv), dom=(-0.99, 0.99), grad=(-0.8, 0.8), tol32=2e-6, tol64=1e-11),
-    Op("lgamma", lax.lgamma, _vec(math.lgamma), dom=(0.125, 8.0), grad=(0.5, 3.0), grad_order=1),
-    Op("digamma", lax.digamma, _vec(_digamma), dom=(0.125, 8.0), grad="raises", tol32=2e-6, tol64=1e-11),
+    Op("lgamma", lax.lgamma, _vec(math.lgamma), dom=(0.125, 8.0), grad=(0.5, 3.0)),
+    Op("digamma", lax.digamma, _vec(_digamma), dom=(0.125, 8.0), grad=(0.5, 3.0), tol32=2e-6, tol64=1e-11),
+    Op(
+        "polygamma1",
+        lambda x: lax.polygamma(lax.full_like(x, 1), x),
+        _vec(_trigamma),
+        dom=(0.125, 8.0),
+        grad=(0.5, 3.0),
+        tol32=2e-6,
+        tol64=1e-11,
+    ),
     Op("square", lax.square, dtypes=NUM, grad=(-3.0, 3.0)),
     Op("integer_pow_0", lambda x: lax.integer_pow(x, 0), lambda x: np.ones_like(x), dtypes=NUM, grad=(-3.0, 3.0)),
     Op("integer_pow_1", lambda x: lax.integer_pow(x, 1), lambda x: x, dtypes=NUM, grad=(-3.0, 3.0)),
@@ -719,6 +736,7 @@ def test_table_covers_every_primitive():
         "or": "bitwise_or",
         "xor": "bitwise_xor",
         "integer_pow": "integer_pow_3",
+        "polygamma": "polygamma1",
     }
     missing = [p for p in prims if via.get(p, p) not in OPS_BY_NAME]
     assert not missing, f"primitives without an op record: {missing}"
@@ -838,9 +856,12 @@ def test_nondifferentiable_ops_have_zero_tangents(op, data):
         assert t.dtype == dtypes.float0 and t.shape == np.asarray(out).shape
 
 
-def test_digamma_derivative_not_implemented():
-    with pytest.raises(NotImplementedError, match="digamma"):
-        fjax.grad(lax.digamma)(1.5)
+def test_polygamma_values_and_order_derivative():
+    # psi1(1) = pi^2/6, psi2(1) = -2 zeta(3), psi3(1) = pi^4/15
+    vals = [lax.polygamma(np.float32(m), np.float32(1.0)) for m in (1, 2, 3)]
+    np.testing.assert_allclose(vals, [np.pi**2 / 6, -2 * 1.2020569031595942, np.pi**4 / 15], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="polygamma"):
+        fjax.grad(lambda m: lax.polygamma(m, np.float32(2.0)))(np.float32(1.0))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -292,13 +292,16 @@ ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 digamma_p = standard_unop("digamma", _special.digamma, _float)
 
 
-def _digamma_jvp(primals: list, tangents: list) -> Any:
-    raise NotImplementedError(
-        "Differentiation rule for 'digamma' not implemented (it needs polygamma, which fjax does not have yet)"
-    )
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(full_like(x, 1), x)))
+
+polygamma_p = standard_naryop("polygamma", _special.polygamma, _float)
 
 
-ad.primitive_jvps[digamma_p] = _digamma_jvp
+def _polygamma_jvp_m(g: Any, m: Any, x: Any) -> Any:
+    raise NotImplementedError("Differentiation rule for 'polygamma' with respect to the order m not implemented")
+
+
+ad.defjvp(polygamma_p, _polygamma_jvp_m, lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
 
 
 def _integer_pow_impl(x: np.ndarray, y: int) -> np.ndarray:
@@ -1389,6 +1392,13 @@ erfc = _mk_unary(erfc_p, "Elementwise complementary error function.")
 erf_inv = _mk_unary(erf_inv_p, "Elementwise inverse error function.")
 lgamma = _mk_unary(lgamma_p, "Elementwise log of the absolute value of the gamma function.")
 digamma = _mk_unary(digamma_p, "Elementwise digamma (derivative of lgamma).")
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """Elementwise polygamma function psi^(m)(x), m a non-negative integer (as a float array)."""
+    return _bind(polygamma_p, m, x)
+
+
 square = _mk_unary(square_p, "Elementwise square.")
 real = _mk_unary(real_p, "Real part of a complex array.")
 imag = _mk_unary(imag_p, "Imaginary part of a complex array.")
