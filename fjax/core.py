@@ -456,7 +456,10 @@ def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
 
 def _wrap_out(out: Any, aval: ShapedArray) -> Array:
     if type(out) is not np.ndarray or out.dtype != aval.dtype:
-        out = np.asarray(out, dtype=aval.dtype)
+        if aval.dtype == dtypes.float0:
+            out = np.zeros(aval.shape, aval.dtype)
+        else:
+            out = np.asarray(out, dtype=aval.dtype)
     return Array(out, aval.weak_type)
 
 

@@ -43,7 +43,9 @@ def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
 def _jit_abstract(*avals: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     for a, b in zip(avals, jaxpr.in_avals):
         if not core.typematch(a, b):
-            raise TypeError(f"jit({name}): argument of type {a.str_short()} where {b.str_short()} was traced")
+            raise TypeError(
+                f"jit({name}): argument of type {core.get_aval(a).str_short()} where {b.str_short()} was traced"
+            )
     return jaxpr.out_avals
 
 

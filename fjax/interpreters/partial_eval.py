@@ -109,7 +109,9 @@ class JaxprBuilder:
 
 
 def _is_literalable(val: Any) -> bool:
-    return (type(val) is Array and val.ndim == 0) or type(val) in (bool, int, float, complex)
+    if type(val) is Array:
+        return val.ndim == 0 and val.dtype.kind in "biufc"  # never float0
+    return type(val) in (bool, int, float, complex)
 
 
 def inline_literals(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
