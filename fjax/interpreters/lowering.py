@@ -425,6 +425,12 @@ class _KernelBuilder:
         if name == "stop_gradient" or (name == "convert_element_type" and eqn.invars[0].aval.dtype == out.aval.dtype):
             self.env[out] = ins[0]
             return
+        if name in ELEMENTWISE and all(isinstance(v, _ConstVal) for v in ins):
+            # constant folding (tracing leaves e.g. ``neg 1.0``, ``div -1.0 256.0``)
+            vals = [np.asarray(v.value, v.dtype) for v in ins]
+            res = np.asarray(eqn.primitive.impl(*vals, **params), out.aval.dtype)
+            self.env[out] = _ConstVal(res.item(), out.aval.dtype, out.aval.shape)
+            return
         if name in ELEMENTWISE:
             domain = out.aval.shape
             nest = self._nest_for(domain, ins, None)
@@ -610,6 +616,38 @@ class _Alias(JaxprEqn):
         super().__init__(_AliasPrim, [src], [dst], {})
 
 
+def _swap_transposed_dots(eqns: list, outvars: list) -> list:
+    """``transpose(dot_general(a, b), (1, 0))`` -> ``dot_general(b, a)`` when the product is used
+    only by that transpose (backward passes produce weight gradients this way): the GEMM then
+    writes the gradient in the layout its consumers read, instead of them reading it strided."""
+    uses: dict = {}
+    for e in eqns:
+        for a in e.invars:
+            if type(a) is not Literal:
+                uses[a] = uses.get(a, 0) + 1
+    for v in outvars:
+        if type(v) is not Literal:
+            uses[v] = uses.get(v, 0) + 2
+    producer = {e.outvars[0]: i for i, e in enumerate(eqns) if e.primitive.name == "dot_general"}
+    out = list(eqns)
+    for i, e in enumerate(eqns):
+        if e.primitive.name != "transpose" or tuple(e.params["permutation"]) != (1, 0):
+            continue
+        src = e.invars[0]
+        j = producer.get(src)
+        if j is None or uses.get(src) != 1:
+            continue
+        d = eqns[j]
+        (lc, rc), (lb, rb) = d.params["dimension_numbers"]
+        la, ra = d.invars[0].aval, d.invars[1].aval
+        if lb or rb or la.ndim - len(lc) != 1 or ra.ndim - len(rc) != 1:
+            continue
+        params = dict(d.params, dimension_numbers=((tuple(rc), tuple(lc)), ((), ())))
+        out[j] = None
+        out[i] = JaxprEqn(d.primitive, [d.invars[1], d.invars[0]], list(e.outvars), params)
+    return [e for e in out if e is not None]
+
+
 def build_program(closed: ClosedJaxpr) -> Program | None:
     """Cut ``closed`` into kernels and host calls; None if no kernel would be compiled."""
     jaxpr = closed.jaxpr
@@ -630,6 +668,7 @@ def build_program(closed: ClosedJaxpr) -> Program | None:
         flat.append(JaxprEqn(e.primitive, [rd(a) for a in e.invars], e.outvars, e.params))
     outvars = [rd(v) for v in jaxpr.outvars]
     in_vars = list(jaxpr.constvars) + list(jaxpr.invars)
+    flat = _swap_transposed_dots(flat, outvars)
 
     # segments: runs of supported equations; each unsupported one is a host call
     segments: list = []

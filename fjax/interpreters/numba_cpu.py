@@ -1,22 +1,26 @@
-"""Kernel IR -> readable Python source -> ``numba.njit`` callable (the CPU backend of ``fjax.jit``).
+"""Kernel IR -> readable Python source -> callable (the CPU backend of ``fjax.jit``).
 
-Each kernel becomes a module written to ``config.fjax_cache_dir/kernels/k_<source hash>.py``
-(a real file, so tracebacks point at it and numba's on-disk cache, ``cache=True``, works across
-processes). The source has:
+A program is compiled into two kinds of generated code:
 
-- one ``_nestN`` function per fused loop nest holding the nest's scalar body, one line per
-  equation with a ``# eqn`` comment naming the primitive. It is compiled without any fastmath
-  flag, so NaN/inf semantics are IEEE exact; LLVM inlines it into the loop.
-- the kernel function: buffer allocation, the loops (``prange`` for large nests, chunked for
-  full reductions so the result is deterministic), loads, stores and accumulators, GEMMs through
-  ``np.dot``. Only this function gets ``fastmath={'reassoc', 'contract'}``, which lets LLVM
-  vectorize the accumulators of reductions; float32 sums accumulate in float64.
+- one plain Python function ``program`` (one line per step, ``# eqn`` comments) that allocates
+  buffers, runs every ``Dot`` as ``np.dot``/``np.matmul`` on numpy's BLAS (transposed operands are
+  ``.T`` views, never copied), calls the loop-nest kernels, and evaluates the host-fallback
+  equations with their primitive's numpy ``impl``;
+- one small ``numba.njit`` kernel per fused loop nest. Kernels are shape-generic (extents are
+  arguments, constants are module-level) and written to ``config.fjax_cache_dir/kernels/
+  k_<source hash>.py`` with ``cache=True``, so identical nests -- the two ``tanh`` layers of an MLP,
+  the SGD updates of every parameter, the same nest in another program or process -- share one
+  compiled kernel. Each kernel is compiled for one signature (inputs read-only C arrays, which
+  writable arrays convert to; outputs writable) and then frozen (``disable_compile``).
 
-Scalar ops render through ``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can
-subclass and override what differs. Compiled callables are cached in memory by source hash (and,
-in ``lowering``, by the identity of the ClosedJaxpr). With a single kernel the numba dispatcher
-itself is returned: per-call overhead is numba's argument unboxing (well under a microsecond per
-array).
+Why not one numba function per program (the first design): numba's typing and LLVM time grow with
+function size and every program paid them again; for the MLP train step that was ~8 s cold. Small
+deduplicated kernels plus Python orchestration cost ~1 us per step at run time.
+
+Kernels are compiled without fastmath, so NaN/inf semantics are IEEE exact. Reductions run the
+body over tiles into a small buffer (vectorizable), then accumulate in order (float32 sums in
+float64), so results do not depend on vector width or thread count. Scalar ops render through
+``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can subclass it.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ from fjax.interpreters import lowering as L
 
 log = logging.getLogger("fjax.lowering")
 
-# nests with at least this much work (elements x body cost) run with prange; measured on the
-# 2-core reference machine: below ~1e5 the thread pool wake-up (~20-50 us) is not repaid
+# nests with at least this much work (elements x body cost) and elements run with prange. A
+# parallel kernel costs ~1 s more to compile (numba outlines the loop into a gufunc), and on 2 cores
+# nests of ~1e5 elements gain a few tens of us: only large nests are worth it
 PARALLEL_WORK_THRESHOLD = 300_000
-PARALLEL_MIN_SIZE = 8192
+PARALLEL_MIN_SIZE = 1 << 19
 REDUCE_CHUNKS = 64
 TILE = 512
 
@@ -362,251 +367,214 @@ class NumbaRenderer:
             return f"{_T(c.dtype)}(float.fromhex({float(v).hex()!r}))"
         return f"{_T(c.dtype)}({int(v)})"
 
-    # -- whole kernels
-    def render(self, k: L.Kernel, fastmath: bool = True, cache: bool = True) -> str:
-        lines = [
-            f"# fjax kernel {k.name} (generated; runtime {_RT_VERSION})",
-            "import math",
-            "import numpy as np",
-            "from numba import njit, prange",
-            "from fjax.interpreters import vmath as vm",
-            "from fjax.interpreters import numba_cpu as rt",
-            "",
-        ]
-        for c in k.consts:
-            lines.append(f"{c.name} = {self.const(c)}")
-        lines.append("")
-        any_par = any(n.parallel for n in k.loop_nests())
-        nest_fns = []
-        for i, s in enumerate(k.stmts):
-            if isinstance(s, L.LoopNest):
-                nest_fns.append(self._render_body(i, s, lines))
-        body: list[str] = []
-        for i, s in enumerate(k.stmts):
-            if isinstance(s, L.LoopNest):
-                self._render_nest(i, s, body)
-            elif isinstance(s, L.Dot):
-                self._render_dot(s, body)
-            elif isinstance(s, L.Reshape):
-                src = s.src.name if s.src.contiguous else f"np.ascontiguousarray({s.src.name})"
-                body.append(f"{s.out.name} = {src}.reshape({_shape(s.out.shape)})  # eqn: reshape")
-        fm = ""  # no fastmath: the inlined bodies must keep IEEE semantics (NaN, inf, rounding)
-        par = ", parallel=True" if any_par else ""
-        lines.append(f"@njit(cache=CACHE, error_model='numpy'{fm}{par})")
-        lines.append(f"def {k.name}({', '.join(p.name for p in k.params)}):")
-        for b in body:
-            lines.append("    " + b)
-        outs = ", ".join(o.name for o in k.outputs)
-        lines.append(f"    return ({outs}{',' if len(k.outputs) == 1 else ''})")
-        return "\n".join(lines).replace("CACHE", str(bool(cache))) + "\n"
-
-    def _render_body(self, i: int, nest: L.LoopNest, lines: list) -> None:
-        args = [s.out for s in nest.body if isinstance(s, L.Load)]
-        iotas = sorted({s.axis for s in nest.body if isinstance(s, L.Iota)})
-        params = args + [f"i{a}" for a in iotas]
-        red = ", ".join(str(a) for a in nest.reduce_axes or ())
-        lines.append(f"# nest {i}: domain {list(nest.domain)}" + (f", reduce over axes ({red})" if red else ""))
-        lines.append("@njit(cache=CACHE, error_model='numpy', inline='always')")
-        lines.append(f"def _nest{i}({', '.join(params)}):")
-        for s in nest.body:
-            if isinstance(s, L.Op):
-                code = self.code_for_op[s.op](list(s.args), s)
-                lines.append(f"    {s.out} = {code}  # eqn: {s.comment}")
-            elif isinstance(s, L.Iota):
-                lines.append(f"    {s.out} = {_T(s.dtype)}(i{s.axis})  # eqn: {s.comment}")
-        rets = [r for _, r in nest.stores] + [r.value for r in nest.reductions]
-        lines.append(f"    return ({''.join(r + ', ' for r in rets).rstrip()})")
-        lines.append("")
-
-    def _render_nest(self, i: int, nest: L.LoopNest, out: list) -> None:
+    # -- loop nests: one small shape-generic njit kernel each ---------------------------------
+    def render_nest(self, nest: L.LoopNest, consts: dict) -> NestCode:
+        """A shape-generic kernel for ``nest``: extents are arguments, so one compiled kernel serves
+        every nest with the same structure (across programs, processes via the disk cache)."""
         loads = [s for s in nest.body if isinstance(s, L.Load)]
         iotas = sorted({s.axis for s in nest.body if isinstance(s, L.Iota)})
         n = len(nest.domain)
-        red = tuple(nest.reduce_axes or ())
+        red = tuple(sorted(nest.reduce_axes or ()))
         stores, reds = nest.stores, nest.reductions
-        red_tag = f", reduce {list(red)}" if red else ""
-        out.append(f"# nest {i}: domain {list(nest.domain)}{red_tag}{' (parallel)' if nest.parallel else ''}")
-        for b, _ in stores:
-            out.append(f"{b.name} = np.empty({_shape(b.shape)}, {_T(b.dtype)})")
-        for r in reds:
-            out.append(f"{r.out.name} = np.empty({_shape(r.out.shape)}, {_T(r.out.dtype)})")
-        rets = [f"s{j}" for j in range(len(stores))] + [f"r{j}" for j in range(len(reds))]
-        call_args = [ld.out for ld in loads] + [f"i{a}" for a in iotas]
-        lhs = f"{', '.join(rets)}{',' if len(rets) == 1 else ''} = " if rets else ""
-        call = f"{lhs}_nest{i}({', '.join(call_args)})"
-        size = nest.size
-        # 0-d operands are loop-invariant: read once before the loops (prange bodies cannot index
-        # 0-d arrays either)
-        for ld in loads:
-            if ld.index == ():
-                out.append(f"{ld.out} = {ld.buf.name}[()]")
-        loads = [ld for ld in loads if ld.index != ()]
+        local: dict = {}
+        kconsts: list = []
 
-        # collapse to 1-D (or kept x reduced 2-D) when every access is the identity or a scalar
+        def nm(x: str) -> str:
+            if x not in local:
+                if x in consts:
+                    local[x] = f"k{len(kconsts)}"
+                    kconsts.append(f"k{len(kconsts)} = {self.const(consts[x])}  # {consts[x].dtype}")
+                else:
+                    local[x] = f"u{len(local) - len(kconsts)}"
+            return local[x]
+
+        for s in nest.body:
+            if isinstance(s, (L.Load, L.Iota)):
+                nm(s.out)
+        body: list = []
+        for s in nest.body:
+            if isinstance(s, L.Op):
+                args = [nm(a) for a in s.args]
+                code = self.code_for_op[s.op](args, s)
+                body.append(f"{nm(s.out)} = {code}  # {s.op}")
+            elif isinstance(s, L.Iota):
+                body.append(f"{nm(s.out)} = {_T(s.dtype)}(i{s.axis})  # iota")
+        for j, (_, r) in enumerate(stores):
+            body.append(f"s{j} = {nm(r)}")
+        for j, r in enumerate(reds):
+            body.append(f"r{j} = {nm(r.value)}")
+
         simple = not iotas and all(
             ld.index == () or (ld.index == tuple(range(n)) and ld.buf.shape == nest.domain) for ld in loads
         )
         trailing = nest.trailing_reduce()
         if n == 0:
-            out.append(call)
-            for j, (b, _) in enumerate(stores):
-                out.append(f"{b.name}[()] = s{j}")
-            return
-        if simple and (not red or trailing) and n >= 1:
-            kept = n - len(red)
-            nk = math.prod(nest.domain[:kept])
-            nr = math.prod(nest.domain[kept:])
-            flat = {}
-            for ld in loads:
-                if ld.index:
-                    flat[ld.buf.name] = ld.buf
-            for b, _ in stores:
-                flat[b.name] = b
-            fl = {}
-            for name, b in flat.items():
-                src = name if b.contiguous else f"np.ascontiguousarray({name})"
-                fl[name] = f"{name}_f"
-                out.append(f"{name}_f = {src}.reshape({_shape((size,))})")
-            if not red:
-                self._flat_loop(out, loads, stores, fl, call, size, nest.parallel)
-                return
-            if kept == 0:
-                self._full_reduce(out, loads, stores, reds, fl, call, size, nest.parallel)
-                return
-            # kept outer (parallel), reduced inner
-            rng = "prange" if nest.parallel else "range"
-            for r in reds:
-                out.append(f"{r.out.name}_f = {r.out.name}.reshape({_shape((nk,))})")
-            out.append(f"for k in {rng}({nk}):")
-            out.append(f"    base = k * {nr}")
-            self._tiled_reduce(out, "    ", loads, stores, reds, fl, call, "base", f"base + {nr}", "i")
-            for j, r in enumerate(reds):
-                out.append(f"    {r.out.name}_f[k] = {_T(r.out.dtype)}(acc{j})")
-            return
+            mode = "scalar"
+        elif simple and not red:
+            mode = "flat"
+        elif simple and trailing:
+            mode = "full" if len(red) == n else "rows"
+        else:
+            mode = "nd"
+        kept = n - len(red)
+        kept_shape = tuple(nest.domain[a] for a in range(n) if a not in red)
+        # arguments: input buffers (each once), stores, reduction outputs (or accumulators)
+        ins: dict = {}
+        for ld in loads:
+            if ld.buf.name not in ins:
+                ins[ld.buf.name] = (f"x{len(ins)}", ld.buf, "one" if ld.index == () else mode)
+        args = []  # (local name, Buf, view, readonly)
+        for lname, buf, view in ins.values():
+            args.append((lname, buf, view, True, buf.dtype))
+        for j, (b, _) in enumerate(stores):
+            args.append((f"y{j}", b, "one" if mode == "scalar" else mode, False, b.dtype))
+        acc_mode = bool(mode == "nd" and red and not trailing)
+        for j, r in enumerate(reds):
+            view = "acc" if acc_mode else ("one" if kept == 0 else ("keptflat" if mode == "rows" else "nd"))
+            args.append((f"z{j}", r.out, view, False, r.acc_dtype if acc_mode else r.out.dtype))
+        if mode in ("flat", "full"):
+            extents = [("n", nest.size)]
+        elif mode == "rows":
+            extents = [("nk", math.prod(kept_shape)), ("nr", math.prod(nest.domain[kept:]))]
+        else:
+            extents = [(f"d{a}", nest.domain[a]) for a in range(n)]
 
-        # general nest: natural loop order over the domain
-        if red and trailing:
-            kept = n - len(red)
-            ind = ""
-            for a in range(kept):
-                rng = "prange" if (nest.parallel and a == 0) else "range"
-                out.append(f"{ind}for i{a} in {rng}({nest.domain[a]}):")
-                ind += "    "
+        out: list = []
+        for lname, buf, view in ins.values():
+            if view == "one":
+                for ld in loads:
+                    if ld.buf.name == buf.name:
+                        out.append(f"{nm(ld.out)} = {lname}[0]")
+                        break
+        inner_loads = [ld for ld in loads if ld.index != ()]
+        par = nest.parallel
+
+        def ld_lines(ind: str, idx_of: Callable) -> list:
+            return [f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{idx_of(ld)}]" for ld in inner_loads]
+
+        def st_lines(ind: str, idx: str) -> list:
+            return [f"{ind}y{j}[{idx}] = s{j}" for j in range(len(stores))]
+
+        def tiled(ind: str, lo: str, hi: str, rowidx: Callable) -> None:
+            # the body runs over tiles into a small buffer (no loop-carried dependency, so it
+            # vectorizes), then the tile is accumulated in order (results do not depend on the
+            # vector width)
             for j, r in enumerate(reds):
+                out.append(f"{ind}tile{j} = np.empty({TILE}, {_T(r.acc_dtype)})")
                 out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
-            ind2 = ind
-            for a in range(kept, n):
-                out.append(f"{ind2}for i{a} in range({nest.domain[a]}):")
-                ind2 += "    "
-            self._nd_body(out, ind2, loads, stores, call, n)
+            out.append(f"{ind}for t0 in range({lo}, {hi}, {TILE}):")
+            out.append(f"{ind}    t1 = min(t0 + {TILE}, {hi})")
+            out.append(f"{ind}    for i in range(t0, t1):")
+            out.extend(ld_lines(ind + "        ", rowidx))
+            out.extend(ind + "        " + b for b in body)
+            out.extend(st_lines(ind + "        ", rowidx(None)))
+            for j in range(len(reds)):
+                out.append(f"{ind}        tile{j}[i - t0] = r{j}")
+            out.append(f"{ind}    for t in range(t1 - t0):")
             for j, r in enumerate(reds):
-                out.append(f"{ind2}acc{j} = {_combine(r.kind, f'acc{j}', f'r{j}', r.acc_dtype)}  # eqn: {r.comment}")
-            kidx = ", ".join(f"i{a}" for a in range(kept))
+                comb = _combine(r.kind, f"acc{j}", f"tile{j}[t]", r.acc_dtype)
+                out.append(f"{ind}        acc{j} = {comb}  # reduce_{r.kind}")
+
+        if mode == "scalar":
+            out.extend(body)
+            out.extend(st_lines("", "0"))
+        elif mode == "flat":
+            out.append(f"for i in {'prange' if par else 'range'}(n):")
+            out.extend(ld_lines("    ", lambda ld: "i"))
+            out.extend("    " + b for b in body)
+            out.extend(st_lines("    ", "i"))
+        elif mode == "rows":
+            out.append(f"for k in {'prange' if par else 'range'}(nk):")
+            tiled("    ", "0", "nr", lambda ld: "k, i")
             for j, r in enumerate(reds):
-                out.append(f"{ind}{r.out.name}[{kidx}] = {_T(r.out.dtype)}(acc{j})")
-            return
-        # non-trailing reductions accumulate into buffers (serial)
-        for j, r in enumerate(reds):
-            out.append(f"acc{j} = np.full({_shape(r.out.shape)}, {_ident(r.kind, r.acc_dtype)}, {_T(r.acc_dtype)})")
-        ind = ""
-        for a in range(n):
-            rng = "prange" if (nest.parallel and a == 0 and not red) else "range"
-            out.append(f"{ind}for i{a} in {rng}({nest.domain[a]}):")
-            ind += "    "
-        self._nd_body(out, ind, loads, stores, call, n)
-        kept_idx = ", ".join(f"i{a}" for a in range(n) if a not in red) or "()"
-        for j, r in enumerate(reds):
-            cur = f"acc{j}[{kept_idx}]"
-            out.append(f"{ind}{cur} = {_combine(r.kind, cur, f'r{j}', r.acc_dtype)}  # eqn: {r.comment}")
-        for j, r in enumerate(reds):
-            if r.acc_dtype == r.out.dtype:
-                out.append(f"{r.out.name} = acc{j}")
+                out.append(f"    z{j}[k] = {_T(r.out.dtype)}(acc{j})")
+        elif mode == "full":
+            nch = REDUCE_CHUNKS if par else 1
+            for j, r in enumerate(reds):
+                out.append(f"part{j} = np.empty({nch}, {_T(r.acc_dtype)})")
+            out.append(f"for c in {'prange' if par else 'range'}({nch}):")
+            out.append(f"    lo = (c * n) // {nch}")
+            out.append(f"    hi = ((c + 1) * n) // {nch}")
+            tiled("    ", "lo", "hi", lambda ld: "i")
+            for j in range(len(reds)):
+                out.append(f"    part{j}[c] = acc{j}")
+            for j, r in enumerate(reds):
+                out.append(f"acc{j} = {_ident(r.kind, r.acc_dtype)}")
+                out.append(f"for c in range({nch}):")
+                out.append(f"    acc{j} = {_combine(r.kind, f'acc{j}', f'part{j}[c]', r.acc_dtype)}")
+                out.append(f"z{j}[0] = {_T(r.out.dtype)}(acc{j})")
+        else:
+
+            def nd_idx(ld: Any) -> str:
+                return ", ".join("0" if a is None else f"i{a}" for a in ld.index)
+
+            full = ", ".join(f"i{a}" for a in range(n))
+            ind = ""
+            if red and trailing:
+                for a in range(kept):
+                    out.append(f"{ind}for i{a} in {'prange' if (par and a == 0) else 'range'}(d{a}):")
+                    ind += "    "
+                for j, r in enumerate(reds):
+                    out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
+                ind2 = ind
+                for a in range(kept, n):
+                    out.append(f"{ind2}for i{a} in range(d{a}):")
+                    ind2 += "    "
+                out.extend(ld_lines(ind2, nd_idx))
+                out.extend(ind2 + b for b in body)
+                out.extend(st_lines(ind2, full))
+                for j, r in enumerate(reds):
+                    out.append(f"{ind2}acc{j} = {_combine(r.kind, f'acc{j}', f'r{j}', r.acc_dtype)}  # reduce_{r.kind}")
+                kidx = ", ".join(f"i{a}" for a in range(kept)) if kept else "0"
+                for j, r in enumerate(reds):
+                    out.append(f"{ind}z{j}[{kidx}] = {_T(r.out.dtype)}(acc{j})")
             else:
-                out.append(f"{r.out.name} = acc{j}.astype({_T(r.out.dtype)})")
+                for a in range(n):
+                    p = "prange" if (par and a == 0 and not red) else "range"
+                    out.append(f"{ind}for i{a} in {p}(d{a}):")
+                    ind += "    "
+                out.extend(ld_lines(ind, nd_idx))
+                out.extend(ind + b for b in body)
+                out.extend(st_lines(ind, full))
+                kidx = ", ".join(f"i{a}" for a in range(n) if a not in red)
+                for j, r in enumerate(reds):
+                    cur = f"z{j}[{kidx}]"
+                    out.append(f"{ind}{cur} = {_combine(r.kind, cur, f'r{j}', r.acc_dtype)}  # reduce_{r.kind}")
+        params = [a[0] for a in args] + [e[0] for e in extents]
+        deco = f"@njit(cache=CACHE, error_model='numpy', nogil=True{', parallel=True' if par else ''})"
+        src = "\n".join(
+            [
+                f"# {mode} loop nest" + (f", reduce axes {list(red)}" if red else ""),
+                *kconsts,
+                deco,
+                f"def nest({', '.join(params)}):",
+            ]
+            + ["    " + o for o in out]
+            + ["    return", ""]
+        )
+        return NestCode(src, args, extents, mode, kept_shape, acc_mode)
 
-    def _nd_body(self, out: list, ind: str, loads: list, stores: list, call: str, n: int) -> None:
-        for ld in loads:
-            idx = ", ".join("0" if a is None else f"i{a}" for a in ld.index) if ld.index else "()"
-            out.append(f"{ind}{ld.out} = {ld.buf.name}[{idx}]")
-        out.append(ind + call)
-        full = ", ".join(f"i{a}" for a in range(n))
-        for j, (b, _) in enumerate(stores):
-            out.append(f"{ind}{b.name}[{full}] = s{j}")
 
-    def _loads_stores(self, out: list, ind: str, loads: list, stores: list, fl: dict, call: str, i: str) -> None:
-        for ld in loads:
-            src = f"{fl[ld.buf.name]}[{i}]" if ld.index else f"{ld.buf.name}[()]"
-            out.append(f"{ind}{ld.out} = {src}")
-        out.append(ind + call)
-        for j, (b, _) in enumerate(stores):
-            out.append(f"{ind}{fl[b.name]}[{i}] = s{j}")
+class NestCode:
+    """A rendered loop-nest kernel and how the program calls it: ``args`` are
+    ``(local name, Buf, view, readonly)`` with view ``one`` ((1,)-shaped), ``flat``, ``rows``
+    ((kept, reduced) 2-D), ``keptflat``, ``full``, ``nd`` (as is) or ``acc`` (an accumulator
+    array the program allocates and converts); ``extents`` are ``(name, value)``."""
 
-    def _flat_loop(self, out: list, loads: list, stores: list, fl: dict, call: str, size: int, par: bool) -> None:
-        out.append(f"for i in {'prange' if par else 'range'}({size}):")
-        self._loads_stores(out, "    ", loads, stores, fl, call, "i")
+    def __init__(self, src: str, args: list, extents: list, mode: str, kept_shape: tuple, acc_mode: bool):
+        self.src, self.args, self.extents, self.mode = src, args, extents, mode
+        self.kept_shape, self.acc_mode = kept_shape, acc_mode
 
-    def _full_reduce(
-        self, out: list, loads: list, stores: list, reds: list, fl: dict, call: str, size: int, par: bool
-    ) -> None:
-        nch = REDUCE_CHUNKS if par else 1
-        for j, r in enumerate(reds):
-            out.append(f"part{j} = np.empty({nch}, {_T(r.acc_dtype)})")
-        out.append(f"for c in {'prange' if par else 'range'}({nch}):")
-        out.append(f"    lo = (c * {size}) // {nch}")
-        out.append(f"    hi = ((c + 1) * {size}) // {nch}")
-        self._tiled_reduce(out, "    ", loads, stores, reds, fl, call, "lo", "hi", "i")
-        for j in range(len(reds)):
-            out.append(f"    part{j}[c] = acc{j}")
-        for j, r in enumerate(reds):
-            out.append(f"acc{j} = {_ident(r.kind, r.acc_dtype)}")
-            out.append(f"for c in range({nch}):")
-            out.append(f"    acc{j} = {_combine(r.kind, f'acc{j}', f'part{j}[c]', r.acc_dtype)}")
-            out.append(f"{r.out.name}[()] = {_T(r.out.dtype)}(acc{j})")
+    def view_ndim(self, view: str, buf: L.Buf) -> int:
+        return {"one": 1, "flat": 1, "full": 1, "keptflat": 1, "rows": 2}.get(view, len(buf.shape))
 
-    def _tiled_reduce(
-        self, out: list, ind: str, loads: list, stores: list, reds: list, fl: dict, call: str, lo: str, hi: str, i: str
-    ) -> None:
-        """Reduce the body over [lo, hi): the body runs over tiles into a small buffer (a loop
-        without a loop-carried dependency, so it vectorizes), then the tile is accumulated in
-        order (no reassociation: results do not depend on vector width)."""
-        for j, r in enumerate(reds):
-            out.append(f"{ind}tile{j} = np.empty({TILE}, {_T(r.acc_dtype)})")
-            out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
-        out.append(f"{ind}for t0 in range({lo}, {hi}, {TILE}):")
-        out.append(f"{ind}    t1 = min(t0 + {TILE}, {hi})")
-        out.append(f"{ind}    for {i} in range(t0, t1):")
-        self._loads_stores(out, ind + "        ", loads, stores, fl, call, i)
-        for j in range(len(reds)):
-            out.append(f"{ind}        tile{j}[{i} - t0] = r{j}")
-        out.append(f"{ind}    for t in range(t1 - t0):")
-        for j, r in enumerate(reds):
-            out.append(
-                f"{ind}        acc{j} = {_combine(r.kind, f'acc{j}', f'tile{j}[t]', r.acc_dtype)}  # eqn: {r.comment}"
-            )
-
-    def _render_dot(self, d: L.Dot, out: list) -> None:
-        nb, nl, nk, nr = d.dims
-        out.append(f"# eqn: {d.comment}")
-        for nm, buf, perm, shp in (
-            ("L", d.lhs, d.lhs_perm, (nb, nk, nl) if d.lhs_t else (nb, nl, nk)),
-            ("R", d.rhs, d.rhs_perm, (nb, nr, nk) if d.rhs_t else (nb, nk, nr)),
-        ):
-            src = buf.name
-            if perm is not None:
-                src = f"np.ascontiguousarray(np.transpose({src}, {perm}))"
-            elif not buf.contiguous:
-                src = f"np.ascontiguousarray({src})"
-            out.append(f"{d.out.name}_{nm} = {src}.reshape({_shape(shp)})")
-        o = d.out.name
-        out.append(f"{o}_O = np.empty({_shape((nb, nl, nr))}, {_T(d.out.dtype)})")
-        if nk == 0:
-            out.append(f"{o}_O[...] = 0")
-        elif nb and nl and nr:
-            lt = ".T" if d.lhs_t else ""
-            rt_ = ".T" if d.rhs_t else ""
-            out.append(f"for b in range({nb}):")
-            out.append(f"    np.dot({o}_L[b]{lt}, {o}_R[b]{rt_}, {o}_O[b])")
-        out.append(f"{o} = {o}_O.reshape({_shape(d.out.shape)})")
+    def signature(self) -> tuple:
+        """numba argument types: inputs read-only C arrays (writable arrays convert to them)."""
+        sig = []
+        for _, buf, view, ro, dt in self.args:
+            nd = self.view_ndim(view, buf) if view != "acc" else len(self.kept_shape)
+            sig.append(types.Array(numba.from_dtype(np.dtype(dt)), nd, "C", readonly=ro))
+        return tuple(sig) + (types.int64,) * len(self.extents)
 
 
 def _shape(shape: tuple) -> str:
@@ -645,13 +613,6 @@ def _work(nest: L.LoopNest) -> int:
     }
     cost = 1 + sum(20 if (isinstance(s, L.Op) and s.op in heavy) else 1 for s in nest.body)
     return nest.size * cost
-
-
-def annotate(kernel: L.Kernel) -> None:
-    for nest in kernel.loop_nests():
-        nest.parallel = (
-            len(nest.domain) > 0 and nest.size >= PARALLEL_MIN_SIZE and _work(nest) >= PARALLEL_WORK_THRESHOLD
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -716,78 +677,269 @@ def load_kernel(src: str, name: str) -> Any:
     return fn
 
 
-def _render_kernel(kernel: L.Kernel) -> str:
-    annotate(kernel)
-    return renderer.render(kernel, cache=bool(config.fjax_disk_cache))
+def _host_out(r: Any, dtype: np.dtype) -> np.ndarray:
+    r = np.asarray(r, dtype=dtype)
+    return r if r.flags.c_contiguous else np.ascontiguousarray(r)
 
 
-class _ProgramRunner:
-    """Runs a multi-step program (kernels with host calls between them)."""
+def _contig(x: Any) -> np.ndarray:
+    if type(x) is np.ndarray and x.flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x)
 
-    def __init__(self, prog: L.Program, fns: list):
+
+_VIEW = {
+    "one": lambda n, nc: f"{n}.reshape(1)",
+    "flat": lambda n, nc: f"{n}.reshape(-1)",
+    "full": lambda n, nc: f"{n}.reshape(-1)",
+    "keptflat": lambda n, nc: f"{n}.reshape(-1)",
+    "rows": lambda n, nc: f"{n}.reshape({nc.extents[0][1]}, {nc.extents[1][1]})",
+    "nd": lambda n, nc: n,
+    "acc": lambda n, nc: n,
+}
+
+
+class ProgramSource:
+    """The program as a plain Python function (readable, one line per step) that allocates
+    buffers, calls the loop-nest kernels, runs GEMMs through numpy's BLAS (transposed operands
+    as ``.T`` views, never copied) and evaluates host-fallback equations with their numpy impl."""
+
+    def __init__(self, prog: L.Program):
         self.prog = prog
-        self.fns = fns
-        self.__fjax_source__ = "\n".join(getattr(f, "__fjax_source__", "") for f in fns if f is not None)
+        self.ns: dict = {"np": np, "_contig": _contig, "_host_out": _host_out}
+        self.lines: list = []
+        self.nests: list = []  # (namespace name, NestCode)
+        self._nest_names: dict = {}
+        self._names: dict = {}
+        self._consts = 0
+        self._build()
 
-    def __call__(self, *args: Any) -> list:
+    def _const(self, value: Any) -> str:
+        name = f"_k{self._consts}"
+        self._consts += 1
+        self.ns[name] = value
+        return name
+
+    def _var(self, v: Any) -> str:
+        if type(v) is core.Literal:
+            return self._const(np.asarray(v.val, v.aval.dtype))
+        name = self._names.get(v)
+        if name is None:
+            name = self._names[v] = f"v{len(self._names)}"
+        return name
+
+    def _build(self) -> None:
         prog = self.prog
-        env: dict = {}
-        for v, x in zip(prog.in_slots, list(prog.consts) + list(args)):
-            env[v] = x
-
-        def rd(a: Any) -> Any:
-            if type(a) is core.Literal:
-                return np.asarray(a.val, a.aval.dtype)
-            return env[a]
-
-        for step, fn, (ins, outs) in zip(prog.steps, self.fns, prog.step_io):
-            vals = [rd(a) for a in ins]
-            if fn is None:
-                eqn = step.eqn
-                res = eqn.primitive.impl(*vals, **eqn.params)
-                res = res if eqn.primitive.multiple_results else [res]
-                res = [np.asarray(r, dtype=o.aval.dtype) for r, o in zip(res, eqn.outvars)]
+        nconst = len(prog.consts)
+        args = []
+        body = self.lines
+        kernel_inputs = set()
+        for step, (ins, _) in zip(prog.steps, prog.step_io):
+            if isinstance(step, L.Kernel):
+                kernel_inputs.update(ins)
+        for j, v in enumerate(prog.in_slots):
+            if j < nconst:
+                c = np.asarray(prog.consts[j])
+                self._names[v] = self._const(np.ascontiguousarray(c))
             else:
-                res = fn(*vals)
-            for v, r in zip(outs, res):
-                env[v] = r
-        return [rd(v) for v in prog.out_slots]
+                n = self._var(v)
+                args.append(n)
+                if v in kernel_inputs:
+                    body.append(f"{n} = _contig({n})")
+        for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
+            if isinstance(step, L.HostCall):
+                eqn = step.eqn
+                f = self._const(eqn.primitive.impl)
+                p = self._const(dict(eqn.params))
+                call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
+                body.append(f"# host: {L._eqn_comment(eqn)}")
+                if eqn.primitive.multiple_results:
+                    body.append(f"_r = {call}")
+                    for k, o in enumerate(outs):
+                        body.append(f"{self._var(o)} = _host_out(_r[{k}], {self._const(o.aval.dtype)})")
+                else:
+                    body.append(f"{self._var(outs[0])} = _host_out({call}, {self._const(outs[0].aval.dtype)})")
+                continue
+            self._kernel(si, step, ins, outs)
+        outs = ", ".join(self._var(v) for v in prog.out_slots)
+        body.append(f"return [{outs}]")
+
+    def _kernel(self, si: int, k: L.Kernel, ins: list, outs: list) -> None:
+        bufname: dict = {}
+        for p, v in zip(k.params, ins):
+            bufname[p.name] = self._var(v)
+
+        def bn(b: L.Buf) -> str:
+            n = bufname.get(b.name)
+            if n is None:
+                n = bufname[b.name] = f"s{si}{b.name}"
+            return n
+
+        consts = {c.name: c for c in k.consts}
+        body = self.lines
+        for st in k.stmts:
+            if isinstance(st, L.LoopNest):
+                annotate_nest(st)
+                nc = renderer.render_nest(st, consts)
+                fname = self._nest_names.get(nc.src)
+                if fname is None:
+                    fname = self._nest_names[nc.src] = f"_nest{len(self.nests)}"
+                    self.nests.append((fname, nc))
+                body.append(
+                    f"# nest: domain {list(st.domain)}" + (f" reduce {list(st.reduce_axes)}" if st.reduce_axes else "")
+                )
+                for b, _ in st.stores:
+                    body.append(f"{bn(b)} = np.empty({_shape(b.shape)}, np.{b.dtype.name})")
+                for r in st.reductions:
+                    if nc.acc_mode:
+                        ident = np.asarray(_ident_value(r.kind, r.acc_dtype), r.acc_dtype)
+                        body.append(f"{bn(r.out)}_acc = np.full({_shape(nc.kept_shape)}, {self._const(ident)})")
+                    else:
+                        body.append(f"{bn(r.out)} = np.empty({_shape(r.out.shape)}, np.{r.out.dtype.name})")
+                call = []
+                for _, buf, view, _, _ in nc.args:
+                    n = bn(buf) + ("_acc" if view == "acc" else "")
+                    call.append(_VIEW[view](n, nc))
+                call += [str(e[1]) for e in nc.extents]
+                body.append(f"{fname}({', '.join(call)})")
+                if nc.acc_mode:
+                    for r in st.reductions:
+                        body.append(f"{bn(r.out)} = {bn(r.out)}_acc.astype(np.{r.out.dtype.name})")
+            elif isinstance(st, L.Dot):
+                self._dot(st, bn)
+            elif isinstance(st, L.Reshape):
+                body.append(f"{bn(st.out)} = {bn(st.src)}.reshape({_shape(st.out.shape)})")
+        for o, v in zip(k.outputs, outs):
+            n = bn(o)
+            if n != self._var(v):
+                body.append(f"{self._var(v)} = {n}")
+
+    def _dot(self, d: L.Dot, bn: Callable) -> None:
+        nb, nl, nk, nr = d.dims
+        body = self.lines
+        body.append(f"# {d.comment}")
+        lhs, rhs = bn(d.lhs), bn(d.rhs)
+        if d.lhs_perm is not None:
+            lhs = f"np.transpose({lhs}, {d.lhs_perm})"
+        if d.rhs_perm is not None:
+            rhs = f"np.transpose({rhs}, {d.rhs_perm})"
+        o = bn(d.out)
+        dt = f"np.{d.out.dtype.name}"
+        if nb == 1:
+            lx = f"{lhs}.reshape({nk}, {nl}).T" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
+            rx = f"{rhs}.reshape({nr}, {nk}).T" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"
+            body.append(f"{o} = np.empty(({nl}, {nr}), {dt})")
+            body.append(f"np.dot({lx}, {rx}, {o})")
+        else:
+            lx = (
+                f"{lhs}.reshape({nb}, {nk}, {nl}).transpose(0, 2, 1)" if d.lhs_t else f"{lhs}.reshape({nb}, {nl}, {nk})"
+            )
+            rx = (
+                f"{rhs}.reshape({nb}, {nr}, {nk}).transpose(0, 2, 1)" if d.rhs_t else f"{rhs}.reshape({nb}, {nk}, {nr})"
+            )
+            body.append(f"{o} = np.empty(({nb}, {nl}, {nr}), {dt})")
+            body.append(f"np.matmul({lx}, {rx}, out={o})")
+        body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
+
+    def source(self) -> str:
+        args = [self._names[v] for v in self.prog.in_slots[len(self.prog.consts) :]]
+        head = f"def program({', '.join(args)}):"
+        return "\n".join([head] + ["    " + ln for ln in self.lines]) + "\n"
 
 
-def compile_program(closed: ClosedJaxpr) -> Callable | None:
+def _ident_value(kind: str, dt: np.dtype) -> Any:
+    dt = np.dtype(dt)
+    if kind == "sum":
+        return 0
+    if kind == "prod":
+        return 1
+    if kind in ("max", "min"):
+        big = kind == "min"
+        if dt == np.bool_:
+            return big
+        if dt.kind == "f":
+            return np.inf if big else -np.inf
+        info = np.iinfo(dt)
+        return info.max if big else info.min
+    return kind == "and"
+
+
+def annotate_nest(nest: L.LoopNest) -> None:
+    nest.parallel = len(nest.domain) > 0 and nest.size >= PARALLEL_MIN_SIZE and _work(nest) >= PARALLEL_WORK_THRESHOLD
+
+
+def annotate(kernel: L.Kernel) -> None:
+    for nest in kernel.loop_nests():
+        annotate_nest(nest)
+
+
+def _nest_module_source(nc: NestCode) -> str:
+    src = f"# fjax loop-nest kernel (generated; runtime {_RT_VERSION})\n{_PRELUDE}\n{nc.src}"
+    return src.replace("CACHE", str(bool(config.fjax_disk_cache)))
+
+
+def load_nest(nc: NestCode) -> Any:
+    fn = load_kernel(_nest_module_source(nc), "nest")
+    sig = nc.signature()
+    if sig not in fn.signatures:
+        fn.compile(sig)
+    fn.disable_compile()  # writable arrays convert to the read-only signature; never respecialize
+    return fn
+
+
+_PRELUDE = """import math
+import numpy as np
+from numba import njit, prange
+from fjax.interpreters import vmath as vm
+from fjax.interpreters import numba_cpu as rt
+"""
+
+
+def build(closed: ClosedJaxpr) -> ProgramSource | None:
     prog = L.build_program(closed)
     if prog is None:
         return None
-    fns = []
-    for step in prog.steps:
-        if isinstance(step, L.Kernel):
-            fns.append(load_kernel(_render_kernel(step), step.name))
-        else:
-            fns.append(None)
-    # compile now for the usual argument types (fjax passes read-only C-contiguous arrays) so a
-    # failure shows here, where jit can still fall back to eager evaluation; other layouts compile
-    # lazily on first use
-    for fn, (ins, _) in zip(fns, prog.step_io):
-        if fn is not None:
-            sig = tuple(types.Array(numba.from_dtype(v.aval.dtype), v.aval.ndim, "C", readonly=True) for v in ins)
-            fn.compile(sig)
-    if len(fns) == 1 and not prog.consts:
-        return fns[0]  # the numba dispatcher itself: returns a tuple of arrays
-    return _ProgramRunner(prog, fns)
+    return ProgramSource(prog)
+
+
+def compile_program(closed: ClosedJaxpr) -> Callable | None:
+    ps = build(closed)
+    if ps is None:
+        return None
+    for fname, nc in ps.nests:
+        ps.ns[fname] = load_nest(nc)
+    src = ps.source()
+    key = hashlib.sha1(src.encode()).hexdigest()[:24]
+    d, _ = _kernel_dir()
+    path = os.path.join(d, f"p_{key}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(src)
+        os.replace(tmp, path)
+    exec(compile(src, path, "exec"), ps.ns)  # noqa: S102 - generated from the jaxpr
+    fn = ps.ns["program"]
+    fn.__fjax_source__ = source_of(ps)
+    fn.__fjax_path__ = path
+    fn.__fjax_kernels__ = [ps.ns[fname] for fname, _ in ps.nests]
+    return fn
+
+
+def source_of(ps: ProgramSource) -> str:
+    parts = [ps.source()]
+    for fname, nc in ps.nests:
+        parts.append(
+            f"# ---- {fname}: {nc.mode} loop nest\n{nc.src.replace('CACHE', str(bool(config.fjax_disk_cache)))}"
+        )
+    return "\n".join(parts)
 
 
 def source_for(closed: ClosedJaxpr) -> str:
-    """Generated source for ``closed`` (host-evaluated equations appear as comments)."""
-    prog = L.build_program(closed)
-    if prog is None:
+    """Generated source for ``closed``: the program function, then its loop-nest kernels."""
+    ps = build(closed)
+    if ps is None:
         return "# nothing to compile: evaluated eagerly\n"
-    parts = []
-    for step in prog.steps:
-        if isinstance(step, L.Kernel):
-            parts.append(_render_kernel(step))
-        else:
-            parts.append(f"# host: {L._eqn_comment(step.eqn)} (numpy impl)\n")
-    return "\n".join(parts)
+    return source_of(ps)
 
 
 def clear_cache() -> None:
