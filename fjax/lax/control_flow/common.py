@@ -1,0 +1,299 @@
+"""Helpers shared by the control-flow primitives (cond, switch, while_loop, fori_loop, scan).
+
+* ``trace_fn_to_jaxpr``: trace a user function of pytrees to a ``ClosedJaxpr`` whose
+  constants are hoisted into *leading inputs* (so the primitive's params carry no values), plus
+  the constant values to pass and the output tree.
+* ``check_carry_match`` / ``check_tree_match``: JAX-style errors when a loop body changes the
+  carry's types or structure, naming the leaf path, both types and the function.
+* ``promote_weak_carry``: JAX's promotion of weakly typed initial carries to the body's output
+  types (``fori_loop(0, n, lambda i, x: x + 1.0, 0)`` runs with a float carry).
+* ``abstractify`` / ``as_value``: leaf conversion.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fjax import core
+from fjax import tree_util as tu
+from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.interpreters import partial_eval as pe
+
+__all__ = [
+    "abstractify",
+    "as_value",
+    "carry_name",
+    "check_carry_match",
+    "check_tree_match",
+    "promote_weak_carry",
+    "trace_fn_to_jaxpr",
+]
+
+
+def as_value(x: Any, fn_name: str = "control flow") -> Any:
+    """A leaf as an fjax value (Tracer or Array); Python scalars become weakly typed arrays."""
+    if isinstance(x, (core.Tracer, core.Array)):
+        return x
+    if type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic)):
+        return core.to_array(x, fn_name)
+    if hasattr(x, "__fjax_array__"):
+        return core.to_array(x, fn_name)
+    raise TypeError(
+        f"{fn_name}: value {x!r} of type {type(x).__name__} is not a valid JAX type "
+        "(expected arrays, scalars and pytrees of them)"
+    )
+
+
+def abstractify(x: Any, fn_name: str = "control flow") -> ShapedArray:
+    """The abstract value of a leaf (``ShapedArray`` with weak type)."""
+    return core.get_aval(as_value(x, fn_name))
+
+
+def trace_fn_to_jaxpr(
+    fun: Callable, in_tree: tu.PyTreeDef, in_avals: Sequence[ShapedArray], debug_name: str = ""
+) -> tuple[ClosedJaxpr, list, tu.PyTreeDef]:
+    """Trace ``fun`` on abstract pytree arguments.
+
+    ``in_tree`` is the treedef of the *tuple of positional arguments* (``tree_flatten(args)``),
+    so ``fun`` is called as ``fun(*tree_unflatten(in_tree, leaves))``. Returns
+    ``(closed_jaxpr, consts, out_tree)`` where ``closed_jaxpr`` has no constvars: its first
+    ``len(consts)`` inputs are the hoisted constants (values closed over by ``fun``, possibly
+    tracers of outer transforms), followed by one input per leaf of ``in_avals``. Call it as
+    ``eval_jaxpr(closed.jaxpr, [], *consts, *leaves)``.
+    """
+    out_tree_box: list = []
+    name = debug_name or getattr(fun, "__name__", type(fun).__name__)
+
+    def flat_fun(*leaves: Any) -> list:
+        args = tu.tree_unflatten(in_tree, list(leaves))
+        out = fun(*args)
+        o_flat, o_tree = tu.tree_flatten(out)
+        out_tree_box.append(o_tree)
+        return [as_value(o, name) for o in o_flat]
+
+    jaxpr, consts, _ = pe.trace_to_jaxpr(flat_fun, list(in_avals), name)
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), list(consts), out_tree_box[0]
+
+
+def carry_name(fun: Callable, index: int = 0) -> str:
+    """The name of ``fun``'s positional parameter ``index`` (the carry), or '' if unknown."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        return ""
+    return params[index] if len(params) > index else ""
+
+
+def _paths(tree: tu.PyTreeDef) -> list[str]:
+    try:
+        dummy = tu.tree_unflatten(tree, list(range(tree.num_leaves)))
+        return [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(dummy)[0]]
+    except Exception:  # custom nodes whose unflatten rejects placeholders
+        return [f"[<flat index {i}>]" for i in range(tree.num_leaves)]
+
+
+def _component(what: str, path: str) -> str:
+    if what:
+        return f"the input carry component {what}{path}" if path else f"the input carry {what}"
+    return f"the input carry at path {path}" if path else "the input carry"
+
+
+def _mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
+    d = a.dtype != b.dtype
+    s = a.shape != b.shape
+    return ", so " * (d or s) + "the dtypes do not match" * d + " and also " * (d and s) + "the shapes do not match" * s
+
+
+def _join_diffs(diffs: list[str]) -> str:
+    if len(diffs) == 1:
+        return diffs[0][0].upper() + diffs[0][1:] + ".\n"
+    return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
+
+
+def check_tree_match(fn_name: str, what: str, init_tree: tu.PyTreeDef, out_tree: tu.PyTreeDef) -> None:
+    """Raise TypeError if the carry output structure differs from the input one."""
+    if init_tree == out_tree:
+        return
+    raise TypeError(
+        f"{fn_name} function carry input and carry output must have the same pytree structure, but they "
+        f"differ:\n\nthe input tree structure of {what or 'the carry'} is:\n{init_tree}\n"
+        f"the output tree structure is:\n{out_tree}\n\n"
+        "Revise the function so that the carry output has the same pytree structure as the carry input."
+    )
+
+
+def check_carry_match(
+    fn_name: str,
+    what: str,
+    init_avals: Sequence[ShapedArray],
+    out_avals: Sequence[ShapedArray],
+    tree: tu.PyTreeDef,
+    out_tree: tu.PyTreeDef | None = None,
+) -> None:
+    """Raise TypeError (JAX's wording) if a loop body's output carry types differ from the input's.
+
+    ``fn_name`` names the function, e.g. ``"while_loop body"`` or ``"scan body"``; ``what`` is
+    the carry's name (e.g. ``carry_name(body_fun)``, may be ''); ``tree`` is the carry treedef,
+    used to name the leaf paths. Weak types are ignored (compare shapes and dtypes). If
+    ``out_tree`` is given, the structures are compared first.
+    """
+    if out_tree is not None:
+        check_tree_match(fn_name, what, tree, out_tree)
+    if len(init_avals) != len(out_avals):
+        raise TypeError(
+            f"{fn_name} function carry input and carry output must have the same number of leaves, got "
+            f"{len(init_avals)} and {len(out_avals)}"
+        )
+    paths = _paths(tree) if tree.num_leaves == len(init_avals) else [f"[{i}]" for i in range(len(init_avals))]
+    diffs = [
+        f"{_component(what, p)} has type {a.str_short()} but the corresponding output carry component has type "
+        f"{b.str_short()}{_mismatch_extra(a, b)}"
+        for p, a, b in zip(paths, init_avals, out_avals)
+        if not core.typematch(a, b)
+    ]
+    if not diffs:
+        return
+    raise TypeError(
+        f"{fn_name} function carry input and carry output must have equal types (e.g. shapes and dtypes of "
+        f"arrays), but they differ:\n\n{_join_diffs(diffs)}\n"
+        "Revise the function so that all output types (e.g. shapes and dtypes) match the corresponding input "
+        "types."
+    )
+
+
+def promote_weak_carry(
+    init_vals: Sequence[Any], init_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray]
+) -> tuple[list, list[ShapedArray], bool]:
+    """JAX's ``_promote_weak_typed_inputs``: a weakly typed initial carry leaf whose type differs
+    from the body's output takes the output's dtype (when promotion gives it) and weak type.
+
+    Returns ``(new_vals, new_avals, changed)``; when ``changed`` the body must be traced again.
+    """
+    from fjax import dtypes  # noqa: PLC0415
+    from fjax.lax import lax  # noqa: PLC0415
+
+    new_vals, new_avals, changed = [], [], False
+    for v, a, o in zip(init_vals, init_avals, out_avals):
+        if a.weak_type and a.shape == o.shape and (a.dtype != o.dtype or not o.weak_type):
+            if dtypes.result_type(v, o) == o.dtype:
+                v = lax._convert_element_type_weak(v, o.dtype, o.weak_type)
+                a = ShapedArray(a.shape, o.dtype, o.weak_type)
+                changed = True
+        new_vals.append(v)
+        new_avals.append(a)
+    return new_vals, new_avals, changed
+
+
+# ---------------------------------------------------------------------------------------------
+# flat tracing and jaxpr transformations used by the rules (all return jaxprs without
+# constvars: their constants come first among the inputs, returned alongside as ``consts``)
+
+
+def trace_flat(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tuple[ClosedJaxpr, list]:
+    """Trace ``fun`` (flat list -> flat list) to a ClosedJaxpr with constants hoisted to inputs."""
+    jaxpr, consts, _ = pe.trace_to_jaxpr(lambda *xs: [as_value(o, name) for o in fun(*xs)], list(in_avals), name)
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), list(consts)
+
+
+def eval_closed(closed: ClosedJaxpr, *args: Any) -> list:
+    return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def merge_consts(traced: Sequence[tuple[ClosedJaxpr, list]]) -> tuple[tuple[ClosedJaxpr, ...], list]:
+    """Give jaxprs traced separately (each ``consts_i + args -> outs``) a common signature
+    ``consts_0 + ... + consts_n + args``: each ignores the others' constants."""
+    all_consts = [c for _, cs in traced for c in cs]
+    out = []
+    before = 0
+    for closed, cs in traced:
+        j = closed.jaxpr
+        n = len(cs)
+        left = [core.Var(core.get_aval(c)) for c in all_consts[:before]]
+        right = [core.Var(core.get_aval(c)) for c in all_consts[before + n :]]
+        invars = left + j.invars[:n] + right + j.invars[n:]
+        out.append(ClosedJaxpr(core.Jaxpr([], invars, j.outvars, j.eqns), []))
+        before += n
+    return tuple(out), all_consts
+
+
+def is_float(aval: ShapedArray) -> bool:
+    return aval.dtype.kind in "fc"
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: Sequence[bool]) -> tuple:
+    """JVP of ``closed``: ``(consts + primals + nonzero tangents) -> (primal outs + tangents)``.
+
+    Returns ``(jvp_closed, consts, out_nonzeros)``: a tangent output is present where
+    ``out_nonzeros`` (float outputs whose tangent is nonzero or instantiated). Cached.
+    """
+    return _jvp_jaxpr(closed, tuple(bool(n) for n in nonzeros), tuple(bool(i) for i in instantiate))
+
+
+@functools.lru_cache(maxsize=2048)
+def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, instantiate: tuple) -> tuple:
+    from fjax.interpreters import ad  # noqa: PLC0415
+
+    avals = closed.in_avals
+    n = len(avals)
+    t_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    box: list = []
+
+    def f(*args: Any) -> list:
+        it = iter(args[n:])
+        tans = [next(it) if nz else ad.Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        po, to = ad.jvp_flat(lambda *xs: eval_closed(closed, *xs), list(args[:n]), tans)
+        out_nz = [
+            is_float(core.get_aval(p)) and (inst or type(t) is not ad.Zero) for p, t, inst in zip(po, to, instantiate)
+        ]
+        box.append(out_nz)
+        return list(po) + [ad.instantiate_zeros(t) for t, nz in zip(to, out_nz) if nz]
+
+    new, consts = trace_flat(f, list(avals) + t_avals, "jvp")
+    return new, consts, box[0]
+
+
+def batch_avals(avals: Sequence[ShapedArray], dims: Sequence[int | None], size: int) -> list[ShapedArray]:
+    out = []
+    for a, d in zip(avals, dims):
+        if d is None:
+            out.append(a)
+        else:
+            s = list(a.shape)
+            s.insert(d, size)
+            out.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
+    return out
+
+
+def batch_jaxpr(closed: ClosedJaxpr, dims: Sequence[int | None], size: int, instantiate: Sequence[bool]) -> tuple:
+    """vmap of ``closed`` with inputs batched at ``dims``; batched outputs come at axis 0.
+
+    Returns ``(batched_closed, consts, out_batched)``; outputs with ``instantiate`` are always
+    batched (unbatched ones are broadcast). Cached.
+    """
+    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in instantiate))
+
+
+@functools.lru_cache(maxsize=2048)
+def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, size: int, instantiate: tuple) -> tuple:
+    from fjax.interpreters import batching  # noqa: PLC0415
+
+    box: list = []
+
+    def f(*args: Any) -> list:
+        with core.new_main(batching.BatchTrace, size, debug_info="vmap") as main:
+            trace = batching.BatchTrace(main)
+            ins = [batching.BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, dims)]
+            outs = eval_closed(closed, *ins)
+            outs = [core.full_raise(trace, o) for o in outs]
+            vals = [t.val for t in outs]
+            bds = [t.batch_dim for t in outs]
+        out_b = [bd is not None or inst for bd, inst in zip(bds, instantiate)]
+        box.append(out_b)
+        return [batching.bdim_at_front(v, bd, size) if b else v for v, bd, b in zip(vals, bds, out_b)]
+
+    new, consts = trace_flat(f, batch_avals(closed.in_avals, dims, size), "vmap")
+    return new, consts, box[0]
