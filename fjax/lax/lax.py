@@ -7,6 +7,7 @@ helpers (``ad.defjvp``, ``ad.deflinear``, ``batching.defvectorized``, ...).
 
 from __future__ import annotations
 
+import functools
 import math
 from enum import IntEnum
 from typing import Any, Callable, Sequence
@@ -1186,26 +1187,42 @@ def _dot_general_abstract(
     return ShapedArray(batch + lfree + rfree, dt, x.weak_type and y.weak_type)
 
 
+@functools.lru_cache(maxsize=2048)
+def _dot_plan(xshape: tuple, yshape: tuple, dimension_numbers: tuple) -> tuple:
+    """Transposes and 3-D shapes that turn a dot_general into one (batched) matmul."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    xnd, ynd = len(xshape), len(yshape)
+    lfree = [i for i in range(xnd) if i not in lc and i not in lb]
+    rfree = [i for i in range(ynd) if i not in rc and i not in rb]
+    xperm = tuple(list(lb) + lfree + list(lc))
+    yperm = tuple(list(rb) + list(rc) + rfree)
+    nb = math.prod(xshape[i] for i in lb)
+    nk = math.prod(xshape[i] for i in lc)
+    nl = math.prod(xshape[i] for i in lfree)
+    nr = math.prod(yshape[i] for i in rfree)
+    out_shape = tuple(xshape[i] for i in lb) + tuple(xshape[i] for i in lfree) + tuple(yshape[i] for i in rfree)
+    xperm = None if xperm == tuple(range(xnd)) else xperm
+    yperm = None if yperm == tuple(range(ynd)) else yperm
+    if nb == 1:
+        return xperm, yperm, (nl, nk), (nk, nr), out_shape
+    return xperm, yperm, (nb, nl, nk), (nb, nk, nr), out_shape
+
+
 def _dot_general_impl(
     x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
 ) -> np.ndarray:
-    (lc, rc), (lb, rb) = dimension_numbers
-    lfree = [i for i in range(x.ndim) if i not in lc and i not in lb]
-    rfree = [i for i in range(y.ndim) if i not in rc and i not in rb]
-    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
+    dt = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     if dt != x.dtype:
         x = x.astype(dt)
     if dt != y.dtype:
         y = y.astype(dt)
-    xt = np.transpose(x, list(lb) + lfree + list(lc))
-    yt = np.transpose(y, list(rb) + list(rc) + rfree)
-    nb = math.prod(x.shape[i] for i in lb)
-    nk = math.prod(x.shape[i] for i in lc)
-    nl = math.prod(x.shape[i] for i in lfree)
-    nr = math.prod(y.shape[i] for i in rfree)
-    out = np.matmul(xt.reshape(nb, nl, nk), yt.reshape(nb, nk, nr))
-    shape = tuple(x.shape[i] for i in lb) + tuple(x.shape[i] for i in lfree) + tuple(y.shape[i] for i in rfree)
-    return out.reshape(shape).astype(dt, copy=False)
+    xperm, yperm, xs3, ys3, out_shape = _dot_plan(x.shape, y.shape, dimension_numbers)
+    if xperm is not None:
+        x = x.transpose(xperm)
+    if yperm is not None:
+        y = y.transpose(yperm)
+    out = np.matmul(x.reshape(xs3), y.reshape(ys3))
+    return out.reshape(out_shape)
 
 
 dot_general_p = Primitive("dot_general")
