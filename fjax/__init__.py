@@ -73,6 +73,9 @@ __all__ = [
     "lax",
     "linearize",
     "make_jaxpr",
+    "nn",
+    "numpy",
+    "optim",
     "tree_util",
     "value_and_grad",
     "vjp",
@@ -81,3 +84,4 @@ __all__ = [
 
 # operators and methods of Array and Tracer come from fjax.numpy
 from fjax import numpy  # noqa: E402
+from fjax import nn, optim  # noqa: E402

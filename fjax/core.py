@@ -749,11 +749,20 @@ class DropVar(Var):
 class Literal:
     """A scalar constant written inline in a jaxpr."""
 
-    __slots__ = ("val", "aval")
+    __slots__ = ("val", "aval", "_arr")
 
     def __init__(self, val: Any, aval: ShapedArray):
         self.val = val
         self.aval = aval
+        self._arr = None
+
+    def as_array(self) -> Array:
+        """The literal as an Array of exactly its aval's dtype and weak type."""
+        a = self._arr
+        if a is None:
+            v = self.val._value if isinstance(self.val, Array) else self.val
+            a = self._arr = Array(np.asarray(v, dtype=self.aval.dtype), self.aval.weak_type)
+        return a
 
     def __repr__(self) -> str:
         return f"Literal({self.val})"
@@ -854,7 +863,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list:
     env: dict[Var, Any] = {}
 
     def read(v: Atom) -> Any:
-        return v.val if type(v) is Literal else env[v]
+        return v.as_array() if type(v) is Literal else env[v]
 
     for v, x in zip(jaxpr.constvars, consts):
         env[v] = x

@@ -196,7 +196,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
     def read_primal(v: Any) -> Any:
         if type(v) is core.Literal:
-            return v.val
+            return v.as_array()
         return primal_env.get(v, UndefinedPrimal(v.aval))
 
     def write_primal(v: Any, val: Any) -> None:

@@ -1,6 +1,16 @@
-"""``fjax.nn``: numerically stable activations and normalizers (as ``jax.nn``).
+"""``fjax.nn``: activations and normalizers (as ``jax.nn``), plus initializers, layers and losses.
 
-Each is written with fjax.numpy/lax ops so forward values and derivatives stay finite on both
+* activations: ``relu``, ``relu6``, ``leaky_relu``, ``elu``, ``celu``, ``selu``, ``gelu``,
+  ``silu``/``swish``, ``sigmoid``, ``log_sigmoid``, ``softplus``, ``soft_sign``, ``hard_tanh``,
+  ``hard_sigmoid``, ``hard_silu``/``hard_swish``, ``glu``, ``softmax``, ``log_softmax``,
+  ``logsumexp``, ``one_hot``, ``standardize``, ``dot_product_attention``;
+* :mod:`fjax.nn.initializers` (``init(key, shape, dtype)``, as ``jax.nn.initializers``);
+* :mod:`fjax.nn.layers` (pytree modules with explicit keys: ``Linear``, ``MLP``, ``Conv2d``,
+  ``LayerNorm``, ``BatchNorm``, ``Dropout``, ``Embedding``, ``LSTMCell``,
+  ``MultiHeadAttention``; ``max_pool``/``avg_pool``), re-exported here;
+* :mod:`fjax.nn.losses` (optax's per-example losses), re-exported here.
+
+Each activation is written with fjax.numpy/lax ops so forward values and derivatives stay finite on both
 tails: ``logsumexp`` and ``softmax`` subtract a stop-gradient max, ``softplus`` is
 ``logaddexp(x, 0)``, ``log_sigmoid`` is ``-softplus(-x)``.
 """
@@ -9,10 +19,37 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 import fjax.numpy as jnp
 from fjax import lax
 
-__all__ = ["log_sigmoid", "log_softmax", "logsumexp", "relu", "sigmoid", "softmax", "softplus", "silu", "swish"]
+__all__ = [
+    "celu",
+    "dot_product_attention",
+    "elu",
+    "gelu",
+    "glu",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
+    "leaky_relu",
+    "log_sigmoid",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "relu",
+    "relu6",
+    "selu",
+    "sigmoid",
+    "silu",
+    "soft_sign",
+    "softmax",
+    "softplus",
+    "standardize",
+    "swish",
+]
 
 
 def _max_stopped(x: Any, axis: Any) -> Any:
@@ -86,3 +123,205 @@ def silu(x: Any) -> Any:
 
 
 swish = silu
+
+
+def _float(x: Any) -> Any:
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.float32)
+    return x
+
+
+def relu6(x: Any) -> Any:
+    """min(max(x, 0), 6)."""
+    x = jnp.asarray(x)
+    return jnp.minimum(jnp.maximum(x, 0), 6)
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    """x where x >= 0, else ``negative_slope * x``."""
+    x = jnp.asarray(x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    """x where x > 0, else ``alpha * (exp(x) - 1)`` (the untaken branch is kept finite)."""
+    x = _float(x)
+    safe = jnp.where(x > 0, jnp.zeros_like(x), x)
+    return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
+
+
+def celu(x: Any, alpha: Any = 1.0) -> Any:
+    """max(x, 0) + alpha * min(exp(x / alpha) - 1, 0)."""
+    x = _float(x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x: Any) -> Any:
+    """Scaled ELU with the self-normalizing constants."""
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Gaussian error linear unit; the tanh approximation by default (as jax.nn.gelu)."""
+    x = _float(x)
+    if approximate:
+        c = np.sqrt(2 / np.pi).astype(x.dtype)
+        return 0.5 * x * (1 + jnp.tanh(c * (x + 0.044715 * (x * x * x))))
+    return 0.5 * x * (1 + lax.erf(x * np.array(1 / np.sqrt(2), x.dtype)))
+
+
+def soft_sign(x: Any) -> Any:
+    """x / (|x| + 1)."""
+    x = _float(x)
+    return x / (jnp.abs(x) + 1)
+
+
+def hard_tanh(x: Any) -> Any:
+    """x clipped to [-1, 1]."""
+    x = jnp.asarray(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x)).astype(x.dtype)
+
+
+def hard_sigmoid(x: Any) -> Any:
+    """relu6(x + 3) / 6."""
+    return relu6(jnp.asarray(x) + 3.0) / 6.0
+
+
+def hard_silu(x: Any) -> Any:
+    """x * hard_sigmoid(x)."""
+    x = jnp.asarray(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def glu(x: Any, axis: int = -1) -> Any:
+    """Gated linear unit: split ``x`` in two halves along ``axis``, return a * sigmoid(b)."""
+    x = jnp.asarray(x)
+    if x.shape[axis] % 2:
+        raise ValueError(f"glu: axis {axis} of shape {x.shape} must have even size")
+    a, b = jnp.split(x, 2, axis=axis)
+    return a * sigmoid(b)
+
+
+def one_hot(x: Any, num_classes: int, *, dtype: Any = jnp.float32, axis: int = -1) -> Any:
+    """One-hot encode integer ``x`` into ``num_classes`` classes along a new ``axis``.
+
+    Out-of-range indices (negative or >= num_classes) give all-zero rows, as jax.nn.one_hot.
+    """
+    x = jnp.asarray(x)
+    out_ndim = x.ndim + 1
+    ax = axis + out_ndim if axis < 0 else axis
+    if not 0 <= ax < out_ndim:
+        raise ValueError(f"one_hot: axis {axis} out of range for an output of rank {out_ndim}")
+    xe = jnp.expand_dims(x, ax)
+    shape = [1] * out_ndim
+    shape[ax] = num_classes
+    classes = lax.broadcasted_iota(jnp.int32, tuple(shape), ax)
+    return (xe == classes).astype(dtype)
+
+
+def standardize(
+    x: Any,
+    axis: Any = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: float = 1e-5,
+    where: Any = None,
+) -> Any:
+    """(x - mean) / sqrt(variance + epsilon), statistics over ``axis`` unless given."""
+    x = _float(x)
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+    return (x - mean) * lax.rsqrt(variance + epsilon)
+
+
+def dot_product_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    bias: Any = None,
+    mask: Any = None,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+) -> Any:
+    """Scaled dot-product attention over (batch..., seq, heads, head_dim) arrays (``BTNH``).
+
+    ``mask`` is boolean, broadcastable to (batch..., heads, q_len, k_len), True where attention
+    is allowed; ``bias`` is added to the logits; ``is_causal`` masks keys after each query.
+    Returns an array shaped like ``query`` (with value's head_dim).
+    """
+    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    head_dim = query.shape[-1]
+    if scale is None:
+        scale = 1.0 / float(np.sqrt(head_dim))
+    logits = jnp.einsum("...qhd,...khd->...hqk", query, key) * scale
+    if bias is not None:
+        logits = logits + bias
+    q_len, k_len = query.shape[-3], key.shape[-3]
+    if is_causal:
+        causal = jnp.tril(jnp.ones((q_len, k_len), dtype=bool))
+        mask = causal if mask is None else jnp.logical_and(mask, causal)
+    if mask is not None:
+        big_neg = np.array(np.finfo(np.dtype(logits.dtype)).min, logits.dtype)
+        logits = jnp.where(mask, logits, big_neg)
+    weights = softmax(logits, axis=-1)
+    return jnp.einsum("...hqk,...khd->...qhd", weights, value)
+
+
+from fjax.nn import initializers  # noqa: E402
+from fjax.nn.layers import (  # noqa: E402
+    MLP,
+    BatchNorm,
+    BatchNormState,
+    Conv2d,
+    Dropout,
+    Embedding,
+    LayerNorm,
+    Linear,
+    LSTMCell,
+    Module,
+    MultiHeadAttention,
+    avg_pool,
+    max_pool,
+)
+from fjax.nn.losses import (  # noqa: E402
+    huber_loss,
+    l2_loss,
+    mean_squared_error,
+    sigmoid_binary_cross_entropy,
+    softmax_cross_entropy,
+    softmax_cross_entropy_with_integer_labels,
+    squared_error,
+)
+
+__all__ += [
+    "BatchNorm",
+    "BatchNormState",
+    "Conv2d",
+    "Dropout",
+    "Embedding",
+    "LSTMCell",
+    "LayerNorm",
+    "Linear",
+    "MLP",
+    "Module",
+    "MultiHeadAttention",
+    "avg_pool",
+    "huber_loss",
+    "initializers",
+    "l2_loss",
+    "max_pool",
+    "mean_squared_error",
+    "sigmoid_binary_cross_entropy",
+    "softmax_cross_entropy",
+    "softmax_cross_entropy_with_integer_labels",
+    "squared_error",
+]
