@@ -76,6 +76,7 @@ __all__ = [
     "nn",
     "numpy",
     "optim",
+    "random",
     "tree_util",
     "value_and_grad",
     "vjp",
@@ -84,4 +85,4 @@ __all__ = [
 
 # operators and methods of Array and Tracer come from fjax.numpy
 from fjax import numpy  # noqa: E402
-from fjax import nn, optim  # noqa: E402
+from fjax import nn, optim, random  # noqa: E402

@@ -1,0 +1,976 @@
+"""``fjax.random``: JAX's default PRNG (threefry2x32), bit for bit.
+
+Keys
+    A key is a ``uint32`` array of shape ``(2,)``, as made by :func:`PRNGKey`. :func:`key` makes
+    the same array: fjax has no extended key dtype, so "typed" keys are represented by their raw
+    key data (``key_data`` and ``wrap_key_data`` validate and return the array unchanged, and
+    batches of keys are arrays of shape ``(..., 2)``). Functions taking one key raise ``TypeError``
+    for anything that is not a uint32 array ending in ``(2,)`` and ``ValueError`` for a batch of
+    keys (use ``vmap``), as JAX does.
+
+Bits
+    The counter-based hash ``threefry2x32`` (Salmon et al., 2011: 20 rounds, key injection every
+    4 rounds) is written as a composition of ``lax`` ops on uint32 (``add``, ``xor``,
+    ``shift_left``, ``shift_right_logical``, ``or``), so it runs unchanged eagerly, under ``jit``
+    (same numbers in and out of jit), ``vmap`` (over keys or seeds) and ``grad`` (samples do not
+    depend differentiably on keys). Random bits, ``split`` and ``fold_in`` follow JAX 0.10 with
+    its default ``jax_threefry_partitionable=True``: element ``i`` of a sample of shape ``s``
+    hashes the 64-bit counter ``i`` (as a (hi, lo) pair of uint32) and 32-bit samples are
+    ``hi_out ^ lo_out``.
+
+Floating point
+    ``uniform`` builds floats from the top mantissa bits, exactly as JAX does. To reproduce the
+    values of JAX on CPU to the last bit, the float32 samplers repeat the arithmetic XLA's CPU
+    backend performs: multiply-adds that XLA contracts into fused multiply-adds are computed
+    with a private correctly rounded ``fma`` primitive, and ``log``, ``log1p``, ``erf`` and
+    ``erf_inv`` are XLA's float32 polynomial approximations written with lax ops (they read
+    float bits through a private ``bitcast`` primitive). Both private primitives have numpy
+    impls, abstract-eval, batching and JVP rules, so everything still composes with every
+    transform. Other float widths use ``fma`` and fjax's own ``lax.log``/``lax.erf_inv`` and
+    agree with JAX to within an ulp or so (see the tests for what is checked bit for bit).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from fjax import core, dtypes, lax
+from fjax import numpy as jnp
+from fjax.core import Array, Primitive, ShapedArray, Tracer
+from fjax.custom_derivatives import custom_jvp
+from fjax.interpreters import ad, batching
+
+__all__ = [
+    "PRNGKey",
+    "bernoulli",
+    "bits",
+    "categorical",
+    "choice",
+    "clone",
+    "exponential",
+    "fold_in",
+    "gumbel",
+    "key",
+    "key_data",
+    "key_impl",
+    "laplace",
+    "normal",
+    "permutation",
+    "randint",
+    "split",
+    "truncated_normal",
+    "uniform",
+    "wrap_key_data",
+]
+
+_U32 = np.dtype(np.uint32)
+_UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: _U32, 64: np.dtype(np.uint64)}
+Shape = Sequence[int]
+
+
+# ---------------------------------------------------------------------------------------------
+# constants
+#
+# A rank-0 constant staged into a jaxpr becomes a literal, and fjax evaluates literals as Python
+# scalars, which re-enter as weakly typed int32/float32 (int64/float64 under x64): a uint32 or
+# float16 literal would come back with the wrong dtype. So while staging, a constant whose dtype
+# is not what its Python scalar would become is built as a literal of that dtype followed by a
+# staged convert_element_type; eagerly it is simply a numpy scalar array.
+
+
+def _c(value: Any, dtype: Any) -> Any:
+    dt = np.dtype(dtype)
+    val = np.array(value, dt)
+    if core._dynamic[-1] is core._eval_main:
+        return val
+    if dt.kind == "b":
+        return val
+    if dt.kind in "iu":
+        src = dtypes.default_int_dtype()
+        wide = val.astype(np.int64) if dt.itemsize < 8 else val.view(np.int64)
+        if src.itemsize == 4:
+            wide = wide.astype(np.uint64).astype(np.uint32).view(np.int32)  # wrap to 32 bits
+        return lax.convert_element_type(np.array(wide, src), dt)
+    src = dtypes.default_float_dtype() if dt.kind == "f" else dtypes.default_complex_dtype()
+    if dt == src:
+        return lax.convert_element_type(np.array(val.astype(np.float64) if dt.kind == "f" else val, src), dt)
+    return lax.convert_element_type(np.array(val, src), dt)
+
+
+def _convert(x: Any, dtype: Any) -> Any:
+    """``x`` as ``dtype``: traced values are converted, concrete ones become constants."""
+    if isinstance(x, Tracer):
+        return lax.convert_element_type(x, dtype)
+    return _c(np.asarray(x), dtype)
+
+
+def _full(shape: tuple, value: Any, dtype: Any) -> Any:
+    return lax.broadcast_in_dim(_c(value, dtype), tuple(shape), ())
+
+
+def _full_like(x: Any, value: Any) -> Any:
+    aval = core.get_aval(x)
+    return _full(aval.shape, value, aval.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# private primitives: bitcast between same-width dtypes, and a correctly rounded fused multiply-add
+
+
+def _bitcast_impl(x: np.ndarray, *, new_dtype: np.dtype) -> np.ndarray:
+    return np.array(x, order="C").view(new_dtype).reshape(np.shape(x))
+
+
+def _bitcast_abstract(x: Any, *, new_dtype: np.dtype) -> ShapedArray:
+    if x.dtype.itemsize != new_dtype.itemsize:
+        raise TypeError(f"bitcast between dtypes of different widths: {x.dtype.name} -> {new_dtype.name}")
+    return ShapedArray(x.shape, new_dtype, False)
+
+
+_bitcast_p = Primitive("random_bitcast")
+_bitcast_p.def_impl(_bitcast_impl)
+_bitcast_p.def_abstract_eval(_bitcast_abstract)
+batching.defvectorized(_bitcast_p)
+ad.defzero(_bitcast_p)
+
+
+def _bitcast(x: Any, new_dtype: Any) -> Any:
+    return core.bind1(_bitcast_p, x, new_dtype=np.dtype(new_dtype))
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    s = a + b
+    bv = s - a
+    return s, (a - (s - bv)) + (b - bv)
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    # Dekker's exact product and Knuth's two-sum: a*b+c with one final rounding in all but
+    # extremely rare cases (and away from overflow/underflow)
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+
+    def halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = split * x
+        hi = t - (t - x)
+        return hi, x - hi
+
+    ah, al = halves(a)
+    bh, bl = halves(b)
+    pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s, se = _two_sum(p, c)
+    out = s + (se + pe)
+    return np.where(np.isfinite(out), out, p + c)
+
+
+def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    dt = a.dtype
+    with np.errstate(all="ignore"):
+        if dt == np.float64:
+            return _fma64(a, b, c).astype(dt)
+        # float16/float32: the product is exact in float64; the sum is rounded to float64 and
+        # then to dt, which could round twice, so a float64 sum that lands exactly on a
+        # midpoint of dt is nudged towards the true value first
+        x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
+        s, err = _two_sum(x * y, z)
+        drop = 52 - np.finfo(dt).nmant
+        low = np.asarray(s).view(np.uint64) & np.uint64((1 << drop) - 1)
+        mid = (low == np.uint64(1 << (drop - 1))) & (err != 0) & np.isfinite(err)
+        s = np.where(mid, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        return np.asarray(s).astype(dt)
+
+
+def _fma_abstract(a: Any, b: Any, c: Any) -> ShapedArray:
+    shapes = {x.shape for x in (a, b, c) if x.shape}
+    if len({a.dtype, b.dtype, c.dtype}) != 1 or a.dtype.kind != "f" or len(shapes) > 1:
+        raise TypeError(
+            "fma requires floating operands of one dtype and equal shapes (or rank 0), got "
+            + ", ".join(f"{x.dtype.name}{list(x.shape)}" for x in (a, b, c))
+        )
+    return ShapedArray(shapes.pop() if shapes else (), a.dtype, a.weak_type and b.weak_type and c.weak_type)
+
+
+_fma_p = Primitive("random_fma")
+_fma_p.def_impl(_fma_impl)
+_fma_p.def_abstract_eval(_fma_abstract)
+batching.defbroadcasting(_fma_p)
+
+
+def _fma_jvp(primals: list, tangents: list) -> tuple:
+    a, b, c = primals
+    out = _fma(a, b, c)
+    aval = core.get_aval(out)
+    terms = []
+    if type(tangents[0]) is not ad.Zero:
+        terms.append(lax.mul(tangents[0], b))
+    if type(tangents[1]) is not ad.Zero:
+        terms.append(lax.mul(a, tangents[1]))
+    if type(tangents[2]) is not ad.Zero:
+        terms.append(tangents[2])
+    if not terms:
+        return out, ad.Zero(ad.tangent_aval(aval))
+    terms = [t if core.get_aval(t).shape == aval.shape else lax.broadcast_in_dim(t, aval.shape, ()) for t in terms]
+    t = terms[0]
+    for u in terms[1:]:
+        t = lax.add(t, u)
+    return out, t
+
+
+ad.primitive_jvps[_fma_p] = _fma_jvp
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    """a * b + c rounded once (what XLA's CPU backend computes for a contracted multiply-add)."""
+    return core.bind1(_fma_p, a, b, c)
+
+
+# ---------------------------------------------------------------------------------------------
+# XLA's float32 approximations of log, log1p, erf and erf_inv (with its fused multiply-adds and
+# flush of subnormal inputs), so that samples built on them match JAX on CPU bit for bit
+
+
+def _h(v: Any) -> np.float32:
+    return np.float32(v) if not isinstance(v, str) else np.frombuffer(bytes.fromhex(v)[::-1], np.float32)[0]
+
+
+def _f32(v: Any) -> Any:
+    """A float32 constant, from a number or the hex of its bit pattern."""
+    return _c(_h(v), np.float32)
+
+
+_TINY32 = float(np.finfo(np.float32).tiny)
+
+
+def _flush(x: Any) -> Any:
+    return lax.select(lax.lt(lax.abs(x), _f32(_TINY32)), lax.mul(x, _f32(0)), x)
+
+
+def _xla_log_f32(y: Any) -> Any:
+    y = _flush(y)
+    yy = lax.select(lax.gt(y, _f32(_TINY32)), y, _full_like(y, _TINY32))
+    b = _bitcast(yy, _U32)
+    e = lax.sub(lax.convert_element_type(lax.shift_right_logical(b, _c(23, _U32)), np.int32), _c(127, np.int32))
+    m = _bitcast(lax.bitwise_or(lax.bitwise_and(b, _c(0x807FFFFF, _U32)), _c(0x3F000000, _U32)), np.float32)
+    ep1 = lax.add(lax.convert_element_type(e, np.float32), _f32(1))
+    small = lax.lt(m, _f32("3F3504F3"))
+    zero, one = _full_like(m, 0), _full_like(m, 1)
+    x = lax.add(lax.sub(m, _f32(1)), lax.select(small, m, zero))
+    e = lax.sub(ep1, lax.select(small, one, zero))
+    z = lax.mul(x, x)
+    x3 = lax.mul(z, x)
+    pa = _fma(_fma(x, _f32("3D9021BB"), _f32("BDEBD1B8")), x, _f32("3DEF251A"))
+    pb = _fma(_fma(x, _f32("BDFE5D4F"), _f32("3E11E9BF")), x, _f32("BE2AAE50"))
+    pc = _fma(_fma(x, _f32("3E4CCEAC"), _f32("BE7FFFFC")), x, _f32("3EAAAAAA"))
+    t = _fma(_fma(pa, x3, pb), x3, pc)
+    r = _fma(t, x3, lax.mul(e, _f32("B95E8083")))
+    r = lax.add(_fma(z, _f32(-0.5), x), r)
+    r = _fma(e, _f32("3F318000"), r)
+    r = lax.select(lax.le(y, _full_like(y, 0)), _full_like(y, np.nan), r)
+    r = lax.select(lax.eq(y, _full_like(y, 0)), _full_like(y, -np.inf), r)
+    r = lax.select(lax.ne(y, y), y, r)
+    return lax.select(lax.eq(y, _full_like(y, np.inf)), y, r)
+
+
+def _xla_log1p_f32(x: Any) -> Any:
+    x = _flush(x)
+    large = _xla_log_f32(lax.add(x, _f32(1)))
+    x2 = lax.mul(x, x)
+    den = lax.add(x, _f32("417101AD"))
+    for c in ("42A6185B", "435DC32D", "439A8CA3", "43586D8A", "42707982"):
+        den = _fma(den, x, _f32(c))
+    num = _fma(_full_like(x, 4.527e-05), x, _f32("3EFF40C5"))
+    for c in ("40D284FA", "41EF4B9C", "4273CC76", "426473AD", "41A05101"):
+        num = _fma(num, x, _f32(c))
+    t = lax.mul(lax.mul(x, x2), lax.div(num, den))
+    small = lax.add(x, _fma(x2, _f32(-0.5), t))
+    return lax.select(lax.lt(lax.abs(x), _f32("3ED413CD")), small, large)
+
+
+_ERF_P = ("39702D51", "3B5F5DA2", "3D50B6EB", "3E3DA740", "3F906EBA")
+_ERF_Q = ("B3FD3906", "37C588DF", "3A856D28", "3C6687D4", "3DE34C21", "3EFEB44A")
+
+
+@custom_jvp
+def _xla_erf_f32(x: Any) -> Any:
+    x = _flush(x)
+    z = lax.mul(x, x)
+    p = _full_like(x, _h(_ERF_P[0]))
+    for c in _ERF_P[1:]:
+        p = _fma(z, p, _f32(c))
+    q = _full_like(x, _h(_ERF_Q[0]))
+    for c in _ERF_Q[1:] + (1.0,):
+        q = _fma(z, q, _f32(c))
+    r = lax.div(lax.mul(x, p), q)
+    sign = lax.select(lax.lt(x, _full_like(x, 0)), _full_like(x, -1), _full_like(x, 1))
+    return lax.select(lax.ge(lax.abs(x), _f32("407547CB")), sign, r)
+
+
+@_xla_erf_f32.defjvp
+def _xla_erf_f32_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    d = lax.mul(_f32(2 / math.sqrt(math.pi)), lax.exp(lax.neg(lax.mul(x, x))))
+    return _xla_erf_f32(x), lax.mul(t, d)
+
+
+_ERFINV_LT5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+               -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)  # fmt: skip
+_ERFINV_GE5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)  # fmt: skip
+
+
+@custom_jvp
+def _xla_erf_inv_f32(x: Any) -> Any:
+    x = _flush(x)
+    w = lax.neg(_xla_log1p_f32(lax.mul(x, lax.neg(x))))
+    lt = lax.lt(w, _full_like(w, 5))
+    w = lax.select(lt, lax.sub(w, _f32(2.5)), lax.sub(lax.sqrt(w), _f32(3)))
+
+    def coef(i: int) -> Any:
+        return lax.select(lt, _full_like(w, _ERFINV_LT5[i]), _full_like(w, _ERFINV_GE5[i]))
+
+    p = coef(0)
+    for i in range(1, len(_ERFINV_LT5)):
+        p = _fma(p, w, coef(i))
+    return lax.select(lax.eq(lax.abs(x), _full_like(x, 1)), lax.mul(x, _f32(np.inf)), lax.mul(p, x))
+
+
+@_xla_erf_inv_f32.defjvp
+def _xla_erf_inv_f32_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    y = _xla_erf_inv_f32(x)
+    return y, lax.mul(t, lax.mul(_f32(math.sqrt(math.pi) / 2), lax.exp(lax.mul(y, y))))
+
+
+def _is_f32(x: Any) -> bool:
+    return core.get_aval(x).dtype == np.float32
+
+
+def _log(x: Any) -> Any:
+    return _xla_log_f32(x) if _is_f32(x) else lax.log(x)
+
+
+def _log1p(x: Any) -> Any:
+    return _xla_log1p_f32(x) if _is_f32(x) else lax.log1p(x)
+
+
+def _erf(x: Any) -> Any:
+    return _xla_erf_f32(x) if _is_f32(x) else lax.erf(x)
+
+
+def _erf_inv(x: Any) -> Any:
+    dt = core.get_aval(x).dtype
+    if dt == np.float32:
+        return _xla_erf_inv_f32(x)
+    if dt == np.float16:  # XLA evaluates it in float32
+        return lax.convert_element_type(_xla_erf_inv_f32(lax.convert_element_type(x, np.float32)), dt)
+    return lax.erf_inv(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# threefry2x32
+
+
+def _rotl(x: Any, d: int) -> Any:
+    return lax.bitwise_or(lax.shift_left(x, _c(d, _U32)), lax.shift_right_logical(x, _c(32 - d, _U32)))
+
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """The threefry2x32 hash of the counter pairs ``(x1, x2)`` under key ``(k1, k2)`` (uint32;
+    keys rank 0, counters of one shape). A pure composition of lax ops."""
+    ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _c(0x1BD11BDA, _U32)))
+    x1 = lax.add(x1, k1)
+    x2 = lax.add(x2, k2)
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x1 = lax.add(x1, x2)
+            x2 = lax.bitwise_xor(x1, _rotl(x2, r))
+        x1 = lax.add(x1, ks[(i + 1) % 3])
+        x2 = lax.add(lax.add(x2, ks[(i + 2) % 3]), _c(i + 1, _U32))
+    return x1, x2
+
+
+def _key_halves(key: Any) -> tuple[Any, Any]:
+    k1 = lax.reshape(lax.slice_in_dim(key, 0, 1, axis=0), ())
+    k2 = lax.reshape(lax.slice_in_dim(key, 1, 2, axis=0), ())
+    return k1, k2
+
+
+def _counters(shape: tuple) -> tuple[Any, Any]:
+    """The 64-bit iota over ``shape`` as (hi, lo) uint32 arrays."""
+    n = math.prod(shape)
+    if n >= 2**32:
+        raise NotImplementedError(f"fjax.random: samples of more than 2**32 elements (got shape {shape})")
+    lo = lax.reshape(lax.iota(_U32, n), shape) if shape else _full((), 0, _U32)
+    return _full(shape, 0, _U32), lo
+
+
+def _hash_shape(key: Any, shape: tuple) -> tuple[Any, Any]:
+    k1, k2 = _key_halves(key)
+    hi, lo = _counters(shape)
+    return threefry2x32(k1, k2, hi, lo)
+
+
+def _stack_last(a: Any, b: Any) -> Any:
+    nd = core.get_aval(a).ndim
+    return lax.concatenate([lax.expand_dims(a, (nd,)), lax.expand_dims(b, (nd,))], nd)
+
+
+def _random_bits(key: Any, bit_width: int, shape: tuple) -> Any:
+    b1, b2 = _hash_shape(key, shape)
+    if bit_width == 64:
+        u64 = _UINT_DTYPES[64]
+        hi = lax.convert_element_type(b1, u64)
+        return lax.bitwise_or(lax.shift_left(hi, _c(32, u64)), lax.convert_element_type(b2, u64))
+    out = lax.bitwise_xor(b1, b2)
+    return out if bit_width == 32 else lax.convert_element_type(out, _UINT_DTYPES[bit_width])
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checking
+
+
+def _is_arraylike(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in (bool, int, float, complex)
+
+
+def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
+    if not _is_arraylike(key):
+        raise TypeError(f"{name}: unexpected PRNG key type {type(key)}; make keys with fjax.random.PRNGKey or key")
+    aval = core.get_aval(key)
+    if aval.ndim < 1 or aval.shape[-1] != 2 or aval.dtype != _U32:
+        raise TypeError(
+            f"{name}: invalid PRNG key: expected a uint32 array of shape (2,) (from fjax.random.PRNGKey, key, "
+            f"split or fold_in), got {aval.dtype.name}{list(aval.shape)}"
+        )
+    if not allow_batched and aval.ndim > 1:
+        raise ValueError(
+            f"{name} accepts a single key, but was given a key array of shape {aval.shape} != (). "
+            "Use jax.vmap for batching."
+        )
+    return key if isinstance(key, (Array, Tracer)) else core.to_array(key)
+
+
+def _canonicalize_shape(shape: Any, name: str) -> tuple:
+    try:
+        return tuple(_dim(d) for d in shape)
+    except TypeError:
+        raise TypeError(
+            f"{name}: shapes must be 1D sequences of concrete values of integer type, got {shape!r}."
+        ) from None
+
+
+def _dim(d: Any) -> int:
+    if isinstance(d, (Array, Tracer)):
+        d = core.concrete_or_error(d, "a shape must be concrete")
+    out = operator.index(d)
+    if out < 0:
+        raise TypeError(f"shape dimensions must be nonnegative, got {out}")
+    return out
+
+
+def _user_dtype(dtype: Any, default_kind: type) -> np.dtype:
+    """JAX's check_and_canonicalize_user_dtype: None means the default dtype of the kind; a
+    64-bit dtype with x64 off is truncated with a UserWarning."""
+    if dtype is None or dtype is default_kind:
+        return dtypes.dtype(default_kind, canonicalize=True)
+    dt = dtypes.dtype(dtype)
+    canon = dtypes.canonicalize_dtype(dt)
+    if canon != dt:
+        warnings.warn(
+            f"Explicitly requested dtype {dt.name} is not available, and will be truncated to dtype "
+            f"{canon.name}. To enable more dtypes, set the jax_enable_x64 configuration option or the "
+            "JAX_ENABLE_X64 shell environment variable. See https://github.com/jax-ml/jax#current-gotchas "
+            "for more.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return canon
+
+
+def _check_shape(name: str, shape: tuple, *param_shapes: tuple) -> None:
+    if param_shapes:
+        try:
+            shape_ = np.broadcast_shapes(shape, *param_shapes)
+        except ValueError:
+            shape_ = None
+        if shape != shape_:
+            raise ValueError(
+                f"{name} parameter shapes must be broadcast-compatible with shape argument, and the result "
+                f"of broadcasting the shapes must equal the shape argument, but got result {shape_} for shape "
+                f"argument {shape}."
+            )
+
+
+def _asarray(x: Any) -> Any:
+    return x if isinstance(x, (Array, Tracer)) else jnp.asarray(x)
+
+
+def _bcast(x: Any, shape: tuple) -> Any:
+    return x if core.get_aval(x).shape == shape else jnp.broadcast_to(x, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# keys
+
+
+def _seed_to_key(seed: Any) -> Any:
+    aval = core.get_aval(seed)
+    if aval.dtype.kind not in "iu":
+        raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name}{list(aval.shape)}")
+    lo = lax.convert_element_type(seed, _U32)
+    if aval.dtype.itemsize == 8:
+        hi = lax.convert_element_type(lax.shift_right_logical(seed, _c(32, aval.dtype)), _U32)
+    else:
+        hi = lax.mul(lo, _c(0, _U32))
+    return _stack_last(hi, lo)
+
+
+def _make_key(name: str, seed: Any) -> Any:
+    if _is_arraylike(seed) and jnp.ndim(seed):
+        raise TypeError(
+            f"{name} accepts a scalar seed, but was given an array of shape {jnp.shape(seed)} != (). "
+            "Use jax.vmap for batching"
+        )
+    if isinstance(seed, bool):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if isinstance(seed, int):
+        if not -(2**63) <= seed < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
+        # as JAX: the int goes through int64, then (x64 off) int32 with wraparound
+        seed = np.int64(seed)
+        if not dtypes.canonicalize_dtype(np.int64) == np.int64:
+            seed = seed.astype(np.int32)
+        return _seed_to_key(Array(np.asarray(seed), False))
+    if not _is_arraylike(seed):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    return _seed_to_key(_asarray(seed) if not isinstance(seed, Tracer) else seed)
+
+
+def PRNGKey(seed: Any) -> Any:  # noqa: N802
+    """A PRNG key (uint32[2]) from an integer seed: (high 32 bits, low 32 bits) of the seed.
+
+    With x64 off a Python int seed is taken modulo 2**32 as a signed 32-bit value (so
+    ``PRNGKey(-1)`` is ``[0, 4294967295]``), as in JAX.
+    """
+    return _make_key("PRNGKey", seed)
+
+
+def key(seed: Any, *, impl: Any = None) -> Any:
+    """A PRNG key from an integer seed. fjax represents keys by their data, so this is the same
+    uint32[2] array as :func:`PRNGKey` (there is no extended key dtype)."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+    return _make_key("key", seed)
+
+
+def key_data(keys: Any) -> Any:
+    """The uint32 data of a key or batch of keys (the keys themselves in fjax)."""
+    return _check_key("key_data", keys, allow_batched=True)
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
+    """Keys from uint32 data of shape (..., 2) (validated and returned unchanged in fjax)."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+    return _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+
+
+def key_impl(keys: Any) -> str:
+    """The name of the PRNG implementation of ``keys``: always ``"threefry2x32"``."""
+    _check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def clone(key: Any) -> Any:
+    """A copy of ``key`` (keys are immutable values in fjax, so the key itself)."""
+    return key
+
+
+def split(key: Any, num: int | Sequence[int] = 2) -> Any:
+    """``num`` new keys (shape ``(num, 2)``, or ``(*num, 2)`` for a tuple), independent of
+    ``key`` and of each other."""
+    key = _check_key("split", key)
+    shape = tuple(num) if isinstance(num, Sequence) else (num,)
+    shape = _canonicalize_shape(shape, "split")
+    b1, b2 = _hash_shape(key, shape)
+    return _stack_last(b1, b2)
+
+
+def fold_in(key: Any, data: Any) -> Any:
+    """A new key that is a deterministic function of ``key`` and the 32-bit integer ``data``."""
+    key = _check_key("fold_in", key)
+    if np.ndim(data) if not isinstance(data, Tracer) else data.ndim:
+        raise TypeError(
+            f"fold_in accepts a scalar, but was given an array of shape {jnp.shape(data)} != (). "
+            "Use jax.vmap for batching."
+        )
+    if isinstance(data, int) and not isinstance(data, bool):
+        if not 0 <= data < 2**32:
+            raise OverflowError(f"Python integer {data} out of bounds for uint32")
+        data = _c(data, _U32)
+    d = lax.convert_element_type(_asarray(data), _U32)
+    k1, k2 = _key_halves(key)
+    o1, o2 = threefry2x32(k1, k2, lax.mul(d, _c(0, _U32)), d)
+    return _stack_last(o1, o2)
+
+
+# ---------------------------------------------------------------------------------------------
+# samplers
+
+
+def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Uniform random bits as unsigned integers (uint32, or uint64 under x64, by default)."""
+    key = _check_key("bits", key)
+    dt = dtypes.default_uint_dtype() if dtype is None else _user_dtype(dtype, None)
+    if dt.kind != "u":
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
+    shape = _canonicalize_shape(shape, "bits")
+    return _random_bits(key, dt.itemsize * 8, shape)
+
+
+def _uniform(key: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) -> Any:
+    finfo = np.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    minval = _convert(minval, dtype)
+    maxval = _convert(maxval, dtype)
+    _check_shape("uniform", shape, core.get_aval(minval).shape, core.get_aval(maxval).shape)
+    b = _random_bits(key, nbits, shape)
+    mant = lax.shift_right_logical(b, _c(nbits - nmant, b.dtype))
+    # == bitcast(mant | bits(1.0)) - 1.0, computed exactly without the bitcast
+    floats = lax.mul(lax.convert_element_type(mant, dtype), _c(2.0**-nmant, dtype))
+    lo = _bcast(minval, shape)
+    hi = _bcast(maxval, shape)
+    return lax.max(lo, _fma(floats, lax.sub(hi, lo), lo))
+
+
+def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
+    """Uniform samples in ``[minval, maxval)`` of ``shape`` and float ``dtype``."""
+    key = _check_key("uniform", key)
+    dt = _user_dtype(dtype, float)
+    shape = _canonicalize_shape(shape, "uniform")
+    if dt.kind != "f":
+        raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
+    return _uniform(key, shape, dt, minval, maxval)
+
+
+def _normal_real(key: Any, shape: tuple, dtype: np.dtype) -> Any:
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = _uniform(key, shape, dtype, lo, np.array(1.0, dtype))
+    return lax.mul(_c(np.sqrt(2), dtype), _erf_inv(u))
+
+
+def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Standard normal samples (by inverting erf on uniform samples, as JAX does)."""
+    key = _check_key("normal", key)
+    shape = _canonicalize_shape(shape, "normal")
+    dt = _user_dtype(dtype, float)
+    if dt.kind not in "fc":
+        raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
+    if dt.kind == "c":
+        real_dt = np.dtype(f"float{dt.itemsize * 4}")
+        k_re, k_im = _split2(key)
+        re = lax.convert_element_type(_normal_real(k_re, shape, real_dt), dt)
+        im = lax.convert_element_type(_normal_real(k_im, shape, real_dt), dt)
+        return lax.div(lax.add(re, lax.mul(_c(1j, dt), im)), _c(np.sqrt(2), dt))
+    return _normal_real(key, shape, dt)
+
+
+def _split2(key: Any) -> tuple[Any, Any]:
+    ks = split(key)
+    return lax.reshape(lax.slice_in_dim(ks, 0, 1, axis=0), (2,)), lax.reshape(lax.slice_in_dim(ks, 1, 2, axis=0), (2,))
+
+
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = None, dtype: Any = None) -> Any:
+    """Standard normal samples conditioned on ``lower < x < upper`` (open interval)."""
+    if shape is not None:
+        shape = _canonicalize_shape(shape, "truncated_normal")
+    key = _check_key("truncated_normal", key)
+    dt = _user_dtype(dtype, float)
+    if dt.kind != "f":
+        raise ValueError(f"dtype argument to `truncated_normal` must be a float dtype, got {dt}")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(jnp.shape(lower), jnp.shape(upper)))
+    else:
+        _check_shape("truncated_normal", shape, jnp.shape(lower), jnp.shape(upper))
+    sqrt2 = _c(np.sqrt(2), dt)
+    lower = _convert(lower, dt)
+    upper = _convert(upper, dt)
+    a = _erf(lax.div(lower, sqrt2))
+    b = _erf(lax.div(upper, sqrt2))
+    u = _uniform(key, shape, dt, a, b)
+    out = lax.mul(sqrt2, _erf_inv(u))
+    lo = lax.nextafter(lax.stop_gradient(lower), _c(np.inf, dt))
+    hi = lax.nextafter(lax.stop_gradient(upper), _c(-np.inf, dt))
+    return jnp.clip(out, lo, hi)
+
+
+def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "low") -> Any:
+    """Boolean samples that are True with probability ``p``."""
+    if shape is not None:
+        shape = _canonicalize_shape(shape, "bernoulli")
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    key = _check_key("bernoulli", key)
+    dt = dtypes.dtype(p, canonicalize=True)
+    if dt.kind != "f":
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
+    p = _convert(p, dt)
+    if shape is None:
+        shape = core.get_aval(p).shape
+    else:
+        _check_shape("bernoulli", shape, core.get_aval(p).shape)
+    pb = _bcast(p, shape)
+    if mode == "high":
+        u = uniform(key, (2, *shape), dt)
+        u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
+        u2 = lax.mul(lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape), _c(2.0 ** -np.finfo(dt).nmant, dt))
+        return lax.lt(u2, lax.sub(pb, u1))
+    return lax.lt(uniform(key, shape, dt), pb)
+
+
+def _convert_and_clip_integer(val: Any, dtype: np.dtype) -> Any:
+    vdt = core.get_aval(val).dtype
+    lo = max(np.iinfo(dtype).min, np.iinfo(vdt).min)
+    hi = min(np.iinfo(dtype).max, np.iinfo(vdt).max)
+    clipped = lax.clamp(_c(lo, vdt), lax.convert_element_type(val, vdt), _c(hi, vdt))
+    return lax.convert_element_type(clipped, dtype)
+
+
+def _to_int_array(x: Any) -> Any:
+    x = _asarray(x)
+    if x.dtype.kind not in "iu":
+        x = lax.convert_element_type(x, dtypes.default_int_dtype())
+    return x
+
+
+def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None) -> Any:
+    """Integers uniform in ``[minval, maxval)`` (JAX's modulus of 2x-wide bits: slightly biased
+    unless the span is a power of 2)."""
+    key = _check_key("randint", key)
+    dt = _user_dtype(dtype, int)
+    shape = _canonicalize_shape(shape, "randint")
+    if dt.kind not in "iu":
+        raise TypeError(f"randint only accepts integer dtypes, got {dt}")
+    for v in (minval, maxval):
+        if not _is_arraylike(v):
+            raise TypeError(f"randint requires ndarray or scalar arguments, got {type(v).__name__}")
+    sample_dt = dt
+    info = np.iinfo(dt)
+    if info.bits < 32:
+        sample_dt = np.dtype(np.int32)
+        i32 = np.dtype(np.int32)
+        lo, hi, hi1 = _c(info.min, i32), _c(info.max, i32), _c(info.max + 1, i32)
+        minval = lax.clamp(lo, lax.convert_element_type(_asarray(minval), i32), hi)
+        maxval = lax.clamp(lo, lax.convert_element_type(_asarray(maxval), i32), hi1)
+    return lax.convert_element_type(_randint(key, shape, minval, maxval, sample_dt), dt)
+
+
+def _randint(key: Any, shape: tuple, minval: Any, maxval: Any, dtype: np.dtype) -> Any:
+    _check_shape("randint", shape, jnp.shape(minval), jnp.shape(maxval))
+    minval = _to_int_array(minval)
+    maxval = _to_int_array(maxval)
+    mdt = core.get_aval(maxval).dtype
+    out_of_range = lax.gt(maxval, _convert_and_clip_integer(_c(np.iinfo(dtype).max, dtype), mdt))
+    minval = _bcast(_convert_and_clip_integer(minval, dtype), shape)
+    maxval = _bcast(_convert_and_clip_integer(maxval, dtype), shape)
+    out_of_range = _bcast(out_of_range, shape)
+    nbits = np.iinfo(dtype).bits
+    k1, k2 = _split2(key)
+    higher = _random_bits(k1, nbits, shape)
+    lower = _random_bits(k2, nbits, shape)
+    udt = _UINT_DTYPES[nbits]
+    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    one = _full_like(span, 1)
+    span = lax.select(lax.le(maxval, minval), one, span)
+    span = lax.select(lax.bitwise_and(out_of_range, lax.gt(maxval, minval)), lax.add(span, one), span)
+    mult = lax.rem(_c(2 ** (nbits // 2), udt), span)
+    mult = lax.rem(lax.mul(mult, mult), span)
+    offset = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+def _shuffle(key: Any, x: Any, axis: int, independent: bool = True) -> Any:
+    # JAX's sort-based shuffle: sort by fresh 32-bit keys, repeated enough times that key
+    # collisions are negligible. With independent=False one key per position along ``axis`` is
+    # shared by every slice, which permutes x exactly as JAX's take(x, shuffled arange, axis).
+    shape = core.get_aval(x).shape
+    size = math.prod(shape) if independent else shape[axis]
+    num_rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(num_rounds):
+        key, subkey = _split2(key)
+        if independent:
+            sort_keys = _random_bits(subkey, 32, shape)
+        else:
+            sort_keys = lax.broadcast_in_dim(_random_bits(subkey, 32, (shape[axis],)), shape, (axis,))
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+def _canon_axis(axis: int, ndim: int, name: str) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+    """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis`` (each slice
+    independently if ``independent``)."""
+    key = _check_key("permutation", key)
+    if not _is_arraylike(x):
+        raise TypeError(f"permutation requires ndarray or scalar arguments, got {type(x).__name__}")
+    nd = jnp.ndim(x)
+    axis = _canon_axis(axis, nd or 1, "permutation")
+    if not nd:
+        if dtypes.dtype(x).kind not in "iu":
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        r = int(core.concrete_or_error(x, "argument x of fjax.random.permutation()"))
+        return _shuffle(key, jnp.arange(r), 0)
+    x = _asarray(x)
+    return _shuffle(key, x, axis, independent or nd == 1)
+
+
+def choice(
+    key: Any, a: Any, shape: Shape = (), replace: bool = True, p: Any = None, axis: int = 0, mode: str | None = None
+) -> Any:
+    """A random sample of ``shape`` from ``a`` (an array, along ``axis``, or ``arange(a)``), with or
+    without replacement, uniformly or with probabilities ``p``."""
+    key = _check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+    if not _is_arraylike(a):
+        raise TypeError(f"choice requires ndarray or scalar arguments, got {type(a).__name__}")
+    shape = _canonicalize_shape(shape, "choice")
+    arr = _asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(core.concrete_or_error(a, "The error occurred in jax.random.choice()"))
+    else:
+        axis = _canon_axis(axis, arr.ndim, "choice")
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(
+            f"Cannot take a larger sample (size {n_draws}) than population (size {n_inputs}) when 'replace=False'"
+        )
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
+            result = lax.slice_in_dim(perm, 0, n_draws, axis=axis if arr.ndim else 0)
+    else:
+        p_arr = _asarray(p)
+        if p_arr.dtype.kind not in "fc":
+            p_arr = lax.convert_element_type(p_arr, dtypes.default_float_dtype())
+        if p_arr.shape != (n_inputs,):
+            raise ValueError(
+                "p must be None or a 1D vector with the same size as a.shape[axis]. "
+                f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}."
+            )
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            total = lax.reshape(lax.slice_in_dim(p_cuml, n_inputs - 1, n_inputs, axis=0), ())
+            u = uniform(key, shape, dtype=p_cuml.dtype)
+            r = lax.mul(total, lax.sub(_c(1, p_cuml.dtype), u))
+            ind = lax.convert_element_type(jnp.searchsorted(p_cuml, r), dtypes.default_int_dtype())
+        else:
+            g = lax.add(gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode), _log(p_arr))
+            ind = lax.convert_element_type(lax.top_k(g, n_draws)[1], dtypes.default_int_dtype())
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+    out_shape = shape if arr.ndim == 0 else arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1 :]
+    return lax.reshape(result, out_shape)
+
+
+def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str | None = None) -> Any:
+    """Standard Gumbel samples (``mode='high'`` uses two uniforms for a finer left tail)."""
+    key = _check_key("gumbel", key)
+    dt = _user_dtype(dtype, float)
+    if dt.kind != "f":
+        raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {dt}")
+    shape = _canonicalize_shape(shape, "gumbel")
+    mode = "low" if mode is None else mode
+    if mode not in ("high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode} (fjax supports 'low' and 'high')")
+    info = np.finfo(dt)
+    if mode == "high":
+        u = _uniform(key, (2, *shape), dt, 0.0, 1.0)
+        high = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
+        low = lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape)
+        half = _full_like(high, 0.5)
+        small = lax.add(_fma(_c(2.0**-info.nmant, dt), low, high), _c(info.tiny, dt))
+        x = lax.select(lax.ge(high, half), high, small)
+        return lax.neg(_log(lax.neg(_log1p(lax.neg(x)))))
+    u = _uniform(key, shape, dt, _c(info.tiny, dt), 1.0)
+    return lax.neg(_log(lax.neg(_log(u))))
+
+
+def categorical(
+    key: Any, logits: Any, axis: int = -1, shape: Shape | None = None, replace: bool = True, mode: str | None = None
+) -> Any:
+    """Samples of category indices with probabilities ``softmax(logits, axis)`` (Gumbel-max, or
+    Gumbel top-k without replacement)."""
+    key = _check_key("categorical", key)
+    if not _is_arraylike(logits):
+        raise TypeError(f"categorical requires ndarray or scalar arguments, got {type(logits).__name__}")
+    logits = _asarray(logits)
+    nd = logits.ndim
+    axis = _canon_axis(axis, nd, "categorical")
+    batch_shape = tuple(np.delete(np.array(logits.shape, dtype=np.int64), axis).tolist())
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _canonicalize_shape(shape, "categorical")
+        _check_shape("categorical", shape, batch_shape)
+    shape_prefix = shape[: len(shape) - len(batch_shape)]
+    if replace:
+        logits_shape = list(shape[len(shape) - len(batch_shape) :])
+        logits_shape.insert(axis, logits.shape[axis])
+        full = (*shape_prefix, *logits_shape)
+        g = gumbel(key, full, logits.dtype, mode=mode)
+        lg = jnp.broadcast_to(lax.expand_dims(logits, tuple(range(len(shape_prefix)))), full)
+        return jnp.argmax(lax.add(g, lg), axis=axis + len(shape_prefix))
+    logits = lax.add(logits, gumbel(key, logits.shape, logits.dtype, mode=mode))
+    k = math.prod(shape_prefix)
+    if k > logits.shape[axis]:
+        raise ValueError(
+            f"Number of samples without replacement ({k}) cannot exceed number of categories ({logits.shape[axis]})."
+        )
+    _, indices = lax.top_k(jnp.moveaxis(logits, axis, -1), k)
+    dims = (indices.ndim - 1, *range(indices.ndim - 1))
+    return lax.reshape(indices, shape, dims)
+
+
+def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Standard exponential samples, ``-log1p(-u)``."""
+    key = _check_key("exponential", key)
+    dt = _user_dtype(dtype, float)
+    if dt.kind != "f":
+        raise ValueError(f"dtype argument to `exponential` must be a float dtype, got {dt}")
+    shape = _canonicalize_shape(shape, "exponential")
+    u = _uniform(key, shape, dt, 0.0, 1.0)
+    return lax.neg(_log1p(lax.neg(u)))
+
+
+def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
+    """Standard Laplace samples."""
+    key = _check_key("laplace", key)
+    dt = _user_dtype(dtype, float)
+    if dt.kind != "f":
+        raise ValueError(f"dtype argument to `laplace` must be a float dtype, got {dt}")
+    shape = _canonicalize_shape(shape, "laplace")
+    u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
+    return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
