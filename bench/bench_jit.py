@@ -3,7 +3,8 @@ process: a 4M-element float32 transcendental chain (forward and gradient) agains
 (and JAX's jit when jax is importable), jit dispatch of ``x + 1.0`` on a scalar, and first-call
 compile time.
 
-Run: ``python bench/bench_jit.py [--n 4000000] [--repeat 20]``. Compile times are measured with
+Run: ``python bench/bench_jit.py [--n 4000000] [--repeat 20]``; ``--vmath`` runs only the
+per-element microbenchmark of ``fjax.interpreters.vmath`` against numpy's ufuncs. Compile times are measured with
 a fresh kernel cache directory (so they include numba's compile, not a disk-cache load); the
 numba process start-up cost (~1-2 s, paid once) is reported separately. When comparing with JAX,
 note ARCHITECTURE.md: OPENBLAS_CORETYPE pins numpy's BLAS (not used here), JAX brings its own.
@@ -53,11 +54,70 @@ def np_chain_grad(x):
     return (1 - t * t) * e + t * e * (-2 * x) + np.cos(x) * np.float32(0.5)
 
 
+def vmath_micro(n: int, repeat: int) -> None:
+    """Per-element time of each ``vmath`` function in a plain numba loop against numpy's ufunc,
+    and whether the loop compiled to vector code (the loop must inline the function: a call left
+    in the loop keeps it scalar)."""
+    import numba  # noqa: PLC0415
+
+    from fjax.interpreters import vmath as vm  # noqa: PLC0415
+
+    def np_logistic(x, out):
+        np.exp(-x, out=out)
+        out += 1
+        return np.reciprocal(out, out=out)
+
+    ref = {
+        "exp": np.exp,
+        "log": np.log,
+        "log1p": np.log1p,
+        "expm1": np.expm1,
+        "tanh": np.tanh,
+        "logistic": np_logistic,
+        "sin": np.sin,
+        "cos": np.cos,
+        "erf": None,
+    }
+    rng = np.random.default_rng(0)
+    print(f"vmath per element, n={n}, best of {repeat} (numba loop vs numpy ufunc)")
+    for name, npf in ref.items():
+        for dt, suf in ((np.float32, "f32"), (np.float64, "f64")):
+            fn = getattr(vm, f"{name}_{suf}", None)
+            if fn is None:
+                continue
+
+            def mk(fn):
+                @numba.njit(error_model="numpy", nogil=True)
+                def loop(x, y):
+                    for i in range(x.shape[0]):
+                        y[i] = fn(x[i])
+
+                return loop
+
+            x = (rng.standard_normal(n) * 3).astype(dt)
+            if name in ("log", "log1p"):
+                x = np.abs(x) + dt(0.1)
+            y = np.empty_like(x)
+            loop = mk(fn)
+            loop(x, y)
+            vec = f"x {'float' if dt == np.float32 else 'double'}>" in loop.inspect_llvm(loop.signatures[0])
+            t_nb = best_of(lambda: loop(x, y), repeat) / n * 1e9
+            line = f"  {name:9s} {suf}: {t_nb:6.2f} ns"
+            if npf is not None:
+                t_np = best_of(lambda: npf(x, out=y), repeat) / n * 1e9
+                line += f" | numpy {t_np:6.2f} ns | x{t_nb / t_np:5.2f}"
+            print(line + ("" if vec else "   NOT VECTORIZED"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--vmath", action="store_true", help="only the per-element vmath microbenchmark")
     args = ap.parse_args()
+    if args.vmath:
+        vmath_micro(1 << 20, args.repeat)
+        return
     config.update("fjax_cache_dir", tempfile.mkdtemp(prefix="fjax_bench_"))
     lowering.install()
     x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)

@@ -194,3 +194,19 @@ def test_hypothesis_float64(xs, name):
     x = np.array(xs, np.float64)
     err, at = max_ulp(name, x)
     assert err <= vm.ULP_BOUNDS[(name, "float64")], (name, at)
+
+
+VECTORIZED = [(n, dt) for n in FUNCS for dt in DTYPES if not (n == "erf" and dt == np.float64)]
+
+
+@pytest.mark.parametrize("name,dt", VECTORIZED, ids=[f"{n}-{np.dtype(d).name}" for n, d in VECTORIZED])
+def test_loop_vectorizes(name, dt):
+    """A plain loop calling the function is inlined (no call left in the loop, which would keep it
+    scalar) and compiles to SIMD code (LLVM vector types in the optimized IR)."""
+    vm_apply(name, np.ones(4, dt))
+    run = _runners[(name, "f32" if dt == np.float32 else "f64")]
+    ir = run.inspect_llvm(run.signatures[0])
+    elem = "float" if dt == np.float32 else "double"
+    assert f"x {elem}>" in ir, f"{name} {np.dtype(dt).name}: the loop did not vectorize"
+    calls = [ln for ln in ir.splitlines() if "call" in ln and f"5vmath{len(name) + 4}{name}" in ln]
+    assert not calls, calls[:2]

@@ -24,7 +24,13 @@ there and loaded here); a reduction joins the nest that computes its operand, so
 Layout ops of materialized data become load indices; of values still inside a loop they force
 that value to be stored first.
 
-What does not lower (complex and float16 dtypes, gather/scatter/control flow and other
+Indexing ops are loads too: ``slice``/``rev``/``dynamic_slice`` become affine index expressions
+(``Ix``: scale, offset, clamped runtime offsets), ``pad``/``concatenate`` guarded loads (the index
+is clamped and out-of-range positions read the padding value; ``concatenate`` selects its part by
+position), and the pointwise ``gather`` forms (``x[iota, labels]``, ``take_along_axis``) loads whose
+index is itself a loaded value. They fuse with their consumers and copy nothing.
+
+What does not lower (complex and float16 dtypes, windowed gather, scatter, control flow and other
 primitives without a rule here) runs on the host between kernels: the jaxpr is cut into segments
 and the unsupported equation is evaluated with its primitive's numpy ``impl`` (never through numba
 objmode). ``compile_jaxpr`` returns None (jit then evaluates the jaxpr eagerly) only when nothing at
@@ -67,12 +73,55 @@ class Buf:
 
 
 class Load:
-    """``out = buf[index]``: index has one entry per buffer dim, a loop axis or None (meaning 0)."""
+    """``out = buf[index]``: index has one entry per buffer dim, a loop axis, None (meaning 0) or an
+    ``Ix``; ``fill`` (an SSA/constant name) is read where a guarded ``Ix`` is out of range."""
 
-    __slots__ = ("out", "buf", "index", "dtype")
+    __slots__ = ("out", "buf", "index", "dtype", "fill")
 
-    def __init__(self, out: str, buf: Buf, index: tuple, dtype: np.dtype):
-        self.out, self.buf, self.index, self.dtype = out, buf, index, dtype
+    def __init__(self, out: str, buf: Buf, index: tuple, dtype: np.dtype, fill: str | None = None):
+        self.out, self.buf, self.index, self.dtype, self.fill = out, buf, index, dtype, fill
+
+
+class Ix(tuple):
+    """A general index of one buffer dim (``Load.index`` entries are otherwise a loop axis or
+    None): ``raw = scale * i<axis> + offset + sum(coef * clamp(int(v), lo, hi) for v, coef, lo, hi
+    in dyn)`` (no axis term when ``axis`` is None; ``v`` are SSA names of scalars); the index is
+    ``raw // div``. With ``ext`` set the load is guarded: positions with ``raw`` outside
+    ``[0, (ext - 1) * div]`` or not a multiple of ``div`` read the load's ``fill`` value instead
+    (the index is clamped, so memory is never read out of bounds)."""
+
+    __slots__ = ()
+
+    def __new__(cls, axis, scale=1, offset=0, div=1, ext=None, dyn=()):
+        return tuple.__new__(cls, (axis, scale, offset, div, ext, tuple(dyn)))
+
+    axis = property(lambda self: self[0])
+    scale = property(lambda self: self[1])
+    offset = property(lambda self: self[2])
+    div = property(lambda self: self[3])
+    ext = property(lambda self: self[4])
+    dyn = property(lambda self: self[5])
+
+    @property
+    def plain(self) -> bool:
+        """An affine index without division or guard."""
+        return self.div == 1 and self.ext is None
+
+
+def _norm(e: Any) -> Ix:
+    if isinstance(e, Ix):
+        return e
+    return Ix(None, 0, 0) if e is None else Ix(e)
+
+
+def _denorm(e: Ix) -> Any:
+    """The legacy entry (an axis, or None for 0) when ``e`` is that simple."""
+    if e.plain and not e.dyn:
+        if e.axis is not None and e.scale == 1 and e.offset == 0:
+            return e.axis
+        if e.axis is None and e.offset == 0:
+            return None
+    return e
 
 
 class Const:
@@ -237,6 +286,8 @@ REDUCTIONS = {
     "reduce_or": "or",
 }
 LAYOUT = frozenset({"broadcast_in_dim", "transpose", "squeeze", "reshape", "expand_dims"})
+# index-arithmetic views (no copy; loads with offsets, strides, guards or runtime offsets)
+INDEXING = frozenset({"slice", "rev", "pad", "concatenate", "dynamic_slice", "gather"})
 
 
 def _dtypes_ok(eqn: JaxprEqn) -> bool:
@@ -252,10 +303,12 @@ def unsupported_reason(eqn: JaxprEqn) -> str | None:
     if not _dtypes_ok(eqn):
         dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
         return f"{name} on dtypes {dts}"
-    if name in ELEMENTWISE or name in LAYOUT or name in REDUCTIONS or name == "iota":
+    if name in ELEMENTWISE or name in LAYOUT or name in REDUCTIONS or name in INDEXING or name == "iota":
         if name == "integer_pow" and eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
             return "integer_pow with a negative exponent on integers"
         return None
+    if name == "gather":
+        return None if _pointwise_gather(eqn) else "gather other than the pointwise form (windows or batching dims)"
     if name == "dot_general":
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         dt = eqn.outvars[0].aval.dtype
@@ -263,6 +316,25 @@ def unsupported_reason(eqn: JaxprEqn) -> str | None:
             return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
         return None
     return f"no lowering rule for primitive {name}"
+
+
+def _pointwise_gather(eqn: JaxprEqn) -> bool:
+    """A gather reading one element per index vector (``x[iota, labels]``, ``take_along_axis``):
+    no window or batching dims, every slice size 1, every operand dim indexed."""
+    dn = eqn.params["dimension_numbers"]
+    nd = eqn.invars[0].aval.ndim
+    idx = eqn.invars[1].aval
+    return (
+        nd > 0
+        and not dn.offset_dims
+        and not dn.operand_batching_dims
+        and tuple(sorted(dn.collapsed_slice_dims)) == tuple(range(nd))
+        and tuple(sorted(dn.start_index_map)) == tuple(range(nd))
+        and all(s == 1 for s in eqn.params["slice_sizes"])
+        and idx.ndim >= 1
+        and idx.shape[-1] == nd
+        and idx.dtype.kind in "iu"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,12 +349,22 @@ class _BufVal:
 
 
 class _ViewVal:
-    """``shape``-shaped value reading ``buf`` through ``index_map`` (per buf dim: out axis or None)."""
+    """``shape``-shaped value reading ``buf`` through ``index_map`` (per buf dim: out axis, None or
+    an ``Ix`` whose ``dyn`` entries hold 0-d values); ``fill`` (a 0-d value) is read where a
+    guarded entry is out of range (pad, concatenate)."""
 
-    __slots__ = ("buf", "index_map", "shape")
+    __slots__ = ("buf", "index_map", "shape", "fill")
 
-    def __init__(self, buf: Buf, index_map: tuple, shape: tuple):
-        self.buf, self.index_map, self.shape = buf, tuple(index_map), tuple(shape)
+    def __init__(self, buf: Buf, index_map: tuple, shape: tuple, fill: Any = None):
+        self.buf, self.index_map, self.shape, self.fill = buf, tuple(index_map), tuple(shape), fill
+
+    def deps(self) -> list:
+        """The 0-d values the view's loads read besides ``buf``."""
+        out = [self.fill] if self.fill is not None else []
+        for e in self.index_map:
+            if isinstance(e, Ix):
+                out.extend(d[0] for d in e.dyn)
+        return out
 
 
 class _ConstVal:
@@ -388,6 +470,13 @@ class _KernelBuilder:
                         ok = False
                 elif isinstance(v, (_BufVal, _ViewVal)) and v.buf.producer >= cand.index:
                     ok = False  # written by this nest (or later): not readable inside it
+                stack = list(v.deps()) if isinstance(v, _ViewVal) else []
+                while stack:
+                    d = stack.pop()
+                    if isinstance(d, (_BufVal, _ViewVal)) and d.buf.producer >= cand.index:
+                        ok = False
+                    if isinstance(d, _ViewVal):
+                        stack.extend(d.deps())
             if ok:
                 return cand
         return self._new_nest(domain)
@@ -406,13 +495,22 @@ class _KernelBuilder:
             index = () if nd == 0 else tuple(range(len(nest.domain) - nd, len(nest.domain)))
             if nd and buf.shape != nest.domain[len(nest.domain) - nd :]:
                 raise AssertionError(f"load of {buf} in domain {nest.domain}")
+            fill = None
         else:
-            buf, index = val.buf, val.index_map
-        key = (buf.name, index)
+            buf, fill = val.buf, None
+            index = []
+            for e in val.index_map:
+                if isinstance(e, Ix) and e.dyn:
+                    e = Ix(*e[:5], tuple((self._ref(v, nest), c, lo, hi) for v, c, lo, hi in e.dyn))
+                index.append(e)
+            index = tuple(index)
+            if val.fill is not None and any(isinstance(e, Ix) and e.ext is not None for e in index):
+                fill = self._ref(val.fill, nest)
+        key = (buf.name, index, fill)
         name = nest._loads.get(key)
         if name is None:
             name = self._ssa()
-            nest.body.append(Load(name, buf, index, buf.dtype))
+            nest.body.append(Load(name, buf, index, buf.dtype, fill))
             nest._loads[key] = name
         return name
 
@@ -468,7 +566,129 @@ class _KernelBuilder:
         if name == "dot_general":
             self.env[out] = _BufVal(self._dot(eqn, ins))
             return
+        if name in INDEXING:
+            self.env[out] = self._indexing(eqn, ins)
+            return
         raise NotImplementedError(name)
+
+    def _scalar_operand(self, v: Any) -> Any:
+        """A 0-d value usable as a view's ``fill``/``dyn`` (scalars of nests are stored first)."""
+        if isinstance(v, _ScalarVal):
+            return _BufVal(self.materialize(v))
+        return v
+
+    def _indexing(self, eqn: JaxprEqn, ins: list) -> Any:
+        name = eqn.primitive.name
+        p = eqn.params
+        in_shape = eqn.invars[0].aval.shape
+        out_shape = eqn.outvars[0].aval.shape
+        nd = len(in_shape)
+        x = ins[0]
+        if name == "slice":
+            st = p["strides"] or (1,) * nd
+            t = tuple(Ix(k, st[k], p["start_indices"][k]) for k in range(nd))
+            return self._compose(x, in_shape, t, out_shape)
+        if name == "rev":
+            dims = set(p["dimensions"])
+            t = tuple(Ix(k, -1, in_shape[k] - 1) if k in dims else k for k in range(nd))
+            return self._compose(x, in_shape, t, out_shape)
+        if name == "dynamic_slice":
+            sizes = p["slice_sizes"]
+            t = []
+            for k in range(nd):
+                iv = self._scalar_operand(ins[1 + k])
+                hi = in_shape[k] - sizes[k]
+                if isinstance(iv, _ConstVal):
+                    t.append(Ix(k, 1, int(min(max(int(iv.value), 0), hi))))
+                else:
+                    t.append(Ix(k, 1, 0, dyn=((iv, 1, 0, hi),)))
+            return self._compose(x, in_shape, tuple(t), out_shape)
+        if name == "gather":
+            return self._gather(eqn, ins)
+        if name == "pad":
+            cfg = p["padding_config"]
+            if any(n == 0 for n in in_shape):
+                return self._fill_value(ins[1], out_shape, eqn)
+            t = tuple(Ix(k, 1, -lo, it + 1, in_shape[k]) for k, (lo, _, it) in enumerate(cfg))
+            if isinstance(x, _ConstVal):
+                x = _BufVal(self.materialize(x))
+            return self._compose(x, in_shape, t, out_shape, fill=self._scalar_operand(ins[1]))
+        if name == "concatenate":
+            dim = p["dimension"]
+            parts = [(v, a.aval.shape) for v, a in zip(ins, eqn.invars) if a.aval.shape[dim] > 0]
+            if len(parts) == 1:
+                return parts[0][0]
+            dt = eqn.outvars[0].aval.dtype
+            zero = _ConstVal(np.zeros((), dt).item(), dt, ())
+            views, off = [], 0
+            for v, shp in parts:
+                t = tuple(Ix(k, 1, -off, 1, shp[k]) if k == dim else k for k in range(nd))
+                views.append((off, self._compose(v, shp, t, out_shape, fill=zero)))
+                off += shp[dim]
+            nest = self._nest_for(out_shape, [v for _, v in views], None)
+            refs = [self._ref(v, nest) for _, v in views]
+            pos = self._ssa()
+            i64 = np.dtype(np.int64)
+            nest.body.append(Iota(pos, dim, i64, _eqn_comment(eqn)))
+            acc = refs[-1]
+            for k in range(len(views) - 2, -1, -1):
+                o_end = views[k + 1][0]  # part k holds positions below where part k + 1 starts
+                r = refs[k]
+                cond = self._ssa()
+                nest.body.append(Op(cond, "lt", (pos, self.const(o_end, i64)), np.bool_, (i64, i64), {}, "concatenate"))
+                sel = self._ssa()
+                nest.body.append(
+                    Op(sel, "select_n", (cond, acc, r), dt, (np.dtype(np.bool_), dt, dt), {}, "concatenate")
+                )
+                acc = sel
+            return _ScalarVal(nest, acc, eqn.outvars[0].aval)
+        raise NotImplementedError(name)
+
+    def _gather(self, eqn: JaxprEqn, ins: list) -> Any:
+        """Pointwise gather: a view of the operand whose index along dim ``start_index_map[k]`` is
+        the loaded index component ``k`` (clamped; or guarded with the fill value for
+        ``FILL_OR_DROP``)."""
+        from fjax.lax.slicing import GatherScatterMode, _default_fill_value  # noqa: PLC0415
+
+        p = eqn.params
+        dn = p["dimension_numbers"]
+        x_shape = eqn.invars[0].aval.shape
+        idx_shape = eqn.invars[1].aval.shape
+        out_shape = eqn.outvars[0].aval.shape
+        dt = eqn.outvars[0].aval.dtype
+        x, iv = ins
+        if isinstance(x, _ConstVal):
+            return _ConstVal(x.value, x.dtype, out_shape)
+        if isinstance(x, _ScalarVal):
+            x = _BufVal(self.materialize(x))
+        if isinstance(x, _ViewVal):
+            x = _BufVal(self.materialize(x))
+        if isinstance(iv, _ScalarVal):
+            iv = _BufVal(self.materialize(iv))
+        nb = len(idx_shape) - 1
+        fill_mode = p["mode"] == GatherScatterMode.FILL_OR_DROP
+        big = 1 << 62
+        index = []
+        for d in range(len(x_shape)):
+            k = list(dn.start_index_map).index(d)
+            # component k of the index vectors, as a value of the output shape
+            amap = tuple(range(nb)) + (Ix(None, 0, k),)
+            comp = self._compose(iv, idx_shape, amap, out_shape)
+            if fill_mode:
+                index.append(Ix(None, 0, 0, 1, x_shape[d], ((comp, 1, -big, big),)))
+            else:
+                index.append(Ix(None, 0, 0, dyn=((comp, 1, 0, x_shape[d] - 1),)))
+        fill = None
+        if fill_mode:
+            fv = _default_fill_value(dt) if p["fill_value"] is None else p["fill_value"]
+            fill = _ConstVal(np.asarray(fv).astype(dt).item(), dt, ())
+        return _ViewVal(x.buf, tuple(index), out_shape, fill)
+
+    def _fill_value(self, pv: Any, out_shape: tuple, eqn: JaxprEqn) -> Any:
+        pv = self._scalar_operand(pv)
+        if isinstance(pv, _ConstVal):
+            return _ConstVal(pv.value, pv.dtype, out_shape)
+        return _ViewVal(pv.buf, (), out_shape)
 
     def _layout(self, eqn: JaxprEqn, x: Any) -> Any:
         name = eqn.primitive.name
@@ -508,16 +728,52 @@ class _KernelBuilder:
         out_shape = tuple(in_shape[p] for p in perm)
         return self._compose(x, in_shape, amap, out_shape)
 
-    def _compose(self, x: Any, in_shape: tuple, amap: tuple, out_shape: tuple) -> Any:
-        """View of ``x`` (shape ``in_shape``) where operand dim i is output axis ``amap[i]`` (or 0)."""
+    def _compose(self, x: Any, in_shape: tuple, amap: tuple, out_shape: tuple, fill: Any = None) -> Any:
+        """View of ``x`` (shape ``in_shape``) where operand dim i is output axis ``amap[i]`` (or 0),
+        or, for an ``Ix`` entry, that index expression of the output axes (``fill`` read where a
+        guarded entry is out of range)."""
+        if isinstance(x, _ConstVal):
+            return _ConstVal(x.value, x.dtype, out_shape)
         if isinstance(x, _ScalarVal):
             x = _BufVal(self.materialize(x))
         if isinstance(x, _BufVal):
-            return _ViewVal(x.buf, amap, out_shape)
+            return _ViewVal(x.buf, tuple(_denorm(_norm(a)) for a in amap), out_shape, fill)
         if isinstance(x, _ViewVal):
-            # x reads buf dim j at x-axis x.index_map[j]; x-axis a is output axis amap[a]
-            new = tuple(None if a is None else amap[a] for a in x.index_map)
-            return _ViewVal(x.buf, new, out_shape)
+            guarded = any(isinstance(a, Ix) and not a.plain for a in amap)
+            elementwise_dyn = any(isinstance(d, _ViewVal) and d.shape for d in x.deps())
+            if (x.fill is not None or elementwise_dyn) and guarded:
+                return self._compose(_BufVal(self.materialize(x)), in_shape, amap, out_shape, fill)
+
+            def follow(dv: Any) -> Any:
+                # a per-element index value (gather) is a value of x's shape: apply the same map
+                if isinstance(dv, _ViewVal) and dv.shape:
+                    return self._compose(dv, in_shape, amap, out_shape)
+                return dv
+
+            new = []
+            for e in x.index_map:
+                e = _norm(e)
+                if e.axis is None:
+                    e = Ix(
+                        None, e.scale, e.offset, e.div, e.ext, tuple((follow(v), c, lo, hi) for v, c, lo, hi in e.dyn)
+                    )
+                    new.append(_denorm(e))
+                    continue
+                t = _norm(amap[e.axis])
+                if not t.plain:
+                    if e.plain and e.scale == 1 and e.offset == 0 and not e.dyn:
+                        new.append(t)
+                        continue
+                    # an index expression of a division/guard: read the view from memory
+                    return self._compose(_BufVal(self.materialize(x)), in_shape, amap, out_shape, fill)
+                # buf index = (e.scale * (t.scale * i + t.offset + t.dyn) + e.offset + e.dyn) // e.div
+                dyn = tuple((follow(v), c, lo, hi) for v, c, lo, hi in e.dyn)
+                dyn += tuple((v, c * e.scale, lo, hi) for v, c, lo, hi in t.dyn)
+                if t.axis is None:
+                    new.append(_denorm(Ix(None, 0, e.scale * t.offset + e.offset, e.div, e.ext, dyn)))
+                else:
+                    new.append(_denorm(Ix(t.axis, e.scale * t.scale, e.scale * t.offset + e.offset, e.div, e.ext, dyn)))
+            return _ViewVal(x.buf, tuple(new), out_shape, x.fill if x.fill is not None else fill)
         raise AssertionError(type(x))
 
     def _dot(self, eqn: JaxprEqn, ins: list) -> Buf:

@@ -13,6 +13,12 @@ A program is compiled into two kinds of generated code:
   compiled kernel. Each kernel is compiled for one signature (inputs read-only C arrays, which
   writable arrays convert to; outputs writable) and then frozen (``disable_compile``).
 
+Memory planning (``plan_memory``): intermediates that never escape a call (not returned, not handed
+to a host impl) live in a per-program buffer set that calls take from a pool at entry and give
+back at exit, and buffers of the same shape/dtype with disjoint lifetimes share a slot. Fresh large
+``np.empty`` buffers cost a page fault per 4 KiB page on first touch (glibc returns freed heap
+memory to the OS); on this machine that was 2500 faults and more than half of the MLP step.
+
 Why not one numba function per program (the first design): numba's typing and LLVM time grow with
 function size and every program paid them again; for the MLP train step that was ~8 s cold. Small
 deduplicated kernels plus Python orchestration cost ~1 us per step at run time.
@@ -30,6 +36,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import sys
 import tempfile
 from typing import Any, Callable
@@ -52,6 +59,8 @@ PARALLEL_WORK_THRESHOLD = 300_000
 PARALLEL_MIN_SIZE = 1 << 19
 REDUCE_CHUNKS = 64
 TILE = 512
+# memory planning (``plan_memory``): intermediates live in per-program buffer sets reused across calls
+POOL_BUFFERS = True
 
 _opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
 
@@ -450,7 +459,37 @@ class NumbaRenderer:
         par = nest.parallel
 
         def ld_lines(ind: str, idx_of: Callable) -> list:
-            return [f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{idx_of(ld)}]" for ld in inner_loads]
+            lines = []
+            for li, ld in enumerate(inner_loads):
+                if not any(isinstance(e, L.Ix) for e in ld.index):
+                    lines.append(f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{idx_of(ld)}]")
+                    continue
+                idx, ok = [], []
+                for k, e in enumerate(ld.index):
+                    if not isinstance(e, L.Ix):
+                        idx.append("0" if e is None else f"i{e}")
+                        continue
+                    terms = []
+                    if e.axis is not None:
+                        terms.append({1: f"i{e.axis}", -1: f"-i{e.axis}"}.get(e.scale, f"{e.scale} * i{e.axis}"))
+                    if e.offset or not (terms or e.dyn):
+                        terms.append(str(e.offset))
+                    for v, c, lo, hi in e.dyn:
+                        d = f"min(max(np.int64({nm(v)}), {lo}), {hi})"
+                        terms.append(d if c == 1 else f"{c} * {d}")
+                    raw = " + ".join(terms)
+                    if e.ext is None:
+                        idx.append(raw if e.div == 1 else f"({raw}) // {e.div}")
+                        continue
+                    q, cl = f"q{li}_{k}", f"c{li}_{k}"
+                    lines.append(f"{ind}{q} = {raw}")
+                    lines.append(f"{ind}{cl} = min(max({q}, 0), {(e.ext - 1) * e.div})")
+                    idx.append(cl if e.div == 1 else f"{cl} // {e.div}")
+                    ok.append(f"({cl} == {q})" + (f" & ({cl} % {e.div} == 0)" if e.div != 1 else ""))
+                lines.append(f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{', '.join(idx)}]")
+                if ok:
+                    lines.append(f"{ind}{nm(ld.out)} = {nm(ld.out)} if {' & '.join(ok)} else {nm(ld.fill)}")
+            return lines
 
         def st_lines(ind: str, idx: str) -> list:
             return [f"{ind}y{j}[{idx}] = s{j}" for j in range(len(stores))]
@@ -699,6 +738,97 @@ _VIEW = {
 }
 
 
+class _Alloc:
+    """A buffer allocation line of the program (``fill`` None for ``np.empty``)."""
+
+    __slots__ = ("name", "shape", "dtype", "fill", "slot")
+
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, fill: str | None = None):
+        self.name, self.shape, self.dtype, self.fill = name, tuple(shape), np.dtype(dtype), fill
+        self.slot: str | None = None
+
+    def render(self) -> str:
+        if self.slot is None:
+            if self.fill is not None:
+                return f"{self.name} = np.full({_shape(self.shape)}, {self.fill})"
+            return f"{self.name} = np.empty({_shape(self.shape)}, np.{self.dtype.name})"
+        if self.fill is not None:
+            return f"{self.name} = {self.slot}; {self.name}.fill({self.fill})"
+        return f"{self.name} = {self.slot}"
+
+
+class _Host(str):
+    """A program line evaluating a host-fallback equation (its inputs may be aliased by its output)."""
+
+
+_IN_DONE = "# (inputs converted)"
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def plan_memory(lines: list) -> list:
+    """Memory planning: give every allocation that never escapes the call (is not returned, and is
+    not handed to a host impl, which may return a view of it) a slot of a per-program buffer set,
+    reused across calls (fresh large allocations cost a page fault per 4 KiB page, which on a loaded
+    machine costs more than the loop that fills them) and shared within a call by buffers of the
+    same shape and dtype whose lifetimes do not overlap. Returns the slots as ``(shape, dtype)``;
+    sets ``_Alloc.slot``."""
+    allocs = {ln.name: ln for ln in lines if isinstance(ln, _Alloc)}
+    root: dict = {n: n for n in allocs}  # name -> allocation it may alias
+    last: dict = {}
+    escapes: set = set()
+    for i, ln in enumerate(lines):
+        if isinstance(ln, _Alloc):
+            last[ln.name] = i
+            continue
+        if ln.startswith("#"):
+            continue
+        ids = _IDENT.findall(ln)
+        refs = {root[t] for t in ids if t in root}
+        for r in refs:
+            last[r] = i
+        if isinstance(ln, _Host) or ln.startswith("return"):
+            escapes |= refs
+            continue
+        m = re.match(r"\s*([A-Za-z_]\w*) = (.*)$", ln)
+        if m and refs:
+            lhs, rhs = m.groups()
+            rrefs = {root[t] for t in _IDENT.findall(rhs) if t in root}
+            if ".astype(" in rhs or not rrefs:
+                continue
+            if len(rrefs) > 1:  # not produced by this generator; be conservative
+                escapes |= rrefs
+                continue
+            root[lhs] = next(iter(rrefs))
+    # a name rebound to an alias of an escaping root escapes with it (handled through ``root``)
+    slots: list = []
+    free: dict = {}  # (shape, dtype) -> [slot index]
+    busy: list = []  # (last use, key, slot index)
+    for i, ln in enumerate(lines):
+        if not isinstance(ln, _Alloc) or ln.name in escapes:
+            continue
+        for entry in [b for b in busy if b[0] < i]:
+            busy.remove(entry)
+            free.setdefault(entry[1], []).append(entry[2])
+        key = (ln.shape, ln.dtype.str)
+        pool = free.get(key)
+        if pool:
+            k = pool.pop()
+        else:
+            k = len(slots)
+            slots.append((ln.shape, ln.dtype))
+        ln.slot = f"_m{k}"
+        busy.append((last.get(ln.name, i), key, k))
+    return slots
+
+
+def _new_slots(slots: list) -> Callable:
+    def make() -> tuple:
+        return tuple(np.empty(shape, dtype) for shape, dtype in slots)
+
+    return make
+
+
 class ProgramSource:
     """The program as a plain Python function (readable, one line per step) that allocates
     buffers, calls the loop-nest kernels, runs GEMMs through numpy's BLAS (transposed operands
@@ -746,6 +876,7 @@ class ProgramSource:
                 args.append(n)
                 if v in kernel_inputs:
                     body.append(f"{n} = _contig({n})")
+        body.append(_IN_DONE)
         for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
             if isinstance(step, L.HostCall):
                 eqn = step.eqn
@@ -754,15 +885,27 @@ class ProgramSource:
                 call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
                 body.append(f"# host: {L._eqn_comment(eqn)}")
                 if eqn.primitive.multiple_results:
-                    body.append(f"_r = {call}")
+                    body.append(_Host(f"_r = {call}"))
                     for k, o in enumerate(outs):
-                        body.append(f"{self._var(o)} = _host_out(_r[{k}], {self._const(o.aval.dtype)})")
+                        body.append(_Host(f"{self._var(o)} = _host_out(_r[{k}], {self._const(o.aval.dtype)})"))
                 else:
-                    body.append(f"{self._var(outs[0])} = _host_out({call}, {self._const(outs[0].aval.dtype)})")
+                    body.append(_Host(f"{self._var(outs[0])} = _host_out({call}, {self._const(outs[0].aval.dtype)})"))
                 continue
             self._kernel(si, step, ins, outs)
         outs = ", ".join(self._var(v) for v in prog.out_slots)
         body.append(f"return [{outs}]")
+        self.slots = plan_memory(body) if POOL_BUFFERS else []
+        if self.slots:
+            # one buffer set per concurrent call: taken at entry, given back at exit (list.pop and
+            # append are atomic, so threads and re-entrant calls each get their own set)
+            self.ns["_pool"] = []
+            self.ns["_new_slots"] = _new_slots(self.slots)
+            names = "".join(f"_m{k}, " for k in range(len(self.slots)))
+            head = ["try:", "    _b = _pool.pop()", "except IndexError:", "    _b = _new_slots()", f"({names}) = _b"]
+            body[body.index(_IN_DONE) : body.index(_IN_DONE) + 1] = head
+            body.insert(len(body) - 1, "_pool.append(_b)")
+        else:
+            body.remove(_IN_DONE)
 
     def _kernel(self, si: int, k: L.Kernel, ins: list, outs: list) -> None:
         bufname: dict = {}
@@ -789,13 +932,13 @@ class ProgramSource:
                     f"# nest: domain {list(st.domain)}" + (f" reduce {list(st.reduce_axes)}" if st.reduce_axes else "")
                 )
                 for b, _ in st.stores:
-                    body.append(f"{bn(b)} = np.empty({_shape(b.shape)}, np.{b.dtype.name})")
+                    body.append(_Alloc(bn(b), b.shape, b.dtype))
                 for r in st.reductions:
                     if nc.acc_mode:
                         ident = np.asarray(_ident_value(r.kind, r.acc_dtype), r.acc_dtype)
-                        body.append(f"{bn(r.out)}_acc = np.full({_shape(nc.kept_shape)}, {self._const(ident)})")
+                        body.append(_Alloc(f"{bn(r.out)}_acc", nc.kept_shape, r.acc_dtype, self._const(ident)))
                     else:
-                        body.append(f"{bn(r.out)} = np.empty({_shape(r.out.shape)}, np.{r.out.dtype.name})")
+                        body.append(_Alloc(bn(r.out), r.out.shape, r.out.dtype))
                 call = []
                 for _, buf, view, _, _ in nc.args:
                     n = bn(buf) + ("_acc" if view == "acc" else "")
@@ -824,11 +967,10 @@ class ProgramSource:
         if d.rhs_perm is not None:
             rhs = f"np.transpose({rhs}, {d.rhs_perm})"
         o = bn(d.out)
-        dt = f"np.{d.out.dtype.name}"
         if nb == 1:
             lx = f"{lhs}.reshape({nk}, {nl}).T" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
             rx = f"{rhs}.reshape({nr}, {nk}).T" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"
-            body.append(f"{o} = np.empty(({nl}, {nr}), {dt})")
+            body.append(_Alloc(o, (nl, nr), d.out.dtype))
             body.append(f"np.dot({lx}, {rx}, {o})")
         else:
             lx = (
@@ -837,14 +979,15 @@ class ProgramSource:
             rx = (
                 f"{rhs}.reshape({nb}, {nr}, {nk}).transpose(0, 2, 1)" if d.rhs_t else f"{rhs}.reshape({nb}, {nk}, {nr})"
             )
-            body.append(f"{o} = np.empty(({nb}, {nl}, {nr}), {dt})")
+            body.append(_Alloc(o, (nb, nl, nr), d.out.dtype))
             body.append(f"np.matmul({lx}, {rx}, out={o})")
         body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
 
     def source(self) -> str:
         args = [self._names[v] for v in self.prog.in_slots[len(self.prog.consts) :]]
         head = f"def program({', '.join(args)}):"
-        return "\n".join([head] + ["    " + ln for ln in self.lines]) + "\n"
+        lines = [ln.render() if isinstance(ln, _Alloc) else ln for ln in self.lines]
+        return "\n".join([head] + ["    " + ln for ln in lines]) + "\n"
 
 
 def _ident_value(kind: str, dt: np.dtype) -> Any:
