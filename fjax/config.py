@@ -26,9 +26,9 @@ class Config:
         "jax_explain_cache_misses": False,
         "jax_debug_nans": False,
         "fjax_disk_cache": True,
-        # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy);
-        # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py)
-        "fjax_jit_backend": "interpret",
+        # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py);
+        # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
+        "fjax_jit_backend": "numba",
         "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
     }
 
@@ -45,9 +45,9 @@ class Config:
         if name not in self._defaults:
             known = ", ".join(sorted(self._defaults))
             raise AttributeError(f"fjax.config.update: unknown option {name!r}; known options: {known}")
-        object.__setattr__(self, name, value)
-        for fn in self._listeners:
+        for fn in self._listeners:  # listeners validate (and may raise) before the value is set
             fn(name, value)
+        object.__setattr__(self, name, value)
 
     def read(self, name: str) -> Any:
         return getattr(self, name)

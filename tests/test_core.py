@@ -39,10 +39,7 @@ def test_make_jaxpr_consts_and_params():
     c = f32(1, 2, 3)
     jaxpr = fjax.make_jaxpr(lambda x: lax.reduce_sum(lax.add(x, c), (0,)))(f32(4, 5, 6))
     assert str(jaxpr) == (
-        "{ lambda a:f32[3]; b:f32[3]. let\n"
-        "    c:f32[3] = add b a\n"
-        "    d:f32[] = reduce_sum[axes=(0,)] c\n"
-        "  in (d,) }"
+        "{ lambda a:f32[3]; b:f32[3]. let\n    c:f32[3] = add b a\n    d:f32[] = reduce_sum[axes=(0,)] c\n  in (d,) }"
     )
     assert len(jaxpr.consts) == 1
     eqn = jaxpr.jaxpr.eqns[1]
@@ -64,8 +61,9 @@ def test_make_jaxpr_static_argnums():
 
 def test_check_jaxpr_catches_bad_eqn():
     jaxpr = fjax.make_jaxpr(lax.sin)(f32(1, 2, 3)).jaxpr
-    bad = core.Jaxpr([], jaxpr.invars, jaxpr.outvars,
-                     [jaxpr.eqns[0].replace(outvars=[core.Var(core.ShapedArray((4,), np.float32))])])
+    bad = core.Jaxpr(
+        [], jaxpr.invars, jaxpr.outvars, [jaxpr.eqns[0].replace(outvars=[core.Var(core.ShapedArray((4,), np.float32))])]
+    )
     with pytest.raises(core.JaxprTypeError):
         core.check_jaxpr(bad)
 
@@ -195,8 +193,12 @@ def test_composition_matrix():
     h2 = np.asarray(fjax.jacrev(fjax.jacfwd(f))(x))
     h3 = np.asarray(fjax.hessian(f)(x))
     h4 = np.stack([np.asarray(fjax.jvp(fjax.grad(f), (x,), (fjax.Array(e),))[1]) for e in np.eye(3, dtype=np.float32)])
-    h5 = np.stack([np.asarray(fjax.grad(lambda v, e=e: fjax.jvp(f, (v,), (fjax.Array(e),))[1])(x))
-                   for e in np.eye(3, dtype=np.float32)])
+    h5 = np.stack(
+        [
+            np.asarray(fjax.grad(lambda v, e=e: fjax.jvp(f, (v,), (fjax.Array(e),))[1])(x))
+            for e in np.eye(3, dtype=np.float32)
+        ]
+    )
     for h in (h2, h3, h4, h5):
         np.testing.assert_allclose(h, h1, rtol=1e-5, atol=1e-6)
     # closed form: d2/dx2 sin(x) e^{x/2} = e^{x/2} (cos x - 3/4 sin x)
@@ -212,8 +214,9 @@ def test_vmap_of_grad_and_grad_of_vmap():
         return lax.tanh(lax.reduce_sum(lax.mul(w, x), (0,)))
 
     per_ex = fjax.vmap(fjax.grad(loss), in_axes=(None, 0))(w, xs)
-    loop = np.stack([np.asarray(fjax.grad(loss)(w, xs[i] if False else fjax.Array(np.asarray(xs)[i])))
-                     for i in range(5)])
+    loop = np.stack(
+        [np.asarray(fjax.grad(loss)(w, xs[i] if False else fjax.Array(np.asarray(xs)[i]))) for i in range(5)]
+    )
     np.testing.assert_allclose(per_ex, loop, rtol=1e-6)
     g = fjax.grad(lambda w: lax.reduce_sum(fjax.vmap(loss, in_axes=(None, 0))(w, xs), (0,)))(w)
     np.testing.assert_allclose(g, loop.sum(0), rtol=1e-5)
@@ -274,3 +277,20 @@ def test_jit_unhashable_static():
     f = fjax.jit(lambda x, s: x, static_argnums=1)
     with pytest.raises(TypeError, match="hashable"):
         f(f32(1.0), [1, 2])
+
+
+@pytest.mark.parametrize("backend", ["interpret", "numba"])
+def test_jit_backends_agree(backend):
+    old = fjax.config.fjax_jit_backend
+    fjax.config.update("fjax_jit_backend", backend)
+    try:
+        f = fjax.jit(lambda x: lax.reduce_sum(lax.mul(lax.tanh(x), x), (0,)))
+        x = f32(0.1, -0.4, 2.0)
+        np.testing.assert_allclose(f(x), np.sum(np.tanh(np.asarray(x)) * np.asarray(x)), rtol=1e-6)
+        np.testing.assert_allclose(
+            fjax.grad(f)(x), fjax.grad(lambda v: lax.reduce_sum(lax.mul(lax.tanh(v), v), (0,)))(x), rtol=1e-6
+        )
+    finally:
+        fjax.config.update("fjax_jit_backend", old)
+    with pytest.raises(ValueError, match="fjax_jit_backend"):
+        fjax.config.update("fjax_jit_backend", "cuda-please")

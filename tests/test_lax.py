@@ -897,7 +897,11 @@ def test_jit_matches_eager(op, data):
     expected = case.fn(*args)
     out = fjax.jit(case.fn)(*args)
     assert out.dtype == expected.dtype and out.shape == expected.shape
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+    if dt.kind == "f":
+        # the numba backend's vectorized math is within a few ULPs of numpy (fjax/interpreters/vmath.py)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=4e-7, atol=1e-37)
+    else:
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
 
 
 # ---------------------------------------------------------------------------------------------
