@@ -29,6 +29,9 @@ class Config:
         # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
         "fjax_jit_backend": "numba",
+        # raise instead of falling back to eager evaluation when the numba lowering fails
+        # (the test suite turns this on so lowering bugs surface)
+        "fjax_lowering_strict": False,
         "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
     }
 

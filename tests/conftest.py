@@ -22,6 +22,13 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci"))
 
+# FJAX_LOWERING_STRICT=1 makes a failure of the numba lowering fail the test instead of falling
+# back to eager evaluation (three known failures remain; see the closing notes of issue 5)
+if os.environ.get("FJAX_LOWERING_STRICT") == "1":
+    from fjax import config as _config
+
+    _config.update("fjax_lowering_strict", True)
+
 
 @pytest.fixture
 def x64():

@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fjax import core
+from fjax.config import config
 from fjax.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 log = logging.getLogger("fjax.lowering")
@@ -303,6 +304,8 @@ def unsupported_reason(eqn: JaxprEqn) -> str | None:
     if not _dtypes_ok(eqn):
         dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
         return f"{name} on dtypes {dts}"
+    if name == "gather":
+        return None if _pointwise_gather(eqn) else "gather other than the pointwise form (windows or batching dims)"
     if name in ELEMENTWISE or name in LAYOUT or name in REDUCTIONS or name in INDEXING or name == "iota":
         if name == "integer_pow" and eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
             return "integer_pow with a negative exponent on integers"
@@ -383,8 +386,9 @@ class _ScalarVal:
 
 
 def _eqn_comment(eqn: JaxprEqn) -> str:
-    params = {k: v for k, v in eqn.params.items() if v is not None and k not in ("jaxpr",)}
-    ps = " ".join(f"{k}={v}" for k, v in params.items())
+    params = {k: v for k, v in eqn.params.items() if v is not None and not core._has_jaxpr(v)}
+    # one line: the comment must not spill into the generated code
+    ps = " ".join(" ".join(f"{k}={v}".split()) for k, v in params.items())
     outs = ", ".join(v.aval.str_short() for v in eqn.outvars)
     return f"{eqn.primitive.name}{'[' + ps + ']' if ps else ''} -> {outs}"
 
@@ -1010,8 +1014,11 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
         return entry[1]
     try:
         fn = _backend().compile_program(closed)
-    except Exception:  # a lowering bug must never break jit: fall back to eager evaluation
-        log.warning("fjax.jit: lowering failed; evaluating the jaxpr eagerly", exc_info=True)
+    except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
+        if config.fjax_lowering_strict:
+            raise
+        log.warning("fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly", type(e).__name__, e)
+        log.debug("lowering traceback", exc_info=True)
         fn = None
     _stats["compiles"] += 1
     _by_id[id(closed)] = (closed, fn)

@@ -735,6 +735,7 @@ _VIEW = {
     "rows": lambda n, nc: f"{n}.reshape({nc.extents[0][1]}, {nc.extents[1][1]})",
     "nd": lambda n, nc: n,
     "acc": lambda n, nc: n,
+    "scalar": lambda n, nc: n,  # an indexed load (slice/gather) feeding a 0-d loop: the whole buffer
 }
 
 
@@ -1025,6 +1026,8 @@ def load_nest(nc: NestCode) -> Any:
     fn = load_kernel(_nest_module_source(nc), "nest")
     sig = nc.signature()
     if sig not in fn.signatures:
+        # the same nest source can be shared by programs with other signatures: re-enable first
+        fn.disable_compile(False)
         fn.compile(sig)
     fn.disable_compile()  # writable arrays convert to the read-only signature; never respecialize
     return fn
