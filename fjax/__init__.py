@@ -28,7 +28,7 @@ from fjax.api import (
     vjp,
     vmap,
 )
-from fjax.jit import jit
+from fjax.jit import disable_jit, jit
 
 
 def _on_config_change(name: str, value: object) -> None:
@@ -54,6 +54,7 @@ __all__ = [
     "checkpoint_policies",
     "custom_jvp",
     "custom_vjp",
+    "disable_jit",
     "remat",
     "ConcretizationTypeError",
     "ShapeDtypeStruct",

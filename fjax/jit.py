@@ -6,10 +6,11 @@ callable (``fjax.interpreters.lowering``) when one is registered, else evaluates
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -438,3 +439,15 @@ def jit(
 
 
 _live_wrappers: weakref.WeakSet = weakref.WeakSet()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Run jitted functions as plain Python inside the block (``with fjax.disable_jit(): ...``),
+    so prints and breakpoints see concrete values, as ``jax.disable_jit``."""
+    old = config.jax_disable_jit
+    config.update("jax_disable_jit", disable)
+    try:
+        yield
+    finally:
+        config.update("jax_disable_jit", old)

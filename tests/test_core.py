@@ -294,3 +294,18 @@ def test_jit_backends_agree(backend):
         fjax.config.update("fjax_jit_backend", old)
     with pytest.raises(ValueError, match="fjax_jit_backend"):
         fjax.config.update("fjax_jit_backend", "cuda-please")
+
+
+def test_disable_jit_context_manager():
+    seen = []
+
+    @fjax.jit
+    def f(x):
+        seen.append(type(x).__name__)
+        return lax.mul(x, 2.0)
+
+    with fjax.disable_jit():
+        np.testing.assert_allclose(f(f32(1.0, 2.0)), [2.0, 4.0])
+    assert seen == ["Array"]  # ran eagerly: a concrete value, not a tracer
+    f(f32(1.0, 2.0))
+    assert seen[-1] != "Array" and not fjax.config.jax_disable_jit
