@@ -22,9 +22,9 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci"))
 
-# FJAX_LOWERING_STRICT=1 makes a failure of the numba lowering fail the test instead of falling
-# back to eager evaluation (three known failures remain; see the closing notes of issue 5)
-if os.environ.get("FJAX_LOWERING_STRICT") == "1":
+# a failure of the numba lowering fails the test instead of silently falling back to eager
+# evaluation (FJAX_LOWERING_STRICT=0 turns this off to see whether a failure is lowering-only)
+if os.environ.get("FJAX_LOWERING_STRICT", "1") == "1":
     from fjax import config as _config
 
     _config.update("fjax_lowering_strict", True)

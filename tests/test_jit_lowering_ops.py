@@ -283,3 +283,49 @@ def test_plan_memory_unit():
     assert c.slot is None  # reaches a host impl through the alias r
     assert d.slot is None  # returned
     assert len(slots) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions (checked with fjax_lowering_strict: a lowering error must not hide behind the
+# eager fallback)
+
+
+@pytest.fixture
+def _strict():
+    old = config.fjax_lowering_strict
+    config.update("fjax_lowering_strict", True)
+    yield
+    config.update("fjax_lowering_strict", old)
+
+
+@fjax.jit
+def scalar_indexed_loads(x, k):
+    # 0-d loop nests whose loads are indexed (static slice, dynamic_slice, a mean mixed in):
+    # the scalar kernel used to drop those loads and read undefined names
+    return x[0] + x[k] + jnp.mean(x) * x[-1], x[k] * 2.0
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_scalar_nest_with_indexed_loads(_strict, k):
+    _check(scalar_indexed_loads, f32(5), np.int32(k))
+
+
+@pytest.mark.parametrize("k,want", [(7, 4), (-8, 0)])
+def test_scalar_nest_dynamic_index_out_of_bounds(_strict, k, want):
+    x = np.arange(5.0, dtype=np.float32)
+    assert np.asarray(scalar_indexed_loads(x, np.int32(k))[1]) == np.float32(2.0 * want)
+
+
+@fjax.jit
+def concat_all_empty(x, y):
+    return jnp.concatenate([x, y], 0) * 2.0, jnp.concatenate([x.reshape(0, 1), y.reshape(0, 1)], 1)
+
+
+@fjax.jit
+def concat_all_empty_grad(x, y):
+    return fjax.grad(lambda a, b: jnp.sum(jnp.concatenate([a, b], 0)), (0, 1))(x, y)
+
+
+def test_concatenate_of_only_empty_parts(_strict):
+    _check(concat_all_empty, f32(0), f32(0))
+    _check(concat_all_empty_grad, f32(0), f32(0), native=False)

@@ -620,10 +620,12 @@ class _KernelBuilder:
         if name == "concatenate":
             dim = p["dimension"]
             parts = [(v, a.aval.shape) for v, a in zip(ins, eqn.invars) if a.aval.shape[dim] > 0]
-            if len(parts) == 1:
-                return parts[0][0]
             dt = eqn.outvars[0].aval.dtype
             zero = _ConstVal(np.zeros((), dt).item(), dt, ())
+            if not parts:  # every operand is empty along ``dim``: so is the (empty) output
+                return _ConstVal(zero.value, dt, out_shape)
+            if len(parts) == 1:
+                return parts[0][0]
             views, off = [], 0
             for v, shp in parts:
                 t = tuple(Ix(k, 1, -off, 1, shp[k]) if k == dim else k for k in range(nd))

@@ -515,6 +515,9 @@ class NumbaRenderer:
                 out.append(f"{ind}        acc{j} = {comb}  # reduce_{r.kind}")
 
         if mode == "scalar":
+            # indexed loads (slice/dynamic_slice/gather of a buffer into a 0-d value) read at 0
+            # plus their index expressions; "one" loads were emitted above
+            out.extend(ld_lines("", lambda ld: ", ".join("0" for _ in ld.index)))
             out.extend(body)
             out.extend(st_lines("", "0"))
         elif mode == "flat":
