@@ -41,3 +41,23 @@ def x64():
         yield
     finally:
         config.update("jax_enable_x64", old)
+
+
+@pytest.fixture(scope="module")
+def fresh_numba_cache(tmp_path_factory):
+    """jit compiles through the numba lowering, with a kernel cache dir of this module's own."""
+    import importlib
+
+    from fjax import config
+    from fjax.interpreters import lowering
+
+    old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
+    config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache")))
+    config.update("fjax_disk_cache", True)
+    jit_mod = importlib.import_module("fjax.jit")
+    old_hook = jit_mod.compile_hook
+    lowering.install()
+    yield
+    jit_mod.compile_hook = old_hook
+    config.update("fjax_cache_dir", old_dir)
+    config.update("fjax_disk_cache", old_disk)

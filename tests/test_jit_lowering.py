@@ -8,7 +8,6 @@ every shape is fixed per function; all kernels go to one temporary cache directo
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import subprocess
@@ -27,19 +26,7 @@ from fjax.interpreters import lowering, numba_cpu
 # fixtures
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _compiled(tmp_path_factory):
-    """Install the lowering as jit's compile hook and use a fresh kernel cache dir for this run."""
-    old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
-    config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache")))
-    config.update("fjax_disk_cache", True)
-    jit_mod = importlib.import_module("fjax.jit")
-    old_hook = jit_mod.compile_hook
-    lowering.install()
-    yield
-    jit_mod.compile_hook = old_hook
-    config.update("fjax_cache_dir", old_dir)
-    config.update("fjax_disk_cache", old_disk)
+pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
 
 
 RNG = np.random.default_rng(0)

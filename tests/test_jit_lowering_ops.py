@@ -7,7 +7,6 @@ against eager evaluation and for running with no host step.
 
 from __future__ import annotations
 
-import importlib
 import threading
 
 import numpy as np
@@ -19,19 +18,7 @@ from fjax import lax
 from fjax.config import config
 from fjax.interpreters import lowering, numba_cpu
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled(tmp_path_factory):
-    old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
-    config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache_ops")))
-    config.update("fjax_disk_cache", True)
-    jit_mod = importlib.import_module("fjax.jit")
-    old_hook = jit_mod.compile_hook
-    lowering.install()
-    yield
-    jit_mod.compile_hook = old_hook
-    config.update("fjax_cache_dir", old_dir)
-    config.update("fjax_disk_cache", old_disk)
+pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
 
 
 RNG = np.random.default_rng(0)
