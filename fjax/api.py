@@ -5,7 +5,6 @@ rebuilds the output trees."""
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -722,10 +721,3 @@ def hessian(
         has_aux=has_aux,
         holomorphic=holomorphic,
     )
-
-
-def _signature_hint(fun: Callable) -> str:
-    try:
-        return str(inspect.signature(fun))
-    except (TypeError, ValueError):
-        return "(...)"

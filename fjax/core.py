@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from fjax import dtypes
-from fjax.config import config
 
 # ---------------------------------------------------------------------------------------------
 # strict helpers
@@ -1049,13 +1048,3 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # small helpers shared by the interpreters
-
-
-def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
-    if weak_type is None or weak_type == aval.weak_type:
-        return aval
-    return aval.update(weak_type=weak_type)
-
-
-def x64_enabled() -> bool:
-    return config.jax_enable_x64

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -436,9 +435,6 @@ def jit(
         else ((donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums))
     )
     return JitWrapped(fun, sn, sa, dn)
-
-
-_live_wrappers: weakref.WeakSet = weakref.WeakSet()
 
 
 @contextlib.contextmanager

@@ -318,12 +318,6 @@ def partial_eval_jaxpr(
     return jaxpr_known, jaxpr_unknown, out_unknowns, len(residuals)
 
 
-def close_jaxpr(closed: ClosedJaxpr) -> Jaxpr:
-    """Turn a ClosedJaxpr's constvars into leading invars (consts must be passed as args)."""
-    j = closed.jaxpr
-    return Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns)
-
-
 def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
 
@@ -337,7 +331,3 @@ def instantiate_const(trace: StagingTrace, x: Any) -> StagingTracer:
 def is_known(x: StagingTracer) -> bool:
     """Whether a tracer of a linearize-time staging trace stands for a known constant."""
     return x.const is not _no_const
-
-
-def zeros_like_aval(aval: ShapedArray) -> Array:
-    return Array(np.zeros(aval.shape, aval.dtype), aval.weak_type)
