@@ -49,6 +49,7 @@ from fjax import core
 from fjax.config import config
 from fjax.core import ClosedJaxpr
 from fjax.interpreters import lowering as L
+from fjax.interpreters.numba_ops import host_kernel
 
 log = logging.getLogger("fjax.lowering")
 
@@ -884,9 +885,13 @@ class ProgramSource:
         for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
             if isinstance(step, L.HostCall):
                 eqn = step.eqn
-                f = self._const(eqn.primitive.impl)
-                p = self._const(dict(eqn.params))
-                call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
+                kern = host_kernel(eqn)
+                if kern is not None:
+                    call = f"{self._const(kern)}({', '.join(self._var(a) for a in eqn.invars)})"
+                else:
+                    f = self._const(eqn.primitive.impl)
+                    p = self._const(dict(eqn.params))
+                    call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
                 body.append(f"# host: {L._eqn_comment(eqn)}")
                 if eqn.primitive.multiple_results:
                     body.append(_Host(f"_r = {call}"))
