@@ -240,8 +240,17 @@ class HostCall:
         self.eqn = eqn
 
 
+class ControlStep:
+    """A ``scan``/``while``/``cond`` equation compiled as a real loop or branch: ``bodies`` are the
+    programs of its sub-jaxprs (no host calls inside), rendered inline in one compiled function."""
+
+    def __init__(self, eqn: JaxprEqn, bodies: dict):
+        self.eqn, self.bodies = eqn, bodies
+
+
 class Program:
-    """Steps (``Kernel`` or ``HostCall``) over a value table; slots name jaxpr variables."""
+    """Steps (``Kernel``, ``HostCall`` or ``ControlStep``) over a value table; slots name jaxpr
+    variables."""
 
     def __init__(self, steps: list, in_slots: list, out_slots: list, step_io: list, consts: list):
         self.steps, self.in_slots, self.out_slots = steps, in_slots, out_slots
@@ -319,6 +328,41 @@ def unsupported_reason(eqn: JaxprEqn) -> str | None:
             return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
         return None
     return f"no lowering rule for primitive {name}"
+
+
+CONTROL = frozenset({"scan", "while", "cond"})
+
+
+def _sub_jaxprs(eqn: JaxprEqn) -> dict:
+    p = eqn.params
+    name = eqn.primitive.name
+    if name == "scan":
+        return {"body": p["jaxpr"]}
+    if name == "while":
+        return {"cond": p["cond_jaxpr"], "body": p["body_jaxpr"]}
+    return {f"branch{i}": b for i, b in enumerate(p["branches"])}
+
+
+def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
+    """None if the control-flow equation ``eqn`` compiles as a loop/branch: every equation of its
+    sub-jaxprs (after inlining nested jit) lowers, recursively, with no host fallback."""
+    if not _dtypes_ok(eqn):
+        dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
+        return f"{eqn.primitive.name} on dtypes {dts}"
+    for closed in _sub_jaxprs(eqn).values():
+        if not _dtypes_ok_vars(list(closed.jaxpr.invars) + list(closed.jaxpr.outvars)):
+            return f"{eqn.primitive.name} with a body on unsupported dtypes"
+        for e in _inline_jits(closed.jaxpr):
+            if isinstance(e, _Alias):
+                continue
+            why = control_unsupported_reason(e) if e.primitive.name in CONTROL else unsupported_reason(e)
+            if why is not None:
+                return f"its body has {why}"
+    return None
+
+
+def _dtypes_ok_vars(vs: list) -> bool:
+    return all(type(v) is Literal or v.aval.dtype in SUPPORTED_DTYPES for v in vs)
 
 
 def _pointwise_gather(eqn: JaxprEqn) -> bool:
@@ -910,8 +954,9 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
-def build_program(closed: ClosedJaxpr) -> Program | None:
-    """Cut ``closed`` into kernels and host calls; None if no kernel would be compiled."""
+def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None:
+    """Cut ``closed`` into kernels, compiled loops/branches and host calls; None if nothing would
+    be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program)."""
     jaxpr = closed.jaxpr
     eqns = _inline_jits(jaxpr)
     # resolve aliases into a substitution
@@ -936,10 +981,22 @@ def build_program(closed: ClosedJaxpr) -> Program | None:
     segments: list = []
     cur: list = []
     for e in flat:
-        why = unsupported_reason(e)
+        if e.primitive.name in CONTROL:
+            why = control_unsupported_reason(e)
+            if why is None:
+                if cur:
+                    segments.append(cur)
+                    cur = []
+                bodies = {k: build_program(c, nopython=True) for k, c in _sub_jaxprs(e).items()}
+                segments.append(ControlStep(e, bodies))
+                continue
+        else:
+            why = unsupported_reason(e)
         if why is None:
             cur.append(e)
         else:
+            if nopython:
+                raise AssertionError(f"host call inside a compiled loop body: {e.primitive.name}: {why}")
             log.info("fjax.jit: %s runs on the host (not compiled): %s", e.primitive.name, why)
             if cur:
                 segments.append(cur)
@@ -947,7 +1004,7 @@ def build_program(closed: ClosedJaxpr) -> Program | None:
             segments.append(HostCall(e))
     if cur:
         segments.append(cur)
-    if not any(isinstance(s, list) for s in segments):
+    if not nopython and not any(isinstance(s, (list, ControlStep)) for s in segments):
         return None
 
     # liveness: which variables each step reads from outside / must hand on
@@ -956,7 +1013,7 @@ def build_program(closed: ClosedJaxpr) -> Program | None:
     for i in range(len(segments) - 1, -1, -1):
         used_after[i] = set(live)
         seg = segments[i]
-        es = [seg.eqn] if isinstance(seg, HostCall) else seg
+        es = [seg.eqn] if isinstance(seg, (HostCall, ControlStep)) else seg
         for e in es:
             for a in e.invars:
                 if type(a) is not Literal:
@@ -964,7 +1021,7 @@ def build_program(closed: ClosedJaxpr) -> Program | None:
 
     steps, step_io = [], []
     for i, seg in enumerate(segments):
-        if isinstance(seg, HostCall):
+        if isinstance(seg, (HostCall, ControlStep)):
             steps.append(seg)
             step_io.append(([a for a in seg.eqn.invars], [v for v in seg.eqn.outvars]))
             continue
