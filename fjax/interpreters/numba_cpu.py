@@ -24,8 +24,10 @@ function size and every program paid them again; for the MLP train step that was
 deduplicated kernels plus Python orchestration cost ~1 us per step at run time.
 
 Kernels are compiled without fastmath, so NaN/inf semantics are IEEE exact. Reductions run the
-body over tiles into a small buffer (vectorizable), then accumulate in order (float32 sums in
-float64), so results do not depend on vector width or thread count. Scalar ops render through
+body over tiles into a small buffer (vectorizable), combine each tile pairwise (float32 sums in
+float64) and the tiles in order, so results do not depend on vector width or thread count. Tiled
+loops run float32 sin/cos through ``vmath``'s fast paths and rerun a tile with the exact functions
+when it holds an input out of their range (``NumbaRenderer.fast_for_op``). Scalar ops render through
 ``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can subclass it.
 """
 
@@ -64,7 +66,7 @@ REDUCE_CHUNKS = 64
 TILE = 512
 # LLVM's x86 tuning for AVX-512 parts prefers 256-bit vectors; for these compute-bound loop bodies
 # (the vmath polynomials) 512-bit vectors ran ~1.4x faster on this machine (exp_f32 0.78 -> 0.57 ns
-# per element). Kernels ask for this width through ``wide_vectors()`` (None: leave LLVM's choice)
+# per element). Kernels ask for this width through ``wide_vectors`` (None: leave LLVM's choice)
 VECTOR_WIDTH: int | None = 512
 # memory planning (``plan_memory``): intermediates live in per-program buffer sets reused across calls
 POOL_BUFFERS = True
@@ -72,20 +74,22 @@ POOL_BUFFERS = True
 _opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
 
 
-@intrinsic
-def wide_vectors(typingctx):  # noqa: ARG001
-    """No code: marks the LLVM function it is called from with ``"prefer-vector-width"`` =
-    ``VECTOR_WIDTH`` (what clang's ``-mprefer-vector-width`` sets). Kernels call it first thing in
-    every function body numba compiles separately (the outlined ``prange`` body is one)."""
+@intrinsic(prefer_literal=True)
+def wide_vectors(typingctx, bits):  # noqa: ARG001
+    """``wide_vectors(512)``: no code; marks the LLVM function it is called from with
+    ``"prefer-vector-width"="512"`` (what clang's ``-mprefer-vector-width`` sets). Kernels call it
+    first thing in every function body numba compiles separately (an outlined ``prange`` body is
+    one), with ``VECTOR_WIDTH`` written into their source (so it is part of the cache key)."""
+    if not isinstance(bits, types.IntegerLiteral):
+        return None
 
     def codegen(context, builder, signature, args):  # noqa: ARG001
-        if VECTOR_WIDTH:
-            # llvmlite's FunctionAttributes only accepts enum attributes; a string attribute is
-            # written out verbatim
-            set.add(builder.function.attributes, f'"prefer-vector-width"="{int(VECTOR_WIDTH)}"')
+        # llvmlite's FunctionAttributes only accepts enum attributes; a string one is written verbatim
+        set.add(builder.function.attributes, f'"prefer-vector-width"="{int(bits.literal_value)}"')
         return context.get_dummy_value()
 
-    return types.none(), codegen
+    return types.none(bits), codegen
+
 
 # ---------------------------------------------------------------------------------------------
 # runtime helpers the generated code calls (as ``rt.<name>``)
@@ -542,20 +546,42 @@ class NumbaRenderer:
         def st_lines(ind: str, idx: str) -> list:
             return [f"{ind}y{j}[{idx}] = s{j}" for j in range(len(stores))]
 
-        def tile_loop(ind: str, rowidx: Callable, fast: bool) -> list:
-            lines = ld_lines(ind, rowidx)
+        # tiled loops read and write through per-tile views indexed from 0: with ``x[i]`` for ``i``
+        # in ``range(t0, t1)`` LLVM cannot prove ``i >= 0``, keeps numba's negative-index
+        # wrap-around per element and turns every load into a gather (3x slower)
+        tile_ins = list(dict.fromkeys(ins[ld.buf.name][0] for ld in inner_loads))
+
+        def tile_loop(ind: str, fast: bool) -> list:
+            lines = [f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}t[i]" for ld in inner_loads]
             lines += [ind + b for b in (fast_body if fast else body)]
             if fast:
-                lines += [f"{ind}oob += {o}" for o in oob]
-            lines += st_lines(ind, rowidx(None))
-            lines += [f"{ind}tile{j}[i - t0] = r{j}" for j in range(len(reds))]
+                # an int32 count: an int64 one makes LLVM vectorize the float32 body 8 lanes wide
+                lines.append(f"{ind}oob = np.int32(oob + {' + '.join(oob)})")
+            lines += [f"{ind}y{j}t[i] = s{j}" for j in range(len(stores))]
+            lines += [f"{ind}tile{j}[i] = r{j}" for j in range(len(reds))]
             return lines
 
-        def tile_bufs(ind: str) -> None:
-            for j, r in enumerate(reds):
-                out.append(f"{ind}tile{j} = np.empty({TILE}, {_T(r.acc_dtype)})")
+        def tile_dtype(r: L.Reduction) -> np.dtype:
+            # the body's values, in their own dtype: a float32 body storing float64 would vectorize
+            # at the float64 width (half the lanes); the first pairwise step converts
+            return r.out.dtype if (r.out.dtype.kind == "f" and r.acc_dtype.kind == "f") else r.acc_dtype
 
-        def tiled(ind: str, lo: str, hi: str, rowidx: Callable) -> None:
+        def tile_bufs(ind: str) -> None:
+            # one allocation per reduction: ``tw`` (the pairwise sums) and the ``tile`` after it
+            for j, r in enumerate(reds):
+                td, ad = tile_dtype(r), r.acc_dtype
+                if td == ad:
+                    out.append(f"{ind}tb{j} = np.empty({TILE + TILE // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:]")
+                elif ad.itemsize % td.itemsize == 0:
+                    out.append(f"{ind}tb{j} = np.empty({TILE // 2 + TILE * td.itemsize // ad.itemsize}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:].view({_T(td)})")
+                else:
+                    out.append(f"{ind}tb{j} = np.empty({TILE // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = np.zeros({TILE}, {_T(td)})")
+                out.append(f"{ind}tw{j} = tb{j}[: {TILE // 2}]")
+
+        def tiled(ind: str, lo: str, hi: str, view: Callable) -> None:
             # the body runs over tiles, into a small buffer when it reduces (no loop-carried
             # dependency, so it vectorizes). With fast paths (``fast_for_op``) each tile runs them
             # and counts the inputs out of their range; a tile with any runs again with the exact
@@ -565,32 +591,44 @@ class NumbaRenderer:
                 out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
             out.append(f"{ind}for t0 in range({lo}, {hi}, {TILE}):")
             out.append(f"{ind}    t1 = min(t0 + {TILE}, {hi})")
+            for x in tile_ins:
+                out.append(f"{ind}    {x}t = {view(x)}")
+            for j in range(len(stores)):
+                out.append(f"{ind}    y{j}t = {view(f'y{j}')}")
             if oob:
-                out.append(f"{ind}    oob = 0")
-            out.append(f"{ind}    for i in range(t0, t1):")
-            out.extend(tile_loop(ind + "        ", rowidx, bool(oob)))
+                out.append(f"{ind}    oob = np.int32(0)")
+            out.append(f"{ind}    for i in range(t1 - t0):")
+            out.extend(tile_loop(ind + "        ", bool(oob)))
             if oob:
                 out.append(f"{ind}    if oob != 0:")
-                out.append(f"{ind}        for i in range(t0, t1):")
-                out.extend(tile_loop(ind + "            ", rowidx, False))
+                out.append(f"{ind}        for i in range(t1 - t0):")
+                out.extend(tile_loop(ind + "            ", False))
             if not reds:
                 return
-            out.append(f"{ind}    w = {TILE}")
+            out.append(f"{ind}    w = {TILE // 2}")
             out.append(f"{ind}    if t1 - t0 < {TILE}:  # a last short tile: pad to a power of two")
             out.append(f"{ind}        w = 1")
-            out.append(f"{ind}        while w < t1 - t0:")
+            out.append(f"{ind}        while 2 * w < t1 - t0:")
             out.append(f"{ind}            w *= 2")
-            out.append(f"{ind}        for t in range(t1 - t0, w):")
             for j, r in enumerate(reds):
-                out.append(f"{ind}            tile{j}[t] = {_ident(r.kind, r.acc_dtype)}")
+                out.append(f"{ind}        tile{j}[t1 - t0 : 2 * w] = {_ident(r.kind, tile_dtype(r))}")
+            # (the upper halves are views too: ``tile[t + w]`` would be a gather, as above)
+            for j in range(len(reds)):
+                out.append(f"{ind}    th{j} = tile{j}[w:]")
+            out.append(f"{ind}    for t in range(w):")
+            for j, r in enumerate(reds):
+                comb = _combine(r.kind, f"{_T(r.acc_dtype)}(tile{j}[t])", f"th{j}[t]", r.acc_dtype)
+                out.append(f"{ind}        tw{j}[t] = {comb}  # reduce_{r.kind}")
             out.append(f"{ind}    while w > 1:")
             out.append(f"{ind}        w //= 2")
+            for j in range(len(reds)):
+                out.append(f"{ind}        th{j} = tw{j}[w:]")
             out.append(f"{ind}        for t in range(w):")
             for j, r in enumerate(reds):
-                comb = _combine(r.kind, f"tile{j}[t]", f"tile{j}[t + w]", r.acc_dtype)
-                out.append(f"{ind}            tile{j}[t] = {comb}  # reduce_{r.kind}")
+                comb = _combine(r.kind, f"tw{j}[t]", f"th{j}[t]", r.acc_dtype)
+                out.append(f"{ind}            tw{j}[t] = {comb}")
             for j, r in enumerate(reds):
-                out.append(f"{ind}    acc{j} = {_combine(r.kind, f'acc{j}', f'tile{j}[0]', r.acc_dtype)}")
+                out.append(f"{ind}    acc{j} = {_combine(r.kind, f'acc{j}', f'tw{j}[0]', r.acc_dtype)}")
 
         if mode == "scalar":
             # indexed loads (slice/dynamic_slice/gather of a buffer into a 0-d value) read at 0
@@ -609,7 +647,7 @@ class NumbaRenderer:
             out.append(f"for c in {'prange' if par else 'range'}({nch}):")
             tile_bufs("    ")
             out.append(f"    for k in range((c * nk) // {nch}, ((c + 1) * nk) // {nch}):")
-            tiled("        ", "0", "nr", lambda ld: "k, i")
+            tiled("        ", "0", "nr", lambda a: f"{a}[k, t0:t1]")
             for j, r in enumerate(reds):
                 out.append(f"        z{j}[k] = {_T(r.out.dtype)}(acc{j})")
         elif mode in ("full", "flat"):
@@ -620,7 +658,7 @@ class NumbaRenderer:
             out.append(f"    lo = (c * n) // {nch}")
             out.append(f"    hi = ((c + 1) * n) // {nch}")
             tile_bufs("    ")
-            tiled("    ", "lo", "hi", lambda ld: "i")
+            tiled("    ", "lo", "hi", lambda a: f"{a}[t0:t1]")
             for j in range(len(reds)):
                 out.append(f"    part{j}[c] = acc{j}")
             for j, r in enumerate(reds):
@@ -670,8 +708,8 @@ class NumbaRenderer:
             for k in range(len(out) - 1, -1, -1):
                 if " in prange(" in out[k]:
                     ind = out[k][: len(out[k]) - len(out[k].lstrip())]
-                    out.insert(k + 1, f"{ind}    rt.wide_vectors()")
-            out.insert(0, "rt.wide_vectors()")
+                    out.insert(k + 1, f"{ind}    rt.wide_vectors({int(VECTOR_WIDTH)})")
+            out.insert(0, f"rt.wide_vectors({int(VECTOR_WIDTH)})")
         params = [a[0] for a in args] + [e[0] for e in extents]
         deco = f"@njit(cache=CACHE, error_model='numpy', nogil=True{', parallel=True' if par else ''})"
         src = "\n".join(
@@ -994,13 +1032,13 @@ class ProgramSource:
         directly into their ``targets`` buffer (named per output, or None)."""
         ps = ProgramSource(prog, self.ctx, dict(zip(prog.in_slots[len(prog.consts) :], ins)))
         lines = ps.lines
-        assigned: dict = {}  # name -> lines binding it
+        assigned: dict = {}  # name -> distinct right-hand sides binding it
         alias: dict = {}
         for ln in lines:
             if isinstance(ln, str):
                 m = re.match(r"([A-Za-z_]\w*) = (.*)$", ln)
                 if m:
-                    assigned[m.group(1)] = assigned.get(m.group(1), 0) + 1
+                    assigned.setdefault(m.group(1), set()).add(m.group(2))
                     if _IDENT.fullmatch(m.group(2)):
                         alias[m.group(1)] = m.group(2)
         allocs = {ln.name: ln for ln in lines if isinstance(ln, _Alloc) and not assigned.get(ln.name)}
@@ -1008,7 +1046,7 @@ class ProgramSource:
         taken: set = set()
         for k, tgt in enumerate(targets or ()):
             name = ps.out_names[k]
-            while name in alias and assigned.get(name) == 1:
+            while name in alias and len(assigned[name]) == 1:
                 name = alias[name]
             a = allocs.get(name)
             v = prog.out_slots[k]
@@ -1163,7 +1201,7 @@ class ProgramSource:
                 call = []
                 for _, buf, view, _, _ in nc.args:
                     n = bn(buf) + ("_acc" if view == "acc" else "")
-                    call.append(_VIEW[view](n, nc))
+                    call.append(self._loop_view(n, view, nc, buf) if self.nopython else _VIEW[view](n, nc))
                 call += [str(e[1]) for e in nc.extents]
                 body.append(f"{fname}({', '.join(call)})")
                 if nc.acc_mode:
@@ -1172,7 +1210,10 @@ class ProgramSource:
             elif isinstance(st, L.Dot):
                 self._dot(st, bn)
             elif isinstance(st, L.Reshape):
-                body.append(f"{bn(st.out)} = {bn(st.src)}.reshape({_shape(st.out.shape)})")
+                if self.nopython:
+                    body.append(f"{bn(st.out)} = lp.as_shape({bn(st.src)}, {_shape(st.out.shape)})")
+                else:
+                    body.append(f"{bn(st.out)} = {bn(st.src)}.reshape({_shape(st.out.shape)})")
         for o, v in zip(k.outputs, outs):
             n = bn(o)
             if n != self._var(v):
@@ -1207,6 +1248,17 @@ class ProgramSource:
             body.append(f"np.matmul({lx}, {rx}, out={o})")
         body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
 
+    @staticmethod
+    def _loop_view(n: str, view: str, nc: NestCode, buf: L.Buf) -> str:
+        """``_VIEW`` inside a compiled loop: ``lp.as_shape`` with the static shape (no reshape call)."""
+        if view == "one":
+            return f"lp.as_shape({n}, (1,))"
+        if view in ("flat", "full", "keptflat"):
+            return f"lp.as_shape({n}, ({math.prod(buf.shape)},))"
+        if view == "rows":
+            return f"lp.as_shape({n}, ({nc.extents[0][1]}, {nc.extents[1][1]}))"
+        return n
+
     def _loop_dot(self, d: L.Dot, bn: Callable) -> None:
         """A GEMM inside a compiled loop: ``numba_loops``' loop matmuls on contiguous blocks."""
         nb, nl, nk, nr = d.dims
@@ -1224,11 +1276,12 @@ class ProgramSource:
         g = o + "g"  # the GEMM's block (allocated once when the loop hoists it); ``o`` views it
         if nb == 1:
             body.append(_Alloc(g, (nl, nr), d.out.dtype))
-            body.append(f"lp.{fn}({lhs}.reshape({_shape(lsh)}), {rhs}.reshape({_shape(rsh)}), {g})")
+            body.append(f"lp.{fn}(lp.as_shape({lhs}, {_shape(lsh)}), lp.as_shape({rhs}, {_shape(rsh)}), {g})")
         else:
             body.append(_Alloc(g, (nb, nl, nr), d.out.dtype))
-            body.append(f"lp.b{fn}({lhs}.reshape({_shape((nb, *lsh))}), {rhs}.reshape({_shape((nb, *rsh))}), {g})")
-        body.append(f"{o} = {g}.reshape({_shape(d.out.shape)})")
+            lx, rx = f"lp.as_shape({lhs}, {_shape((nb, *lsh))})", f"lp.as_shape({rhs}, {_shape((nb, *rsh))})"
+            body.append(f"lp.b{fn}({lx}, {rx}, {g})")
+        body.append(f"{o} = lp.as_shape({g}, {_shape(d.out.shape)})")
 
     def source(self) -> str:
         args = [self._names[v] for v in self.prog.in_slots[len(self.prog.consts) :]]
@@ -1298,13 +1351,17 @@ def build(closed: ClosedJaxpr) -> ProgramSource | None:
 
 
 def compile_program(closed: ClosedJaxpr) -> Callable | None:
+    from fjax.interpreters import numba_cache  # noqa: PLC0415
+
     ps = build(closed)
     if ps is None:
         return None
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
     for lname, lsrc in ps.loops:
-        ps.ns[lname] = load_kernel(lsrc, "loop")
+        loop = load_kernel(lsrc, "loop")
+        # typed by its first call; numba_cache loads it from disk then, without numba's registry refresh
+        ps.ns[lname] = loop if loop.signatures else numba_cache.load_on_first_call(ps.ns, lname, loop)
     src = ps.source()
     key = hashlib.sha1(src.encode()).hexdigest()[:24]
     d, _ = _kernel_dir()
