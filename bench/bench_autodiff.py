@@ -7,6 +7,11 @@
 3. Per-example gradients of a 512 x 100 logistic regression: vmap(grad) against a Python loop of
    grad and against hand-written numpy.
 
+Items 2 and 3 also time ``fjax.jit`` on the numba backend side by side with ``jax.jit`` when jax is
+installed (fjax itself never imports jax), and print the fjax/JAX ratio (target: within 2x).
+Neither uses BLAS on the fjax side; to let numpy use its best kernels in item 1, as JAX does, run
+``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_autodiff.py`` (ARCHITECTURE.md).
+
 Run: python bench/bench_autodiff.py
 """
 
@@ -18,6 +23,8 @@ import numpy as np
 
 import fjax
 from fjax import lax
+
+fjax.config.update("fjax_jit_backend", "numba")
 
 
 def best_of(fn, repeat: int = 5, number: int = 3) -> float:
@@ -92,7 +99,47 @@ def bench_mlp() -> None:
           f"{t_n * 1e3:.2f} ms, ratio {t_f / t_n:.2f}x")
 
 
+def _jax():
+    """jax, or None when it is not installed (fjax itself never imports it)."""
+    try:
+        import jax  # noqa: PLC0415
+
+        return jax
+    except ImportError:
+        return None
+
+
+def interleaved(fns: dict, repeat: int = 15, number: int = 20) -> dict:
+    """(median, best) per-call time of each function, sampled round-robin so that the load of a
+    shared machine hits all of them alike. (The fjax/JAX pair is sampled apart from the numpy
+    references: OpenBLAS worker threads keep spinning after a numpy BLAS call and slowed whichever
+    of the two ran next, jax.jit by up to 3x.)"""
+    for f in fns.values():
+        f()
+        f()
+    ts: dict = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                f()
+            ts[k].append((time.perf_counter() - t0) / number)
+    return {k: (float(np.median(v)), min(v)) for k, v in ts.items()}
+
+
+def _report(title: str, res: dict, fjax_key: str, jax_key: str | None, unit: float, uname: str) -> None:
+    print(title)
+    for k, (med, best) in res.items():
+        print(f"  {k:34s} median {med / unit:9.4g} {uname}   best {best / unit:9.4g} {uname}")
+    if jax_key is not None:
+        med = res[fjax_key][0] / res[jax_key][0]
+        best = res[fjax_key][1] / res[jax_key][1]
+        print(f"  {fjax_key} / {jax_key}: {med:.2f}x (median), {best:.2f}x (best)  [target: within 2x]")
+
+
 def bench_hvp() -> None:
+    """Hessian-vector product by grad-of-grad (forward-over-reverse): fjax eager, jit(fjax) on
+    the numba backend, jax.jit, and the closed form in numpy."""
     rng = np.random.RandomState(1)
     n = 100_000
     xn = rng.randn(n).astype(np.float32)
@@ -105,23 +152,37 @@ def bench_hvp() -> None:
     def hvp(x, v):
         return fjax.jvp(fjax.grad(f), (x,), (v,))[1]
 
-    out = hvp(x, v)
+    hvp_jit = fjax.jit(hvp)
     e = np.exp(0.1 * xn)
     closed = (-np.sin(xn) * e + 0.2 * np.cos(xn) * e + 0.01 * np.sin(xn) * e) * vn
-    np.testing.assert_allclose(np.asarray(out), closed, rtol=2e-3, atol=1e-4)
-    t_f = best_of(lambda: hvp(x, v))
+    np.testing.assert_allclose(np.asarray(hvp(x, v)), closed, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(hvp_jit(x, v)), closed, rtol=2e-3, atol=1e-4)
 
     def closed_np():
         e = np.exp(0.1 * xn)
         s, c = np.sin(xn), np.cos(xn)
         return (-s * e + 0.2 * c * e + 0.01 * s * e) * vn
 
-    t_n = best_of(closed_np)
-    print(f"HVP (jvp of grad) on 100k f32: fjax eager {t_f * 1e3:.2f} ms, closed form in numpy "
-          f"{t_n * 1e3:.2f} ms, ratio {t_f / t_n:.2f}x")
+    fns = {"fjax.jit (numba)": lambda: hvp_jit(x, v)}
+    jax = _jax()
+    if jax is not None:
+        jnp = jax.numpy
+
+        def jf(x):
+            return jnp.sum(jnp.sin(x) * jnp.exp(x * 0.1))
+
+        jhvp = jax.jit(lambda x, v: jax.jvp(jax.grad(jf), (x,), (v,))[1])
+        jx, jv = jax.device_put(xn), jax.device_put(vn)
+        np.testing.assert_allclose(np.asarray(jhvp(jx, jv)), closed, rtol=2e-3, atol=1e-4)
+        fns["jax.jit"] = lambda: jhvp(jx, jv).block_until_ready()
+    res = interleaved(fns, number=5)
+    res.update(interleaved({"fjax eager": lambda: hvp(x, v), "closed form in numpy": closed_np}, number=5))
+    _report("HVP (jvp of grad) on 100k f32", res, "fjax.jit (numba)", "jax.jit" if jax else None, 1e-3, "ms")
 
 
 def bench_per_example() -> None:
+    """Per-example gradients of a 512 x 100 logistic regression: jit(vmap(grad)) in fjax (numba
+    backend) and in JAX, eager vmap(grad), a Python loop of grad, and numpy by hand."""
     rng = np.random.RandomState(2)
     xs_n = rng.randn(512, 100).astype(np.float32)
     ys_n = (rng.rand(512) > 0.5).astype(np.float32)
@@ -134,25 +195,42 @@ def bench_per_example() -> None:
         return lax.sub(lax.add(lax.max(z, 0.0), lax.log1p(lax.exp(lax.neg(lax.abs(z))))), lax.mul(z, y))
 
     per_ex = fjax.vmap(fjax.grad(loss), in_axes=(None, 0, 0))
-    g = per_ex(w, xs, ys)
+    per_ex_jit = fjax.jit(per_ex)
 
     def numpy_version():
         z = xs_n @ w_n
         p = 1 / (1 + np.exp(-z))
         return (p - ys_n)[:, None] * xs_n
 
-    np.testing.assert_allclose(np.asarray(g), numpy_version(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(per_ex(w, xs, ys)), numpy_version(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(per_ex_jit(w, xs, ys)), numpy_version(), rtol=1e-4, atol=1e-6)
+    fns = {"fjax.jit(vmap(grad)) (numba)": lambda: per_ex_jit(w, xs, ys)}
+    jax = _jax()
+    if jax is not None:
+        jnp = jax.numpy
+
+        def jloss(w, x, y):
+            z = jnp.sum(w * x)
+            return jnp.maximum(z, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(z))) - z * y
+
+        jper_ex = jax.jit(jax.vmap(jax.grad(jloss), in_axes=(None, 0, 0)))
+        jw, jxs, jys = jax.device_put(w_n), jax.device_put(xs_n), jax.device_put(ys_n)
+        np.testing.assert_allclose(np.asarray(jper_ex(jw, jxs, jys)), numpy_version(), rtol=1e-4, atol=1e-6)
+        fns["jax.jit(vmap(grad))"] = lambda: jper_ex(jw, jxs, jys).block_until_ready()
+    res = interleaved(fns)
+    res.update(interleaved({"fjax eager vmap(grad)": lambda: per_ex(w, xs, ys), "numpy by hand": numpy_version}))
+    _report(
+        "per-example grads, 512x100 logistic regression",
+        res,
+        "fjax.jit(vmap(grad)) (numba)",
+        "jax.jit(vmap(grad))" if jax else None,
+        1e-6,
+        "us",
+    )
     gl = fjax.grad(loss)
-    t_v = best_of(lambda: per_ex(w, xs, ys))
     t_loop = best_of(lambda: [gl(w, xs_n[i], ys_n[i]) for i in range(64)], repeat=3, number=1) * (512 / 64)
-    t_n = best_of(numpy_version)
-    print(f"per-example grads 512x100 logistic regression: vmap(grad) {t_v * 1e6:.0f} us, python loop of grad "
-          f"{t_loop * 1e6:.0f} us ({t_loop / t_v:.0f}x slower), numpy by hand {t_n * 1e6:.0f} us "
-          f"(vmap/numpy {t_v / t_n:.1f}x)")
-    jitted = fjax.jit(per_ex)
-    jitted(w, xs, ys)
-    t_j = best_of(lambda: jitted(w, xs, ys))
-    print(f"  jit(vmap(grad)) {t_j * 1e6:.0f} us (jit/numpy {t_j / t_n:.1f}x)")
+    print(f"  python loop of eager grad (512 examples): {t_loop * 1e6:.0f} us "
+          f"({t_loop / res['fjax eager vmap(grad)'][1]:.0f}x eager vmap(grad))")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ Ratios are measured side by side in one process:
 
 Compile times: first call in a fresh process with an empty kernel cache (cold), and first call in
 a new process with the cache the cold run left (warm); both measured in subprocesses, so they
-include import and numba start-up, reported separately.
+include import and numba start-up, reported separately. The warm first call is also given in its
+parts (trace, lower + load the cached kernels, run) with the number of numba target refreshes,
+which should be 0: loading cached kernels skips numba's ~0.3 s registry loading
+(``fjax/interpreters/numba_cache.py``). On a loaded machine the run part can jump by 0.1-0.3 s:
+OpenBLAS's worker threads wait for each other when the cores are oversubscribed.
 
 Run: ``python bench/bench_mlp.py [--repeat 50] [--show-ir]``. When jax is importable, run the
 comparison with ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_mlp.py`` (see
@@ -184,19 +188,32 @@ def _probe(cache_dir: str) -> None:
     config.update("fjax_disk_cache", True)
     fjax.config.update("fjax_jit_backend", "numba")
     import numba  # noqa: F401, PLC0415
+    from numba.core.cpu import CPUContext  # noqa: PLC0415
 
+    from fjax.interpreters import lowering  # noqa: PLC0415
+
+    # count numba's target refreshes: the first one loads all of numba's registries (~0.3 s). (Patched
+    # on the class: touching cpu_target.target_context here would move its creation out of the call.)
+    refreshes, refresh = [], CPUContext.refresh
+    CPUContext.refresh = lambda self: (refreshes.append(1), refresh(self))[1]
     t1 = time.perf_counter()
     rng = np.random.default_rng(0)
     params = init_params(rng)
     x, y = make_data(rng)
     step = make_fjax_step()
+    # the first call, in its parts: trace (jit's cache), lower + load kernels (lowering's cache), run
     t2 = time.perf_counter()
+    low = step.lower(params, x, y)
+    t3 = time.perf_counter()
+    lowering.compile_jaxpr(low.jaxpr)
+    t4 = time.perf_counter()
     out = step(params, x, y)
     float(out[0])
-    t3 = time.perf_counter()
+    t5 = time.perf_counter()
     step(params, x, y)
-    t4 = time.perf_counter()
-    print(json.dumps(dict(imports=t1 - t0, first_call=t3 - t2, second_call=t4 - t3)))
+    t6 = time.perf_counter()
+    parts = dict(trace=t3 - t2, lower_and_load=t4 - t3, run=t5 - t4, numba_refreshes=len(refreshes))
+    print(json.dumps(dict(imports=t1 - t0, first_call=t5 - t2, second_call=t6 - t5, parts=parts)))
 
 
 def compile_times() -> tuple:
@@ -300,9 +317,11 @@ def main() -> None:
             f"  first call, new process, empty kernel cache: {cold['first_call']:.2f} s "
             f"(+ imports {cold['imports']:.2f} s)"
         )
+        p = warm["parts"]
         print(
             f"  first call, new process, warm disk cache:    {warm['first_call']:.3f} s "
-            f"(+ imports {warm['imports']:.2f} s)"
+            f"(+ imports {warm['imports']:.2f} s; trace {p['trace'] * 1e3:.0f} ms, lower + load kernels "
+            f"{p['lower_and_load'] * 1e3:.0f} ms, run {p['run'] * 1e3:.0f} ms, numba refreshes {p['numba_refreshes']})"
         )
 
 

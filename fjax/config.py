@@ -32,6 +32,9 @@ class Config:
         # raise instead of falling back to eager evaluation when the numba lowering fails
         # (the test suite turns this on so lowering bugs surface)
         "fjax_lowering_strict": False,
+        # compile scan/while/cond into loops of one numba function (False: the loop runs on the
+        # host, calling the compiled body each step)
+        "fjax_compile_loops": True,
         "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
     }
 

@@ -378,14 +378,22 @@ def test_host_fallback(caplog):
     _check(with_host_step, x, rtol=1e-5)
     prog = lowering.build_program(with_host_step.lower(x).jaxpr)
     assert [type(s).__name__ for s in prog.steps] == ["Kernel", "HostCall", "Kernel"]
+    # argmax along the contiguous axis runs its numpy impl (numba_ops has a compiled form for others)
     assert "# host: argmax" in with_host_step.lower(x).as_text()
 
 
 def test_nothing_to_compile_returns_none():
-    f = fjax.jit(lambda x: lax.argmax(x, 0, np.int32))
+    f = fjax.jit(lambda x: lax.cumlogsumexp(x, 0))  # no kernel and no compiled implementation
     x = f32(5)
     assert lowering.compile_jaxpr(f.lower(x).jaxpr) is None
-    assert int(f(x)) == int(np.argmax(x))
+    np.testing.assert_allclose(np.asarray(f(x)), np.logaddexp.accumulate(x), rtol=1e-6)
+
+
+def test_compiled_op_alone_is_compiled():
+    f = fjax.jit(lambda x: lax.argmax(x, 0, np.int32))
+    x = f32(5, 3)
+    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is not None
+    np.testing.assert_array_equal(np.asarray(f(x)), np.argmax(x, 0))
 
 
 def test_nested_jit_inlined():
@@ -438,15 +446,36 @@ _SUBPROCESS = textwrap.dedent("""
     import numpy as np, fjax
     from fjax import lax
     from fjax.interpreters import lowering
+    from numba.core.registry import cpu_target
+    # count numba's target refreshes (its ~0.3 s first-use registry loading)
+    ctx, refreshes = cpu_target.target_context, []
+    refresh = ctx.refresh
+    ctx.refresh = lambda: (refreshes.append(1), refresh())[1]
     lowering.install()
     f = fjax.jit(lambda x: lax.reduce_sum(lax.mul(lax.exp(x), 3.0), (0,)))
     x = np.arange(10, dtype=np.float32)
     r = f(x)
-    fn = lowering.compile_jaxpr(f.lower(x).jaxpr)
-    ks = fn.__fjax_kernels__
+    # large enough for a prange kernel: loading it from the cache must bring up numba's threads
+    g = fjax.jit(lambda y: lax.mul(lax.tanh(lax.sin(y)), 2.0))
+    y = np.linspace(-3.0, 3.0, 1 << 20, dtype=np.float32)
+    err = float(np.max(np.abs(np.asarray(g(y)) - np.tanh(np.sin(y)) * 2)))
+    ks = []
+    for h, a in ((f, x), (g, y)):
+        fn = lowering.compile_jaxpr(h.lower(a).jaxpr)
+        ks += fn.__fjax_kernels__
+    assert "prange" in fn.__fjax_source__
+    # a compiled control-flow loop: typed by its first call, loaded from disk then
+    s = fjax.jit(lambda c, xs: lax.scan(lambda c, x: (lax.tanh(c * 0.5 + x),) * 2, c, xs))
+    c, xs = np.zeros(4, np.float32), np.linspace(0.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+    want = c
+    for row in xs:
+        want = np.tanh(want * 0.5 + row)
+    err = max(err, float(np.max(np.abs(np.asarray(s(c, xs)[0]) - want))))
+    loop = lowering.compile_jaxpr(s.lower(c, xs).jaxpr).__globals__["_loop0"]
+    ks.append(loop)
     hits = sum(sum(k.stats.cache_hits.values()) for k in ks)
     misses = sum(sum(k.stats.cache_misses.values()) for k in ks)
-    print(hits, misses, float(r))
+    print(hits, misses, float(r), err, len(refreshes))
 """)
 
 
@@ -458,10 +487,13 @@ def test_disk_cache_across_processes(tmp_path):
         p = subprocess.run([sys.executable, "-c", _SUBPROCESS], env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         outs.append(p.stdout.split())
-    (h1, m1, r1), (h2, m2, r2) = outs
-    assert (int(h1), int(m1)) == (0, 1)  # first process compiles
-    assert (int(h2), int(m2)) == (1, 0)  # second loads the compiled kernel from disk
+    (h1, m1, r1, e1, n1), (h2, m2, r2, e2, n2) = outs
+    assert (int(h1), int(m1)) == (0, 3)  # first process compiles
+    assert (int(h2), int(m2)) == (3, 0)  # second loads the compiled kernels from disk
     assert float(r1) == float(r2) == pytest.approx(float(np.sum(np.exp(np.arange(10.0)) * 3)), rel=1e-5)
+    assert float(e1) < 1e-5 and float(e2) < 1e-5
+    assert int(n1) > 0  # compiling refreshes numba's registries ...
+    assert int(n2) == 0  # ... loading cached kernels does not (numba_cache.load_cached)
     assert list((tmp_path / "kernels").glob("k_*.py"))
 
 
@@ -475,6 +507,43 @@ def test_no_disk_cache(tmp_path):
         np.testing.assert_allclose(np.asarray(f(x)), x + 2)
     finally:
         config.update("fjax_disk_cache", True)
+
+
+def test_load_cached(tmp_path):
+    """numba_cache.load_cached installs a kernel from numba's disk cache, and says False (the caller
+    then compiles) when there is nothing on disk."""
+    from numba import njit, types
+
+    from fjax.interpreters import numba_cache
+
+    sig = (types.float64,)
+    assert not numba_cache.load_cached(njit(lambda a: a + 1.0), sig)  # cache=False: NullCache
+    src = "from numba import njit\n@njit(cache=True)\ndef k(a):\n    return a + 1.0\n"
+    fn = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a source of its own: never compiled
+    assert not numba_cache.load_cached(fn, sig)
+    fn.compile(sig)  # ... and saves it to disk
+    assert numba_cache.load_cached(fn, sig)  # already installed in this process
+    numba_cpu.clear_cache()
+    again = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a new dispatcher of the same file
+    assert again is not fn and not again.signatures
+    assert numba_cache.load_cached(again, sig)  # from disk
+    assert sum(again.stats.cache_hits.values()) == 1 and not again.stats.cache_misses
+    assert again(1.0) == 2.0
+
+
+def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
+    """Kernels carry a hash of the helper modules they inline: editing any of them recompiles."""
+    for name in ("vmath.py", "lowering.py", "numba_cpu.py", "numba_loops.py", "ad.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    monkeypatch.setattr(numba_cpu, "__file__", str(tmp_path / "numba_cpu.py"))
+    v0 = numba_cpu._runtime_version()
+    (tmp_path / "ad.py").write_text("# changed\n")  # kernels never use it
+    assert numba_cpu._runtime_version() == v0
+    for name in ("numba_loops.py", "vmath.py", "lowering.py"):
+        (tmp_path / name).write_text("# changed\n")
+        v1 = numba_cpu._runtime_version()
+        assert v1 != v0
+        v0 = v1
 
 
 def test_parallel_threshold_marks_large_nests():

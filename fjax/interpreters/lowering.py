@@ -954,6 +954,12 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
+def _host_kernels() -> dict:
+    from fjax.interpreters.numba_ops import HOST_KERNELS  # noqa: PLC0415
+
+    return HOST_KERNELS
+
+
 def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None:
     """Cut ``closed`` into kernels, compiled loops/branches and host calls; None if nothing would
     be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program)."""
@@ -982,7 +988,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
     cur: list = []
     for e in flat:
         if e.primitive.name in CONTROL:
-            why = control_unsupported_reason(e)
+            why = control_unsupported_reason(e) if config.fjax_compile_loops else "fjax_compile_loops is off"
             if why is None:
                 if cur:
                     segments.append(cur)
@@ -1004,7 +1010,10 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
             segments.append(HostCall(e))
     if cur:
         segments.append(cur)
-    if not nopython and not any(isinstance(s, (list, ControlStep)) for s in segments):
+    if not nopython and not any(
+        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in _host_kernels())
+        for s in segments
+    ):
         return None
 
     # liveness: which variables each step reads from outside / must hand on
