@@ -64,6 +64,8 @@ PARALLEL_WORK_THRESHOLD = 300_000
 PARALLEL_MIN_SIZE = 1 << 19
 REDUCE_CHUNKS = 64
 TILE = 512
+# row reductions with at most this many elements per row run several rows per tile
+SHORT_ROWS = 32
 # LLVM's x86 tuning for AVX-512 parts prefers 256-bit vectors; for these compute-bound loop bodies
 # (the vmath polynomials) 512-bit vectors ran ~1.4x faster on this machine (exp_f32 0.78 -> 0.57 ns
 # per element). Kernels ask for this width through ``wide_vectors`` (None: leave LLVM's choice)
@@ -332,14 +334,14 @@ class NumbaRenderer:
         def fast_trig(fn: str) -> Callable:
             def r(a: list, op: L.Op) -> tuple | None:
                 if op.dtype == np.float32:
-                    return f"vm.{fn}_fast_f32({a[0]})", f"vm.trig_oob_f32({a[0]})"
+                    return f"vm.{fn}_fast_f32({a[0]})", f"vm.trig_oob_f32({a[0]})", f"vm.{fn}_call_f32({a[0]})"
                 return None
 
             return r
 
-        # ops with a fast path for part of their domain: ``(args, op) -> (snippet, out-of-range
-        # count snippet)`` or None. Loop nests that tile their loop run the fast paths and run a
-        # tile again with ``code_for_op`` when any count is nonzero
+        # ops with a fast path for part of their domain: ``(args, op) -> (fast snippet, int32
+        # out-of-range count snippet, exact snippet)`` or None. Loop nests that tile their loop run
+        # the fast paths and run a tile again with the exact snippets when any count is nonzero
         self.fast_for_op: dict[str, Callable] = {"sin": fast_trig("sin"), "cos": fast_trig("cos")}
 
         def erf(a: list, op: L.Op) -> str:
@@ -441,8 +443,10 @@ class NumbaRenderer:
             if isinstance(s, (L.Load, L.Iota)):
                 nm(s.out)
         body: list = []
-        # the body again with the fast paths (``fast_for_op``), and their out-of-range counts
+        # the body with the fast paths (``fast_for_op``) and their out-of-range counts, and the
+        # body for the (rare) exact reruns of tiles, with the exact functions out of line
         fast_body: list = []
+        rerun_body: list = []
         oob: list = []
         for s in nest.body:
             if isinstance(s, L.Op):
@@ -453,17 +457,22 @@ class NumbaRenderer:
                 fast = fast(args, s) if fast is not None else None
                 if fast is None:
                     fast_body.append(body[-1])
+                    rerun_body.append(body[-1])
                 else:
                     fast_body.append(f"{nm(s.out)} = {fast[0]}  # {s.op} (fast path)")
-                    oob.append(fast[1])
+                    rerun_body.append(f"{nm(s.out)} = {fast[2]}  # {s.op}")
+                    if fast[1] not in oob:
+                        oob.append(fast[1])
             elif isinstance(s, L.Iota):
                 body.append(f"{nm(s.out)} = {_T(s.dtype)}(i{s.axis})  # iota")
                 fast_body.append(body[-1])
+                rerun_body.append(body[-1])
         for j, (_, r) in enumerate(stores):
             body.append(f"s{j} = {nm(r)}")
         for j, r in enumerate(reds):
             body.append(f"r{j} = {nm(r.value)}")
         fast_body += body[len(fast_body) :]
+        rerun_body += body[len(rerun_body) :]
 
         simple = not iotas and all(
             ld.index == () or (ld.index == tuple(range(n)) and ld.buf.shape == nest.domain) for ld in loads
@@ -553,7 +562,7 @@ class NumbaRenderer:
 
         def tile_loop(ind: str, fast: bool) -> list:
             lines = [f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}t[i]" for ld in inner_loads]
-            lines += [ind + b for b in (fast_body if fast else body)]
+            lines += [ind + b for b in (fast_body if fast else rerun_body)]
             if fast:
                 # an int32 count: an int64 one makes LLVM vectorize the float32 body 8 lanes wide
                 lines.append(f"{ind}oob = np.int32(oob + {' + '.join(oob)})")
@@ -581,6 +590,17 @@ class NumbaRenderer:
                     out.append(f"{ind}tile{j} = np.zeros({TILE}, {_T(td)})")
                 out.append(f"{ind}tw{j} = tb{j}[: {TILE // 2}]")
 
+        def tile_pass(ind: str, count: str) -> None:
+            # the body over one tile: with the fast paths, then exactly if any input was out of range
+            if oob:
+                out.append(f"{ind}oob = np.int32(0)")
+            out.append(f"{ind}for i in range({count}):")
+            out.extend(tile_loop(ind + "    ", bool(oob)))
+            if oob:
+                out.append(f"{ind}if oob != 0:")
+                out.append(f"{ind}    for i in range({count}):")
+                out.extend(tile_loop(ind + "        ", False))
+
         def tiled(ind: str, lo: str, hi: str, view: Callable) -> None:
             # the body runs over tiles, into a small buffer when it reduces (no loop-carried
             # dependency, so it vectorizes). With fast paths (``fast_for_op``) each tile runs them
@@ -595,14 +615,7 @@ class NumbaRenderer:
                 out.append(f"{ind}    {x}t = {view(x)}")
             for j in range(len(stores)):
                 out.append(f"{ind}    y{j}t = {view(f'y{j}')}")
-            if oob:
-                out.append(f"{ind}    oob = np.int32(0)")
-            out.append(f"{ind}    for i in range(t1 - t0):")
-            out.extend(tile_loop(ind + "        ", bool(oob)))
-            if oob:
-                out.append(f"{ind}    if oob != 0:")
-                out.append(f"{ind}        for i in range(t1 - t0):")
-                out.extend(tile_loop(ind + "            ", False))
+            tile_pass(ind + "    ", "t1 - t0")
             if not reds:
                 return
             out.append(f"{ind}    w = {TILE // 2}")
@@ -644,12 +657,36 @@ class NumbaRenderer:
         elif mode == "rows":
             # rows in chunks (one chunk per prange iteration), each with its tile buffers
             nch = REDUCE_CHUNKS if par else 1
+            for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
+                out.append(f"{x}f = {x}.reshape(nk * nr)")
             out.append(f"for c in {'prange' if par else 'range'}({nch}):")
             tile_bufs("    ")
-            out.append(f"    for k in range((c * nk) // {nch}, ((c + 1) * nk) // {nch}):")
-            tiled("        ", "0", "nr", lambda a: f"{a}[k, t0:t1]")
+            out.append(f"    klo = (c * nk) // {nch}")
+            out.append(f"    khi = ((c + 1) * nk) // {nch}")
+            out.append(f"    if 0 < nr <= {SHORT_ROWS}:")
+            # short rows (softmax over 10 classes): the body runs vectorized over as many whole
+            # rows as fit in a tile, then each row is combined in order
+            out.append(f"        rpt = {TILE} // nr")
+            out.append("        for kk in range(klo, khi, rpt):")
+            out.append("            m = (min(kk + rpt, khi) - kk) * nr")
+            for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
+                out.append(f"            {x}t = {x}f[kk * nr : kk * nr + m]")
+            tile_pass("            ", "m")
+            out.append("            for k in range(m // nr):")
             for j, r in enumerate(reds):
-                out.append(f"        z{j}[k] = {_T(r.out.dtype)}(acc{j})")
+                out.append(f"                tr{j} = tile{j}[k * nr : k * nr + nr]")
+                out.append(f"                acc{j} = {_ident(r.kind, r.acc_dtype)}")
+            out.append("                for t in range(nr):")
+            for j, r in enumerate(reds):
+                comb = _combine(r.kind, f"acc{j}", f"tr{j}[t]", r.acc_dtype)
+                out.append(f"                    acc{j} = {comb}  # reduce_{r.kind}")
+            for j, r in enumerate(reds):
+                out.append(f"                z{j}[kk + k] = {_T(r.out.dtype)}(acc{j})")
+            out.append("    else:")
+            out.append("        for k in range(klo, khi):")
+            tiled("            ", "0", "nr", lambda a: f"{a}[k, t0:t1]")
+            for j, r in enumerate(reds):
+                out.append(f"            z{j}[k] = {_T(r.out.dtype)}(acc{j})")
         elif mode in ("full", "flat"):
             nch = REDUCE_CHUNKS if par else 1
             for j, r in enumerate(reds):
@@ -999,7 +1036,7 @@ class ProgramSource:
         self.ns = ctx.ns
         self.nests = ctx.nests  # (namespace name, NestCode)
         self._nest_names = ctx.nest_names
-        self.loops: list = ctx.loops  # (namespace name, module source) of compiled control flow
+        self.loops: list = ctx.loops  # (namespace name, module source, signature) of compiled control flow
         self.lines: list = []
         self._names: dict = dict(in_names or {})
         self.out_names: list = []
@@ -1094,7 +1131,7 @@ class ProgramSource:
         fn += ["    " + ln for ln in lines]
         fn.append(f"    return ({''.join(n + ', ' for n in names)})")
         parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {_RT_VERSION})", _PRELUDE]
-        parts.append("from fjax.interpreters import numba_loops as lp\n")
+        parts.append(f"from fjax.interpreters import numba_loops as lp  # BLAS: {numba_loops.BLAS}\n")
         for fname, nc in mctx.nests:
             # one module holds every nest: module-level constants ``k<j>`` get the nest's prefix
             nsrc = re.sub(r"\bk(\d+)\b", rf"{fname}_k\1", nc.src)
@@ -1102,7 +1139,11 @@ class ProgramSource:
         parts.append("\n".join(fn) + "\n")
         src = "\n".join(parts).replace("CACHE", str(bool(config.fjax_disk_cache)))
         lname = self.ctx.fresh("_loop")
-        self.loops.append((lname, src))
+        # one signature, every argument a read-only C array (writable arrays convert to it): a
+        # loop is compiled once, whichever of its inputs happen to be writable on a given call
+        arrs = [a.aval for a in ins] + [np.asarray(v) for _, v in mctx.consts]
+        sig = tuple(types.Array(numba.from_dtype(np.dtype(a.dtype)), a.ndim, "C", readonly=True) for a in arrs)
+        self.loops.append((lname, src, sig))
         call = [self._var(a) for a in ins] + [self._const(v) for _, v in mctx.consts]
         self.lines.append(f"# {L._eqn_comment(step.eqn)}")
         self.lines.append(f"_r = {lname}({', '.join(call)})")
@@ -1141,7 +1182,7 @@ class ProgramSource:
                     f = self._const(eqn.primitive.impl)
                     p = self._const(dict(eqn.params))
                     call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
-                body.append(f"# host: {L._eqn_comment(eqn)}")
+                body.append(f"# {'compiled op' if kern is not None else 'host'}: {L._eqn_comment(eqn)}")
                 if eqn.primitive.multiple_results:
                     body.append(_Host(f"_r = {call}"))
                     for k, o in enumerate(outs):
@@ -1271,7 +1312,7 @@ class ProgramSource:
             rhs = f"np.ascontiguousarray(np.transpose({rhs}, {d.rhs_perm}))"
         lsh = (nk, nl) if d.lhs_t else (nl, nk)
         rsh = (nr, nk) if d.rhs_t else (nk, nr)
-        fn = f"mm_{'t' if d.lhs_t else 'n'}{'t' if d.rhs_t else 'n'}"
+        fn = numba_loops.gemm_name(nb, nl, nk, nr, d.lhs_t, d.rhs_t)
         o = bn(d.out)
         g = o + "g"  # the GEMM's block (allocated once when the loop hoists it); ``o`` views it
         if nb == 1:
@@ -1280,7 +1321,7 @@ class ProgramSource:
         else:
             body.append(_Alloc(g, (nb, nl, nr), d.out.dtype))
             lx, rx = f"lp.as_shape({lhs}, {_shape((nb, *lsh))})", f"lp.as_shape({rhs}, {_shape((nb, *rsh))})"
-            body.append(f"lp.b{fn}({lx}, {rx}, {g})")
+            body.append(f"lp.{fn}({lx}, {rx}, {g})")
         body.append(f"{o} = lp.as_shape({g}, {_shape(d.out.shape)})")
 
     def source(self) -> str:
@@ -1358,10 +1399,12 @@ def compile_program(closed: ClosedJaxpr) -> Callable | None:
         return None
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
-    for lname, lsrc in ps.loops:
+    for lname, lsrc, sig in ps.loops:
         loop = load_kernel(lsrc, "loop")
-        # typed by its first call; numba_cache loads it from disk then, without numba's registry refresh
-        ps.ns[lname] = loop if loop.signatures else numba_cache.load_on_first_call(ps.ns, lname, loop)
+        if sig not in loop.signatures and not numba_cache.load_cached(loop, sig):
+            loop.compile(sig)
+        loop.disable_compile()
+        ps.ns[lname] = loop
     src = ps.source()
     key = hashlib.sha1(src.encode()).hexdigest()[:24]
     d, _ = _kernel_dir()
@@ -1385,7 +1428,7 @@ def source_of(ps: ProgramSource) -> str:
         parts.append(
             f"# ---- {fname}: {nc.mode} loop nest\n{nc.src.replace('CACHE', str(bool(config.fjax_disk_cache)))}"
         )
-    for lname, lsrc in ps.loops:
+    for lname, lsrc, _ in ps.loops:
         parts.append(f"# ---- {lname}: compiled control flow\n{lsrc}")
     return "\n".join(parts)
 
