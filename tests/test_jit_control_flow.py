@@ -249,3 +249,80 @@ def test_body_with_host_fallback_still_correct():
 
     xs = jnp.asarray(np.random.RandomState(0).randn(4, 5).astype(np.float32))
     close(fjax.jit(f)(xs), eager(f, xs))
+
+
+# ---------------------------------------------------------------------------------------------
+# indexed updates inside compiled loops
+
+
+def test_fori_loop_at_set_runs_in_place():
+    def fill(x):
+        return lax.fori_loop(0, x.shape[0], lambda i, x: x.at[i].set(i * 2.0), x)
+
+    x = jnp.zeros(7)
+    src = source(fill, x)
+    assert compiled(src, "scan") and "# host:" not in src
+    assert re.search(r"o\d+ = c\d+\n", src)  # the scatter writes the carry buffer itself
+    close(fjax.jit(fill)(x), eager(fill, x))
+    np.testing.assert_array_equal(np.asarray(x), np.zeros(7))  # the input is untouched
+
+
+def test_carry_read_after_update_is_not_updated_in_place():
+    def f(x):
+        def body(i, c):
+            x, s = c
+            y = x.at[i].add(1.0)
+            return y, s + jnp.sum(x)  # the old x is read after the update
+
+        return lax.fori_loop(0, 4, body, (x, 0.0))
+
+    x = jnp.arange(4.0)
+    assert not re.search(r"o\d+ = c\d+\n", source(f, x))
+    close(fjax.jit(f)(x), eager(f, x))
+
+
+@pytest.mark.parametrize("kind", ["set", "add", "mul", "min", "max"])
+@pytest.mark.parametrize("mode", ["clip", "drop"])
+@given(seed=st.integers(0, 2**16))
+def test_scatter_family_in_loops(kind, mode, seed):
+    rng = np.random.RandomState(seed)
+    x = jnp.asarray(rng.randint(-5, 5, (4, 3)).astype(np.int32))
+    idx = jnp.asarray(rng.randint(-2, 6, (3, 2)).astype(np.int32))  # duplicates and out of range
+    upd = jnp.asarray(rng.randint(-3, 4, (3, 3)).astype(np.int32))
+
+    def f(x, idx, upd):
+        def body(c, k):
+            ref = c.at[idx[:, 0] + k]
+            return getattr(ref, kind)(upd, mode=mode), jnp.sum(c)
+
+        return lax.scan(body, x, jnp.arange(3))
+
+    assert compiled(source(f, x, idx, upd), "scan")
+    close(fjax.jit(f)(x, idx, upd), eager(f, x, idx, upd))
+
+
+@given(seed=st.integers(0, 2**16), shape=st.sampled_from([(5,), (4, 3), (3, 2, 2)]))
+def test_dynamic_update_slice_and_window_scatter_in_loops(seed, shape):
+    rng = np.random.RandomState(seed)
+    x = jnp.asarray(rng.randn(*shape).astype(np.float32))
+    u = jnp.asarray(rng.randn(*[max(1, d - 1) for d in shape]).astype(np.float32))
+    starts = [int(s) for s in rng.randint(-2, 5, len(shape))]
+
+    def f(x, u):
+        def body(c, k):
+            c = lax.dynamic_update_slice(c, u * k.astype(jnp.float32), [s + k for s in starts])
+            c = c.at[k % shape[0]].add(1.0)  # a window scatter (a whole row)
+            return c, c[0]
+
+        return lax.scan(body, x, jnp.arange(4))
+
+    assert compiled(source(f, x, u), "scan")
+    close(fjax.jit(f)(x, u), eager(f, x, u))
+
+
+def test_bool_scatter_in_loop():
+    def f(m):
+        return lax.fori_loop(0, 3, lambda i, m: m.at[2 * i].max(True), m)
+
+    m = jnp.zeros(6, bool)
+    close(fjax.jit(f)(m), eager(f, m))

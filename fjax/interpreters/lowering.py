@@ -248,6 +248,14 @@ class ControlStep:
         self.eqn, self.bodies = eqn, bodies
 
 
+class InlineStep:
+    """An indexed update (``numba_loops.INLINE_OPS``) inside a compiled loop body, rendered as
+    generated loops in the loop function (outside loops it is a ``HostCall``)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+
+
 class Program:
     """Steps (``Kernel``, ``HostCall`` or ``ControlStep``) over a value table; slots name jaxpr
     variables."""
@@ -356,6 +364,8 @@ def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
             if isinstance(e, _Alias):
                 continue
             why = control_unsupported_reason(e) if e.primitive.name in CONTROL else unsupported_reason(e)
+            if why is not None and e.primitive.name in _inline_ops() and _dtypes_ok(e):
+                why = _inline_reason(e)
             if why is not None:
                 return f"its body has {why}"
     return None
@@ -954,6 +964,18 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
+def _inline_ops() -> frozenset:
+    from fjax.interpreters.numba_loops import INLINE_OPS  # noqa: PLC0415
+
+    return INLINE_OPS
+
+
+def _inline_reason(eqn: JaxprEqn) -> str | None:
+    from fjax.interpreters.numba_loops import inline_op_unsupported_reason  # noqa: PLC0415
+
+    return inline_op_unsupported_reason(eqn)
+
+
 def _host_kernels() -> dict:
     from fjax.interpreters.numba_ops import HOST_KERNELS  # noqa: PLC0415
 
@@ -998,6 +1020,12 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
                 continue
         else:
             why = unsupported_reason(e)
+            if why is not None and nopython and e.primitive.name in _inline_ops():
+                if cur:
+                    segments.append(cur)
+                    cur = []
+                segments.append(InlineStep(e))
+                continue
         if why is None:
             cur.append(e)
         else:
@@ -1022,7 +1050,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
     for i in range(len(segments) - 1, -1, -1):
         used_after[i] = set(live)
         seg = segments[i]
-        es = [seg.eqn] if isinstance(seg, (HostCall, ControlStep)) else seg
+        es = [seg.eqn] if isinstance(seg, (HostCall, ControlStep, InlineStep)) else seg
         for e in es:
             for a in e.invars:
                 if type(a) is not Literal:
@@ -1030,7 +1058,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
 
     steps, step_io = [], []
     for i, seg in enumerate(segments):
-        if isinstance(seg, (HostCall, ControlStep)):
+        if isinstance(seg, (HostCall, ControlStep, InlineStep)):
             steps.append(seg)
             step_io.append(([a for a in seg.eqn.invars], [v for v in seg.eqn.outvars]))
             continue

@@ -1062,11 +1062,13 @@ class ProgramSource:
             name = self._names[v] = self.ctx.fresh("v")
         return name
 
-    def _child(self, prog: L.Program, ins: list, targets: list | None = None) -> tuple:
-        """A loop body ``prog`` reading the arrays named ``ins``: ``(pre, lines, outs, written)``
-        with ``pre`` the allocations that can move before the loop (buffers reused by every
-        iteration), ``outs`` the output names and ``written`` the indices of the outputs computed
-        directly into their ``targets`` buffer (named per output, or None)."""
+    def _child(self, prog: L.Program, ins: list, targets: list | None = None, carries: list | None = None) -> tuple:
+        """A loop body ``prog`` reading the arrays named ``ins``: ``(pre, lines, outs, written,
+        inplace)`` with ``pre`` the allocations that can move before the loop (buffers reused by
+        every iteration), ``outs`` the output names, ``written`` the indices of the outputs computed
+        directly into their ``targets`` buffer (named per output, or None) and ``inplace`` those
+        updated in place in the buffer named ``carries[k]`` (an indexed update of a carry that
+        nothing else reads: ``x.at[i].set(v)`` in a loop then costs O(1) per step, not O(size))."""
         ps = ProgramSource(prog, self.ctx, dict(zip(prog.in_slots[len(prog.consts) :], ins)))
         lines = ps.lines
         assigned: dict = {}  # name -> distinct right-hand sides binding it
@@ -1080,7 +1082,15 @@ class ProgramSource:
                         alias[m.group(1)] = m.group(2)
         allocs = {ln.name: ln for ln in lines if isinstance(ln, _Alloc) and not assigned.get(ln.name)}
         written: set = set()
+        inplace: set = set()
         taken: set = set()
+        uses: dict = {}
+        for ln in lines:
+            if isinstance(ln, str) and not ln.lstrip().startswith("#"):
+                for t in _IDENT.findall(ln):
+                    uses[t] = uses.get(t, 0) + 1
+        for t in ps.out_names:
+            uses[t] = uses.get(t, 0) + 1
         for k, tgt in enumerate(targets or ()):
             name = ps.out_names[k]
             while name in alias and len(assigned[name]) == 1:
@@ -1091,14 +1101,22 @@ class ProgramSource:
                 continue
             if a.shape != tuple(v.aval.shape) or a.dtype != v.aval.dtype:
                 continue
-            a.slot = tgt
+            i = next(j for j, ln in enumerate(lines) if ln is a)
+            src = carries[k] if carries and k < len(carries) else None
+            copy = f"lp.copy_into({a.name}, {src})"
+            if src is not None and i + 1 < len(lines) and lines[i + 1] == copy and uses.get(src) == 1:
+                a.slot = src  # the update's operand is this carry, read by nothing else: update it in place
+                del lines[i + 1]
+                inplace.add(k)
+            else:
+                a.slot = tgt
             taken.add(name)
             written.add(k)
         hoist = [ln for ln in allocs.values() if ln.slot is None and ln.fill is None]
         pre = [ln.render() for ln in hoist]
         moved = {id(ln) for ln in hoist}
         rest = [ln.render() if isinstance(ln, _Alloc) else ln for ln in lines if id(ln) not in moved]
-        return pre, rest, ps.out_names, written
+        return pre, rest, ps.out_names, written, inplace
 
     def _build_body(self) -> None:
         """A loop body: straight-line numba code (no host calls, no buffer pools)."""
@@ -1108,6 +1126,13 @@ class ProgramSource:
         for step, (ins, outs) in zip(prog.steps, prog.step_io):
             if isinstance(step, L.Kernel):
                 self._kernel(self.ctx.count("s"), step, ins, outs)
+            elif isinstance(step, L.InlineStep):
+                names = [self._var(a) for a in ins]
+                o, aval = self.ctx.fresh("o"), outs[0].aval
+                self.lines.append(f"# {L._eqn_comment(step.eqn)}")
+                self.lines += [_Alloc(o, aval.shape, aval.dtype), f"lp.copy_into({o}, {names[0]})"]
+                self.lines += numba_loops.emit_op(step.eqn, names, o, self.ctx.fresh)
+                self.lines.append(f"{self._var(outs[0])} = {o}")
             elif isinstance(step, L.ControlStep):
                 lines, names = numba_loops.emit(
                     step.eqn, step.bodies, [self._var(a) for a in ins], self.ctx.fresh, self._child

@@ -330,6 +330,12 @@ def emit(eqn: JaxprEqn, bodies: dict, ins: list, fresh: Callable[[str], str], ch
     raise NotImplementedError(f"fjax.jit: no compiled loop form for primitive {name}")
 
 
+def _swapped(cur: list, nxt: list, inplace: set) -> tuple[list, list]:
+    """The carries to swap: all but those updated in place."""
+    keep = [k for k in range(len(cur)) if k not in inplace]
+    return [cur[k] for k in keep], [nxt[k] for k in keep]
+
+
 def _swap(cur: list, nxt: list) -> list:
     """Rebind current <-> next (the new carry becomes current; the old buffer is reused)."""
     if not cur:
@@ -362,14 +368,14 @@ def _emit_scan(eqn: JaxprEqn, body, ins: list, fresh, child) -> tuple[list, list
         v = fresh("x")
         body_lines.append(f"{v} = lp.as_shape({x}[{t}:{t} + 1], ())" if a.ndim == 0 else f"{v} = {x}[{t}]")
         xn.append(v)
-    pre, blines, bouts, written = child(body, consts + cur + xn, nxt)
+    pre, blines, bouts, written, inplace = child(body, consts + cur + xn, nxt, cur)
     lines += pre
     lines.append(f"for {it} in range({T}):")
     body_lines += blines
     body_lines += [f"lp.copy_into({n}, {v})" for k, (n, v) in enumerate(zip(nxt, bouts[:nk])) if k not in written]
     for y, v, a in zip(ys, bouts[nk:], y_avals):
         body_lines.append(f"{y}[{t}] = {v}[()]" if a.ndim == 0 else f"lp.copy_into({y}[{t}], {v})")
-    body_lines += _swap(cur, nxt)
+    body_lines += _swap(*_swapped(cur, nxt, inplace))
     lines += _indent(body_lines)
     return lines, cur + ys
 
@@ -379,14 +385,14 @@ def _emit_while(eqn: JaxprEqn, cond, body, ins: list, fresh, child) -> tuple[lis
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, inits = ins[:cn], ins[cn : cn + bn], ins[cn + bn :]
     cur, nxt, lines = _carry(inits, fresh)
-    cpre, clines, couts, _ = child(cond, cconsts + cur)
+    cpre, clines, couts, _, _ = child(cond, cconsts + cur)
     body_lines = clines + [f"if not {couts[0]}[()]:", "    break"]
-    bpre, blines, bouts, written = child(body, bconsts + cur, nxt)
+    bpre, blines, bouts, written, inplace = child(body, bconsts + cur, nxt, cur)
     lines += cpre + bpre
     lines.append("while True:")
     body_lines += blines
     body_lines += [f"lp.copy_into({n}, {v})" for k, (n, v) in enumerate(zip(nxt, bouts)) if k not in written]
-    body_lines += _swap(cur, nxt)
+    body_lines += _swap(*_swapped(cur, nxt, inplace))
     lines += _indent(body_lines)
     return lines, cur
 
@@ -406,9 +412,121 @@ def _emit_cond(eqn: JaxprEqn, branches: list, ins: list, fresh, child) -> tuple[
         head = "else:" if b == nb - 1 and nb > 1 else ("if" if b == 0 else "elif") + f" {ix} == {b}:"
         if nb == 1:
             head = "if True:"
-        pre, blines, bouts, written = child(prog, list(ops), outs)
+        pre, blines, bouts, written, _ = child(prog, list(ops), outs)
         copies = [f"lp.copy_into({o}, {v})" for k, (o, v) in enumerate(zip(outs, bouts)) if k not in written]
         blines = pre + blines + copies
         lines.append(head)
         lines += _indent(blines)
     return lines, outs
+
+
+# ---------------------------------------------------------------------------------------------
+# indexed updates inside compiled loops (``x.at[i].set(v)`` in a ``fori_loop`` body): generated
+# loops over the update, with the primitive's clamping / dropping rules (lax/slicing.py)
+
+INLINE_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"})
+
+_COMBINE = {
+    "scatter": "{u}",
+    "scatter-add": "{o} + {u}",
+    "scatter-mul": "{o} * {u}",
+    "scatter-min": "min({o}, {u})",
+    "scatter-max": "max({o}, {u})",
+}
+_COMBINE_BOOL = {"scatter-add": "{o} or {u}", "scatter-mul": "{o} and {u}", "scatter-min": "{o} and {u}"}
+_COMBINE_BOOL["scatter-max"] = "{o} or {u}"
+
+
+def inline_op_unsupported_reason(eqn: JaxprEqn) -> str | None:
+    """None if ``emit_op`` renders ``eqn`` inside a compiled loop."""
+    name = eqn.primitive.name
+    if name not in INLINE_OPS:
+        return f"no lowering rule for primitive {name}"
+    if name != "dynamic_update_slice":
+        dn = eqn.params["dimension_numbers"]
+        if dn.operand_batching_dims:
+            return f"{name} with operand_batching_dims"
+        dt = eqn.outvars[0].aval.dtype
+        if name in ("scatter-min", "scatter-max") and dt.kind == "f":
+            return f"{name} on floats (NaN propagation)"
+    return None
+
+
+def emit_op(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+    """Lines computing ``eqn`` (an ``INLINE_OPS`` primitive) from the arrays named ``ins`` into the
+    array ``o``, which the caller has filled with a copy of the operand ``ins[0]``."""
+    if eqn.primitive.name == "dynamic_update_slice":
+        return _emit_dus(eqn, ins, o, fresh)
+    return _emit_scatter(eqn, ins, o, fresh)
+
+
+def _emit_dus(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+    upd, starts = ins[1], ins[2:]
+    D, U = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+    lines: list = []
+    st = []
+    for d, s in enumerate(starts):
+        v = fresh("st")
+        lines.append(f"{v} = min(max(int({s}[()]), 0), {D[d] - U[d]})")
+        st.append(v)
+    if not D:
+        return [f"lp.copy_into({o}, {upd})"]
+    js = [fresh("j") for _ in D]
+    ind = ""
+    for d, j in enumerate(js):
+        lines.append(f"{ind}for {j} in range({U[d]}):")
+        ind += "    "
+    tgt = ", ".join(f"{s} + {j}" for s, j in zip(st, js))
+    lines.append(f"{ind}{o}[{tgt}] = {upd}[{', '.join(js)}]")
+    return lines
+
+
+def _emit_scatter(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+    name = eqn.primitive.name
+    _, idx, upd = ins
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    D = eqn.invars[0].aval.shape
+    I_shape = eqn.invars[1].aval.shape
+    U_shape = eqn.invars[2].aval.shape
+    nd = len(D)
+    win = list(dn.update_window_dims)
+    body_dims = [d for d in range(nd) if d not in dn.inserted_window_dims]  # operand dims with windows
+    sizes = [1] * nd
+    for d, u in zip(body_dims, win):
+        sizes[d] = U_shape[u]
+    clip = "CLIP" in str(p["mode"])
+    lines: list = []
+    bs = [fresh("b") for _ in I_shape[:-1]]
+    ind = ""
+    for b, n in zip(bs, I_shape[:-1]):
+        lines.append(f"{ind}for {b} in range({n}):")
+        ind += "    "
+    st = [fresh("st") for _ in range(nd)]
+    for d in range(nd):
+        if d in dn.scatter_dims_to_operand_dims:
+            k = list(dn.scatter_dims_to_operand_dims).index(d)
+            v = f"int({idx}[{', '.join([*bs, str(k)])}])"
+            lines.append(f"{ind}{st[d]} = " + (f"min(max({v}, 0), {D[d] - sizes[d]})" if clip else v))
+        else:
+            lines.append(f"{ind}{st[d]} = 0")
+    if not clip and nd:
+        inb = " and ".join(f"0 <= {st[d]} <= {D[d] - sizes[d]}" for d in range(nd))
+        lines.append(f"{ind}if {inb}:")
+        ind += "    "
+    ws = {u: fresh("w") for u in win}
+    for u in win:
+        lines.append(f"{ind}for {ws[u]} in range({U_shape[u]}):")
+        ind += "    "
+    oi = []
+    for d in range(nd):
+        oi.append(f"{st[d]} + {ws[win[body_dims.index(d)]]}" if d in body_dims else st[d])
+    ui = []
+    bit = iter(bs)
+    for i in range(len(U_shape)):
+        ui.append(ws[i] if i in ws else next(bit))
+    oref = f"{o}[{', '.join(oi)}]" if nd else f"{o}[()]"
+    uref = f"{upd}[{', '.join(ui)}]" if U_shape else f"{upd}[()]"
+    table = _COMBINE_BOOL if eqn.outvars[0].aval.dtype == np.bool_ and name != "scatter" else _COMBINE
+    lines.append(f"{ind}{oref} = {table[name].format(o=oref, u=uref)}")
+    return lines
