@@ -151,7 +151,9 @@ def test_activation_values_and_grads(f, ref):
     np.testing.assert_allclose(np.asarray(out), ref(x64), rtol=2e-6, atol=2e-6)
     # away from kinks (0, +-1, -3, 3, 6), where finite differences are meaningful
     check_grads(f, (jnp.asarray(X),), order=1)
-    np.testing.assert_allclose(fjax.jit(f)(jnp.asarray(X)), np.asarray(out), rtol=1e-6, atol=1e-7)
+    # jit and eager agree within the vmath ULP bounds (erf: 8 ulp in float32); the exact gelu at -5
+    # computes 1 + erf(-3.5) = 4e-7, so a few ulp of erf show up as ~3e-7 absolute
+    np.testing.assert_allclose(fjax.jit(f)(jnp.asarray(X)), np.asarray(out), rtol=1e-6, atol=2e-6)
 
 
 def test_gelu_elu_grads_second_order():

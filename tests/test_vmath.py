@@ -196,7 +196,86 @@ def test_hypothesis_float64(xs, name):
     assert err <= vm.ULP_BOUNDS[(name, "float64")], (name, at)
 
 
+FAST_MAX = float(vm.TRIG_FAST_MAX_F32)
+BELOW_MAX = np.nextafter(np.float32(FAST_MAX), np.float32(0))  # the largest float32 in range
+
+
+def fast_sample(n: int, seed: int = 1) -> np.ndarray:
+    """float32 inputs of the fast sin/cos paths: log-uniform magnitudes up to 2**20 (every binade,
+    denormals included), normal ones, and the edges (0, -0, +-inf, nan, the largest in range)."""
+    rng = np.random.default_rng(seed)
+    lim = np.float32(FAST_MAX).view(np.int32)
+    bits = rng.integers(0, lim, n, dtype=np.int32)
+    x = bits.view(np.float32) * rng.choice(np.array([-1, 1], np.float32), n)
+    edge = [0.0, -0.0, np.inf, -np.inf, np.nan, BELOW_MAX, -BELOW_MAX, math.pi / 2]
+    return np.concatenate([x, rng.standard_normal(n // 2).astype(np.float32) * 100, np.array(edge, np.float32)])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_fast_trig_f32(name):
+    """``sin_fast_f32``/``cos_fast_f32`` meet the exact versions' bound on |x| < 2**20 and on inf
+    and nan (all float32 |x| < 2**20 were checked once, outside the suite: max 1 ulp)."""
+    x = fast_sample(400_000)
+    got = vm_apply(f"{name}_fast", x)
+    d = ulp_diff(got, reference(name, x))
+    i = int(np.argmax(d))
+    assert d[i] <= vm.ULP_BOUNDS[(name, "float32")], (name, x[i], got[i])
+    if name == "sin":
+        z = vm_apply("sin_fast", np.array([0.0, -0.0], np.float32))
+        assert np.signbit(z[1]) and not np.signbit(z[0])
+
+
+def test_trig_oob_f32():
+    """The fast paths' range flag: 1 exactly for finite |x| >= 2**20, where they give nan."""
+    x = np.array([FAST_MAX, -FAST_MAX, 3e38, -1e7, BELOW_MAX, 0, np.inf, -np.inf, np.nan], np.float32)
+    want = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0])
+
+    @njit
+    def flags(a):
+        return np.array([vm.trig_oob_f32(v) for v in a])
+
+    np.testing.assert_array_equal(flags(x), want)
+    assert np.isnan(vm_apply("sin_fast", x[want == 1])).all()
+    assert np.isnan(vm_apply("cos_fast", x[want == 1])).all()
+
+
+@pytest.mark.usefixtures("fresh_numba_cache")
+@pytest.mark.parametrize("n", [1000, 700_001])  # one serial tile loop; parallel chunks
+def test_jit_fast_paths_rerun_exact(n):
+    """jit runs float32 sin/cos through the fast paths and reruns a tile exactly when it holds
+    inputs out of their range: huge inputs, nan and inf anywhere give what the exact functions
+    give, in elementwise nests (flat), full reductions and row reductions."""
+    import fjax  # noqa: PLC0415
+    from fjax import lax  # noqa: PLC0415
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 10).astype(np.float32)
+    idx = rng.choice(n, 5, replace=False)
+    x[idx] = np.array([3e38, -1.5e7, np.inf, np.nan, 2.0**20], np.float32)
+    want_s, want_c = reference("sin", x), reference("cos", x)
+
+    ew = fjax.jit(lambda v: (lax.sin(v), lax.cos(v)))
+    s, c = (np.asarray(a) for a in ew(x))
+    assert ulp_diff(s, want_s).max() <= 1 and ulp_diff(c, want_c).max() <= 1
+
+    finite = np.where(np.isfinite(x), x, np.float32(1))
+    total = fjax.jit(lambda v: lax.reduce_sum(lax.sin(v), (0,)))(finite)
+    np.testing.assert_allclose(float(total), np.sin(finite.astype(np.float64)).sum(), rtol=1e-4, atol=1e-3)
+    assert np.isnan(float(fjax.jit(lambda v: lax.reduce_sum(lax.cos(v), (0,)))(x)))
+
+    rows = finite[: n - n % 7].reshape(7, -1)
+    r = np.asarray(fjax.jit(lambda v: lax.reduce_max(lax.sin(v), (1,)))(rows))
+    assert ulp_diff(r, reference("sin", rows).max(axis=1)).max() <= 1
+    # short rows (several per tile), with a stored elementwise output beside the reduction
+    short = finite[: n - n % 10].reshape(-1, 10)
+    e, r = fjax.jit(lambda v: (lax.exp(lax.mul(v, 0.1)), lax.reduce_sum(lax.cos(v), (1,))))(short)
+    with np.errstate(over="ignore"):
+        assert ulp_diff(np.asarray(e), reference("exp", short * np.float32(0.1))).max() <= 1
+    np.testing.assert_allclose(np.asarray(r), np.cos(short.astype(np.float64)).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
 VECTORIZED = [(n, dt) for n in FUNCS for dt in DTYPES if not (n == "erf" and dt == np.float64)]
+VECTORIZED += [("sin_fast", np.float32), ("cos_fast", np.float32)]
 
 
 @pytest.mark.parametrize("name,dt", VECTORIZED, ids=[f"{n}-{np.dtype(d).name}" for n, d in VECTORIZED])
