@@ -122,22 +122,29 @@ def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_si
 batching.primitive_batchers[jit_p] = _jit_batch
 
 
-def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
-    undef = [is_undefined_primal(a) for a in args]
-    defined = [a for a in args if not is_undefined_primal(a)]
-    ct_avals = [ad.tangent_aval(a) for a in jaxpr.out_avals]
-    cts = [ad._zeros_like(a) if type(c) is Zero else c for c, a in zip(cts, ct_avals)]
+@functools.lru_cache(maxsize=4096)
+def _transpose_jaxpr(jaxpr: ClosedJaxpr, undef: tuple, in_avals: tuple, name: str) -> tuple[ClosedJaxpr, list]:
+    """The transposed jaxpr (cached, so ``grad(jit(f))`` compiles its backward program once)."""
+    und_avals = [a for a, u in zip(jaxpr.in_avals, undef) if u]
 
     def f(*xs: Any) -> list:
-        nd = len(defined)
+        nd = len(undef) - len(und_avals)
         dvals, ctv = list(xs[:nd]), list(xs[nd:])
-        it = iter(dvals)
-        full = [UndefinedPrimal(a.aval) if u else next(it) for a, u in zip(args, undef)]
+        it, ut = iter(dvals), iter(und_avals)
+        full = [UndefinedPrimal(next(ut)) if u else next(it) for u in undef]
         res = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full, ctv)
         return [ad.instantiate_zeros(r) for r, u in zip(res, undef) if u]
 
-    in_avals = [core.get_aval(d) for d in defined] + [core.get_aval(c) for c in cts]
-    new, consts = trace_flat(f, in_avals, f"transpose({name})")
+    return trace_flat(f, list(in_avals), f"transpose({name})")
+
+
+def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    undef = tuple(is_undefined_primal(a) for a in args)
+    defined = [a for a in args if not is_undefined_primal(a)]
+    ct_avals = [ad.tangent_aval(a) for a in jaxpr.out_avals]
+    cts = [ad._zeros_like(a) if type(c) is Zero else c for c, a in zip(cts, ct_avals)]
+    in_avals = tuple(core.get_aval(d) for d in defined) + tuple(core.get_aval(c) for c in cts)
+    new, consts = _transpose_jaxpr(jaxpr, undef, in_avals, name)
     outs = jit_p.bind(*consts, *defined, *cts, jaxpr=new, name=f"transpose({name})")
     it = iter(outs)
     return [next(it) if u else None for u in undef]
@@ -191,16 +198,23 @@ def _jit_dce(used_outputs: list, eqn: core.JaxprEqn) -> tuple:
     """Drop unused outputs of a jit equation, and the inputs and inner work only they needed."""
     if not any(used_outputs):
         return [False] * len(eqn.invars), None
-    inner = eqn.params["jaxpr"].jaxpr
-    new = pe.dce_jaxpr(inner, used_outputs, keep_inputs=False)
-    kept = set(new.invars)
-    used_in = [v in kept for v in inner.invars]
+    new, used_in = _dce_split(eqn.params["jaxpr"], tuple(used_outputs))
     new_eqn = eqn.replace(
         invars=[x for x, u in zip(eqn.invars, used_in) if u],
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params=dict(eqn.params, jaxpr=ClosedJaxpr(new, [])),
+        params=dict(eqn.params, jaxpr=new),
     )
-    return used_in, new_eqn
+    return list(used_in), new_eqn
+
+
+@functools.lru_cache(maxsize=4096)
+def _dce_split(closed: ClosedJaxpr, used_outputs: tuple) -> tuple[ClosedJaxpr, tuple]:
+    """The pruned inner jaxpr (cached: the same object every time, so its compiled program is
+    reused by ``grad(jit(f))``, which prunes on every call) and which inputs it keeps."""
+    inner = closed.jaxpr
+    new = pe.dce_jaxpr(inner, list(used_outputs), keep_inputs=False)
+    kept = set(new.invars)
+    return ClosedJaxpr(new, []), tuple(v in kept for v in inner.invars)
 
 
 pe.dce_rules[jit_p] = _jit_dce
