@@ -22,6 +22,7 @@ from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 from fjax.lax import lax
+from fjax.lax.assoc import associative_scan
 
 __all__ = [
     "cumlogsumexp",
@@ -62,36 +63,6 @@ def _check_kind(name: str, aval: Any, kinds: str, what: str) -> None:
 
 def _zero_out(out: Any) -> Zero:
     return Zero(ad.tangent_aval(core.get_aval(out)))
-
-
-def _pairwise_iotas(shape: tuple, axis: int) -> tuple[Any, Any]:
-    """Integer iotas over ``shape`` with a new axis inserted at ``axis``: (j along ``axis``, i along ``axis + 1``)."""
-    big = shape[:axis] + (shape[axis],) + shape[axis:]
-    j = lax.broadcasted_iota(np.int32, big, axis)
-    i = lax.broadcasted_iota(np.int32, big, axis + 1)
-    return j, i
-
-
-def _expand_j(x: Any, axis: int) -> Any:
-    """``x`` broadcast with a new axis at ``axis + 1``: the original axis plays the role of j."""
-    shape = core.get_aval(x).shape
-    big = shape[:axis] + (shape[axis],) + shape[axis:]
-    dims = tuple(d for d in range(len(big)) if d != axis + 1)
-    return lax.broadcast_in_dim(x, big, dims)
-
-
-def _expand_i(x: Any, axis: int) -> Any:
-    """``x`` broadcast with a new axis at ``axis``: the original axis (now ``axis + 1``) is i."""
-    shape = core.get_aval(x).shape
-    big = shape[:axis] + (shape[axis],) + shape[axis:]
-    dims = tuple(d for d in range(len(big)) if d != axis)
-    return lax.broadcast_in_dim(x, big, dims)
-
-
-def _prefix_mask(shape: tuple, axis: int, reverse: bool) -> Any:
-    """Boolean mask[j, i]: element j takes part in the cumulative result at i."""
-    j, i = _pairwise_iotas(shape, axis)
-    return lax.ge(j, i) if reverse else lax.le(j, i)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,21 +117,20 @@ ad.deflinear(cumsum_p, _cumsum_transpose)
 cumprod_p = _cumulative_primitive("cumprod", np.multiply, "iufc", "number")
 
 
+def _scan_tangent(combine: Callable, x: Any, t: Any, axis: int, reverse: bool) -> Any:
+    """The tangent of ``associative_scan(combine, x)`` along ``t``: O(n) memory (the cumulative
+    primitives' own impls are sequential numpy accumulations; only their derivatives use this)."""
+    _, (tout,) = ad.jvp_flat(lambda v: [associative_scan(combine, v, reverse=reverse, axis=axis)], [x], [t])
+    return ad.instantiate_zeros(tout)
+
+
 def _cumprod_jvp(primals: list, tangents: list, *, axis: int, reverse: bool) -> tuple:
     (x,), (t,) = primals, tangents
     out = cumprod_p.bind(x, axis=axis, reverse=reverse)
     if type(t) is Zero:
         return out, _zero_out(out)
-    # d out_i = sum_{j in prefix(i)} t_j * prod_{k in prefix(i), k != j} x_k. For each j, the
-    # products with x_j replaced by one are a cumprod along the i axis: exact even with zeros.
-    shape = core.get_aval(x).shape
-    j, i = _pairwise_iotas(shape, axis)
-    xe = _expand_i(x, axis)
-    xe = lax.select(lax.eq(j, i), lax.full_like(xe, 1), xe)
-    prods = cumprod_p.bind(xe, axis=axis + 1, reverse=reverse)
-    mask = lax.ge(j, i) if reverse else lax.le(j, i)
-    prods = lax.select(mask, prods, lax.full_like(prods, 0))
-    return out, lax.reduce_sum(lax.mul(prods, _expand_j(t, axis)), (axis,))
+    # exact with zeros in x (no division by x), as JAX's associative-scan derivative
+    return out, _scan_tangent(lax.mul, x, t, axis, reverse)
 
 
 ad.primitive_jvps[cumprod_p] = _cumprod_jvp
@@ -170,24 +140,16 @@ cummin_p = _cumulative_primitive("cummin", np.minimum, "iuf", "number")
 
 
 def _cumchooser_jvp(prim: Primitive) -> Callable:
-    # the tangent at i is that of the element(s) of the prefix equal to out_i, split equally
-    # between ties (JAX splits two-way ties equally too; for three or more ties its tree-shaped
-    # associative scan gives unequal shares)
+    # the tangent of the associative scan of max/min (as JAX): the tangent of the chosen element;
+    # two-way ties split equally, longer runs of ties unequally (the scan's tree shape)
+    combine = lax.max if prim is cummax_p else lax.min
+
     def jvp(primals: list, tangents: list, *, axis: int, reverse: bool) -> tuple:
         (x,), (t,) = primals, tangents
         out = prim.bind(x, axis=axis, reverse=reverse)
         if type(t) is Zero:
             return out, _zero_out(out)
-        shape = core.get_aval(x).shape
-        xe = _expand_j(x, axis)
-        oe = _expand_i(out, axis)
-        hit = lax.eq(xe, oe)
-        if core.get_aval(x).dtype.kind == "f":  # a NaN output comes from the NaN inputs
-            hit = lax.bitwise_or(hit, lax.bitwise_and(lax.ne(xe, xe), lax.ne(oe, oe)))
-        hit = lax.bitwise_and(hit, _prefix_mask(shape, axis, reverse))
-        w = lax.convert_element_type(hit, core.get_aval(t).dtype)
-        counts = lax.reduce_sum(w, (axis,))
-        return out, lax.div(lax.reduce_sum(lax.mul(w, _expand_j(t, axis)), (axis,)), counts)
+        return out, _scan_tangent(combine, x, t, axis, reverse)
 
     return jvp
 
@@ -198,18 +160,28 @@ ad.primitive_jvps[cummin_p] = _cumchooser_jvp(cummin_p)
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", np.logaddexp, "f", "floating")
 
 
+def _logaddexp_weighted(a: tuple, b: tuple) -> tuple:
+    """Combine ``(logsumexp, softmax-weighted tangent sum)`` of two runs of a prefix."""
+    (xa, ta), (xb, tb) = a, b
+    m = lax.max(xa, xb)
+    r = lax.add(m, lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(xa, xb))))))
+    r = lax.select(lax.is_finite(m), r, m)  # +-inf and nan: logaddexp is m itself
+
+    def w(x: Any) -> Any:  # exp(x - r), 0 for an all -inf prefix (where x - r is nan)
+        return lax.select(lax.eq(x, lax.full_like(x, -np.inf)), lax.full_like(x, 0), lax.exp(lax.sub(x, r)))
+
+    return r, lax.add(lax.mul(w(xa), ta), lax.mul(w(xb), tb))
+
+
 def _cumlogsumexp_jvp(primals: list, tangents: list, *, axis: int, reverse: bool) -> tuple:
     (x,), (t,) = primals, tangents
     out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
     if type(t) is Zero:
         return out, _zero_out(out)
-    # d out_i = sum_{j in prefix(i)} exp(x_j - out_i) t_j (softmax weights of the prefix)
-    shape = core.get_aval(x).shape
-    mask = _prefix_mask(shape, axis, reverse)
-    diff = lax.sub(_expand_j(x, axis), _expand_i(out, axis))
-    diff = lax.select(mask, diff, lax.full_like(diff, -np.inf))
-    w = lax.exp(diff)
-    return out, lax.reduce_sum(lax.mul(w, _expand_j(t, axis)), (axis,))
+    # d out_i = sum_{j in prefix(i)} exp(x_j - out_i) t_j, accumulated by an associative scan of
+    # (logsumexp, weighted tangent) pairs: O(n) memory and stable for any spread of x
+    _, tout = associative_scan(_logaddexp_weighted, (x, t), reverse=reverse, axis=axis)
+    return out, tout
 
 
 ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
