@@ -554,3 +554,58 @@ def test_parallel_threshold_marks_large_nests():
     k = _kernel(chain_sum, f32(1000))
     numba_cpu.annotate(k)
     assert not k.loop_nests()[0].parallel
+
+
+def _ops(k: lowering.Kernel, name: str) -> int:
+    return sum(isinstance(s, lowering.Op) and s.op == name for n in k.loop_nests() for s in n.body)
+
+
+def test_identical_ops_share_one_value():
+    """An elementwise op identical to one already in the nest (same op, arguments, params, dtypes)
+    reuses its value: grad(grad(sin * cos)) traces sin and cos four times each (before: four
+    ``vm.sin`` and four ``vm.cos`` calls in the kernel), now evaluated once, as in sin * cos itself."""
+    import fjax.numpy as jnp
+
+    def f(x):
+        return jnp.sin(x) * jnp.cos(x)
+
+    x = np.float32(0.7)
+    d2 = fjax.jit(fjax.grad(fjax.grad(f)))
+    jaxpr = str(d2.lower(x).jaxpr)
+    assert jaxpr.count("sin ") >= 2 and jaxpr.count("cos ") >= 2  # duplicates in the traced program
+    want = -2.0 * np.sin(2 * 0.7)  # (sin cos)'' = (sin(2x) / 2)'' = -2 sin(2x)
+    np.testing.assert_allclose(float(_check(d2, x)), want, rtol=1e-5)
+    src, ref = d2.lower(x).as_text(), fjax.jit(f).lower(x).as_text()
+    assert src.count("vm.sin") == ref.count("vm.sin") >= 1
+    assert src.count("vm.cos") == ref.count("vm.cos") >= 1
+    k = _kernel(d2, x)
+    assert _ops(k, "sin") == _ops(k, "cos") == 1
+    # the same with grad(grad(sum(sin))) and over a vector: one sin per nest
+    g2 = fjax.jit(fjax.grad(fjax.grad(lambda x: jnp.sum(jnp.sin(x)))))
+    _check(g2, x)
+    assert all(_ops(k, "sin") <= len(k.loop_nests()) for k in [_kernel(g2, x)])
+    hvp = fjax.jit(lambda x, v: fjax.jvp(fjax.grad(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x))), (x,), (v,))[1])
+    xs = f32(64)
+    _check(hvp, xs, f32(64), rtol=1e-5, atol=1e-6)
+    k = _kernel(hvp, xs, xs)
+    assert _ops(k, "sin") == _ops(k, "cos") == len(k.loop_nests()) == 1
+
+
+def test_identical_ops_differ_by_params_and_dtype():
+    """Ops with other params, argument dtypes or result dtypes are not merged; iotas are shared."""
+
+    def f(x):
+        a = lax.integer_pow(x, 2) + lax.integer_pow(x, 3)
+        b = lax.convert_element_type(lax.convert_element_type(x, np.int32), np.float32)
+        c = lax.convert_element_type(lax.convert_element_type(x, np.int16), np.float32)
+        i = lax.broadcasted_iota(np.int32, x.shape, 0)
+        j = lax.broadcasted_iota(np.float32, x.shape, 0)
+        return a + b + c + lax.convert_element_type(i + lax.broadcasted_iota(np.int32, x.shape, 0), np.float32) * j
+
+    jf = fjax.jit(f)
+    x = f32(50) * 100
+    _check(jf, x, rtol=1e-6)
+    k = _kernel(jf, x)
+    assert _ops(k, "integer_pow") == 2
+    assert _ops(k, "convert_element_type") == 5  # to i32, to i16, each back to f32, the iota sum
+    assert sum(isinstance(s, lowering.Iota) for n in k.loop_nests() for s in n.body) == 2  # i32 (shared), f32

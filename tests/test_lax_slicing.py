@@ -670,6 +670,38 @@ def test_scatter_errors():
         sl.scatter(x, i, farr((1, 6)), SDN((1,), (), (0,)))
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 1), (0, 3), (1, 0), (2, 0, 3)])
+def test_scatter_into_size0_dims(shape):
+    """Recorded with jax 0.10.2: an inserted window dim (window size 1) may be 0 in the operand:
+    ``x.at[i].op(v)`` with array indices is ``x`` (every update is out of bounds), in every mode,
+    under jit, vmap and grad (of the operand); an update window dim larger than the operand's is
+    still an error, and so is the gather of such a window (``x.at[i].get()``, the gradient of the
+    updates when the indexed axis is 0)."""
+    x = np.zeros(shape, F32)
+    i = np.array([0, 1], np.int32)
+    v = np.ones((2,) + shape[1:], F32)
+    dn = SDN(tuple(range(1, len(shape))), (0,), (0,))
+    for op in (sl.scatter, sl.scatter_add, sl.scatter_mul, sl.scatter_min, sl.scatter_max):
+        for mode in ("fill", "clip", "promise_in_bounds"):
+            assert_close(op(x, i[:, None], v, dn, mode=mode), x)
+    xa = fjax.numpy.asarray(x)
+    for method in ("set", "add", "mul", "min", "max"):
+        assert_close(getattr(xa.at[i], method)(v), x)
+        assert_close(fjax.jit(lambda x, i, v, m=method: getattr(x.at[i], m)(v))(xa, i, v), x)
+    assert_close(fjax.vmap(lambda x: x.at[i].add(v))(np.stack([x, x])), np.stack([x, x]))
+    assert_close(fjax.grad(lambda x: fjax.numpy.sum(x.at[i].add(v) * 2))(xa), x)
+    if shape[0] == 0:
+        with pytest.raises(TypeError, match="slice_sizes"):
+            xa.at[i].get()
+        with pytest.raises(TypeError, match="slice_sizes"):
+            fjax.grad(lambda v: fjax.numpy.sum(xa.at[i].add(v)))(v)
+        win = SDN(tuple(range(1, len(shape) + 1)), (), (0,))
+        with pytest.raises(TypeError, match="update window sizes"):
+            sl.scatter_add(x, i[:, None], v[:, None], win)
+    else:  # the size-0 axis is a window dim: the gradient of the updates is empty too
+        assert_close(fjax.grad(lambda v: fjax.numpy.sum(xa.at[i].add(v)))(v), np.zeros_like(v))
+
+
 def test_primitive_names_and_params():
     names = [p.name for p in (sl.scatter_p, sl.scatter_add_p, sl.scatter_mul_p, sl.scatter_min_p, sl.scatter_max_p)]
     assert names == ["scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"]

@@ -448,7 +448,12 @@ def _eqn_comment(eqn: JaxprEqn) -> str:
 
 
 class _KernelBuilder:
-    """Lowers one segment of supported equations into a ``Kernel``."""
+    """Lowers one segment of supported equations into a ``Kernel``.
+
+    Values are shared within a nest: a load of the same buffer element (no nest reads a buffer it
+    writes), and an ``Op`` or ``Iota`` identical to one already in the nest's body (same op,
+    argument names, params and dtypes; every elementwise op is pure) reuse its SSA name, so e.g.
+    the ``sin``/``cos`` recomputed by each level of ``grad(grad(f))`` are evaluated once."""
 
     def __init__(self, name: str):
         self.name = name
@@ -458,10 +463,40 @@ class _KernelBuilder:
         self.env: dict = {}
         self._names = itertools.count()
         self._bufs = itertools.count()
+        self._values: dict = {}  # (nest index, op key) -> SSA name, for reuse within a nest
 
     # -- naming
     def _ssa(self) -> str:
         return f"v{next(self._names)}"
+
+    def _op(
+        self, nest: LoopNest, op: str, args: tuple, dtype: Any, in_dtypes: tuple, params: dict, comment: str
+    ) -> str:
+        """The SSA name of ``op(args)`` in ``nest``: an identical earlier value of the nest, or a new ``Op``."""
+        dtype = np.dtype(dtype)
+        in_dtypes = tuple(np.dtype(d) for d in in_dtypes)
+        try:  # params by value and type (1, 1.0 and True are different params); unhashable: no reuse
+            ps = tuple(sorted((k, type(v), v) for k, v in params.items()))
+            key = (nest.index, "op", op, tuple(args), dtype, in_dtypes, ps)
+            hash(key)
+        except TypeError:
+            key = None
+        name = self._values.get(key) if key is not None else None
+        if name is None:
+            name = self._ssa()
+            nest.body.append(Op(name, op, tuple(args), dtype, in_dtypes, dict(params), comment))
+            if key is not None:
+                self._values[key] = name
+        return name
+
+    def _iota(self, nest: LoopNest, axis: int, dtype: Any, comment: str) -> str:
+        """The SSA name of the loop index along ``axis`` as ``dtype`` in ``nest`` (one per axis and dtype)."""
+        key = (nest.index, "iota", axis, np.dtype(dtype))
+        name = self._values.get(key)
+        if name is None:
+            name = self._values[key] = self._ssa()
+            nest.body.append(Iota(name, axis, dtype, comment))
+        return name
 
     def _new_buf(self, shape: tuple, dtype: np.dtype, producer: int, prefix: str = "b") -> Buf:
         return Buf(f"{prefix}{next(self._bufs)}", shape, dtype, producer, True)
@@ -591,15 +626,13 @@ class _KernelBuilder:
             domain = out.aval.shape
             nest = self._nest_for(domain, ins, None)
             refs = tuple(self._ref(v, nest) for v in ins)
-            ssa = self._ssa()
             in_dtypes = tuple(a.aval.dtype for a in eqn.invars)
-            nest.body.append(Op(ssa, name, refs, out.aval.dtype, in_dtypes, dict(params), _eqn_comment(eqn)))
+            ssa = self._op(nest, name, refs, out.aval.dtype, in_dtypes, params, _eqn_comment(eqn))
             self.env[out] = _ScalarVal(nest, ssa, out.aval)
             return
         if name == "iota":
             nest = self._nest_for(out.aval.shape, [], None)
-            ssa = self._ssa()
-            nest.body.append(Iota(ssa, params["dimension"], out.aval.dtype, _eqn_comment(eqn)))
+            ssa = self._iota(nest, params["dimension"], out.aval.dtype, _eqn_comment(eqn))
             self.env[out] = _ScalarVal(nest, ssa, out.aval)
             return
         if name in REDUCTIONS:
@@ -687,20 +720,14 @@ class _KernelBuilder:
                 off += shp[dim]
             nest = self._nest_for(out_shape, [v for _, v in views], None)
             refs = [self._ref(v, nest) for _, v in views]
-            pos = self._ssa()
             i64 = np.dtype(np.int64)
-            nest.body.append(Iota(pos, dim, i64, _eqn_comment(eqn)))
+            pos = self._iota(nest, dim, i64, _eqn_comment(eqn))
             acc = refs[-1]
             for k in range(len(views) - 2, -1, -1):
                 o_end = views[k + 1][0]  # part k holds positions below where part k + 1 starts
-                r = refs[k]
-                cond = self._ssa()
-                nest.body.append(Op(cond, "lt", (pos, self.const(o_end, i64)), np.bool_, (i64, i64), {}, "concatenate"))
-                sel = self._ssa()
-                nest.body.append(
-                    Op(sel, "select_n", (cond, acc, r), dt, (np.dtype(np.bool_), dt, dt), {}, "concatenate")
-                )
-                acc = sel
+                cond = self._op(nest, "lt", (pos, self.const(o_end, i64)), np.bool_, (i64, i64), {}, "concatenate")
+                bdt = (np.dtype(np.bool_), dt, dt)
+                acc = self._op(nest, "select_n", (cond, acc, refs[k]), dt, bdt, {}, "concatenate")
             return _ScalarVal(nest, acc, eqn.outvars[0].aval)
         raise NotImplementedError(name)
 

@@ -15,12 +15,22 @@ does on a hit -- read the index and data file, rebuild the compile result, insta
 and skips the refresh. Anything unexpected (another numba version's internals, a cache miss, a
 corrupt file) returns False and the caller compiles through the public path, which refreshes.
 Later compiles in the process still refresh first, as numba always does.
+
+``ensure_compiled`` is the load-or-compile step for a module-level ``njit(cache=True)`` function
+(the host kernels of ``numba_ops`` / ``numba_conv``) whose argument types its caller knows before
+the first call. Such a dispatcher stays open to further compiles, and an open dispatcher matches a
+call only to an overload of exactly the call's argument types (it compiles a new one rather than
+convert a writable array to a read-only overload's type), so its callers pass arrays of exactly
+the types they installed: ``array_type`` describes one, ``readonly`` makes an input array match a
+read-only ``array_type`` (a read-only view, no copy).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+import numpy as np
 
 log = logging.getLogger("fjax.lowering")
 
@@ -53,3 +63,26 @@ def load_cached(fn: Any, sig: tuple) -> bool:
     except Exception as e:  # noqa: BLE001 - any failure here only costs the normal (slower) load path
         log.debug("fjax: loading %s from numba's cache without refresh failed (%s: %s)", fn, type(e).__name__, e)
         return False
+
+
+def ensure_compiled(fn: Any, sig: tuple) -> None:
+    """Install ``fn``'s overload for ``sig``: from the disk cache (``load_cached``, no refresh) or,
+    when it is not there, by compiling it (which refreshes and saves it to the cache)."""
+    sig = tuple(sig)
+    if sig not in fn.overloads and not load_cached(fn, sig):
+        fn.compile(sig)
+
+
+def array_type(dtype: Any, ndim: int, readonly: bool = False) -> Any:
+    """numba's type of an aligned C-contiguous ``ndim``-d array of ``dtype``."""
+    from numba import from_dtype, types  # noqa: PLC0415
+
+    return types.Array(from_dtype(np.dtype(dtype)), ndim, "C", readonly=readonly)
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` if it is read-only, else a read-only view of it (for an argument typed ``readonly=True``)."""
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a

@@ -20,6 +20,9 @@ equation (shapes, dimension numbers, strides, padding, dilations, groups):
 Feature groups and batch groups are the ``group`` axis of the GEMM (a group reads a channel slice,
 resp. a batch slice, of the input). Up to three spatial dims (missing ones are size 1). The patch
 block buffer is reused across calls (a small pool per equation; it never escapes the call).
+``build_conv`` installs the ``_im2col`` overload the call uses (``numba_cache.ensure_compiled``: from
+numba's disk cache without its first-use registry refresh when it is there) and the call passes
+exactly those types (the input read-only, whether or not the caller's array is).
 
 A direct loop-nest form (patches read in place, out-feature loop innermost) was measured against
 this on the bench_conv layers and their gradients, on grouped, NCHW and 5x5 convolutions: im2col +
@@ -35,9 +38,10 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from fjax.core import JaxprEqn
+from fjax.interpreters.numba_cache import array_type, ensure_compiled, readonly
 
 __all__ = ["build_conv"]
 
@@ -156,8 +160,10 @@ def build_conv(eqn: JaxprEqn) -> Callable[..., Any] | None:
     ]
     while len(tables) < 3:
         tables.append(np.zeros((1, 1), np.int64))
+    for t in tables:
+        t.flags.writeable = False
     t0, t1, t2 = tables
-    chan_major = nsp == 0 or lspec[1] < min(lspec[2:])
+    chan_major = bool(nsp == 0 or lspec[1] < min(lspec[2:]))
     R = n_per * math.prod(out_sp)
     Kc = c_per * math.prod(k_sp)
     if Kc < _MIN_COLS:
@@ -169,9 +175,15 @@ def build_conv(eqn: JaxprEqn) -> Callable[..., Any] | None:
     # im2col in blocks of rows whose patches stay in cache, each followed by its GEMM
     blk = min(R, max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (Kc * dt.itemsize)))
     pool: list[np.ndarray] = []
+    # the overload conv calls (the int arguments are Python ints: int64)
+    tab = array_type(np.int64, 2, readonly=True)
+    sig = (array_type(dt, 1, readonly=True), array_type(dt, 1), *[types.int64] * 6, tab, tab, tab, types.boolean)
+    ensure_compiled(_im2col, sig)
+    bases = [int(b) for b in bases]
+    c_per, sn, sc = int(c_per), int(sn), int(sc)
 
     def conv(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(lhs, dtype=dt).reshape(-1)
+        x = readonly(np.ascontiguousarray(lhs, dtype=dt).reshape(-1))
         wm = np.transpose(np.asarray(rhs, dtype=dt), w_perm).reshape(Kc, GG, Og)
         wm = wm.reshape(1, Kc, Og) if GG == 1 else np.ascontiguousarray(wm.transpose(1, 0, 2))
         out = np.empty((GG, R, Og), dt)

@@ -26,8 +26,11 @@ What is here (measured against the impls side by side: ``python bench/bench_conv
   order) instead of a ``lexsort`` over NaN-masked keys (1.0-4x). Complex keys, several keys, and
   several operands along a leading axis: impl.
 
-Kernels are module-level ``njit(cache=True, nogil=True)`` functions, compiled on first use for the
-dtypes they meet (0.2-1 s each cold) and then loaded from numba's disk cache (a few ms).
+Kernels are module-level ``njit(cache=True, nogil=True)`` functions. A builder installs the overload
+its kernel will be called with (``numba_cache.ensure_compiled``: compiled once per dtype/rank, 0.2-1 s
+each cold, then loaded from numba's disk cache in a few ms without numba's ~0.3 s first-use registry
+refresh), and its kernel passes arrays of exactly those types: inputs read-only
+(``numba_cache.readonly``), outputs freshly allocated (writable), all C-contiguous.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from fjax.core import JaxprEqn
+from fjax.interpreters.numba_cache import array_type, ensure_compiled, readonly
 
 HOST_KERNELS: dict[str, Callable[[JaxprEqn], Any]] = {}
 
@@ -96,11 +100,14 @@ def _build_argext(eqn: JaxprEqn) -> Callable | None:
     out_shape = eqn.outvars[0].aval.shape
     idt = np.dtype(eqn.params["index_dtype"])
     is_max = eqn.primitive.name == "argmax"
+    dt = np.dtype(aval.dtype)
+    if n0 * n2:
+        ensure_compiled(_argext, (array_type(dt, 3, readonly=True), array_type(idt, 2), types.boolean))
 
     def run(x: np.ndarray) -> np.ndarray:
         out = np.empty((n0, n2), idt)
         if out.size:
-            _argext(np.ascontiguousarray(x).reshape(n0, n, n2), out, is_max)
+            _argext(readonly(np.ascontiguousarray(x, dtype=dt).reshape(n0, n, n2)), out, is_max)
         return out.reshape(out_shape)
 
     return run
@@ -149,11 +156,13 @@ def _build_cumulative(eqn: JaxprEqn) -> Callable | None:
     op = _CUM_OPS[eqn.primitive.name]
     if op == 0 and shape3[2] == 1 and math.prod(shape3) > 4096:
         return None  # cumsum along the contiguous axis: no faster than numpy's accumulate
+    if math.prod(shape3):
+        ensure_compiled(_cumulative, (array_type(dt, 3, readonly=True), array_type(dt, 3), types.int64, types.boolean))
 
     def run(x: np.ndarray) -> np.ndarray:
         out = np.empty(shape3, dt)
         if out.size:
-            _cumulative(np.ascontiguousarray(x, dtype=dt).reshape(shape3), out, op, reverse)
+            _cumulative(readonly(np.ascontiguousarray(x, dtype=dt).reshape(shape3)), out, op, reverse)
         return out.reshape(aval.shape)
 
     return run
@@ -208,14 +217,20 @@ def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
     woff = (grid * ostr[:, None]).sum(axis=0).astype(np.int64)
     scat = [i for i in range(len(upd_aval.shape)) if i not in dn.update_window_dims]
     uperm = tuple(scat + list(dn.update_window_dims))
-    clip = eqn.params["mode"] == GatherScatterMode.CLIP
+    clip = bool(eqn.params["mode"] == GatherScatterMode.CLIP)
+    for c in (dims, upper, ostr, woff):
+        c.flags.writeable = False
+    if nb and nw and math.prod(shape):
+        i64 = array_type(np.int64, 1, readonly=True)
+        ro2 = (array_type(np.int64, 2, readonly=True), array_type(dt, 2, readonly=True))
+        ensure_compiled(_scatter_add, (array_type(dt, 1), *ro2, i64, i64, i64, i64, types.boolean))
 
     def run(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
         out = np.array(operand, dtype=dt, copy=True, order="C")
         if nb == 0 or nw == 0 or out.size == 0:
             return out
-        idx = np.asarray(indices).reshape(nb, nk).astype(np.int64, copy=False)
-        upd = np.transpose(np.asarray(updates, dtype=dt), uperm).reshape(nb, nw)
+        idx = readonly(np.ascontiguousarray(np.reshape(indices, (nb, nk)), dtype=np.int64))
+        upd = readonly(np.ascontiguousarray(np.transpose(np.asarray(updates, dtype=dt), uperm).reshape(nb, nw)))
         _scatter_add(out.reshape(-1), idx, upd, dims, upper, ostr, woff, clip)
         return out
 

@@ -947,7 +947,11 @@ def _scatter_abstract_rule(name: str) -> Callable:
                 f"shape {updates.shape}, indices shape {indices.shape} and dimension_numbers {dn}."
             )
         sizes = _scatter_window_sizes(nd, updates.shape, dn)
-        if any(s > d for s, d in zip(sizes, operand.shape)):
+        # only the update window dims are bounded by the operand's, as in JAX/XLA: the inserted (and
+        # batching) dims have window size 1 even where the operand's dim is 0 (x.at[i].add(v) for x of
+        # shape (0, n) is x: every update is out of bounds)
+        skip = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+        if any(s > d for k, (s, d) in enumerate(zip(sizes, operand.shape)) if k not in skip):
             raise TypeError(
                 f"{name}: update window sizes {tuple(sizes)} must not exceed the operand shape "
                 f"{operand.shape} (updates shape {updates.shape}, dimension_numbers {dn})."
