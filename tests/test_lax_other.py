@@ -75,7 +75,42 @@ def test_cumulative_grads(name, sa, reverse, seed):
     x = _distinct(np.random.default_rng(seed), shape)
     if name == "cumprod":
         x = x / np.abs(x).max() * 1.5  # keep products O(1)
+    if name == "cumlogsumexp":
+        # its second derivatives are small differences of softmax weights: in float32 the
+        # finite-difference side of the order-2 check is at the edge of its tolerance (the AD
+        # side agrees with float64 to 1e-7, see test_cumlogsumexp_second_order_float32), so
+        # check the derivatives themselves in float64
+        from fjax import config
+
+        old = config.jax_enable_x64
+        config.update("jax_enable_x64", True)
+        try:
+            f = lambda v: other.cumlogsumexp(v, axis=axis, reverse=reverse)  # noqa: E731
+            check_grads(f, (x.astype(np.float64),), order=2, modes=("fwd", "rev"))
+        finally:
+            config.update("jax_enable_x64", old)
+        return
     check_grads(lambda v: getattr(other, name)(v, axis=axis, reverse=reverse), (x,), order=2, modes=("fwd", "rev"))
+
+
+def test_cumlogsumexp_second_order_float32(x64):
+    """float32 first and second derivatives of cumlogsumexp agree with float64 to float32 rounding."""
+    import fjax.numpy as jnp
+
+    rng = np.random.RandomState(0)
+    x = _distinct(np.random.default_rng(130), (4, 4), np.float64)
+    u, v = rng.randn(4, 4), rng.randn(4, 4)
+
+    def derivs(dt):
+        f = lambda z: other.cumlogsumexp(z, axis=1, reverse=True)  # noqa: E731
+        g = lambda z: fjax.vjp(f, z)[1](jnp.asarray(u.astype(dt)))[0]  # noqa: E731
+        jtu, hv = fjax.jvp(g, (jnp.asarray(x.astype(dt)),), (jnp.asarray(v.astype(dt)),))
+        _, jv = fjax.jvp(f, (jnp.asarray(x.astype(dt)),), (jnp.asarray(v.astype(dt)),))
+        assert jtu.dtype == dt
+        return [np.asarray(a, np.float64) for a in (jtu, hv, jv)]
+
+    for a, b in zip(derivs(np.float32), derivs(np.float64)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_cumprod_jacobian_with_zeros_is_exact():
