@@ -82,8 +82,10 @@ def mlp_grad_numpy(params, x, y_onehot):
 def bench_mlp() -> None:
     rng = np.random.RandomState(0)
     sizes = [784, 512, 512, 10]
-    params_np = [((rng.randn(m, n) / np.sqrt(m)).astype(np.float32), np.zeros(n, np.float32))
-                 for m, n in zip(sizes[:-1], sizes[1:])]
+    params_np = [
+        ((rng.randn(m, n) / np.sqrt(m)).astype(np.float32), np.zeros(n, np.float32))
+        for m, n in zip(sizes[:-1], sizes[1:])
+    ]
     x = rng.randn(256, 784).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.randint(0, 10, 256)]
     params = [(fjax.Array(w.copy()), fjax.Array(b.copy())) for w, b in params_np]
@@ -95,8 +97,10 @@ def bench_mlp() -> None:
     np.testing.assert_allclose(np.asarray(g_f[0][0]), g_n[0][0], rtol=1e-3, atol=1e-5)
     t_f = best_of(lambda: vg(params, xf, yf))
     t_n = best_of(lambda: mlp_grad_numpy(params_np, x, y))
-    print(f"MLP 784-512-512-10 b256 eager value_and_grad: fjax {t_f * 1e3:.2f} ms, numpy by hand "
-          f"{t_n * 1e3:.2f} ms, ratio {t_f / t_n:.2f}x")
+    print(
+        f"MLP 784-512-512-10 b256 eager value_and_grad: fjax {t_f * 1e3:.2f} ms, numpy by hand "
+        f"{t_n * 1e3:.2f} ms, ratio {t_f / t_n:.2f}x"
+    )
 
 
 def _jax():
@@ -229,8 +233,10 @@ def bench_per_example() -> None:
     )
     gl = fjax.grad(loss)
     t_loop = best_of(lambda: [gl(w, xs_n[i], ys_n[i]) for i in range(64)], repeat=3, number=1) * (512 / 64)
-    print(f"  python loop of eager grad (512 examples): {t_loop * 1e6:.0f} us "
-          f"({t_loop / res['fjax eager vmap(grad)'][1]:.0f}x eager vmap(grad))")
+    print(
+        f"  python loop of eager grad (512 examples): {t_loop * 1e6:.0f} us "
+        f"({t_loop / res['fjax eager vmap(grad)'][1]:.0f}x eager vmap(grad))"
+    )
 
 
 if __name__ == "__main__":

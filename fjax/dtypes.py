@@ -213,8 +213,7 @@ class _UnsupportedDtype(TypeError):
 
 def _unsupported(value: Any, dt: Any) -> TypeError:
     return _UnsupportedDtype(
-        f"fjax does not support dtype {dt!s} (of {value!r}); supported dtypes are "
-        f"{', '.join(_SUPPORTED_NAMES)}"
+        f"fjax does not support dtype {dt!s} (of {value!r}); supported dtypes are {', '.join(_SUPPORTED_NAMES)}"
     )
 
 

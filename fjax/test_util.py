@@ -56,9 +56,13 @@ def _allclose(name: str, x: Any, y: Any, atol: float, rtol: float, err_msg: str)
             continue
         if a.shape != b.shape:
             raise AssertionError(f"{err_msg}: {name} shapes differ: {a.shape} vs {b.shape}")
-        np.testing.assert_allclose(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
-                                   b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
-                                   atol=atol, rtol=rtol, err_msg=f"{err_msg}: {name} mismatch")
+        np.testing.assert_allclose(
+            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
+            atol=atol,
+            rtol=rtol,
+            err_msg=f"{err_msg}: {name} mismatch",
+        )
 
 
 def _rand_like(rng: np.random.RandomState, x: Any) -> Any:
@@ -105,8 +109,15 @@ def _vdot(x: Any, y: Any) -> complex:
     return np.real(total)
 
 
-def check_jvp(f: Callable, f_jvp: Callable, args: Sequence[Any], atol: Any = None, rtol: Any = None,
-              eps: float = EPS, err_msg: str = "") -> None:
+def check_jvp(
+    f: Callable,
+    f_jvp: Callable,
+    args: Sequence[Any],
+    atol: Any = None,
+    rtol: Any = None,
+    eps: float = EPS,
+    err_msg: str = "",
+) -> None:
     """Check ``f_jvp(args, tangents)`` against central differences of ``f``."""
     rng = np.random.RandomState(0)
     leaves = tu.tree_leaves(args)
@@ -120,8 +131,15 @@ def check_jvp(f: Callable, f_jvp: Callable, args: Sequence[Any], atol: Any = Non
     _allclose("tangent", t_out, t_num, atol, rtol, err_msg or "JVP")
 
 
-def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol: Any = None, rtol: Any = None,
-              eps: float = EPS, err_msg: str = "") -> None:
+def check_vjp(
+    f: Callable,
+    f_vjp: Callable,
+    args: Sequence[Any],
+    atol: Any = None,
+    rtol: Any = None,
+    eps: float = EPS,
+    err_msg: str = "",
+) -> None:
     """Check ``f_vjp`` against forward differences through ``<u, J v> = <J^T u, v>``."""
     rng = np.random.RandomState(1)
     leaves = tu.tree_leaves(args)
@@ -135,12 +153,20 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol: Any = Non
     t_num = numerical_jvp(f, args, tangents, eps)
     ip = _vdot(cts_in, tangents)
     ip_expected = _vdot(cts, t_num)
-    np.testing.assert_allclose(complex(ip), complex(ip_expected), atol=atol, rtol=rtol,
-                               err_msg=f"{err_msg or 'VJP'}: <J^T u, v> != <u, J v>")
+    np.testing.assert_allclose(
+        complex(ip), complex(ip_expected), atol=atol, rtol=rtol, err_msg=f"{err_msg or 'VJP'}: <J^T u, v> != <u, J v>"
+    )
 
 
-def check_grads(f: Callable, args: Sequence[Any], order: int, modes: Sequence[str] = ("fwd", "rev"),
-                atol: Any = None, rtol: Any = None, eps: float | None = None) -> None:
+def check_grads(
+    f: Callable,
+    args: Sequence[Any],
+    order: int,
+    modes: Sequence[str] = ("fwd", "rev"),
+    atol: Any = None,
+    rtol: Any = None,
+    eps: float | None = None,
+) -> None:
     """Check ``f``'s derivatives up to ``order`` in the given modes (JAX's semantics).
 
     ``f`` takes ``*args`` (pytrees of floating arrays); tolerances default per dtype
@@ -149,8 +175,10 @@ def check_grads(f: Callable, args: Sequence[Any], order: int, modes: Sequence[st
     if eps is None:
         # central differences in float32 lose about eps_mach/eps of relative accuracy: use a
         # wider step for 32-bit and narrower inputs (JAX's EPS=1e-4 is meant for float64)
-        low = any(_dtype(x).kind in "fc" and _dtype(x).itemsize <= 4 + 4 * (_dtype(x).kind == "c")
-                  for x in tu.tree_leaves(args))
+        low = any(
+            _dtype(x).kind in "fc" and _dtype(x).itemsize <= 4 + 4 * (_dtype(x).kind == "c")
+            for x in tu.tree_leaves(args)
+        )
         eps = 1e-3 if low else EPS
     for m in modes:
         if m not in ("fwd", "rev"):

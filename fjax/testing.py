@@ -34,8 +34,13 @@ def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: in
     return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
 
 
-def arrays(shape: Any = None, dtype: Any = np.float32, min_value: float = -10.0, max_value: float = 10.0,
-           as_numpy: bool = False) -> st.SearchStrategy:
+def arrays(
+    shape: Any = None,
+    dtype: Any = np.float32,
+    min_value: float = -10.0,
+    max_value: float = 10.0,
+    as_numpy: bool = False,
+) -> st.SearchStrategy:
     """fjax Arrays of ``shape`` (a tuple, or a strategy of shapes) with bounded, finite elements."""
     dt = np.dtype(dtype)
     if shape is None:
@@ -47,8 +52,7 @@ def arrays(shape: Any = None, dtype: Any = np.float32, min_value: float = -10.0,
             lo32, hi32 = np.float32(min_value), np.float32(max_value)
             min_value = float(lo32 if lo32 >= min_value else np.nextafter(lo32, np.float32(np.inf)))
             max_value = float(hi32 if hi32 <= max_value else np.nextafter(hi32, np.float32(-np.inf)))
-        elems = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False,
-                          width=width)
+        elems = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False, width=width)
     elif dt.kind in "iu":
         lo = max(int(min_value), np.iinfo(dt).min)
         hi = min(int(max_value), np.iinfo(dt).max)

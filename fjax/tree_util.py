@@ -118,9 +118,7 @@ def _sorted_keys(d: dict) -> tuple:
     try:
         return tuple(sorted(d))
     except TypeError as e:
-        raise ValueError(
-            f"Comparator raised exception while sorting pytree dictionary keys {list(d)!r}: {e}"
-        ) from None
+        raise ValueError(f"Comparator raised exception while sorting pytree dictionary keys {list(d)!r}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,15 +485,12 @@ def _explain_mismatch(spec: Any, x: Any, path: tuple) -> str | None:
         if len(x) != len(kids):
             name = "Named tuple" if _kinds[t] == _NAMEDTUPLE else t.__name__.capitalize()
             return (
-                f"{name} arity mismatch{where}: expected {len(kids)} children, got {len(x)};"
-                f" value: {_short_repr(x)}."
+                f"{name} arity mismatch{where}: expected {len(kids)} children, got {len(x)}; value: {_short_repr(x)}."
             )
     else:
         children, x_aux = _registry[t].flatten(x)
         if x_aux != aux:
-            return (
-                f"Mismatch custom node data{where}: expected {aux!r}, got {x_aux!r}; value: {_short_repr(x)}."
-            )
+            return f"Mismatch custom node data{where}: expected {aux!r}, got {x_aux!r}; value: {_short_repr(x)}."
         n = len(list(children))
         if n != len(kids):
             return (
@@ -550,9 +545,7 @@ class PyTreeDef:
         n = self.num_leaves
         if len(leaves) != n:
             few = "few" if len(leaves) < n else "many"
-            raise ValueError(
-                f"Too {few} leaves for PyTreeDef; expected {n}, got {len(leaves)}. Structure: {self}"
-            )
+            raise ValueError(f"Too {few} leaves for PyTreeDef; expected {n}, got {len(leaves)}. Structure: {self}")
         return self._unflatten_unchecked(leaves)
 
     def _unflatten_unchecked(self, leaves: Sequence[Any]) -> Any:
@@ -695,9 +688,7 @@ def _flatten_rest(treedef: PyTreeDef, rest: Sequence[Any], fname: str) -> list[l
     return out
 
 
-def tree_map(
-    f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None
-) -> Any:
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """Apply ``f`` to the leaves of ``tree`` (and matching subtrees of ``rest``).
 
     Returns a tree of ``tree``'s structure whose leaf at each position is
@@ -743,9 +734,7 @@ def tree_reduce(
     return functools.reduce(function, tree_leaves(tree, is_leaf), initializer)
 
 
-def tree_transpose(
-    outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any
-) -> Any:
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any) -> Any:
     """Turn a tree of structure ``outer(inner)`` into one of structure ``inner(outer)``.
 
     E.g. a list of tuples into a tuple of lists. ``inner_treedef`` may be None to take it from
@@ -930,9 +919,7 @@ def tree_flatten_with_path(
     return out, PyTreeDef(spec, len(out))
 
 
-def tree_leaves_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
-) -> list[tuple[KeyPath, Any]]:
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[tuple[KeyPath, Any]]:
     """The ``(key_path, leaf)`` pairs of ``tree``."""
     return tree_flatten_with_path(tree, is_leaf)[0]
 
@@ -1009,9 +996,7 @@ def register_pytree_with_keys_class(cls: Typ) -> Typ:
     """Class decorator: register ``cls`` using its ``tree_flatten_with_keys`` method, its
     ``tree_unflatten`` classmethod and, if present, its ``tree_flatten`` method."""
     flatten = operator.methodcaller("tree_flatten") if hasattr(cls, "tree_flatten") else None
-    register_pytree_with_keys(
-        cls, operator.methodcaller("tree_flatten_with_keys"), cls.tree_unflatten, flatten
-    )
+    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"), cls.tree_unflatten, flatten)
     return cls
 
 
@@ -1062,18 +1047,14 @@ def register_dataclass(
         init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
         given = {*data_names, *meta_names}
         if given != init_fields:
-            msg = (
-                "data_fields and meta_fields must include all dataclass fields with init=True and only them."
-            )
+            msg = "data_fields and meta_fields must include all dataclass fields with init=True and only them."
             if missing := init_fields - given:
                 msg += f" Missing fields: {sorted(missing)}. Add them to drop_fields to suppress this error."
             if unexpected := given - init_fields:
                 msg += f" Unexpected fields: {sorted(unexpected)}."
             raise ValueError(msg)
     if overlap := set(data_names) & set(meta_names):
-        raise ValueError(
-            f"data_fields and meta_fields must not overlap. Overlapping fields: {sorted(overlap)}."
-        )
+        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {sorted(overlap)}.")
 
     cls = nodetype
     data_keys = tuple(GetAttrKey(n) for n in data_names)

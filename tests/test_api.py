@@ -56,8 +56,9 @@ def test_grad_weak_type_and_dtype_preserved():
 
 
 def test_allow_int_gives_float0():
-    g = fjax.grad(lambda x, n: lax.mul(x, lax.convert_element_type(n, np.float32)), argnums=(0, 1),
-                  allow_int=True)(2.0, fjax.Array(np.array(3, np.int32)))
+    g = fjax.grad(lambda x, n: lax.mul(x, lax.convert_element_type(n, np.float32)), argnums=(0, 1), allow_int=True)(
+        2.0, fjax.Array(np.array(3, np.int32))
+    )
     assert float(g[0]) == 3.0
     assert g[1].dtype == dtypes.float0
 

@@ -54,11 +54,32 @@ def test_operators_and_reflected():
     i = jnp.array([5, -3, 7])
     i_n = np.asarray(i)
     cases = [
-        (x + 1, xn + 1), (1 + x, 1 + xn), (x - 1, xn - 1), (1 - x, 1 - xn), (x * 2, xn * 2), (2.0 * x, 2.0 * xn),
-        (x / 2, xn / 2), (2 / x, 2 / xn), (x // 3, xn // 3), (7 // x, 7 // xn), (x % 3, xn % 3), (7 % x, 7 % xn),
-        (x**2, xn**2), (2**x, 2**xn), (-x, -xn), (+x, +xn), (abs(-x), np.abs(-xn)),
-        (i & 3, i_n & 3), (3 | i, 3 | i_n), (i ^ 1, i_n ^ 1), (~i, ~i_n), (i << 1, i_n << 1), (i >> 1, i_n >> 1),
-        (1 << jnp.array(3), 8), (i // 2, i_n // 2), (i % 4, i_n % 4),
+        (x + 1, xn + 1),
+        (1 + x, 1 + xn),
+        (x - 1, xn - 1),
+        (1 - x, 1 - xn),
+        (x * 2, xn * 2),
+        (2.0 * x, 2.0 * xn),
+        (x / 2, xn / 2),
+        (2 / x, 2 / xn),
+        (x // 3, xn // 3),
+        (7 // x, 7 // xn),
+        (x % 3, xn % 3),
+        (7 % x, 7 % xn),
+        (x**2, xn**2),
+        (2**x, 2**xn),
+        (-x, -xn),
+        (+x, +xn),
+        (abs(-x), np.abs(-xn)),
+        (i & 3, i_n & 3),
+        (3 | i, 3 | i_n),
+        (i ^ 1, i_n ^ 1),
+        (~i, ~i_n),
+        (i << 1, i_n << 1),
+        (i >> 1, i_n >> 1),
+        (1 << jnp.array(3), 8),
+        (i // 2, i_n // 2),
+        (i % 4, i_n % 4),
     ]
     for got, want in cases:
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
@@ -71,9 +92,15 @@ def test_operators_and_reflected():
 
 def test_comparisons_return_arrays():
     x = jnp.array([1.0, 2.0, 3.0])
-    for got, want in [(x == 2, [False, True, False]), (x != 2, [True, False, True]), (x < 2, [True, False, False]),
-                      (x <= 2, [True, True, False]), (x > 2, [False, False, True]), (x >= 2, [False, True, True]),
-                      (2 < x, [False, False, True])]:
+    for got, want in [
+        (x == 2, [False, True, False]),
+        (x != 2, [True, False, True]),
+        (x < 2, [True, False, False]),
+        (x <= 2, [True, True, False]),
+        (x > 2, [False, False, True]),
+        (x >= 2, [False, True, True]),
+        (2 < x, [False, False, True]),
+    ]:
         assert isinstance(got, fjax.Array) and got.dtype == np.bool_
         np.testing.assert_array_equal(got, want)
 
@@ -168,7 +195,7 @@ def test_tracer_operators_under_every_transform():
     np.testing.assert_allclose(g, fd, rtol=2e-2, atol=2e-2)
     _, t = fjax.jvp(f, (x,), (jnp.ones(3),))
     np.testing.assert_allclose(t, np.sum(fd), rtol=2e-2)
-    np.testing.assert_allclose(fjax.grad(lambda v: (2 ** v).sum())(x), np.log(2) * 2 ** np.asarray(x), rtol=1e-5)
+    np.testing.assert_allclose(fjax.grad(lambda v: (2**v).sum())(x), np.log(2) * 2 ** np.asarray(x), rtol=1e-5)
 
 
 def test_tracer_item_and_bool_errors():

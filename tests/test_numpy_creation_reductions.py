@@ -33,11 +33,13 @@ def array_and_axis(draw, dts=DTYPES, min_side=0):
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=min_side, max_side=4))
     a = draw(_values(dt, shape))
     nd = a.ndim
-    axis = draw(st.one_of(
-        st.none(),
-        st.integers(-nd, nd - 1) if nd else st.none(),
-        st.lists(st.integers(0, nd - 1), unique=True, max_size=nd).map(tuple) if nd else st.none(),
-    ))
+    axis = draw(
+        st.one_of(
+            st.none(),
+            st.integers(-nd, nd - 1) if nd else st.none(),
+            st.lists(st.integers(0, nd - 1), unique=True, max_size=nd).map(tuple) if nd else st.none(),
+        )
+    )
     return a, axis, draw(st.booleans())
 
 
@@ -208,10 +210,12 @@ def test_quantiles(method):
     rng = np.random.default_rng(0)
     a = rng.normal(size=(3, 7)).astype(np.float32)
     q = np.array([0.0, 0.25, 0.5, 0.9, 1.0], np.float32)
-    np.testing.assert_allclose(jnp.quantile(a, q, axis=1, method=method), np.quantile(a, q, axis=1, method=method),
-                               rtol=1e-5)
-    np.testing.assert_allclose(jnp.percentile(a, 30.0, axis=0, method=method),
-                               np.percentile(a, 30.0, axis=0, method=method), rtol=1e-5)
+    np.testing.assert_allclose(
+        jnp.quantile(a, q, axis=1, method=method), np.quantile(a, q, axis=1, method=method), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        jnp.percentile(a, 30.0, axis=0, method=method), np.percentile(a, 30.0, axis=0, method=method), rtol=1e-5
+    )
     np.testing.assert_allclose(jnp.median(a, axis=1, keepdims=True), np.median(a, axis=1, keepdims=True), rtol=1e-6)
 
 
@@ -222,8 +226,9 @@ def test_reductions_under_transforms():
         return jnp.sum(v, axis=0) + jnp.mean(v) + jnp.max(v, axis=-1, keepdims=True).sum() + jnp.std(v, axis=0)
 
     np.testing.assert_allclose(fjax.jit(f)(x), f(x), rtol=1e-6)
-    np.testing.assert_allclose(fjax.vmap(f)(jnp.stack([x, 2 * x]) if hasattr(jnp, "stack") else x[None])[0], f(x),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        fjax.vmap(f)(jnp.stack([x, 2 * x]) if hasattr(jnp, "stack") else x[None])[0], f(x), rtol=1e-6
+    )
     g = fjax.grad(lambda v: jnp.var(v))(jnp.array([1.0, 2.0, 4.0]))
     np.testing.assert_allclose(g, 2 * (np.array([1, 2, 4]) - 7 / 3) / 3, rtol=1e-5)
     np.testing.assert_allclose(fjax.grad(lambda v: jnp.max(v))(jnp.array([1.0, 3.0, 2.0])), [0, 1, 0])
@@ -271,8 +276,10 @@ def test_array_of_tracers():
     np.testing.assert_allclose(f(3.0), [[3, 6], [9, 1]])
     np.testing.assert_allclose(fjax.jit(f)(3.0), [[3, 6], [9, 1]])
     np.testing.assert_allclose(fjax.grad(lambda x: f(x).sum())(3.0), 1 + 2 + 6)
-    np.testing.assert_allclose(fjax.vmap(f)(jnp.array([1.0, 2.0]))[:, 1, 0] if False else fjax.vmap(f)(
-        jnp.array([1.0, 2.0])).sum(axis=(1, 2)), [1 + 2 + 1 + 1, 2 + 4 + 4 + 1])
+    np.testing.assert_allclose(
+        fjax.vmap(f)(jnp.array([1.0, 2.0]))[:, 1, 0] if False else fjax.vmap(f)(jnp.array([1.0, 2.0])).sum(axis=(1, 2)),
+        [1 + 2 + 1 + 1, 2 + 4 + 4 + 1],
+    )
     big = fjax.jit(lambda x: jnp.array([x * i for i in range(40)]))(2.0)
     np.testing.assert_allclose(big, 2.0 * np.arange(40))
 
@@ -327,8 +334,9 @@ def test_filled_arrays():
     assert jnp.empty((2, 0)).shape == (2, 0)
     with pytest.raises(ValueError):
         jnp.zeros(-1)
-    np.testing.assert_allclose(fjax.jit(lambda v: jnp.full_like(v, v[0]) + jnp.zeros_like(v))(jnp.arange(3.0) + 1),
-                               [1, 1, 1])
+    np.testing.assert_allclose(
+        fjax.jit(lambda v: jnp.full_like(v, v[0]) + jnp.zeros_like(v))(jnp.arange(3.0) + 1), [1, 1, 1]
+    )
 
 
 @given(start=st.integers(-5, 5), stop=st.integers(-5, 10), step=st.sampled_from([1, 2, 3, -1, -2]))
@@ -400,8 +408,10 @@ def test_identity_meshgrid_indices_copy():
     x, y, z = np.arange(2), np.arange(3), np.arange(4)
     for indexing in ("xy", "ij"):
         for sparse in (False, True):
-            for got, want in zip(jnp.meshgrid(x, y, z, indexing=indexing, sparse=sparse),
-                                 np.meshgrid(x, y, z, indexing=indexing, sparse=sparse)):
+            for got, want in zip(
+                jnp.meshgrid(x, y, z, indexing=indexing, sparse=sparse),
+                np.meshgrid(x, y, z, indexing=indexing, sparse=sparse),
+            ):
                 np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(jnp.indices((2, 3)), np.indices((2, 3)))
     for got, want in zip(jnp.indices((2, 3), sparse=True), np.indices((2, 3), sparse=True)):

@@ -110,8 +110,13 @@ def test_binary_matches_numpy(name, np_fn, kinds, rule, kw, data):
     if rule is not None:
         dt = np.dtype(rule(dt))
     out = getattr(jnp, name)(a, b)
-    compute_dt = dt if dt != np.bool_ or name in ("add", "multiply", "maximum", "minimum", "fmax", "fmin") or \
-        name.startswith("bitwise") else dtypes.result_type(a, b)
+    compute_dt = (
+        dt
+        if dt != np.bool_
+        or name in ("add", "multiply", "maximum", "minimum", "fmax", "fmin")
+        or name.startswith("bitwise")
+        else dtypes.result_type(a, b)
+    )
     if name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
         compute_dt = dtypes.result_type(a, b)
     with np.errstate(all="ignore"):
@@ -120,14 +125,40 @@ def test_binary_matches_numpy(name, np_fn, kinds, rule, kw, data):
 
 
 UNARY = [
-    ("sqrt", np.sqrt), ("cbrt", np.cbrt), ("exp", np.exp), ("exp2", np.exp2), ("expm1", np.expm1),
-    ("log", np.log), ("log2", np.log2), ("log10", np.log10), ("log1p", np.log1p), ("sin", np.sin),
-    ("cos", np.cos), ("tan", np.tan), ("arcsin", np.arcsin), ("arccos", np.arccos), ("arctan", np.arctan),
-    ("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh), ("cosh", np.cosh),
-    ("tanh", np.tanh), ("arcsinh", np.arcsinh), ("arccosh", np.arccosh), ("arctanh", np.arctanh),
-    ("asinh", np.arcsinh), ("acosh", np.arccosh), ("atanh", np.arctanh), ("deg2rad", np.deg2rad),
-    ("radians", np.radians), ("rad2deg", np.rad2deg), ("degrees", np.degrees), ("sinc", np.sinc),
-    ("reciprocal", np.reciprocal), ("rint", np.rint),
+    ("sqrt", np.sqrt),
+    ("cbrt", np.cbrt),
+    ("exp", np.exp),
+    ("exp2", np.exp2),
+    ("expm1", np.expm1),
+    ("log", np.log),
+    ("log2", np.log2),
+    ("log10", np.log10),
+    ("log1p", np.log1p),
+    ("sin", np.sin),
+    ("cos", np.cos),
+    ("tan", np.tan),
+    ("arcsin", np.arcsin),
+    ("arccos", np.arccos),
+    ("arctan", np.arctan),
+    ("asin", np.arcsin),
+    ("acos", np.arccos),
+    ("atan", np.arctan),
+    ("sinh", np.sinh),
+    ("cosh", np.cosh),
+    ("tanh", np.tanh),
+    ("arcsinh", np.arcsinh),
+    ("arccosh", np.arccosh),
+    ("arctanh", np.arctanh),
+    ("asinh", np.arcsinh),
+    ("acosh", np.arccosh),
+    ("atanh", np.arctanh),
+    ("deg2rad", np.deg2rad),
+    ("radians", np.radians),
+    ("rad2deg", np.rad2deg),
+    ("degrees", np.degrees),
+    ("sinc", np.sinc),
+    ("reciprocal", np.reciprocal),
+    ("rint", np.rint),
 ]
 
 
@@ -148,10 +179,18 @@ def test_unary_inexact_matches_numpy(name, np_fn, data):
 
 
 SAME_DTYPE_UNARY = [
-    ("negative", np.negative, "iuf"), ("positive", np.positive, "iuf"), ("abs", np.abs, "biuf"),
-    ("absolute", np.absolute, "biuf"), ("sign", np.sign, "iuf"), ("floor", np.floor, "biuf"),
-    ("ceil", np.ceil, "biuf"), ("trunc", np.trunc, "biuf"), ("round", np.round, "iuf"),
-    ("square", np.square, "iuf"), ("bitwise_not", np.invert, "biu"), ("invert", np.invert, "biu"),
+    ("negative", np.negative, "iuf"),
+    ("positive", np.positive, "iuf"),
+    ("abs", np.abs, "biuf"),
+    ("absolute", np.absolute, "biuf"),
+    ("sign", np.sign, "iuf"),
+    ("floor", np.floor, "biuf"),
+    ("ceil", np.ceil, "biuf"),
+    ("trunc", np.trunc, "biuf"),
+    ("round", np.round, "iuf"),
+    ("square", np.square, "iuf"),
+    ("bitwise_not", np.invert, "biu"),
+    ("invert", np.invert, "biu"),
 ]
 
 
@@ -167,8 +206,15 @@ def test_unary_same_dtype_matches_numpy(name, np_fn, kinds, data):
     _check(out, expected, dt)
 
 
-CLASSIFY = [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite), ("isposinf", np.isposinf),
-            ("isneginf", np.isneginf), ("signbit", np.signbit), ("logical_not", np.logical_not)]
+CLASSIFY = [
+    ("isnan", np.isnan),
+    ("isinf", np.isinf),
+    ("isfinite", np.isfinite),
+    ("isposinf", np.isposinf),
+    ("isneginf", np.isneginf),
+    ("signbit", np.signbit),
+    ("logical_not", np.logical_not),
+]
 
 
 @pytest.mark.parametrize("name,np_fn", CLASSIFY, ids=[c[0] for c in CLASSIFY])
@@ -185,8 +231,9 @@ def test_classification(name, np_fn, data):
     _check(out, np.asarray(np_fn(a)), np.dtype(bool))
 
 
-@pytest.mark.parametrize("name,np_fn", [("logical_and", np.logical_and), ("logical_or", np.logical_or),
-                                        ("logical_xor", np.logical_xor)])
+@pytest.mark.parametrize(
+    "name,np_fn", [("logical_and", np.logical_and), ("logical_or", np.logical_or), ("logical_xor", np.logical_xor)]
+)
 @given(data=st.data())
 def test_logical(name, np_fn, data):
     a, b = data.draw(binary_args("biuf"))
@@ -274,8 +321,10 @@ def test_where():
 
 
 def test_special_values():
-    np.testing.assert_array_equal(jnp.nan_to_num(jnp.array([np.nan, np.inf, -np.inf, 1.0])),
-                                  np.nan_to_num(np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)))
+    np.testing.assert_array_equal(
+        jnp.nan_to_num(jnp.array([np.nan, np.inf, -np.inf, 1.0])),
+        np.nan_to_num(np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)),
+    )
     np.testing.assert_array_equal(jnp.nan_to_num(jnp.array([np.nan, np.inf]), nan=1.0, posinf=2.0), [1.0, 2.0])
     z = jnp.array([1 + 1j, -2j, 3.0], dtype=jnp.complex64)
     np.testing.assert_allclose(jnp.angle(z), np.angle(np.asarray(z)), rtol=1e-6)
@@ -302,8 +351,9 @@ def _fd(f, x, eps=1e-3):
     for i in np.ndindex(x.shape):
         d = np.zeros_like(x)
         d[i] = eps
-        g[i] = (float(f(jnp.asarray((x + d).astype(np.float32)))) -
-                float(f(jnp.asarray((x - d).astype(np.float32))))) / (2 * eps)
+        g[i] = (
+            float(f(jnp.asarray((x + d).astype(np.float32)))) - float(f(jnp.asarray((x - d).astype(np.float32))))
+        ) / (2 * eps)
     return g
 
 
@@ -334,7 +384,7 @@ def test_grad_against_finite_differences(name, f, x):
 
 def test_grads_at_special_points():
     assert float(fjax.grad(jnp.sinc)(0.0)) == 0.0
-    np.testing.assert_allclose(fjax.grad(fjax.grad(jnp.sinc))(0.0), -np.pi**2 / 3, rtol=1e-5)
+    np.testing.assert_allclose(fjax.grad(fjax.grad(jnp.sinc))(0.0), -(np.pi**2) / 3, rtol=1e-5)
     np.testing.assert_allclose(fjax.grad(lambda x: jnp.logaddexp(x, x))(1.0), 1.0)
     assert np.isfinite(fjax.grad(lambda x: jnp.hypot(x, 0.0))(0.0))
     assert np.isfinite(fjax.grad(lambda x: jnp.logaddexp(x, -np.inf))(0.0))

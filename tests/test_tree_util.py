@@ -75,9 +75,7 @@ def _containers(children: st.SearchStrategy) -> st.SearchStrategy:
         st.dictionaries(keys, children, max_size=3),
         st.builds(Point, children, children),
         st.builds(Single, children),
-        st.dictionaries(keys, children, max_size=3).map(
-            lambda d: collections.OrderedDict(reversed(d.items()))
-        ),
+        st.dictionaries(keys, children, max_size=3).map(lambda d: collections.OrderedDict(reversed(d.items()))),
         st.dictionaries(keys, children, max_size=3).map(lambda d: collections.defaultdict(list, d)),
     )
 
@@ -368,9 +366,7 @@ def test_tree_transpose():
     inner = tu.tree_structure((0, 0, 0))
     assert tu.tree_transpose(outer, inner, [(1, 2, 3), (4, 5, 6)]) == ([1, 4], [2, 5], [3, 6])
     assert tu.tree_transpose(outer, None, [(1, 2, 3), (4, 5, 6)]) == ([1, 4], [2, 5], [3, 6])
-    out = tu.tree_transpose(
-        tu.tree_structure({"a": 0, "b": 0}), tu.tree_structure([0, 0]), {"a": [1, 2], "b": [3, 4]}
-    )
+    out = tu.tree_transpose(tu.tree_structure({"a": 0, "b": 0}), tu.tree_structure([0, 0]), {"a": [1, 2], "b": [3, 4]})
     assert out == [{"a": 1, "b": 3}, {"a": 2, "b": 4}]
     with pytest.raises(TypeError, match="Mismatch"):
         tu.tree_transpose(outer, tu.tree_structure((0, 0)), [(1, 2, 3), (4, 5, 6)])

@@ -24,15 +24,18 @@ _accepted = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
 def _defer(binop: Callable, swap: bool = False) -> Callable:
     if swap:
+
         def method(self: Any, other: Any) -> Any:
             if not isinstance(other, _accepted):
                 return NotImplemented
             return binop(other, self)
     else:
+
         def method(self: Any, other: Any) -> Any:
             if not isinstance(other, _accepted):
                 return NotImplemented
             return binop(self, other)
+
     return method
 
 
@@ -65,8 +68,11 @@ def _at(self: Any) -> Any:
 
 
 def _shape_tuple(args: tuple, what: str) -> tuple:
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)) and not (
-            isinstance(args[0], (Array, Tracer)) and args[0].ndim == 0):
+    if (
+        len(args) == 1
+        and not isinstance(args[0], (int, np.integer))
+        and not (isinstance(args[0], (Array, Tracer)) and args[0].ndim == 0)
+    ):
         args = tuple(args[0]) if args[0] is not None else ()
     return tuple(operator.index(a) for a in args)
 
@@ -120,8 +126,10 @@ def _squeeze(self: Any, axis: Any = None) -> Any:
         dims = canonicalize_axes(axis, self.ndim, "squeeze")
         for d in dims:
             if self.shape[d] != 1:
-                raise ValueError(f"cannot select an axis to squeeze out which has size not equal to one, "
-                                 f"got shape={self.shape} and dimensions={dims}")
+                raise ValueError(
+                    f"cannot select an axis to squeeze out which has size not equal to one, "
+                    f"got shape={self.shape} and dimensions={dims}"
+                )
     return lax.squeeze(self, dims)
 
 
@@ -211,8 +219,14 @@ def _install(cls: type) -> None:
     for name, fn in binops.items():
         setattr(cls, f"__{name}__", _defer(fn))
         setattr(cls, f"__r{name}__", _defer(fn, swap=True))
-    for name, fn in {"eq": uf.equal, "ne": uf.not_equal, "lt": uf.less, "le": uf.less_equal,
-                     "gt": uf.greater, "ge": uf.greater_equal}.items():
+    for name, fn in {
+        "eq": uf.equal,
+        "ne": uf.not_equal,
+        "lt": uf.less,
+        "le": uf.less_equal,
+        "gt": uf.greater,
+        "ge": uf.greater_equal,
+    }.items():
         setattr(cls, f"__{name}__", _defer(fn))
     cls.__neg__ = lambda self: uf.negative(self)
     cls.__pos__ = lambda self: uf.positive(self)

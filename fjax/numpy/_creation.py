@@ -144,8 +144,7 @@ class _ScalarMeta(type):
 
 def _make_scalar_type(np_type: type, name: str | None = None) -> _ScalarMeta:
     name = name or np.dtype(np_type).name
-    return _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type), "_np_type": np_type,
-                                          "__module__": "fjax.numpy"})
+    return _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type), "_np_type": np_type, "__module__": "fjax.numpy"})
 
 
 bool_ = _make_scalar_type(np.bool_, "bool_")
@@ -258,8 +257,15 @@ def _array_from_nested(obj: Any, dt: np.dtype) -> Any:
     return lax.convert_element_type(x, dt)
 
 
-def array(object: Any, dtype: Any = None, copy: builtins.bool = True, order: str | None = "K",  # noqa: A002
-          ndmin: int = 0, *, device: Any = None) -> Any:
+def array(
+    object: Any,
+    dtype: Any = None,
+    copy: builtins.bool = True,
+    order: str | None = "K",  # noqa: A002
+    ndmin: int = 0,
+    *,
+    device: Any = None,
+) -> Any:
     """Create an fjax array from an array, a Python scalar or a nested list/tuple of them.
 
     Python scalars give weakly typed arrays (as JAX); lists and tuples give strongly typed
@@ -286,8 +292,10 @@ def array(object: Any, dtype: Any = None, copy: builtins.bool = True, order: str
     elif isinstance(object, (np.ndarray, np.generic)):
         src = object.dtype
         if src.kind in "OUSVMm":
-            raise TypeError(f"Value {object!r} with dtype {src} is not a valid fjax array type. "
-                            "Only arrays of numeric types are supported.")
+            raise TypeError(
+                f"Value {object!r} with dtype {src} is not a valid fjax array type. "
+                "Only arrays of numeric types are supported."
+            )
         target = dt if dt is not None else dtypes.canonicalize_dtype(src)
         out = Array(np.array(object, dtype=target, copy=True))
     elif isinstance(object, (list, tuple)):
@@ -299,7 +307,8 @@ def array(object: Any, dtype: Any = None, copy: builtins.bool = True, order: str
         else:
             conc = [x._value if type(x) is Array else x for x in leaves]
             if any(type(x) is not type(y) for x, y in zip(conc, leaves)) or any(
-                    hasattr(x, "__fjax_array__") for x in leaves):
+                hasattr(x, "__fjax_array__") for x in leaves
+            ):
                 obj = _replace_leaves(object, iter(conc))
             else:
                 obj = object
@@ -329,8 +338,9 @@ def _replace_leaves(obj: Any, it: Any) -> Any:
     return v
 
 
-def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: builtins.bool | None = None,
-            device: Any = None) -> Any:
+def asarray(
+    a: Any, dtype: Any = None, order: str | None = None, *, copy: builtins.bool | None = None, device: Any = None
+) -> Any:
     """Convert ``a`` to an fjax array without copying when it already is one."""
     if type(a) is Array or isinstance(a, Tracer):
         if dtype is None:
@@ -483,8 +493,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     return Array(out)
 
 
-def linspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, retstep: builtins.bool = False,
-             dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+def linspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: builtins.bool = True,
+    retstep: builtins.bool = False,
+    dtype: Any = None,
+    axis: int = 0,
+    *,
+    device: Any = None,
+) -> Any:
     """``num`` evenly spaced samples over [start, stop] (stop excluded if ``endpoint=False``)."""
     num = operator.index(core.concrete_or_error(num, "num argument of jnp.linspace"))
     if num < 0:
@@ -517,7 +536,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = Tru
         delta = lax.div(lax.sub(stop_b, start_b), Array(np.array(div, comp), True))
     elif num == 1:
         out = lax.broadcast_in_dim(start_b, out_shape, other)
-        delta = (lax.full(bshape, np.nan, comp) if endpoint else lax.sub(stop_b, start_b))
+        delta = lax.full(bshape, np.nan, comp) if endpoint else lax.sub(stop_b, start_b)
     else:
         out = lax.full(out_shape, 0, comp)
         delta = lax.full(bshape, np.nan, comp)
@@ -535,8 +554,15 @@ def _bshape(a: tuple, b: tuple) -> tuple:
     return broadcast_shapes("linspace", a, b)
 
 
-def logspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, base: Any = 10.0,
-             dtype: Any = None, axis: int = 0) -> Any:
+def logspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: builtins.bool = True,
+    base: Any = 10.0,
+    dtype: Any = None,
+    axis: int = 0,
+) -> Any:
     """``base ** linspace(start, stop, num)``."""
     from fjax.numpy._ufuncs import power  # noqa: PLC0415
 
@@ -549,8 +575,9 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = Tru
     return lax.convert_element_type(out, dt)
 
 
-def geomspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, dtype: Any = None,
-              axis: int = 0) -> Any:
+def geomspace(
+    start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = True, dtype: Any = None, axis: int = 0
+) -> Any:
     """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
     from fjax.numpy import _ufuncs as uf  # noqa: PLC0415
 
@@ -561,8 +588,18 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: builtins.bool = Tr
     start = lax.convert_element_type(to_fjax(start), comp)
     stop = lax.convert_element_type(to_fjax(stop), comp)
     sgn = uf.sign(start)
-    res = uf.multiply(sgn, logspace(uf.log10(uf.divide(start, sgn)), uf.log10(uf.divide(stop, sgn)), num,
-                                    endpoint=endpoint, base=10.0, dtype=comp, axis=axis))
+    res = uf.multiply(
+        sgn,
+        logspace(
+            uf.log10(uf.divide(start, sgn)),
+            uf.log10(uf.divide(stop, sgn)),
+            num,
+            endpoint=endpoint,
+            base=10.0,
+            dtype=comp,
+            axis=axis,
+        ),
+    )
     return lax.convert_element_type(res, dt)
 
 
@@ -675,8 +712,9 @@ def diag(v: Any, k: int = 0) -> Any:
         on = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
         # value at (i, j) on the diagonal is v[min(i, j)]; build it with a one-hot sum over v
         idx = lax.min(i, j)
-        onehot = lax.eq(lax.broadcast_in_dim(idx, (size, size, n), (0, 1)),
-                        lax.broadcasted_iota(np.int32, (size, size, n), 2))
+        onehot = lax.eq(
+            lax.broadcast_in_dim(idx, (size, size, n), (0, 1)), lax.broadcasted_iota(np.int32, (size, size, n), 2)
+        )
         vb = lax.broadcast_in_dim(v, (size, size, n), (2,))
         zero = lax.full_like(vb, 0)
         picked = lax.select(onehot, vb, zero)

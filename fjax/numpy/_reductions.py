@@ -91,8 +91,20 @@ def _keep(r: Any, axes: tuple, keepdims: bool) -> Any:
     return r
 
 
-def _reduce(a: Any, name: str, lax_op: Callable, binop: Callable, ident: Callable | None, *, axis: Any,
-            dtype: Any, keepdims: bool, initial: Any, where: Any, upcast: bool) -> Any:
+def _reduce(
+    a: Any,
+    name: str,
+    lax_op: Callable,
+    binop: Callable,
+    ident: Callable | None,
+    *,
+    axis: Any,
+    dtype: Any,
+    keepdims: bool,
+    initial: Any,
+    where: Any,
+    upcast: bool,
+) -> Any:
     a = _arr(a, name)
     if dtype is not None:
         dt = dtypes.canonicalize_dtype(getattr(dtype, "dtype", dtype))
@@ -102,8 +114,10 @@ def _reduce(a: Any, name: str, lax_op: Callable, binop: Callable, ident: Callabl
     axes = canonicalize_axes(axis, a.ndim, name)
     if where is not None:
         if ident is None and initial is None:
-            raise ValueError(f"reduction operation {name} does not have an identity, so to use a where mask "
-                             "one has to specify 'initial'")
+            raise ValueError(
+                f"reduction operation {name} does not have an identity, so to use a where mask "
+                "one has to specify 'initial'"
+            )
         fill = ident(dt) if ident is not None else initial
         a = lax.select(_mask(where, a.shape, name), a, lax.full_like(a, fill))
     if ident is None and initial is None and builtins.any(a.shape[i] == 0 for i in axes):
@@ -117,14 +131,33 @@ def _reduce(a: Any, name: str, lax_op: Callable, binop: Callable, ident: Callabl
     return _keep(r, axes, keepdims)
 
 
-def sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+def sum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,  # noqa: A001
+    initial: Any = None,
+    where: Any = None,
+    promote_integers: bool = True,
+) -> Any:
     """Sum of elements over ``axis`` (booleans and narrow integers accumulate as int32)."""
     _check_out(out, "sum")
     if _arr(a, "sum").dtype == np.bool_ and dtype is None and not promote_integers:
         dtype = np.bool_
-    return _reduce(a, "sum", _sum_op, lax.add, lambda dt: 0, axis=axis, dtype=dtype, keepdims=keepdims,
-                   initial=initial, where=where, upcast=promote_integers)
+    return _reduce(
+        a,
+        "sum",
+        _sum_op,
+        lax.add,
+        lambda dt: 0,
+        axis=axis,
+        dtype=dtype,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        upcast=promote_integers,
+    )
 
 
 def _sum_op(a: Any, axes: tuple) -> Any:
@@ -139,28 +172,81 @@ def _prod_op(a: Any, axes: tuple) -> Any:
     return lax.reduce_prod(a, axes)
 
 
-def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
+def prod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+    promote_integers: bool = True,
+) -> Any:
     """Product of elements over ``axis``."""
     _check_out(out, "prod")
-    return _reduce(a, "prod", _prod_op, lax.mul, lambda dt: 1, axis=axis, dtype=dtype, keepdims=keepdims,
-                   initial=initial, where=where, upcast=promote_integers)
+    return _reduce(
+        a,
+        "prod",
+        _prod_op,
+        lax.mul,
+        lambda dt: 1,
+        axis=axis,
+        dtype=dtype,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        upcast=promote_integers,
+    )
 
 
-def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None,  # noqa: A001
-        where: Any = None) -> Any:
+def max(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,  # noqa: A001
+    where: Any = None,
+) -> Any:
     """Maximum over ``axis`` (NaN-propagating); ``where`` requires ``initial``."""
     _check_out(out, "max")
-    return _reduce(a, "max", lax.reduce_max, lax.max, None, axis=axis, dtype=None, keepdims=keepdims,
-                   initial=initial, where=where, upcast=False)
+    return _reduce(
+        a,
+        "max",
+        lax.reduce_max,
+        lax.max,
+        None,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        upcast=False,
+    )
 
 
-def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None,  # noqa: A001
-        where: Any = None) -> Any:
+def min(
+    a: Any,
+    axis: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,  # noqa: A001
+    where: Any = None,
+) -> Any:
     """Minimum over ``axis`` (NaN-propagating); ``where`` requires ``initial``."""
     _check_out(out, "min")
-    return _reduce(a, "min", lax.reduce_min, lax.min, None, axis=axis, dtype=None, keepdims=keepdims,
-                   initial=initial, where=where, upcast=False)
+    return _reduce(
+        a,
+        "min",
+        lax.reduce_min,
+        lax.min,
+        None,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=initial,
+        where=where,
+        upcast=False,
+    )
 
 
 amax, amin = max, min
@@ -174,16 +260,38 @@ def all(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *, wh
     """Whether all elements over ``axis`` are true (nonzero)."""
     _check_out(out, "all")
     a = _to_bool(_arr(a, "all"))
-    return _reduce(a, "all", lax.reduce_and, lax.bitwise_and, lambda dt: True, axis=axis, dtype=None,
-                   keepdims=keepdims, initial=None, where=where, upcast=False)
+    return _reduce(
+        a,
+        "all",
+        lax.reduce_and,
+        lax.bitwise_and,
+        lambda dt: True,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=None,
+        where=where,
+        upcast=False,
+    )
 
 
 def any(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None) -> Any:  # noqa: A001
     """Whether any element over ``axis`` is true (nonzero)."""
     _check_out(out, "any")
     a = _to_bool(_arr(a, "any"))
-    return _reduce(a, "any", lax.reduce_or, lax.bitwise_or, lambda dt: False, axis=axis, dtype=None,
-                   keepdims=keepdims, initial=None, where=where, upcast=False)
+    return _reduce(
+        a,
+        "any",
+        lax.reduce_or,
+        lax.bitwise_or,
+        lambda dt: False,
+        axis=axis,
+        dtype=None,
+        keepdims=keepdims,
+        initial=None,
+        where=where,
+        upcast=False,
+    )
 
 
 def _count(a: Any, axes: tuple, keepdims: bool, where: Any, dt: np.dtype, name: str) -> Any:
@@ -204,8 +312,9 @@ def _upcast_f16(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt == np.float16 else dt
 
 
-def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
-         where: Any = None) -> Any:
+def mean(
+    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
     """Arithmetic mean over ``axis`` (integers give float32)."""
     _check_out(out, "mean")
     a = _arr(a, "mean")
@@ -223,8 +332,17 @@ def _real(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
 
 
-def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, *,
-        where: Any = None, correction: Any = None) -> Any:
+def var(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+    correction: Any = None,
+) -> Any:
     """Variance over ``axis`` with ``ddof`` (or ``correction``) degrees of freedom removed."""
     _check_out(out, "var")
     if correction is None:
@@ -260,12 +378,20 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
     return _strong(res, out_dt)
 
 
-def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, *,
-        where: Any = None, correction: Any = None) -> Any:
+def std(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+    correction: Any = None,
+) -> Any:
     """Standard deviation over ``axis`` (square root of ``var``)."""
     _check_out(out, "std")
-    return lax.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
-                        correction=correction))
+    return lax.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
 
 
 def _arg(a: Any, axis: Any, keepdims: Any, name: str, op: Callable) -> Any:
@@ -400,24 +526,39 @@ def _not_nan(a: Any, where: Any) -> Any:
     return m
 
 
-def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> Any:
+def nansum(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Sum treating NaNs as zero."""
     _check_out(out, "nansum")
-    return sum(_nan_fill(_arr(a, "nansum"), 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
-               where=where)
+    return sum(_nan_fill(_arr(a, "nansum"), 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
-def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-            initial: Any = None, where: Any = None) -> Any:
+def nanprod(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Product treating NaNs as one."""
     _check_out(out, "nanprod")
-    return prod(_nan_fill(_arr(a, "nanprod"), 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
-                where=where)
+    return prod(
+        _nan_fill(_arr(a, "nanprod"), 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
+    )
 
 
-def _nan_extreme(a: Any, axis: Any, keepdims: bool, initial: Any, where: Any, name: str, fn: Callable,
-                 fill: float) -> Any:
+def _nan_extreme(
+    a: Any, axis: Any, keepdims: bool, initial: Any, where: Any, name: str, fn: Callable, fill: float
+) -> Any:
     a = _arr(a, name)
     if a.dtype.kind not in "fc":
         return fn(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
@@ -428,22 +569,25 @@ def _nan_extreme(a: Any, axis: Any, keepdims: bool, initial: Any, where: Any, na
     return lax.select(all_nan, lax.full_like(r, np.nan), r)
 
 
-def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None,
-           where: Any = None) -> Any:
+def nanmax(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+) -> Any:
     """Maximum ignoring NaNs (NaN where every element is NaN)."""
     _check_out(out, "nanmax")
     return _nan_extreme(a, axis, keepdims, initial, where, "nanmax", max, -np.inf)
 
 
-def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None,
-           where: Any = None) -> Any:
+def nanmin(
+    a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
+) -> Any:
     """Minimum ignoring NaNs (NaN where every element is NaN)."""
     _check_out(out, "nanmin")
     return _nan_extreme(a, axis, keepdims, initial, where, "nanmin", min, np.inf)
 
 
-def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
-            where: Any = None) -> Any:
+def nanmean(
+    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None
+) -> Any:
     """Mean of the non-NaN elements."""
     _check_out(out, "nanmean")
     a = _arr(a, "nanmean")
@@ -452,8 +596,17 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdi
     return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=_not_nan(a, where))
 
 
-def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, *,
-           where: Any = None, correction: Any = None) -> Any:
+def nanvar(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+    correction: Any = None,
+) -> Any:
     """Variance of the non-NaN elements."""
     _check_out(out, "nanvar")
     a = _arr(a, "nanvar")
@@ -462,11 +615,21 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: i
     return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
 
 
-def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, *,
-           where: Any = None, correction: Any = None) -> Any:
+def nanstd(
+    a: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: int = 0,
+    keepdims: bool = False,
+    *,
+    where: Any = None,
+    correction: Any = None,
+) -> Any:
     """Standard deviation of the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where,
-                           correction=correction))
+    return lax.sqrt(
+        nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,24 +688,41 @@ def _sort_last(a: Any) -> Any:
     return sort(a, axis=-1)
 
 
-def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
+def quantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    interpolation: Any = None,
+) -> Any:
     """The ``q``-th quantiles (q in [0, 1]) over ``axis``; methods linear, lower, higher,
     nearest and midpoint."""
     _check_out(out, "quantile")
     return _quantile(a, q, axis, method if interpolation is None else interpolation, keepdims, False, "quantile")
 
 
-def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False, *, interpolation: Any = None) -> Any:
+def percentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    *,
+    interpolation: Any = None,
+) -> Any:
     """The ``q``-th percentiles (q in [0, 100]) over ``axis``."""
     _check_out(out, "percentile")
     from fjax.numpy._util import promote_dtypes_inexact  # noqa: PLC0415
 
     (qq,) = promote_dtypes_inexact("percentile", q)
     qq = lax.div(qq, _const(qq, 100))
-    return _quantile(a, qq, axis, method if interpolation is None else interpolation, keepdims, False,
-                     "percentile")
+    return _quantile(a, qq, axis, method if interpolation is None else interpolation, keepdims, False, "percentile")
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
@@ -551,8 +731,7 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
     return _quantile(a, 0.5, axis, "midpoint", keepdims, False, "median")
 
 
-def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-              keepdims: bool = False) -> Any:
+def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
     """Median over ``axis`` ignoring NaNs."""
     _check_out(out, "nanmedian")
     return _quantile(a, 0.5, axis, "midpoint", keepdims, True, "nanmedian")
@@ -594,14 +773,18 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     if ignore_nan:
         x = lax.select(nan_mask, lax.full_like(x, np.inf), x)
         count = lax.convert_element_type(
-            lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(nan_mask), np.int32), (x.ndim - 1,)), q.dtype)
+            lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(nan_mask), np.int32), (x.ndim - 1,)), q.dtype
+        )
     else:
         count = Array(np.array(n, q.dtype))
     s = _sort_last(x)
     # positions: q * (count - 1), per quantile and per leading position
     qb = lax.broadcast_in_dim(q, q.shape + count.shape, tuple(range(q.ndim))) if count.ndim else q
-    cb = lax.broadcast_in_dim(count, q.shape + count.shape, tuple(range(q.ndim, q.ndim + count.ndim))) \
-        if count.ndim else count
+    cb = (
+        lax.broadcast_in_dim(count, q.shape + count.shape, tuple(range(q.ndim, q.ndim + count.ndim)))
+        if count.ndim
+        else count
+    )
     pos = lax.mul(qb, lax.sub(cb, _const(cb, 1)))
     lo = lax.floor(pos)
     hi = lax.ceil(pos)
@@ -650,4 +833,3 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     if keepdims:
         res = lax.expand_dims(res, tuple(q.ndim + i for i in axes)) if axes else res
     return res
-

@@ -436,8 +436,9 @@ def power(x: Any, y: Any, /) -> Any:
     """Elementwise x ** y. A concrete integer exponent uses ``lax.integer_pow`` (exact
     repeated multiplication, as JAX does for ``x ** 2``); integer ** integer stays integer."""
     check_arraylike("power", x, y)
-    if not isinstance(y, Tracer) and (type(y) is int or isinstance(y, np.integer) or (
-            type(y) is Array and y.ndim == 0 and y.dtype.kind in "iu")):
+    if not isinstance(y, Tracer) and (
+        type(y) is int or isinstance(y, np.integer) or (type(y) is Array and y.ndim == 0 and y.dtype.kind in "iu")
+    ):
         x = promote_dtypes_numeric("power", x)[0]
         return lax.integer_pow(x, int(y))
     x, y = _promote_numeric_n("power", x, y)
@@ -881,8 +882,9 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
     if k == "c":
         re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
-        return lax.add(lax.convert_element_type(re, x.dtype),
-                       lax.mul(lax.convert_element_type(im, x.dtype), _const(x, 1j)))
+        return lax.add(
+            lax.convert_element_type(re, x.dtype), lax.mul(lax.convert_element_type(im, x.dtype), _const(x, 1j))
+        )
     if k != "f":
         return x
     info = np.finfo(x.dtype)
@@ -935,8 +937,7 @@ def angle(z: Any, deg: bool = False) -> Any:
 # where
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None,
-          fill_value: Any = None) -> Any:
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """``x`` where ``condition`` is true, else ``y`` (with broadcasting and promotion).
 
     With only ``condition``, the indices of its nonzero elements (``nonzero``); that form needs a

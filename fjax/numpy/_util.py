@@ -26,9 +26,7 @@ def check_arraylike(fn_name: str, *args: Any) -> None:
                 f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}. "
                 f"Wrap it in jnp.array(...) first."
             )
-        raise TypeError(
-            f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}."
-        )
+        raise TypeError(f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}.")
 
 
 def to_fjax(x: Any, fn_name: str = "fjax.numpy") -> Any:
