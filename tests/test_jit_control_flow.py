@@ -326,3 +326,28 @@ def test_bool_scatter_in_loop():
 
     m = jnp.zeros(6, bool)
     close(fjax.jit(f)(m), eager(f, m))
+
+
+def test_failed_loop_compile_falls_back_to_host_loop(monkeypatch, caplog):
+    """Outside strict mode a loop that fails to compile runs on the host; the rest stays compiled."""
+    import logging
+
+    from fjax.config import config
+    from fjax.interpreters import lowering, numba_loops
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated loop compile failure")
+
+    monkeypatch.setattr(numba_loops, "emit", boom)
+    monkeypatch.setattr(config, "fjax_lowering_strict", False)
+
+    def f(x):
+        y = jnp.tanh(x) * 3.0
+        return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + 1.0, y)
+
+    x = jnp.linspace(-1.0, 1.0, 5)
+    with caplog.at_level(logging.WARNING, logger="fjax.lowering"):
+        fn = lowering.compile_jaxpr(fjax.jit(f).lower(x).jaxpr)
+    assert fn is not None
+    assert any("its loops run on the host" in r.getMessage() for r in caplog.records)
+    close(fjax.jit(f)(x), eager(f, x))

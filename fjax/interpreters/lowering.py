@@ -1009,9 +1009,14 @@ def _host_kernels() -> dict:
     return HOST_KERNELS
 
 
-def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None:
+def _has_control_flow(jaxpr: Jaxpr) -> bool:
+    return any(e.primitive.name in CONTROL for e in _inline_jits(jaxpr))
+
+
+def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = True) -> Program | None:
     """Cut ``closed`` into kernels, compiled loops/branches and host calls; None if nothing would
-    be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program)."""
+    be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program).
+    ``loops=False``: control flow runs on the host (a fallback when compiling a loop failed)."""
     jaxpr = closed.jaxpr
     eqns = _inline_jits(jaxpr)
     # resolve aliases into a substitution
@@ -1037,7 +1042,11 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False) -> Program | None
     cur: list = []
     for e in flat:
         if e.primitive.name in CONTROL:
-            why = control_unsupported_reason(e) if config.fjax_compile_loops else "fjax_compile_loops is off"
+            why = (
+                control_unsupported_reason(e)
+                if config.fjax_compile_loops and loops
+                else "compiled loops are off (fjax_compile_loops)"
+            )
             if why is None:
                 if cur:
                     segments.append(cur)
@@ -1140,9 +1149,19 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
     except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
         if config.fjax_lowering_strict:
             raise
-        log.warning("fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly", type(e).__name__, e)
         log.debug("lowering traceback", exc_info=True)
         fn = None
+        if config.fjax_compile_loops and _has_control_flow(closed.jaxpr):
+            # keep the rest compiled: the loops run on the host, calling their compiled bodies
+            try:
+                fn = _backend().compile_program(closed, loops=False)
+                log.warning(
+                    "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
+                )
+            except Exception:  # noqa: BLE001 - reported below with the first error
+                fn = None
+        if fn is None:
+            log.warning("fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly", type(e).__name__, e)
     _stats["compiles"] += 1
     _by_id[id(closed)] = (closed, fn)
     return fn

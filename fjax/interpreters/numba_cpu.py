@@ -1409,17 +1409,17 @@ from fjax.interpreters import numba_cpu as rt
 """
 
 
-def build(closed: ClosedJaxpr) -> ProgramSource | None:
-    prog = L.build_program(closed)
+def build(closed: ClosedJaxpr, loops: bool = True) -> ProgramSource | None:
+    prog = L.build_program(closed, loops=loops)
     if prog is None:
         return None
     return ProgramSource(prog)
 
 
-def compile_program(closed: ClosedJaxpr) -> Callable | None:
+def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
     from fjax.interpreters import numba_cache  # noqa: PLC0415
 
-    ps = build(closed)
+    ps = build(closed, loops)
     if ps is None:
         return None
     for fname, nc in ps.nests:
