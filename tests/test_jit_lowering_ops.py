@@ -29,12 +29,8 @@ def f32(*shape):
 
 
 def _eager(f, *args):
-    old = config.jax_disable_jit
-    config.update("jax_disable_jit", True)
-    try:
+    with fjax.disable_jit():
         return f(*args)
-    finally:
-        config.update("jax_disable_jit", old)
 
 
 def _check(jf, *args, rtol=2e-6, native=True):

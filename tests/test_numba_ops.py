@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 import fjax
 import fjax.numpy as jnp
 from fjax import lax
-from fjax.config import config
 from fjax.interpreters import numba_conv, numba_ops
 
 pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
@@ -65,12 +64,8 @@ def _touch(y):
 
 
 def _eager(f, *args):
-    old = config.jax_disable_jit
-    config.update("jax_disable_jit", True)
-    try:
+    with fjax.disable_jit():
         return f(*args)
-    finally:
-        config.update("jax_disable_jit", old)
 
 
 def _check(f, *args, rtol=0.0, atol=0.0):
