@@ -377,6 +377,24 @@ def _remat_partial_eval(
 pe.partial_eval_rules[remat_p] = _remat_partial_eval
 
 
+def _remat_partial_eval_jaxpr(eqn: JaxprEqn, unknowns: list) -> tuple:
+    """Split a remat equation nested in a jaxpr being partially evaluated (``grad(jit(f))``):
+    the known part saves what the policy allows, the staged part recomputes the rest."""
+    p = eqn.params
+    jk, js, out_uk, num_res = partial_eval_jaxpr_policy(p["jaxpr"], tuple(unknowns), p["policy"])
+    known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
+    unknown_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
+    res = [Var(v.aval) for v in jk.outvars[len(known_outs) :]]
+    known_ins = [x for x, u in zip(eqn.invars, unknowns) if not u]
+    unknown_ins = [x for x, u in zip(eqn.invars, unknowns) if u]
+    eqn_known = JaxprEqn(remat_p, known_ins, known_outs + res, dict(p, jaxpr=jk))
+    eqn_staged = JaxprEqn(remat_p, res + unknown_ins, unknown_outs, dict(p, jaxpr=js, differentiated=True))
+    return eqn_known, eqn_staged, out_uk
+
+
+pe.partial_eval_jaxpr_rules[remat_p] = _remat_partial_eval_jaxpr
+
+
 def _remat_dce(used_outputs: list, eqn: JaxprEqn) -> tuple[list, JaxprEqn | None]:
     if not any(used_outputs):
         return [False] * len(eqn.invars), None

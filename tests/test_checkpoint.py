@@ -143,3 +143,42 @@ def test_make_jaxpr_prints_remat():
     assert "remat2[" in s and "prevent_cse=True" in s and "policy=None" in s and "differentiated=False" in s
     s = str(fjax.make_jaxpr(fjax.grad(checkpoint(sin2)))(1.0))
     assert "differentiated=True" in s
+
+
+def test_policy_holds_in_grad_of_jit_and_remat_compiles_inline():
+    """``grad(jit(f))`` splits the checkpoint inside the jit by its policy (the saved dot is not
+    recomputed in the backward program), and compiled programs run remat bodies inline."""
+    import fjax.numpy as jnp
+    from fjax import checkpoint_policies as cp
+
+    def make(policy):
+        def f(x):
+            g = fjax.checkpoint(lambda x: jnp.sin(jnp.sin(x) @ jnp.ones((3, 3))), policy=policy)
+            return jnp.sum(g(x))
+
+        return f
+
+    x = jnp.asarray(np.random.RandomState(0).randn(2, 3).astype(np.float32))
+
+    def staged_remat_dots(f):
+        jaxpr = fjax.make_jaxpr(fjax.grad(fjax.jit(f)))(x).jaxpr
+        bwd = [e for e in jaxpr.eqns if e.params.get("name", "").startswith("transpose")][0]
+        (remat,) = [e for e in bwd.params["jaxpr"].jaxpr.eqns if e.primitive.name == "remat2"]
+        return sum(e.primitive.name == "dot_general" for e in remat.params["jaxpr"].eqns)
+
+    assert staged_remat_dots(make(cp.dots_saveable)) == 1  # only the transposed dot; the forward one is saved
+    assert staged_remat_dots(make(cp.nothing_saveable)) == 2  # the forward dot is recomputed too
+    for policy in (cp.dots_saveable, cp.nothing_saveable, None):
+        f = make(policy)
+        jg = fjax.jit(fjax.grad(fjax.jit(f)))
+        assert "# host:" not in jg.lower(x).as_text()
+        np.testing.assert_allclose(np.asarray(jg(x)), np.asarray(fjax.grad(f)(x)), rtol=1e-5)
+
+
+def test_triply_nested_jit_compiles_inline():
+    import fjax.numpy as jnp
+
+    f = fjax.jit(fjax.jit(fjax.jit(lambda x: jnp.sin(x) * 2)))
+    x = jnp.linspace(0.0, 1.0, 5)
+    assert "# host:" not in fjax.jit(f).lower(x).as_text()
+    np.testing.assert_allclose(np.asarray(f(x)), np.sin(np.linspace(0.0, 1.0, 5)) * 2, rtol=1e-6)

@@ -918,12 +918,23 @@ class _KernelBuilder:
 # jaxpr preprocessing: inline nested jit, cut into segments
 
 
+def _inlinable(eqn: JaxprEqn) -> Jaxpr | None:
+    """The body of a nested ``jit`` (without consts) or ``remat2`` (checkpoint: inside a compiled
+    program the saved/recomputed split is already in the jaxpr, so its body runs as it is)."""
+    name = eqn.primitive.name
+    if name == "jit" and not eqn.params["jaxpr"].consts:
+        return eqn.params["jaxpr"].jaxpr
+    if name == "remat2" and not eqn.params["jaxpr"].constvars:
+        return eqn.params["jaxpr"]
+    return None
+
+
 def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
-    """Equations of ``jaxpr`` with nested ``jit`` equations replaced by their bodies."""
+    """Equations of ``jaxpr`` with nested ``jit`` and ``remat2`` equations replaced by their bodies."""
     out: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "jit" and not eqn.params["jaxpr"].consts:
-            inner: Jaxpr = eqn.params["jaxpr"].jaxpr
+        inner = _inlinable(eqn)
+        if inner is not None:
             sub: dict = {}
             for iv, a in zip(inner.invars, eqn.invars):
                 sub[iv] = a
@@ -937,7 +948,10 @@ def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
                     nv = Var(ov.aval) if not isinstance(ov, DropVar) else ov
                     sub[ov] = nv
                     new_outs.append(nv)
-                out.append(JaxprEqn(e.primitive, [rd(a) for a in e.invars], new_outs, e.params))
+                if isinstance(e, _Alias):
+                    out.append(_Alias(rd(e.invars[0]), new_outs[0]))
+                else:
+                    out.append(JaxprEqn(e.primitive, [rd(a) for a in e.invars], new_outs, e.params))
             # outputs of the inner jaxpr: alias through a substitution recorded as copies
             for ov, io in zip(eqn.outvars, inner.outvars):
                 src = rd(io)
