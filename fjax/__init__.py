@@ -50,6 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "block_until_ready",
     "checkpoint",
     "checkpoint_policies",
     "custom_jvp",
@@ -63,7 +64,14 @@ __all__ = [
     "TracerIntegerConversionError",
     "UnexpectedTracerError",
     "config",
+    "debug",
+    "default_backend",
+    "device_count",
+    "device_get",
+    "device_put",
+    "devices",
     "dtypes",
+    "ensure_compile_time_eval",
     "eval_shape",
     "grad",
     "hessian",
@@ -73,10 +81,15 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "local_device_count",
+    "local_devices",
     "make_jaxpr",
     "nn",
     "numpy",
     "optim",
+    "process_count",
+    "process_index",
+    "pure_callback",
     "random",
     "tree_util",
     "value_and_grad",
@@ -87,3 +100,18 @@ __all__ = [
 # operators and methods of Array and Tracer come from fjax.numpy
 from fjax import numpy  # noqa: E402
 from fjax import nn, optim, random  # noqa: E402
+from fjax._devices import (  # noqa: E402
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_get,
+    device_put,
+    devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+)
+from fjax._callback import pure_callback  # noqa: E402
+from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
+from fjax import debug  # noqa: E402

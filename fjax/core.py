@@ -326,8 +326,7 @@ class Array:
     def __cuda_array_interface__(self):
         raise AttributeError("fjax CPU arrays have no __cuda_array_interface__")
 
-    def devices(self) -> set:
-        return {"cpu"}
+    # devices(), .device and .sharding are attached by fjax._devices
 
     def is_fully_replicated(self) -> bool:
         return True
@@ -422,6 +421,8 @@ class Primitive:
     """
 
     multiple_results = False
+    # an effectful primitive (e.g. ``debug_callback``) is never dead-code eliminated
+    effectful = False
 
     def __init__(self, name: str):
         self.name = name
@@ -1023,7 +1024,7 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
         params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in items)
         name = eqn.primitive.name + (f"[{params}]" if params else "")
     rhs = " ".join([name] + [_pp_atom(x, namer) for x in eqn.invars])
-    return f"{lhs} = {rhs}"
+    return f"{lhs} = {rhs}" if lhs else rhs
 
 
 def _pp_jaxpr_inner(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:

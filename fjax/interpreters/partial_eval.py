@@ -11,6 +11,7 @@ inner jaxprs with ``partial_eval_jaxpr`` through ``partial_eval_rules``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -218,15 +219,40 @@ def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_
 # dead-code elimination
 
 
+def eqn_has_effects(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` must run even when its outputs are unused: its primitive is effectful
+    (``Primitive.effectful``, e.g. ``debug_callback``) or one of its sub-jaxprs holds such an equation."""
+    if eqn.primitive.effectful:
+        return True
+    for v in eqn.params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)):
+            if jaxpr_has_effects(v):
+                return True
+        elif isinstance(v, tuple) and any(isinstance(e, (Jaxpr, ClosedJaxpr)) and jaxpr_has_effects(e) for e in v):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def jaxpr_has_effects(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
+    """Whether ``jaxpr`` (or a sub-jaxpr of it) holds an effectful equation."""
+    j = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    return any(eqn_has_effects(e) for e in j.eqns)
+
+
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None, keep_inputs: bool = True) -> Jaxpr:
-    """Drop equations whose outputs are unused (primitives have no side effects)."""
+    """Drop equations whose outputs are unused, except effectful ones (``eqn_has_effects``):
+    those are kept whole, so each runs once per execution of the jaxpr."""
     outvars = jaxpr.outvars
     if used_outputs is not None:
         outvars = [v for v, u in zip(outvars, used_outputs) if u]
     live = {v for v in outvars if type(v) is Var}
     new_eqns = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if eqn_has_effects(eqn):
+            live.update(v for v in eqn.invars if type(v) is Var)
+            new_eqns.append(eqn)
+        elif any(v in live for v in eqn.outvars):
             rule = dce_rules.get(eqn.primitive)
             if rule is not None:
                 used_outs = [v in live for v in eqn.outvars]
