@@ -235,6 +235,8 @@ def _leaf_signature(x: Any) -> Any:
         return ((), dtypes.dtype_of_python_scalar(x) if t is not bool else np.dtype(bool), t is not bool)
     if isinstance(x, (np.ndarray, np.generic)):
         return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
+        return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
     raise TypeError(
         f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
         "pytrees of them (mark other arguments static with static_argnums/static_argnames)"

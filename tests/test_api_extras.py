@@ -549,3 +549,15 @@ def test_ensure_compile_time_eval_restores_staging():
         return x + a + b
 
     np.testing.assert_allclose(f(1.0), 3.0)
+
+
+def test_jit_lower_and_eval_shape_take_shape_dtype_structs():
+    import fjax.numpy as jnp
+
+    f = fjax.jit(lambda x: jnp.sin(x) * 2)
+    s = fjax.ShapeDtypeStruct((3,), np.float32)
+    out = f.eval_shape(s)
+    assert out.shape == (3,) and out.dtype == np.float32
+    assert "def program" in f.lower(s).as_text()
+    with pytest.raises(TypeError, match="ShapeDtypeStruct"):
+        f(s)
