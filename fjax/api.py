@@ -20,12 +20,13 @@ from fjax.interpreters.ad import Zero
 class ShapeDtypeStruct:
     """A shape and dtype standing for an array argument (for make_jaxpr / eval_shape)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Any = None, weak_type: bool = False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
+        self.sharding = sharding  # accepted for JAX compatibility; fjax has one device
 
     @property
     def ndim(self) -> int:
@@ -36,7 +37,8 @@ class ShapeDtypeStruct:
         return int(np.prod(self.shape))
 
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -111,7 +113,7 @@ def make_jaxpr(
         jaxpr, consts, outs = pe.trace_to_jaxpr(flat_fun, in_avals, f"make_jaxpr({_fun_name(fun)})")
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
-            shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, o.aval.weak_type) for o in outs]
+            shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, weak_type=o.aval.weak_type) for o in outs]
             return closed, tu.tree_unflatten(out_tree_box[0], shapes)
         return closed
 

@@ -367,7 +367,8 @@ class JitWrapped:
         from fjax.api import ShapeDtypeStruct  # noqa: PLC0415
 
         (closed, _, out_tree), _ = self._get(args, kwargs)
-        return tu.tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+        outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+        return tu.tree_unflatten(out_tree, outs)
 
     def clear_cache(self) -> None:
         self._cache.clear()
