@@ -60,10 +60,6 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
     return ShapedArray(aval.shape, td, False)
 
 
-def is_float0(aval: ShapedArray) -> bool:
-    return aval.dtype == dtypes.float0
-
-
 def instantiate_zeros(t: Any) -> Any:
     if type(t) is Zero:
         return _zeros_like(t.aval)
@@ -339,19 +335,6 @@ def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
             return out, Zero(tangent_aval(core.get_aval(out)))
         t_out = prim.bind(*[instantiate_zeros(t) for t in tangents], **params)
         return out, t_out
-
-    primitive_jvps[prim] = jvp
-    primitive_transposes[prim] = transpose_rule
-
-
-def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
-    """Linear in its first input only; the rest are non-differentiable parameters-as-arrays."""
-
-    def jvp(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:
-        out = prim.bind(*primals, **params)
-        if type(tangents[0]) is Zero:
-            return out, Zero(tangent_aval(core.get_aval(out)))
-        return out, prim.bind(tangents[0], *primals[1:], **params)
 
     primitive_jvps[prim] = jvp
     primitive_transposes[prim] = transpose_rule

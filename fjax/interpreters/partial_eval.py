@@ -210,11 +210,6 @@ def _is_own(x: Any, main: core.MainTrace) -> bool:
     return isinstance(x, StagingTracer) and x._trace.main is main
 
 
-def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "") -> ClosedJaxpr:
-    jaxpr, consts, _ = trace_to_jaxpr(fun, in_avals, debug_info)
-    return ClosedJaxpr(jaxpr, consts)
-
-
 # ---------------------------------------------------------------------------------------------
 # dead-code elimination
 
