@@ -330,3 +330,15 @@ def test_nonzero_size_traced_matches_numpy(shape, size, rnd):
     for r, e in zip(out, np.nonzero(a)):
         e = np.concatenate([e[:size], np.full(max(0, size - len(e)), -1)]).astype(np.int32)
         assert_same(r, e)
+
+
+def test_scalar_index_into_empty_axis_raises_as_jax():
+    import fjax.numpy as jnp
+
+    x = jnp.zeros((0, 1))
+    for update in (lambda: x.at[0].add(1.0), lambda: x.at[0].set(1.0), lambda: jnp.zeros((2, 0)).at[:, 0].set(1.0)):
+        with pytest.raises(IndexError, match="out of bounds for axis . with size 0"):
+            update()
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        fjax.jit(lambda x, i: x.at[i].set(1.0))(x, 0)
+    assert x.at[jnp.array([0])].set(1.0).shape == (0, 1)  # an array index: nothing to update (as JAX)

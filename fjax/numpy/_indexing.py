@@ -325,6 +325,9 @@ class _GatherIndexer:
             collapsed.append(d)
         for e in pending_adv:
             n = shape[e.dim]
+            if n == 0 and e.kind in ("int", "dyn"):  # as JAX: a scalar index into an empty axis
+                what = f"index {e.val}" if e.kind == "int" else "index"
+                raise IndexError(f"{what} is out of bounds for axis {e.dim} with size 0")
             if e.kind == "array" and not isinstance(e.val, Tracer):
                 v = _norm_static(e.val, n)
             elif e.kind == "int":
