@@ -817,7 +817,17 @@ def _check_grad(data, op: Op, dt: np.dtype) -> None:
 
     case, args = _grad_case(data, op, dt)
     fn, fargs = _float_closure(case.fn, args)
-    check_grads(fn, fargs, order=op.grad_order, modes=("fwd", "rev"))
+    if dt != F32:
+        check_grads(fn, fargs, order=op.grad_order, modes=("fwd", "rev"))
+        return
+    # float32 central differences lose about ulp(|f|) / eps: with outputs ~20 (exp near 3) the
+    # thorough profile found 2e-3-absolute checks failing by noise alone, so the float32 tolerance
+    # scales with the outputs' magnitude; and the order-2 check differentiates vjp(f)(f(x)) (exp(2x),
+    # ~150 there) numerically, beyond float32's reach: float32 checks order 1, test_grad_x64 checks
+    # every op's full order tightly in float64
+    outs = fjax.tree_util.tree_leaves(fn(*fargs))
+    scale = max([1.0] + [float(np.max(np.abs(np.asarray(o)), initial=0.0)) for o in outs])
+    check_grads(fn, fargs, order=1, modes=("fwd", "rev"), atol=2e-3 * scale, rtol=2e-3)
 
 
 @pytest.mark.parametrize("op,dt", _params(DIFF, (F32,)))
