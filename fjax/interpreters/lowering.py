@@ -257,8 +257,8 @@ class InlineStep:
 
 
 class Program:
-    """Steps (``Kernel``, ``HostCall`` or ``ControlStep``) over a value table; slots name jaxpr
-    variables."""
+    """Steps (``Kernel``, ``HostCall``, ``ControlStep``, or in loop bodies ``InlineStep``) over a
+    value table; slots name jaxpr variables."""
 
     def __init__(self, steps: list, in_slots: list, out_slots: list, step_io: list, consts: list):
         self.steps, self.in_slots, self.out_slots = steps, in_slots, out_slots
