@@ -93,7 +93,22 @@ def test_grads(name, fn, dom, order, data):
             x = jnp.where(jnp.abs(jnp.abs(x) - 1.0) < 0.05, x + 0.1, x)
         if name == "where":
             x = jnp.where(jnp.abs(x - 0.3) < 0.05, x + 0.1, x)
-    check_grads(fn, (x,), order=order)
+    check_grads(fn, (x,), order=1)
+    if order > 1:
+        _check_grads_x64(fn, (x,), order)
+
+
+def _check_grads_x64(fn, args, order):
+    """``check_grads`` in float64: second-order central differences in float32 are rounding-noise
+    limited (the thorough profile found outer_dot's, with outputs ~500, off by 0.6%)."""
+    from fjax import config
+
+    old = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    try:
+        check_grads(fn, tuple(np.asarray(a, np.float64) for a in args), order=order)
+    finally:
+        config.update("jax_enable_x64", old)
 
 
 @pytest.mark.parametrize("name,fn,dom,order", UNARY, ids=[u[0] for u in UNARY])
@@ -110,5 +125,9 @@ def test_vmap_matches_loop(name, fn, dom, order, data, axis):
 @settings(max_examples=6)
 @given(arrays((4, 3), min_value=-2, max_value=2), arrays((3, 5), min_value=-2, max_value=2))
 def test_binary_grads_and_broadcasting(a, b):
-    check_grads(lambda a, b: jnp.tanh(a @ b) * b.sum(0), (a, b), order=2)
-    check_grads(lambda a, b: (a[:, :, None] * b[None]).sum(1) / (1.0 + b[0] ** 2), (a, b), order=2)
+    for f in (
+        lambda a, b: jnp.tanh(a @ b) * b.sum(0),
+        lambda a, b: (a[:, :, None] * b[None]).sum(1) / (1.0 + b[0] ** 2),
+    ):
+        check_grads(f, (a, b), order=1)
+        _check_grads_x64(f, (a, b), 2)
