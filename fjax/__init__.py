@@ -28,7 +28,7 @@ from fjax.api import (
     vjp,
     vmap,
 )
-from fjax.jit import disable_jit, jit
+from fjax.jit import clear_caches, disable_jit, jit
 
 
 def _on_config_change(name: str, value: object) -> None:
@@ -53,6 +53,7 @@ __all__ = [
     "block_until_ready",
     "checkpoint",
     "checkpoint_policies",
+    "clear_caches",
     "custom_jvp",
     "custom_vjp",
     "disable_jit",
