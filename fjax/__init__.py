@@ -35,7 +35,7 @@ def _on_config_change(name: str, value: object) -> None:
     if name == "fjax_jit_backend":
         if value not in ("interpret", "numba"):
             raise ValueError(f"fjax_jit_backend must be 'interpret' or 'numba', got {value!r}")
-        from fjax.interpreters import lowering
+        from fjax.backends import lowering
 
         lowering.install(value == "numba")
 

@@ -49,7 +49,7 @@ def fresh_numba_cache(tmp_path_factory):
     import importlib
 
     from fjax import config
-    from fjax.interpreters import lowering
+    from fjax.backends import lowering
 
     old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
     config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache")))

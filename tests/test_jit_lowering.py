@@ -19,8 +19,10 @@ import pytest
 
 import fjax
 from fjax import lax
+from fjax.backends import lowering
+from fjax.backends.numba import disk_cache
+from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
-from fjax.interpreters import lowering, numba_cpu
 
 # ---------------------------------------------------------------------------------------------
 # fixtures
@@ -445,7 +447,7 @@ def test_memory_cache_hit():
 _SUBPROCESS = textwrap.dedent("""
     import numpy as np, fjax
     from fjax import lax
-    from fjax.interpreters import lowering
+    from fjax.backends import lowering
     from numba.core.registry import cpu_target
     # count numba's target refreshes (its ~0.3 s first-use registry loading)
     ctx, refreshes = cpu_target.target_context, []
@@ -514,17 +516,17 @@ def test_load_cached(tmp_path):
     then compiles) when there is nothing on disk."""
     from numba import njit, types
 
-    from fjax.interpreters import numba_cache
+    from fjax.backends.numba import warm_load as numba_cache
 
     sig = (types.float64,)
     assert not numba_cache.load_cached(njit(lambda a: a + 1.0), sig)  # cache=False: NullCache
     src = "from numba import njit\n@njit(cache=True)\ndef k(a):\n    return a + 1.0\n"
-    fn = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a source of its own: never compiled
+    fn = disk_cache.load_kernel(src + f"# {tmp_path}\n", "k")  # a source of its own: never compiled
     assert not numba_cache.load_cached(fn, sig)
     fn.compile(sig)  # ... and saves it to disk
     assert numba_cache.load_cached(fn, sig)  # already installed in this process
-    numba_cpu.clear_cache()
-    again = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a new dispatcher of the same file
+    disk_cache.clear_cache()
+    again = disk_cache.load_kernel(src + f"# {tmp_path}\n", "k")  # a new dispatcher of the same file
     assert again is not fn and not again.signatures
     assert numba_cache.load_cached(again, sig)  # from disk
     assert sum(again.stats.cache_hits.values()) == 1 and not again.stats.cache_misses
@@ -532,16 +534,20 @@ def test_load_cached(tmp_path):
 
 
 def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
-    """Kernels carry a hash of the helper modules they inline: editing any of them recompiles."""
-    for name in ("vmath.py", "lowering.py", "numba_cpu.py", "numba_loops.py", "ad.py"):
-        (tmp_path / name).write_text(f"# {name}\n")
-    monkeypatch.setattr(numba_cpu, "__file__", str(tmp_path / "numba_cpu.py"))
-    v0 = numba_cpu._runtime_version()
-    (tmp_path / "ad.py").write_text("# changed\n")  # kernels never use it
-    assert numba_cpu._runtime_version() == v0
-    for name in ("numba_loops.py", "vmath.py", "lowering.py"):
-        (tmp_path / name).write_text("# changed\n")
-        v1 = numba_cpu._runtime_version()
+    """Kernels carry a hash of the backend modules they inline: editing any of them recompiles."""
+    nb = tmp_path / "backends" / "numba"
+    nb.mkdir(parents=True)
+    (tmp_path / "interpreters").mkdir()
+    files = [nb / "vmath.py", nb / "disk_cache.py", nb / "loops.py", tmp_path / "backends" / "lowering.py"]
+    for f in [*files, tmp_path / "interpreters" / "ad.py"]:
+        f.write_text(f"# {f.name}\n")
+    monkeypatch.setattr(disk_cache, "__file__", str(nb / "disk_cache.py"))
+    v0 = disk_cache._runtime_version()
+    (tmp_path / "interpreters" / "ad.py").write_text("# changed\n")  # kernels never use it
+    assert disk_cache._runtime_version() == v0
+    for f in files:
+        f.write_text("# changed\n")
+        v1 = disk_cache._runtime_version()
         assert v1 != v0
         v0 = v1
 

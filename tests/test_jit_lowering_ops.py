@@ -15,8 +15,9 @@ import pytest
 import fjax
 import fjax.numpy as jnp
 from fjax import lax
+from fjax.backends import lowering
+from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
-from fjax.interpreters import lowering, numba_cpu
 
 pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
 

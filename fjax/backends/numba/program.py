@@ -33,27 +33,22 @@ when it holds an input out of their range (``NumbaRenderer.fast_for_op``). Scala
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import logging
 import math
-import os
 import re
-import sys
-import tempfile
 from typing import Any, Callable
 
 import numba
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import types
 
 from fjax import core
+from fjax.backends import lowering as L
+from fjax.backends.numba import disk_cache, warm_load
+from fjax.backends.numba import loops as numba_loops
+from fjax.backends.numba.host_kernels import host_kernel
 from fjax.config import config
 from fjax.core import ClosedJaxpr
-from fjax.interpreters import lowering as L
-from fjax.interpreters import numba_loops
-from fjax.interpreters.numba_ops import host_kernel
 
 log = logging.getLogger("fjax.lowering")
 
@@ -73,88 +68,6 @@ VECTOR_WIDTH: int | None = 512
 # memory planning (``plan_memory``): intermediates live in per-program buffer sets reused across calls
 POOL_BUFFERS = True
 
-_opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
-
-
-@intrinsic(prefer_literal=True)
-def wide_vectors(typingctx, bits):  # noqa: ARG001
-    """``wide_vectors(512)``: no code; marks the LLVM function it is called from with
-    ``"prefer-vector-width"="512"`` (what clang's ``-mprefer-vector-width`` sets). Kernels call it
-    first thing in every function body numba compiles separately (an outlined ``prange`` body is
-    one), with ``VECTOR_WIDTH`` written into their source (so it is part of the cache key)."""
-    if not isinstance(bits, types.IntegerLiteral):
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ARG001
-        # llvmlite's FunctionAttributes only accepts enum attributes; a string one is written verbatim
-        set.add(builder.function.attributes, f'"prefer-vector-width"="{int(bits.literal_value)}"')
-        return context.get_dummy_value()
-
-    return types.none(bits), codegen
-
-
-# ---------------------------------------------------------------------------------------------
-# runtime helpers the generated code calls (as ``rt.<name>``)
-
-
-@njit(**_opts)
-def fmax(a, b):
-    """NaN-propagating maximum (np.maximum)."""
-    return a if (a > b or a != a) else b
-
-
-@njit(**_opts)
-def fmin(a, b):
-    """NaN-propagating minimum (np.minimum)."""
-    return a if (a < b or a != a) else b
-
-
-@njit(**_opts)
-def fsign(x):
-    return x if x != x else (x - x + 1 if x > 0 else (x - x - 1 if x < 0 else x))
-
-
-@njit(**_opts)
-def idiv(x, y):
-    """Integer division rounding toward zero; x / 0 = -1 (XLA on CPU)."""
-    if y == 0:
-        return -1
-    q = x // y
-    if q < 0 and q * y != x:
-        q += 1
-    return q
-
-
-@njit(**_opts)
-def irem(x, y):
-    """Integer remainder with the dividend's sign (C fmod); x % 0 = x."""
-    if y == 0:
-        return x
-    return x - y * idiv(x, y)
-
-
-@njit(**_opts)
-def f2i(x, lo, hi):
-    """float -> integer as XLA: truncate, NaN -> 0, saturate to [lo, hi] (as float64 bounds)."""
-    if x != x:
-        return 0.0
-    t = np.trunc(x)
-    return lo if t <= lo else (hi if t >= hi else t)
-
-
-@njit(**_opts)
-def shl(x, y, bits):
-    return x << y if (y >= 0 and y < bits) else x - x
-
-
-@njit(**_opts)
-def shra(x, y, bits):
-    if y >= 0 and y < bits:
-        return x >> y
-    return x - x - 1 if x < 0 else x - x
-
-
-_RT_VERSION = ""
 
 # ---------------------------------------------------------------------------------------------
 # rendering
@@ -822,72 +735,6 @@ def _work(nest: L.LoopNest) -> int:
     return nest.size * cost
 
 
-# ---------------------------------------------------------------------------------------------
-# compiling and caching
-
-
-def _runtime_version() -> str:
-    """Hash of the modules generated kernels import or inline (``vm``, ``rt``, ``lp``, ...), part of
-    every kernel's source: numba's disk cache keys a kernel by its own file only, so without it a
-    changed helper would be served stale from the cache."""
-    h = hashlib.sha1()
-    here = os.path.dirname(os.path.abspath(__file__))
-    helpers = sorted(f for f in os.listdir(here) if f.startswith("numba_") and f.endswith(".py"))
-    for f in ["vmath.py", "lowering.py", *helpers]:
-        try:
-            with open(os.path.join(here, f), "rb") as fh:
-                h.update(fh.read())
-        except OSError:
-            pass
-    return h.hexdigest()[:12]
-
-
-_RT_VERSION = _runtime_version()
-_by_hash: dict[str, Any] = {}
-_tmpdir: str | None = None
-
-
-def _kernel_dir() -> tuple[str, bool]:
-    global _tmpdir
-    if config.fjax_disk_cache:
-        d = os.path.join(os.path.expanduser(str(config.fjax_cache_dir)), "kernels")
-        try:
-            os.makedirs(d, exist_ok=True)
-            return d, True
-        except OSError:
-            log.warning("fjax: cannot create cache dir %s; compiling without the disk cache", d)
-    if _tmpdir is None:
-        _tmpdir = tempfile.mkdtemp(prefix="fjax_kernels_")
-    return _tmpdir, False
-
-
-def load_kernel(src: str, name: str) -> Any:
-    """Write ``src`` to ``<cache>/k_<hash>.py`` (once), import it and return its ``name``."""
-    disk = bool(config.fjax_disk_cache)
-    key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    hit = _by_hash.get((key, disk))
-    if hit is not None:
-        return hit
-    d, disk = _kernel_dir()
-    modname = f"fjax_k_{key}"
-    path = os.path.join(d, f"k_{key}.py")
-    text = src
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)  # atomic: never rewrite an existing file (its mtime keys numba's cache)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, name)
-    fn.__fjax_source__ = text
-    fn.__fjax_path__ = path
-    _by_hash[(key, disk)] = fn
-    return fn
-
-
 def _host_out(r: Any, dtype: np.dtype) -> np.ndarray:
     r = np.asarray(r, dtype=dtype)
     return r if r.flags.c_contiguous else np.ascontiguousarray(r)
@@ -1155,8 +1002,8 @@ class ProgramSource:
         fn = ["@njit(cache=CACHE, nogil=True, error_model='numpy')", f"def loop({', '.join(params)}):"]
         fn += ["    " + ln for ln in lines]
         fn.append(f"    return ({''.join(n + ', ' for n in names)})")
-        parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {_RT_VERSION})", _PRELUDE]
-        parts.append(f"from fjax.interpreters import numba_loops as lp  # BLAS: {numba_loops.BLAS}\n")
+        parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
+        parts.append(f"from fjax.backends.numba import loops as lp  # BLAS: {numba_loops.BLAS}\n")
         for fname, nc in mctx.nests:
             # one module holds every nest: module-level constants ``k<j>`` get the nest's prefix
             nsrc = re.sub(r"\bk(\d+)\b", rf"{fname}_k\1", nc.src)
@@ -1383,17 +1230,16 @@ def annotate(kernel: L.Kernel) -> None:
 
 
 def _nest_module_source(nc: NestCode) -> str:
-    src = f"# fjax loop-nest kernel (generated; runtime {_RT_VERSION})\n{_PRELUDE}\n{nc.src}"
+    src = f"# fjax loop-nest kernel (generated; runtime {disk_cache._RT_VERSION})\n{_PRELUDE}\n{nc.src}"
     return src.replace("CACHE", str(bool(config.fjax_disk_cache)))
 
 
 def load_nest(nc: NestCode) -> Any:
-    from fjax.interpreters import numba_cache  # noqa: PLC0415
 
-    fn = load_kernel(_nest_module_source(nc), "nest")
+    fn = disk_cache.load_kernel(_nest_module_source(nc), "nest")
     sig = nc.signature()
-    if sig not in fn.signatures and not numba_cache.load_cached(fn, sig):
-        # not on disk (numba_cache loads hits without numba's 0.3 s first-use registry refresh).
+    if sig not in fn.signatures and not warm_load.load_cached(fn, sig):
+        # not on disk (warm_load loads hits without numba's 0.3 s first-use registry refresh).
         # The same nest source can be shared by programs with other signatures: re-enable first
         fn.disable_compile(False)
         fn.compile(sig)
@@ -1404,8 +1250,8 @@ def load_nest(nc: NestCode) -> Any:
 _PRELUDE = """import math
 import numpy as np
 from numba import njit, prange
-from fjax.interpreters import vmath as vm
-from fjax.interpreters import numba_cpu as rt
+from fjax.backends.numba import vmath as vm
+from fjax.backends.numba import runtime as rt
 """
 
 
@@ -1417,7 +1263,6 @@ def build(closed: ClosedJaxpr, loops: bool = True) -> ProgramSource | None:
 
 
 def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
-    from fjax.interpreters import numba_cache  # noqa: PLC0415
 
     ps = build(closed, loops)
     if ps is None:
@@ -1425,20 +1270,13 @@ def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
     for lname, lsrc, sig in ps.loops:
-        loop = load_kernel(lsrc, "loop")
-        if sig not in loop.signatures and not numba_cache.load_cached(loop, sig):
+        loop = disk_cache.load_kernel(lsrc, "loop")
+        if sig not in loop.signatures and not warm_load.load_cached(loop, sig):
             loop.compile(sig)
         loop.disable_compile()
         ps.ns[lname] = loop
     src = ps.source()
-    key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    d, _ = _kernel_dir()
-    path = os.path.join(d, f"p_{key}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(src)
-        os.replace(tmp, path)
+    path = disk_cache.write_program(src)
     exec(compile(src, path, "exec"), ps.ns)  # noqa: S102 - generated from the jaxpr
     fn = ps.ns["program"]
     fn.__fjax_source__ = source_of(ps)
@@ -1467,4 +1305,4 @@ def source_for(closed: ClosedJaxpr) -> str:
 
 
 def clear_cache() -> None:
-    _by_hash.clear()
+    disk_cache.clear_cache()

@@ -1006,19 +1006,19 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
 
 
 def _inline_ops() -> frozenset:
-    from fjax.interpreters.numba_loops import INLINE_OPS  # noqa: PLC0415
+    from fjax.backends.numba.loops import INLINE_OPS  # noqa: PLC0415
 
     return INLINE_OPS
 
 
 def _inline_reason(eqn: JaxprEqn) -> str | None:
-    from fjax.interpreters.numba_loops import inline_op_unsupported_reason  # noqa: PLC0415
+    from fjax.backends.numba.loops import inline_op_unsupported_reason  # noqa: PLC0415
 
     return inline_op_unsupported_reason(eqn)
 
 
 def _host_kernels() -> dict:
-    from fjax.interpreters.numba_ops import HOST_KERNELS  # noqa: PLC0415
+    from fjax.backends.numba.host_kernels import HOST_KERNELS  # noqa: PLC0415
 
     return HOST_KERNELS
 
@@ -1145,7 +1145,7 @@ _stats = {"compiles": 0, "hits": 0}
 
 
 def _backend():
-    from fjax.interpreters import numba_cpu  # noqa: PLC0415
+    from fjax.backends.numba import program as numba_cpu  # noqa: PLC0415
 
     return numba_cpu
 
