@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fjax  # noqa: E402
 from fjax import lax  # noqa: E402
-from fjax.backends import lowering  # noqa: E402
+from fjax.backends import dispatch  # noqa: E402
 from fjax.config import config  # noqa: E402
 
 
@@ -140,7 +140,7 @@ def main() -> None:
         vmath_micro(1 << 20, args.repeat)
         return
     config.update("fjax_cache_dir", tempfile.mkdtemp(prefix="fjax_bench_"))
-    lowering.install()
+    config.update("fjax_jit_backend", "numba")
     x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)
     xa = fjax.jit(lambda v: v)(x)  # an fjax Array (read-only, no per-call conversion)
 
@@ -202,14 +202,14 @@ def main() -> None:
     s = fjax.jit(lambda v: v)(np.float32(1.0))
     add1(s)
     res["fjax dispatch"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
-    fn = lowering.compile_jaxpr(add1.lower(s).jaxpr)
+    fn = dispatch.compile_jaxpr(add1.lower(s).jaxpr)
     sv = s._value
     res["compiled callable"] = best_of(lambda: [fn(sv) for _ in range(1000)], 5) / 1000
-    lowering.install(False)
+    config.update("fjax_jit_backend", "interpret")
     add1.clear_cache()
     add1(s)
     res["fjax eager-eval jit"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
-    lowering.install()
+    config.update("fjax_jit_backend", "numba")
 
     print(f"fjax.jit benchmark, n={args.n} float32, best of {args.repeat}")
     print(f"  numba start-up (once per process):         {startup * 1e3:8.1f} ms")

@@ -190,7 +190,7 @@ def _probe(cache_dir: str) -> None:
     import numba  # noqa: F401, PLC0415
     from numba.core.cpu import CPUContext  # noqa: PLC0415
 
-    from fjax.backends import lowering  # noqa: PLC0415
+    from fjax.backends import dispatch  # noqa: PLC0415
 
     # count numba's target refreshes: the first one loads all of numba's registries (~0.3 s). (Patched
     # on the class: touching cpu_target.target_context here would move its creation out of the call.)
@@ -205,7 +205,7 @@ def _probe(cache_dir: str) -> None:
     t2 = time.perf_counter()
     low = step.lower(params, x, y)
     t3 = time.perf_counter()
-    lowering.compile_jaxpr(low.jaxpr)
+    dispatch.compile_jaxpr(low.jaxpr)
     t4 = time.perf_counter()
     out = step(params, x, y)
     float(out[0])

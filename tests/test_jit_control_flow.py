@@ -332,7 +332,7 @@ def test_failed_loop_compile_falls_back_to_host_loop(monkeypatch, caplog):
     """Outside strict mode a loop that fails to compile runs on the host; the rest stays compiled."""
     import logging
 
-    from fjax.backends import lowering
+    from fjax.backends import dispatch
     from fjax.backends.numba import loops as numba_loops
     from fjax.config import config
 
@@ -348,7 +348,7 @@ def test_failed_loop_compile_falls_back_to_host_loop(monkeypatch, caplog):
 
     x = jnp.linspace(-1.0, 1.0, 5)
     with caplog.at_level(logging.WARNING, logger="fjax.lowering"):
-        fn = lowering.compile_jaxpr(fjax.jit(f).lower(x).jaxpr)
+        fn = dispatch.compile_jaxpr(fjax.jit(f).lower(x).jaxpr)
     assert fn is not None
     assert any("its loops run on the host" in r.getMessage() for r in caplog.records)
     close(fjax.jit(f)(x), eager(f, x))

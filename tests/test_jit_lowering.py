@@ -19,7 +19,7 @@ import pytest
 
 import fjax
 from fjax import lax
-from fjax.backends import lowering
+from fjax.backends import dispatch, kernel_ir, lowering
 from fjax.backends.numba import disk_cache
 from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
@@ -65,9 +65,9 @@ def _check(jf, *args, rtol=None, atol=0.0):
     return got
 
 
-def _kernel(jf, *args) -> lowering.Kernel:
+def _kernel(jf, *args) -> kernel_ir.Kernel:
     prog = lowering.build_program(jf.lower(*args).jaxpr)
-    ks = [s for s in prog.steps if isinstance(s, lowering.Kernel)]
+    ks = [s for s in prog.steps if isinstance(s, kernel_ir.Kernel)]
     assert len(ks) == 1
     return ks[0]
 
@@ -262,7 +262,7 @@ def test_chain_sum_and_fused():
     nests = k.loop_nests()
     assert len(nests) == 1, k
     assert [r.kind for r in nests[0].reductions] == ["sum"] and not nests[0].stores
-    assert not [s for s in k.stmts if not isinstance(s, lowering.LoopNest)]
+    assert not [s for s in k.stmts if not isinstance(s, kernel_ir.LoopNest)]
     src = chain_sum.lower(x).as_text()
     assert src.count("_nest0(") == 1 and "_nest1" not in src
     # only the 0-d result, the per-chunk partial sums and the reduction tile: no temporaries
@@ -282,7 +282,7 @@ def test_broadcasting():
     _check(bcast_col_and_scalar, f32(3, 4), f32(3), np.float32(0.25))
     k = _kernel(bcast_bias, f32(4, 5), f32(5))
     (nest,) = k.loop_nests()
-    idx = sorted(ld.index for ld in nest.body if isinstance(ld, lowering.Load))
+    idx = sorted(ld.index for ld in nest.body if isinstance(ld, kernel_ir.Load))
     assert idx == [(0, 1), (1,)]  # the bias is read through index arithmetic, never expanded
 
 
@@ -321,7 +321,7 @@ def test_layout_ops():
     _check(layout, f32(2, 3, 4))
     k = _kernel(layout, f32(2, 3, 4))
     # the transpose of the input is index arithmetic (no copy): the loads read a0 permuted
-    loads = [ld for n in k.loop_nests() for ld in n.body if isinstance(ld, lowering.Load) and ld.buf.name == "a0"]
+    loads = [ld for n in k.loop_nests() for ld in n.body if isinstance(ld, kernel_ir.Load) and ld.buf.name == "a0"]
     assert any(ld.index not in ((), tuple(range(len(ld.index)))) for ld in loads)
 
 
@@ -338,11 +338,11 @@ def test_non_contiguous_inputs():
     assert not xt.flags.c_contiguous
     _check(bcast_bias, xt, f32(5))
     # the compiled callable itself accepts strided numpy views
-    fn = lowering.compile_jaxpr(bcast_bias.lower(xt, f32(5)).jaxpr)
+    fn = dispatch.compile_jaxpr(bcast_bias.lower(xt, f32(5)).jaxpr)
     b = f32(5)
     want = np.maximum(xt + b, 0) * 2
     np.testing.assert_allclose(np.asarray(fn(xt, b)[0]), want, rtol=1e-6)
-    fn2 = lowering.compile_jaxpr(layout.lower(f32(2, 3, 4)).jaxpr)
+    fn2 = dispatch.compile_jaxpr(layout.lower(f32(2, 3, 4)).jaxpr)
     x3 = f32(4, 3, 2).transpose(2, 1, 0)
     for g, w in zip(fn2(x3), layout(np.ascontiguousarray(x3))):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
@@ -387,14 +387,14 @@ def test_host_fallback(caplog):
 def test_nothing_to_compile_returns_none():
     f = fjax.jit(lambda x: lax.cumlogsumexp(x, 0))  # no kernel and no compiled implementation
     x = f32(5)
-    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is None
+    assert dispatch.compile_jaxpr(f.lower(x).jaxpr) is None
     np.testing.assert_allclose(np.asarray(f(x)), np.logaddexp.accumulate(x), rtol=1e-6)
 
 
 def test_compiled_op_alone_is_compiled():
     f = fjax.jit(lambda x: lax.argmax(x, 0, np.int32))
     x = f32(5, 3)
-    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is not None
+    assert dispatch.compile_jaxpr(f.lower(x).jaxpr) is not None
     np.testing.assert_array_equal(np.asarray(f(x)), np.argmax(x, 0))
 
 
@@ -433,13 +433,13 @@ def test_float64(x64):
 def test_memory_cache_hit():
     x = f32(1000)
     chain_sum(x)
-    before = dict(lowering._stats)
+    before = dict(dispatch._stats)
     chain_sum(x)
     chain_sum(x)
-    assert lowering._stats["compiles"] == before["compiles"]
-    assert lowering._stats["hits"] >= before["hits"] + 2
-    fn = lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
-    assert fn is lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert dispatch._stats["compiles"] == before["compiles"]
+    assert dispatch._stats["hits"] >= before["hits"] + 2
+    fn = dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert fn is dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
     assert "def program" in fn.__fjax_source__ and "def nest" in fn.__fjax_source__
     assert os.path.exists(fn.__fjax_path__)
 
@@ -447,13 +447,13 @@ def test_memory_cache_hit():
 _SUBPROCESS = textwrap.dedent("""
     import numpy as np, fjax
     from fjax import lax
-    from fjax.backends import lowering
+    from fjax.backends import dispatch
     from numba.core.registry import cpu_target
     # count numba's target refreshes (its ~0.3 s first-use registry loading)
     ctx, refreshes = cpu_target.target_context, []
     refresh = ctx.refresh
     ctx.refresh = lambda: (refreshes.append(1), refresh())[1]
-    lowering.install()
+    fjax.config.update("fjax_jit_backend", "numba")
     f = fjax.jit(lambda x: lax.reduce_sum(lax.mul(lax.exp(x), 3.0), (0,)))
     x = np.arange(10, dtype=np.float32)
     r = f(x)
@@ -463,7 +463,7 @@ _SUBPROCESS = textwrap.dedent("""
     err = float(np.max(np.abs(np.asarray(g(y)) - np.tanh(np.sin(y)) * 2)))
     ks = []
     for h, a in ((f, x), (g, y)):
-        fn = lowering.compile_jaxpr(h.lower(a).jaxpr)
+        fn = dispatch.compile_jaxpr(h.lower(a).jaxpr)
         ks += fn.__fjax_kernels__
     assert "prange" in fn.__fjax_source__
     # a compiled control-flow loop: typed by its first call, loaded from disk then
@@ -473,7 +473,7 @@ _SUBPROCESS = textwrap.dedent("""
     for row in xs:
         want = np.tanh(want * 0.5 + row)
     err = max(err, float(np.max(np.abs(np.asarray(s(c, xs)[0]) - want))))
-    loop = lowering.compile_jaxpr(s.lower(c, xs).jaxpr).__globals__["_loop0"]
+    loop = dispatch.compile_jaxpr(s.lower(c, xs).jaxpr).__globals__["_loop0"]
     ks.append(loop)
     hits = sum(sum(k.stats.cache_hits.values()) for k in ks)
     misses = sum(sum(k.stats.cache_misses.values()) for k in ks)
@@ -504,7 +504,7 @@ def test_no_disk_cache(tmp_path):
     try:
         f = fjax.jit(lambda x: lax.add(x, 2.0))
         x = f32(3)
-        fn = lowering.compile_jaxpr(f.lower(x).jaxpr)
+        fn = dispatch.compile_jaxpr(f.lower(x).jaxpr)
         assert "cache=False" in fn.__fjax_source__
         np.testing.assert_allclose(np.asarray(f(x)), x + 2)
     finally:
@@ -562,8 +562,8 @@ def test_parallel_threshold_marks_large_nests():
     assert not k.loop_nests()[0].parallel
 
 
-def _ops(k: lowering.Kernel, name: str) -> int:
-    return sum(isinstance(s, lowering.Op) and s.op == name for n in k.loop_nests() for s in n.body)
+def _ops(k: kernel_ir.Kernel, name: str) -> int:
+    return sum(isinstance(s, kernel_ir.Op) and s.op == name for n in k.loop_nests() for s in n.body)
 
 
 def test_identical_ops_share_one_value():
@@ -614,4 +614,4 @@ def test_identical_ops_differ_by_params_and_dtype():
     k = _kernel(jf, x)
     assert _ops(k, "integer_pow") == 2
     assert _ops(k, "convert_element_type") == 5  # to i32, to i16, each back to f32, the iota sum
-    assert sum(isinstance(s, lowering.Iota) for n in k.loop_nests() for s in n.body) == 2  # i32 (shared), f32
+    assert sum(isinstance(s, kernel_ir.Iota) for n in k.loop_nests() for s in n.body) == 2  # i32 (shared), f32

@@ -389,12 +389,11 @@ _WARM_START = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import fjax
     from numba.core.cpu import CPUContext
-    from fjax.backends import lowering
     import test_numba_ops as T
     # count numba's target refreshes (its ~0.3 s first-use registry loading)
     refreshes, refresh = [], CPUContext.refresh
     CPUContext.refresh = lambda self: (refreshes.append(1), refresh(self))[1]
-    lowering.install()
+    fjax.config.update("fjax_jit_backend", "numba")
     f, args = T._warm_start_program()
     outs = [np.asarray(o) for o in f(*args)]
     print(len(refreshes), " ".join(str(len(d.signatures)) for d in T._host_dispatchers()))
