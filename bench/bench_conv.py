@@ -1,5 +1,5 @@
 """Convolution under ``fjax.jit`` (numba backend): the compiled form in
-``fjax/interpreters/numba_conv.py`` (im2col numba kernel + BLAS GEMM) against the primitive's numpy
+``fjax/backends/numba/conv.py`` (im2col numba kernel + BLAS GEMM) against the primitive's numpy
 impl run as a host call, and against JAX's jit when jax is importable, measured side by side in one
 process (interleaved rounds, best time of each).
 
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fjax  # noqa: E402
 import fjax.numpy as jnp  # noqa: E402
 from fjax import lax  # noqa: E402
-from fjax.interpreters import numba_ops  # noqa: E402
+from fjax.backends.numba import host_kernels as numba_ops  # noqa: E402
 
 DN = ("NHWC", "HWIO", "NHWC")
 
@@ -83,7 +83,7 @@ def cold_compile_time() -> float:
     """Seconds to compile the im2col kernel from scratch (float32 signature, no disk cache)."""
     from numba import njit
 
-    from fjax.interpreters import numba_conv
+    from fjax.backends.numba import conv as numba_conv
 
     k = njit(nogil=True)(numba_conv._im2col.py_func)
     x = np.zeros(4, np.float32)

@@ -4,7 +4,7 @@ process: a 4M-element float32 transcendental chain (forward and gradient) agains
 compile time.
 
 Run: ``python bench/bench_jit.py [--n 4000000] [--repeat 20]``; ``--vmath`` runs only the
-per-element microbenchmark of ``fjax.interpreters.vmath`` against numpy's ufuncs. Compile times are
+per-element microbenchmark of ``fjax.backends.numba.vmath`` against numpy's ufuncs. Compile times are
 measured with a fresh kernel cache directory (so they include numba's compile, not a disk-cache
 load); the numba process start-up cost (~1-2 s, paid once) is reported separately. The chain's
 timings are the best of ``--repeat`` rounds in which every contender runs once (round-robin), so
@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fjax  # noqa: E402
 from fjax import lax  # noqa: E402
+from fjax.backends import dispatch  # noqa: E402
 from fjax.config import config  # noqa: E402
-from fjax.interpreters import lowering  # noqa: E402
 
 
 def best_of(f, repeat: int) -> float:
@@ -77,8 +77,8 @@ def vmath_micro(n: int, repeat: int) -> None:
     in the loop keeps it scalar)."""
     import numba  # noqa: PLC0415
 
-    from fjax.interpreters import vmath as vm  # noqa: PLC0415
-    from fjax.interpreters.numba_cpu import wide_vectors  # noqa: PLC0415
+    from fjax.backends.numba import vmath as vm  # noqa: PLC0415
+    from fjax.backends.numba.runtime import wide_vectors  # noqa: PLC0415
 
     def np_logistic(x, out):
         np.exp(-x, out=out)
@@ -140,7 +140,7 @@ def main() -> None:
         vmath_micro(1 << 20, args.repeat)
         return
     config.update("fjax_cache_dir", tempfile.mkdtemp(prefix="fjax_bench_"))
-    lowering.install()
+    config.update("fjax_jit_backend", "numba")
     x = np.random.default_rng(0).standard_normal(args.n).astype(np.float32)
     xa = fjax.jit(lambda v: v)(x)  # an fjax Array (read-only, no per-call conversion)
 
@@ -202,14 +202,14 @@ def main() -> None:
     s = fjax.jit(lambda v: v)(np.float32(1.0))
     add1(s)
     res["fjax dispatch"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
-    fn = lowering.compile_jaxpr(add1.lower(s).jaxpr)
+    fn = dispatch.compile_jaxpr(add1.lower(s).jaxpr)
     sv = s._value
     res["compiled callable"] = best_of(lambda: [fn(sv) for _ in range(1000)], 5) / 1000
-    lowering.install(False)
+    config.update("fjax_jit_backend", "interpret")
     add1.clear_cache()
     add1(s)
     res["fjax eager-eval jit"] = best_of(lambda: [add1(s) for _ in range(1000)], 5) / 1000
-    lowering.install()
+    config.update("fjax_jit_backend", "numba")
 
     print(f"fjax.jit benchmark, n={args.n} float32, best of {args.repeat}")
     print(f"  numba start-up (once per process):         {startup * 1e3:8.1f} ms")

@@ -15,7 +15,7 @@ a new process with the cache the cold run left (warm); both measured in subproce
 include import and numba start-up, reported separately. The warm first call is also given in its
 parts (trace, lower + load the cached kernels, run) with the number of numba target refreshes,
 which should be 0: loading cached kernels skips numba's ~0.3 s registry loading
-(``fjax/interpreters/numba_cache.py``). On a loaded machine the run part can jump by 0.1-0.3 s:
+(``fjax/backends/numba/warm_load.py``). On a loaded machine the run part can jump by 0.1-0.3 s:
 OpenBLAS's worker threads wait for each other when the cores are oversubscribed.
 
 Run: ``python bench/bench_mlp.py [--repeat 50] [--show-ir]``. When jax is importable, run the
@@ -190,7 +190,7 @@ def _probe(cache_dir: str) -> None:
     import numba  # noqa: F401, PLC0415
     from numba.core.cpu import CPUContext  # noqa: PLC0415
 
-    from fjax.interpreters import lowering  # noqa: PLC0415
+    from fjax.backends import dispatch  # noqa: PLC0415
 
     # count numba's target refreshes: the first one loads all of numba's registries (~0.3 s). (Patched
     # on the class: touching cpu_target.target_context here would move its creation out of the call.)
@@ -205,7 +205,7 @@ def _probe(cache_dir: str) -> None:
     t2 = time.perf_counter()
     low = step.lower(params, x, y)
     t3 = time.perf_counter()
-    lowering.compile_jaxpr(low.jaxpr)
+    dispatch.compile_jaxpr(low.jaxpr)
     t4 = time.perf_counter()
     out = step(params, x, y)
     float(out[0])

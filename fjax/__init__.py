@@ -35,9 +35,13 @@ def _on_config_change(name: str, value: object) -> None:
     if name == "fjax_jit_backend":
         if value not in ("interpret", "numba"):
             raise ValueError(f"fjax_jit_backend must be 'interpret' or 'numba', got {value!r}")
-        from fjax.interpreters import lowering
+        import importlib
 
-        lowering.install(value == "numba")
+        from fjax.backends import dispatch
+
+        # the top-level package wires jit to the backend, so neither imports the other's internals
+        # (``fjax.jit`` names the function; the module is reached through importlib)
+        importlib.import_module("fjax.jit").compile_hook = dispatch.compile_jaxpr if value == "numba" else None
 
 
 config._listeners.append(_on_config_change)

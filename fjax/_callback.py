@@ -1,7 +1,7 @@
 """Host callbacks: ``fjax.pure_callback`` and the effectful ``debug_callback`` primitive.
 
 Both primitives call Python on the host. Neither has a lowering rule, so inside ``jit`` they run
-as host calls between compiled kernels (``fjax.interpreters.lowering``), and a ``scan``/``while``
+as host calls between compiled kernels (``fjax.backends.lowering``), and a ``scan``/``while``
 /``cond`` whose body holds one runs its loop on the host.
 
 * ``pure_callback_p`` is pure: it may be dead-code eliminated when its results are unused, and

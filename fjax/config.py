@@ -26,7 +26,7 @@ class Config:
         "jax_explain_cache_misses": False,
         "jax_debug_nans": False,
         "fjax_disk_cache": True,
-        # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py);
+        # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
         "fjax_jit_backend": "numba",
         # raise instead of falling back to eager evaluation when the numba lowering fails

@@ -1,7 +1,7 @@
 """``fjax.jit``: trace once per signature into a jaxpr, then run it through the ``jit``
 higher-order primitive. Because jit is a primitive carrying its jaxpr, grad, vmap and jit
 itself pass through it (rules below). The primitive's impl runs the backend's compiled
-callable (``fjax.interpreters.lowering``) when one is registered, else evaluates the jaxpr.
+callable (``fjax.backends.dispatch``) when one is registered, else evaluates the jaxpr.
 """
 
 from __future__ import annotations
@@ -255,14 +255,14 @@ class Lowered:
         self.name = name
 
     def as_text(self) -> str:
-        from fjax.interpreters import lowering  # noqa: PLC0415
+        from fjax.backends import dispatch  # noqa: PLC0415
 
-        return lowering.source_for(self.jaxpr)
+        return dispatch.source_for(self.jaxpr)
 
     def compile(self) -> Any:
-        from fjax.interpreters import lowering  # noqa: PLC0415
+        from fjax.backends import dispatch  # noqa: PLC0415
 
-        return lowering.compile_jaxpr(self.jaxpr)
+        return dispatch.compile_jaxpr(self.jaxpr)
 
     def __repr__(self) -> str:
         return f"Lowered({self.name})"

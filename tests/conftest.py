@@ -49,15 +49,15 @@ def fresh_numba_cache(tmp_path_factory):
     import importlib
 
     from fjax import config
-    from fjax.interpreters import lowering
 
     old_dir, old_disk = config.fjax_cache_dir, config.fjax_disk_cache
     config.update("fjax_cache_dir", str(tmp_path_factory.mktemp("fjax_cache")))
     config.update("fjax_disk_cache", True)
     jit_mod = importlib.import_module("fjax.jit")
-    old_hook = jit_mod.compile_hook
-    lowering.install()
+    old_hook, old_backend = jit_mod.compile_hook, config.fjax_jit_backend
+    config.update("fjax_jit_backend", "numba")
     yield
+    config.update("fjax_jit_backend", old_backend)
     jit_mod.compile_hook = old_hook
     config.update("fjax_cache_dir", old_dir)
     config.update("fjax_disk_cache", old_disk)

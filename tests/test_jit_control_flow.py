@@ -1,5 +1,5 @@
 """Control flow compiled by the numba backend: scan/while/cond inside ``fjax.jit`` become real loops
-and branches of one compiled function (``fjax/interpreters/numba_loops.py``). Every test compares
+and branches of one compiled function (``fjax/backends/numba/loops.py``). Every test compares
 the compiled result with eager evaluation (``disable_jit``) and, where it matters, checks from the
 generated source that the loop was compiled rather than run on the host."""
 
@@ -332,8 +332,9 @@ def test_failed_loop_compile_falls_back_to_host_loop(monkeypatch, caplog):
     """Outside strict mode a loop that fails to compile runs on the host; the rest stays compiled."""
     import logging
 
+    from fjax.backends import dispatch
+    from fjax.backends.numba import loops as numba_loops
     from fjax.config import config
-    from fjax.interpreters import lowering, numba_loops
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated loop compile failure")
@@ -347,7 +348,7 @@ def test_failed_loop_compile_falls_back_to_host_loop(monkeypatch, caplog):
 
     x = jnp.linspace(-1.0, 1.0, 5)
     with caplog.at_level(logging.WARNING, logger="fjax.lowering"):
-        fn = lowering.compile_jaxpr(fjax.jit(f).lower(x).jaxpr)
+        fn = dispatch.compile_jaxpr(fjax.jit(f).lower(x).jaxpr)
     assert fn is not None
     assert any("its loops run on the host" in r.getMessage() for r in caplog.records)
     close(fjax.jit(f)(x), eager(f, x))

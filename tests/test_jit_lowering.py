@@ -19,8 +19,10 @@ import pytest
 
 import fjax
 from fjax import lax
+from fjax.backends import dispatch, kernel_ir, lowering
+from fjax.backends.numba import disk_cache
+from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
-from fjax.interpreters import lowering, numba_cpu
 
 # ---------------------------------------------------------------------------------------------
 # fixtures
@@ -63,9 +65,9 @@ def _check(jf, *args, rtol=None, atol=0.0):
     return got
 
 
-def _kernel(jf, *args) -> lowering.Kernel:
+def _kernel(jf, *args) -> kernel_ir.Kernel:
     prog = lowering.build_program(jf.lower(*args).jaxpr)
-    ks = [s for s in prog.steps if isinstance(s, lowering.Kernel)]
+    ks = [s for s in prog.steps if isinstance(s, kernel_ir.Kernel)]
     assert len(ks) == 1
     return ks[0]
 
@@ -260,7 +262,7 @@ def test_chain_sum_and_fused():
     nests = k.loop_nests()
     assert len(nests) == 1, k
     assert [r.kind for r in nests[0].reductions] == ["sum"] and not nests[0].stores
-    assert not [s for s in k.stmts if not isinstance(s, lowering.LoopNest)]
+    assert not [s for s in k.stmts if not isinstance(s, kernel_ir.LoopNest)]
     src = chain_sum.lower(x).as_text()
     assert src.count("_nest0(") == 1 and "_nest1" not in src
     # only the 0-d result, the per-chunk partial sums and the reduction tile: no temporaries
@@ -280,7 +282,7 @@ def test_broadcasting():
     _check(bcast_col_and_scalar, f32(3, 4), f32(3), np.float32(0.25))
     k = _kernel(bcast_bias, f32(4, 5), f32(5))
     (nest,) = k.loop_nests()
-    idx = sorted(ld.index for ld in nest.body if isinstance(ld, lowering.Load))
+    idx = sorted(ld.index for ld in nest.body if isinstance(ld, kernel_ir.Load))
     assert idx == [(0, 1), (1,)]  # the bias is read through index arithmetic, never expanded
 
 
@@ -319,7 +321,7 @@ def test_layout_ops():
     _check(layout, f32(2, 3, 4))
     k = _kernel(layout, f32(2, 3, 4))
     # the transpose of the input is index arithmetic (no copy): the loads read a0 permuted
-    loads = [ld for n in k.loop_nests() for ld in n.body if isinstance(ld, lowering.Load) and ld.buf.name == "a0"]
+    loads = [ld for n in k.loop_nests() for ld in n.body if isinstance(ld, kernel_ir.Load) and ld.buf.name == "a0"]
     assert any(ld.index not in ((), tuple(range(len(ld.index)))) for ld in loads)
 
 
@@ -336,11 +338,11 @@ def test_non_contiguous_inputs():
     assert not xt.flags.c_contiguous
     _check(bcast_bias, xt, f32(5))
     # the compiled callable itself accepts strided numpy views
-    fn = lowering.compile_jaxpr(bcast_bias.lower(xt, f32(5)).jaxpr)
+    fn = dispatch.compile_jaxpr(bcast_bias.lower(xt, f32(5)).jaxpr)
     b = f32(5)
     want = np.maximum(xt + b, 0) * 2
     np.testing.assert_allclose(np.asarray(fn(xt, b)[0]), want, rtol=1e-6)
-    fn2 = lowering.compile_jaxpr(layout.lower(f32(2, 3, 4)).jaxpr)
+    fn2 = dispatch.compile_jaxpr(layout.lower(f32(2, 3, 4)).jaxpr)
     x3 = f32(4, 3, 2).transpose(2, 1, 0)
     for g, w in zip(fn2(x3), layout(np.ascontiguousarray(x3))):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
@@ -385,14 +387,14 @@ def test_host_fallback(caplog):
 def test_nothing_to_compile_returns_none():
     f = fjax.jit(lambda x: lax.cumlogsumexp(x, 0))  # no kernel and no compiled implementation
     x = f32(5)
-    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is None
+    assert dispatch.compile_jaxpr(f.lower(x).jaxpr) is None
     np.testing.assert_allclose(np.asarray(f(x)), np.logaddexp.accumulate(x), rtol=1e-6)
 
 
 def test_compiled_op_alone_is_compiled():
     f = fjax.jit(lambda x: lax.argmax(x, 0, np.int32))
     x = f32(5, 3)
-    assert lowering.compile_jaxpr(f.lower(x).jaxpr) is not None
+    assert dispatch.compile_jaxpr(f.lower(x).jaxpr) is not None
     np.testing.assert_array_equal(np.asarray(f(x)), np.argmax(x, 0))
 
 
@@ -431,13 +433,13 @@ def test_float64(x64):
 def test_memory_cache_hit():
     x = f32(1000)
     chain_sum(x)
-    before = dict(lowering._stats)
+    before = dict(dispatch._stats)
     chain_sum(x)
     chain_sum(x)
-    assert lowering._stats["compiles"] == before["compiles"]
-    assert lowering._stats["hits"] >= before["hits"] + 2
-    fn = lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
-    assert fn is lowering.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert dispatch._stats["compiles"] == before["compiles"]
+    assert dispatch._stats["hits"] >= before["hits"] + 2
+    fn = dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    assert fn is dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
     assert "def program" in fn.__fjax_source__ and "def nest" in fn.__fjax_source__
     assert os.path.exists(fn.__fjax_path__)
 
@@ -445,13 +447,13 @@ def test_memory_cache_hit():
 _SUBPROCESS = textwrap.dedent("""
     import numpy as np, fjax
     from fjax import lax
-    from fjax.interpreters import lowering
+    from fjax.backends import dispatch
     from numba.core.registry import cpu_target
     # count numba's target refreshes (its ~0.3 s first-use registry loading)
     ctx, refreshes = cpu_target.target_context, []
     refresh = ctx.refresh
     ctx.refresh = lambda: (refreshes.append(1), refresh())[1]
-    lowering.install()
+    fjax.config.update("fjax_jit_backend", "numba")
     f = fjax.jit(lambda x: lax.reduce_sum(lax.mul(lax.exp(x), 3.0), (0,)))
     x = np.arange(10, dtype=np.float32)
     r = f(x)
@@ -461,7 +463,7 @@ _SUBPROCESS = textwrap.dedent("""
     err = float(np.max(np.abs(np.asarray(g(y)) - np.tanh(np.sin(y)) * 2)))
     ks = []
     for h, a in ((f, x), (g, y)):
-        fn = lowering.compile_jaxpr(h.lower(a).jaxpr)
+        fn = dispatch.compile_jaxpr(h.lower(a).jaxpr)
         ks += fn.__fjax_kernels__
     assert "prange" in fn.__fjax_source__
     # a compiled control-flow loop: typed by its first call, loaded from disk then
@@ -471,7 +473,7 @@ _SUBPROCESS = textwrap.dedent("""
     for row in xs:
         want = np.tanh(want * 0.5 + row)
     err = max(err, float(np.max(np.abs(np.asarray(s(c, xs)[0]) - want))))
-    loop = lowering.compile_jaxpr(s.lower(c, xs).jaxpr).__globals__["_loop0"]
+    loop = dispatch.compile_jaxpr(s.lower(c, xs).jaxpr).__globals__["_loop0"]
     ks.append(loop)
     hits = sum(sum(k.stats.cache_hits.values()) for k in ks)
     misses = sum(sum(k.stats.cache_misses.values()) for k in ks)
@@ -502,7 +504,7 @@ def test_no_disk_cache(tmp_path):
     try:
         f = fjax.jit(lambda x: lax.add(x, 2.0))
         x = f32(3)
-        fn = lowering.compile_jaxpr(f.lower(x).jaxpr)
+        fn = dispatch.compile_jaxpr(f.lower(x).jaxpr)
         assert "cache=False" in fn.__fjax_source__
         np.testing.assert_allclose(np.asarray(f(x)), x + 2)
     finally:
@@ -514,17 +516,17 @@ def test_load_cached(tmp_path):
     then compiles) when there is nothing on disk."""
     from numba import njit, types
 
-    from fjax.interpreters import numba_cache
+    from fjax.backends.numba import warm_load as numba_cache
 
     sig = (types.float64,)
     assert not numba_cache.load_cached(njit(lambda a: a + 1.0), sig)  # cache=False: NullCache
     src = "from numba import njit\n@njit(cache=True)\ndef k(a):\n    return a + 1.0\n"
-    fn = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a source of its own: never compiled
+    fn = disk_cache.load_kernel(src + f"# {tmp_path}\n", "k")  # a source of its own: never compiled
     assert not numba_cache.load_cached(fn, sig)
     fn.compile(sig)  # ... and saves it to disk
     assert numba_cache.load_cached(fn, sig)  # already installed in this process
-    numba_cpu.clear_cache()
-    again = numba_cpu.load_kernel(src + f"# {tmp_path}\n", "k")  # a new dispatcher of the same file
+    disk_cache.clear_cache()
+    again = disk_cache.load_kernel(src + f"# {tmp_path}\n", "k")  # a new dispatcher of the same file
     assert again is not fn and not again.signatures
     assert numba_cache.load_cached(again, sig)  # from disk
     assert sum(again.stats.cache_hits.values()) == 1 and not again.stats.cache_misses
@@ -532,16 +534,20 @@ def test_load_cached(tmp_path):
 
 
 def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
-    """Kernels carry a hash of the helper modules they inline: editing any of them recompiles."""
-    for name in ("vmath.py", "lowering.py", "numba_cpu.py", "numba_loops.py", "ad.py"):
-        (tmp_path / name).write_text(f"# {name}\n")
-    monkeypatch.setattr(numba_cpu, "__file__", str(tmp_path / "numba_cpu.py"))
-    v0 = numba_cpu._runtime_version()
-    (tmp_path / "ad.py").write_text("# changed\n")  # kernels never use it
-    assert numba_cpu._runtime_version() == v0
-    for name in ("numba_loops.py", "vmath.py", "lowering.py"):
-        (tmp_path / name).write_text("# changed\n")
-        v1 = numba_cpu._runtime_version()
+    """Kernels carry a hash of the backend modules they inline: editing any of them recompiles."""
+    nb = tmp_path / "backends" / "numba"
+    nb.mkdir(parents=True)
+    (tmp_path / "interpreters").mkdir()
+    files = [nb / "vmath.py", nb / "disk_cache.py", nb / "loops.py", tmp_path / "backends" / "lowering.py"]
+    for f in [*files, tmp_path / "interpreters" / "ad.py"]:
+        f.write_text(f"# {f.name}\n")
+    monkeypatch.setattr(disk_cache, "__file__", str(nb / "disk_cache.py"))
+    v0 = disk_cache._runtime_version()
+    (tmp_path / "interpreters" / "ad.py").write_text("# changed\n")  # kernels never use it
+    assert disk_cache._runtime_version() == v0
+    for f in files:
+        f.write_text("# changed\n")
+        v1 = disk_cache._runtime_version()
         assert v1 != v0
         v0 = v1
 
@@ -556,8 +562,8 @@ def test_parallel_threshold_marks_large_nests():
     assert not k.loop_nests()[0].parallel
 
 
-def _ops(k: lowering.Kernel, name: str) -> int:
-    return sum(isinstance(s, lowering.Op) and s.op == name for n in k.loop_nests() for s in n.body)
+def _ops(k: kernel_ir.Kernel, name: str) -> int:
+    return sum(isinstance(s, kernel_ir.Op) and s.op == name for n in k.loop_nests() for s in n.body)
 
 
 def test_identical_ops_share_one_value():
@@ -608,4 +614,4 @@ def test_identical_ops_differ_by_params_and_dtype():
     k = _kernel(jf, x)
     assert _ops(k, "integer_pow") == 2
     assert _ops(k, "convert_element_type") == 5  # to i32, to i16, each back to f32, the iota sum
-    assert sum(isinstance(s, lowering.Iota) for n in k.loop_nests() for s in n.body) == 2  # i32 (shared), f32
+    assert sum(isinstance(s, kernel_ir.Iota) for n in k.loop_nests() for s in n.body) == 2  # i32 (shared), f32

@@ -15,8 +15,9 @@ import pytest
 import fjax
 import fjax.numpy as jnp
 from fjax import lax
+from fjax.backends import dispatch, kernel_ir, lowering
+from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
-from fjax.interpreters import lowering, numba_cpu
 
 pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
 
@@ -47,7 +48,7 @@ def _check(jf, *args, rtol=2e-6, native=True):
             np.testing.assert_array_equal(g, w)
     if native:
         prog = lowering.build_program(jf.lower(*args).jaxpr)
-        hosts = [s.eqn.primitive.name for s in prog.steps if isinstance(s, lowering.HostCall)]
+        hosts = [s.eqn.primitive.name for s in prog.steps if isinstance(s, kernel_ir.HostCall)]
         assert not hosts, hosts
     return got
 
@@ -166,8 +167,8 @@ def test_indexing_views_fuse():
         prog = lowering.build_program(jf.lower(*args).jaxpr)
         for k in prog.steps:
             for nest in k.loop_nests():
-                assert all(isinstance(s, (lowering.Load, lowering.Op, lowering.Iota)) for s in nest.body)
-    src = lowering.source_for(pads.lower(x[:5, :6]).jaxpr)
+                assert all(isinstance(s, (kernel_ir.Load, kernel_ir.Op, kernel_ir.Iota)) for s in nest.body)
+    src = dispatch.source_for(pads.lower(x[:5, :6]).jaxpr)
     assert "min(max(" in src  # guarded loads clamp their index
 
 
@@ -202,7 +203,7 @@ def test_outputs_not_reused_across_calls():
 
 def test_plan_shares_and_pools_intermediates():
     x, w1, w2 = f32(16, 12), f32(12, 12), f32(12, 12)
-    src = lowering.source_for(mlp_like.lower(x, w1, w2).jaxpr)
+    src = dispatch.source_for(mlp_like.lower(x, w1, w2).jaxpr)
     prog_src = src.split("# ----")[0]
     assert "_pool.pop()" in prog_src and "_pool.append(_b)" in prog_src
     # the (16, 12) intermediates x@w1, tanh, h@w2 share slots; the outputs are fresh allocations

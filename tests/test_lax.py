@@ -908,7 +908,7 @@ def test_jit_matches_eager(op, data):
     out = fjax.jit(case.fn)(*args)
     assert out.dtype == expected.dtype and out.shape == expected.shape
     if dt.kind == "f":
-        # the numba backend's vectorized math is within a few ULPs of numpy (fjax/interpreters/vmath.py)
+        # the numba backend's vectorized math is within a few ULPs of numpy (fjax/backends/numba/vmath.py)
         np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=4e-7, atol=1e-37)
     else:
         np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))

@@ -1,4 +1,4 @@
-"""The compiled host kernels of ``fjax.interpreters.numba_ops`` / ``numba_conv`` (conv_general_dilated,
+"""The compiled host kernels of ``fjax.backends.numba.host_kernels`` / ``numba_conv`` (conv_general_dilated,
 argmax/argmin, cumulative reductions, scatter-add, sort): ``jit`` on the numba backend against eager
 evaluation (the primitives' numpy impls), over shapes and params including size-0 and edge values
 (NaN, signed zeros, ties, out-of-bounds indices), and grad-of-jit of convolutions against eager grad.
@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import fjax
 import fjax.numpy as jnp
 from fjax import lax
-from fjax.interpreters import numba_conv, numba_ops
+from fjax.backends.numba import conv as numba_conv
+from fjax.backends.numba import host_kernels as numba_ops
 
 pytestmark = pytest.mark.usefixtures("fresh_numba_cache")
 
@@ -388,12 +389,11 @@ _WARM_START = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import fjax
     from numba.core.cpu import CPUContext
-    from fjax.interpreters import lowering
     import test_numba_ops as T
     # count numba's target refreshes (its ~0.3 s first-use registry loading)
     refreshes, refresh = [], CPUContext.refresh
     CPUContext.refresh = lambda self: (refreshes.append(1), refresh(self))[1]
-    lowering.install()
+    fjax.config.update("fjax_jit_backend", "numba")
     f, args = T._warm_start_program()
     outs = [np.asarray(o) for o in f(*args)]
     print(len(refreshes), " ".join(str(len(d.signatures)) for d in T._host_dispatchers()))

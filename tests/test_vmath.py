@@ -1,4 +1,4 @@
-"""Accuracy of ``fjax.interpreters.vmath`` in ULPs, for float32 and float64: hypothesis over the
+"""Accuracy of ``fjax.backends.numba.vmath`` in ULPs, for float32 and float64: hypothesis over the
 whole float range (any bit pattern), a large log-uniform sample, and the special values (0, -0,
 +-inf, nan, denormals, the overflow/underflow edges, huge arguments).
 
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numba import njit
 
-from fjax.interpreters import vmath as vm
+from fjax.backends.numba import vmath as vm
 
 FUNCS = ["exp", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "erf"]
 DTYPES = [np.float32, np.float64]

@@ -33,27 +33,23 @@ when it holds an input out of their range (``NumbaRenderer.fast_for_op``). Scala
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import logging
 import math
-import os
 import re
-import sys
-import tempfile
 from typing import Any, Callable
 
 import numba
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import types
 
 from fjax import core
+from fjax.backends import kernel_ir as ir
+from fjax.backends import lowering as L
+from fjax.backends.numba import disk_cache, warm_load
+from fjax.backends.numba import loops as numba_loops
+from fjax.backends.numba.host_kernels import host_kernel
 from fjax.config import config
 from fjax.core import ClosedJaxpr
-from fjax.interpreters import lowering as L
-from fjax.interpreters import numba_loops
-from fjax.interpreters.numba_ops import host_kernel
 
 log = logging.getLogger("fjax.lowering")
 
@@ -73,88 +69,6 @@ VECTOR_WIDTH: int | None = 512
 # memory planning (``plan_memory``): intermediates live in per-program buffer sets reused across calls
 POOL_BUFFERS = True
 
-_opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
-
-
-@intrinsic(prefer_literal=True)
-def wide_vectors(typingctx, bits):  # noqa: ARG001
-    """``wide_vectors(512)``: no code; marks the LLVM function it is called from with
-    ``"prefer-vector-width"="512"`` (what clang's ``-mprefer-vector-width`` sets). Kernels call it
-    first thing in every function body numba compiles separately (an outlined ``prange`` body is
-    one), with ``VECTOR_WIDTH`` written into their source (so it is part of the cache key)."""
-    if not isinstance(bits, types.IntegerLiteral):
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ARG001
-        # llvmlite's FunctionAttributes only accepts enum attributes; a string one is written verbatim
-        set.add(builder.function.attributes, f'"prefer-vector-width"="{int(bits.literal_value)}"')
-        return context.get_dummy_value()
-
-    return types.none(bits), codegen
-
-
-# ---------------------------------------------------------------------------------------------
-# runtime helpers the generated code calls (as ``rt.<name>``)
-
-
-@njit(**_opts)
-def fmax(a, b):
-    """NaN-propagating maximum (np.maximum)."""
-    return a if (a > b or a != a) else b
-
-
-@njit(**_opts)
-def fmin(a, b):
-    """NaN-propagating minimum (np.minimum)."""
-    return a if (a < b or a != a) else b
-
-
-@njit(**_opts)
-def fsign(x):
-    return x if x != x else (x - x + 1 if x > 0 else (x - x - 1 if x < 0 else x))
-
-
-@njit(**_opts)
-def idiv(x, y):
-    """Integer division rounding toward zero; x / 0 = -1 (XLA on CPU)."""
-    if y == 0:
-        return -1
-    q = x // y
-    if q < 0 and q * y != x:
-        q += 1
-    return q
-
-
-@njit(**_opts)
-def irem(x, y):
-    """Integer remainder with the dividend's sign (C fmod); x % 0 = x."""
-    if y == 0:
-        return x
-    return x - y * idiv(x, y)
-
-
-@njit(**_opts)
-def f2i(x, lo, hi):
-    """float -> integer as XLA: truncate, NaN -> 0, saturate to [lo, hi] (as float64 bounds)."""
-    if x != x:
-        return 0.0
-    t = np.trunc(x)
-    return lo if t <= lo else (hi if t >= hi else t)
-
-
-@njit(**_opts)
-def shl(x, y, bits):
-    return x << y if (y >= 0 and y < bits) else x - x
-
-
-@njit(**_opts)
-def shra(x, y, bits):
-    if y >= 0 and y < bits:
-        return x >> y
-    return x - x - 1 if x < 0 else x - x
-
-
-_RT_VERSION = ""
 
 # ---------------------------------------------------------------------------------------------
 # rendering
@@ -226,7 +140,7 @@ class NumbaRenderer:
         f = lambda e, op: f"{c(op.dtype)}({e})"  # noqa: E731
 
         def vmath_or(fn: str, fallback: str) -> Callable:
-            def r(a: list, op: L.Op) -> str:
+            def r(a: list, op: ir.Op) -> str:
                 if op.dtype in (np.float32, np.float64):
                     return f"{_vm(fn, op.dtype)}({a[0]})"
                 return f(f"{fallback}({a[0]})", op)
@@ -249,7 +163,7 @@ class NumbaRenderer:
             return lambda a, op: f(f"math.{fn}({a[0]})", op)
 
         def minmax(kind: str) -> Callable:
-            def r(a: list, op: L.Op) -> str:
+            def r(a: list, op: ir.Op) -> str:
                 if op.dtype == np.bool_:
                     return f"({a[0]} {'or' if kind == 'max' else 'and'} {a[1]})"
                 if op.dtype.kind == "f":
@@ -258,39 +172,39 @@ class NumbaRenderer:
 
             return r
 
-        def div(a: list, op: L.Op) -> str:
+        def div(a: list, op: ir.Op) -> str:
             if op.dtype.kind == "f":
                 return f(f"{a[0]} / {a[1]}", op)
             return f(f"rt.idiv({a[0]}, {a[1]})", op)
 
-        def rem(a: list, op: L.Op) -> str:
+        def rem(a: list, op: ir.Op) -> str:
             if op.dtype.kind == "f":
                 return f(f"np.fmod({a[0]}, {a[1]})", op)
             return f(f"rt.irem({a[0]}, {a[1]})", op)
 
-        def sign(a: list, op: L.Op) -> str:
+        def sign(a: list, op: ir.Op) -> str:
             if op.dtype.kind == "f":
                 return f(f"rt.fsign({a[0]})", op)
             if op.dtype.kind == "u":
                 return f(f"{a[0]} > 0", op)
             return f(f"({a[0]} > 0) - ({a[0]} < 0)", op)
 
-        def round_(a: list, op: L.Op) -> str:
+        def round_(a: list, op: ir.Op) -> str:
             if int(op.params.get("rounding_method", 0)) == 1:
                 return f(f"np.rint({a[0]})", op)
             return f(f"np.sign({a[0]}) * np.floor(np.abs({a[0]}) + {c(op.dtype)}(0.5))", op)
 
-        def not_(a: list, op: L.Op) -> str:
+        def not_(a: list, op: ir.Op) -> str:
             return f"(not {a[0]})" if op.dtype == np.bool_ else f(f"~{a[0]}", op)
 
-        def integer_pow(a: list, op: L.Op) -> str:
+        def integer_pow(a: list, op: ir.Op) -> str:
             y = int(op.params["y"])
             if y == 0:
                 return f"{c(op.dtype)}(1)"
             e = _ipow_expr(a[0], abs(y))
             return f(f"{c(op.dtype)}(1) / {e}", op) if y < 0 else f(e, op)
 
-        def convert(a: list, op: L.Op) -> str:
+        def convert(a: list, op: ir.Op) -> str:
             src, dst = np.dtype(op.in_dtypes[0]), op.dtype
             if dst == np.bool_:
                 return f"{a[0]} != 0" if src != np.bool_ else a[0]
@@ -302,7 +216,7 @@ class NumbaRenderer:
                 return f(f"rt.f2i(np.float64({a[0]}), {lo!r}, {hi!r})", op)
             return f(a[0], op)
 
-        def select_n(a: list, op: L.Op) -> str:
+        def select_n(a: list, op: ir.Op) -> str:
             w, cases = a[0], a[1:]
             if len(cases) == 1:
                 return cases[0]
@@ -313,14 +227,14 @@ class NumbaRenderer:
                 e = f"({cases[i]} if {w} == {i} else {e})"
             return e
 
-        def clamp(a: list, op: L.Op) -> str:
+        def clamp(a: list, op: ir.Op) -> str:
             lo, x, hi = a
             if op.dtype.kind == "f":
                 return f"rt.fmin(rt.fmax({x}, {lo}), {hi})"
             return f(f"min(max({x}, {lo}), {hi})", op)
 
         def shift(kind: str) -> Callable:
-            def r(a: list, op: L.Op) -> str:
+            def r(a: list, op: ir.Op) -> str:
                 bits = op.dtype.itemsize * 8
                 if kind == "left":
                     return f(f"rt.shl({a[0]}, {a[1]}, {bits})", op)
@@ -332,7 +246,7 @@ class NumbaRenderer:
             return r
 
         def fast_trig(fn: str) -> Callable:
-            def r(a: list, op: L.Op) -> tuple | None:
+            def r(a: list, op: ir.Op) -> tuple | None:
                 if op.dtype == np.float32:
                     return f"vm.{fn}_fast_f32({a[0]})", f"vm.trig_oob_f32({a[0]})", f"vm.{fn}_call_f32({a[0]})"
                 return None
@@ -344,7 +258,7 @@ class NumbaRenderer:
         # the fast paths and run a tile again with the exact snippets when any count is nonzero
         self.fast_for_op: dict[str, Callable] = {"sin": fast_trig("sin"), "cos": fast_trig("cos")}
 
-        def erf(a: list, op: L.Op) -> str:
+        def erf(a: list, op: ir.Op) -> str:
             if op.dtype == np.float32:
                 return f"vm.erf_f32({a[0]})"
             return f(f"math.erf({a[0]})", op)
@@ -410,7 +324,7 @@ class NumbaRenderer:
             "clamp": clamp,
         }
 
-    def const(self, c: L.Const) -> str:
+    def const(self, c: ir.Const) -> str:
         v = c.value
         if c.dtype == np.bool_:
             return f"np.bool_({bool(v)})"
@@ -419,11 +333,11 @@ class NumbaRenderer:
         return f"{_T(c.dtype)}({int(v)})"
 
     # -- loop nests: one small shape-generic njit kernel each ---------------------------------
-    def render_nest(self, nest: L.LoopNest, consts: dict) -> NestCode:
+    def render_nest(self, nest: ir.LoopNest, consts: dict) -> NestCode:
         """A shape-generic kernel for ``nest``: extents are arguments, so one compiled kernel serves
         every nest with the same structure (across programs, processes via the disk cache)."""
-        loads = [s for s in nest.body if isinstance(s, L.Load)]
-        iotas = sorted({s.axis for s in nest.body if isinstance(s, L.Iota)})
+        loads = [s for s in nest.body if isinstance(s, ir.Load)]
+        iotas = sorted({s.axis for s in nest.body if isinstance(s, ir.Iota)})
         n = len(nest.domain)
         red = tuple(sorted(nest.reduce_axes or ()))
         stores, reds = nest.stores, nest.reductions
@@ -440,7 +354,7 @@ class NumbaRenderer:
             return local[x]
 
         for s in nest.body:
-            if isinstance(s, (L.Load, L.Iota)):
+            if isinstance(s, (ir.Load, ir.Iota)):
                 nm(s.out)
         body: list = []
         # the body with the fast paths (``fast_for_op``) and their out-of-range counts, and the
@@ -449,7 +363,7 @@ class NumbaRenderer:
         rerun_body: list = []
         oob: list = []
         for s in nest.body:
-            if isinstance(s, L.Op):
+            if isinstance(s, ir.Op):
                 args = [nm(a) for a in s.args]
                 code = self.code_for_op[s.op](args, s)
                 body.append(f"{nm(s.out)} = {code}  # {s.op}")
@@ -463,7 +377,7 @@ class NumbaRenderer:
                     rerun_body.append(f"{nm(s.out)} = {fast[2]}  # {s.op}")
                     if fast[1] not in oob:
                         oob.append(fast[1])
-            elif isinstance(s, L.Iota):
+            elif isinstance(s, ir.Iota):
                 body.append(f"{nm(s.out)} = {_T(s.dtype)}(i{s.axis})  # iota")
                 fast_body.append(body[-1])
                 rerun_body.append(body[-1])
@@ -522,12 +436,12 @@ class NumbaRenderer:
         def ld_lines(ind: str, idx_of: Callable) -> list:
             lines = []
             for li, ld in enumerate(inner_loads):
-                if not any(isinstance(e, L.Ix) for e in ld.index):
+                if not any(isinstance(e, ir.Ix) for e in ld.index):
                     lines.append(f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{idx_of(ld)}]")
                     continue
                 idx, ok = [], []
                 for k, e in enumerate(ld.index):
-                    if not isinstance(e, L.Ix):
+                    if not isinstance(e, ir.Ix):
                         idx.append("0" if e is None else f"i{e}")
                         continue
                     terms = []
@@ -570,7 +484,7 @@ class NumbaRenderer:
             lines += [f"{ind}tile{j}[i] = r{j}" for j in range(len(reds))]
             return lines
 
-        def tile_dtype(r: L.Reduction) -> np.dtype:
+        def tile_dtype(r: ir.Reduction) -> np.dtype:
             # the body's values, in their own dtype: a float32 body storing float64 would vectorize
             # at the float64 width (half the lanes); the first pairwise step converts
             return r.out.dtype if (r.out.dtype.kind == "f" and r.acc_dtype.kind == "f") else r.acc_dtype
@@ -772,7 +686,7 @@ class NestCode:
         self.src, self.args, self.extents, self.mode = src, args, extents, mode
         self.kept_shape, self.acc_mode = kept_shape, acc_mode
 
-    def view_ndim(self, view: str, buf: L.Buf) -> int:
+    def view_ndim(self, view: str, buf: ir.Buf) -> int:
         return {"one": 1, "flat": 1, "full": 1, "keptflat": 1, "rows": 2}.get(view, len(buf.shape))
 
     def signature(self) -> tuple:
@@ -791,7 +705,7 @@ def _shape(shape: tuple) -> str:
 renderer = NumbaRenderer()
 
 
-def _work(nest: L.LoopNest) -> int:
+def _work(nest: ir.LoopNest) -> int:
     heavy = {
         "exp",
         "log",
@@ -818,74 +732,8 @@ def _work(nest: L.LoopNest) -> int:
         "exp2",
         "cbrt",
     }
-    cost = 1 + sum(20 if (isinstance(s, L.Op) and s.op in heavy) else 1 for s in nest.body)
+    cost = 1 + sum(20 if (isinstance(s, ir.Op) and s.op in heavy) else 1 for s in nest.body)
     return nest.size * cost
-
-
-# ---------------------------------------------------------------------------------------------
-# compiling and caching
-
-
-def _runtime_version() -> str:
-    """Hash of the modules generated kernels import or inline (``vm``, ``rt``, ``lp``, ...), part of
-    every kernel's source: numba's disk cache keys a kernel by its own file only, so without it a
-    changed helper would be served stale from the cache."""
-    h = hashlib.sha1()
-    here = os.path.dirname(os.path.abspath(__file__))
-    helpers = sorted(f for f in os.listdir(here) if f.startswith("numba_") and f.endswith(".py"))
-    for f in ["vmath.py", "lowering.py", *helpers]:
-        try:
-            with open(os.path.join(here, f), "rb") as fh:
-                h.update(fh.read())
-        except OSError:
-            pass
-    return h.hexdigest()[:12]
-
-
-_RT_VERSION = _runtime_version()
-_by_hash: dict[str, Any] = {}
-_tmpdir: str | None = None
-
-
-def _kernel_dir() -> tuple[str, bool]:
-    global _tmpdir
-    if config.fjax_disk_cache:
-        d = os.path.join(os.path.expanduser(str(config.fjax_cache_dir)), "kernels")
-        try:
-            os.makedirs(d, exist_ok=True)
-            return d, True
-        except OSError:
-            log.warning("fjax: cannot create cache dir %s; compiling without the disk cache", d)
-    if _tmpdir is None:
-        _tmpdir = tempfile.mkdtemp(prefix="fjax_kernels_")
-    return _tmpdir, False
-
-
-def load_kernel(src: str, name: str) -> Any:
-    """Write ``src`` to ``<cache>/k_<hash>.py`` (once), import it and return its ``name``."""
-    disk = bool(config.fjax_disk_cache)
-    key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    hit = _by_hash.get((key, disk))
-    if hit is not None:
-        return hit
-    d, disk = _kernel_dir()
-    modname = f"fjax_k_{key}"
-    path = os.path.join(d, f"k_{key}.py")
-    text = src
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)  # atomic: never rewrite an existing file (its mtime keys numba's cache)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, name)
-    fn.__fjax_source__ = text
-    fn.__fjax_path__ = path
-    _by_hash[(key, disk)] = fn
-    return fn
 
 
 def _host_out(r: Any, dtype: np.dtype) -> np.ndarray:
@@ -1029,7 +877,7 @@ class ProgramSource:
     buffers, calls the loop-nest kernels, runs GEMMs through numpy's BLAS (transposed operands
     as ``.T`` views, never copied) and evaluates host-fallback equations with their numpy impl."""
 
-    def __init__(self, prog: L.Program | None, ctx: _Ctx | None = None, in_names: dict | None = None):
+    def __init__(self, prog: ir.Program | None, ctx: _Ctx | None = None, in_names: dict | None = None):
         self.prog = prog
         self.ctx = ctx = ctx if ctx is not None else _Ctx(nopython=False)
         self.nopython = ctx.nopython
@@ -1062,7 +910,7 @@ class ProgramSource:
             name = self._names[v] = self.ctx.fresh("v")
         return name
 
-    def _child(self, prog: L.Program, ins: list, targets: list | None = None, carries: list | None = None) -> tuple:
+    def _child(self, prog: ir.Program, ins: list, targets: list | None = None, carries: list | None = None) -> tuple:
         """A loop body ``prog`` reading the arrays named ``ins``: ``(pre, lines, outs, written,
         inplace)`` with ``pre`` the allocations that can move before the loop (buffers reused by
         every iteration), ``outs`` the output names, ``written`` the indices of the outputs computed
@@ -1124,16 +972,16 @@ class ProgramSource:
         for v, c in zip(prog.in_slots, prog.consts):
             self._names[v] = self._const(np.ascontiguousarray(np.asarray(c)))
         for step, (ins, outs) in zip(prog.steps, prog.step_io):
-            if isinstance(step, L.Kernel):
+            if isinstance(step, ir.Kernel):
                 self._kernel(self.ctx.count("s"), step, ins, outs)
-            elif isinstance(step, L.InlineStep):
+            elif isinstance(step, ir.InlineStep):
                 names = [self._var(a) for a in ins]
                 o, aval = self.ctx.fresh("o"), outs[0].aval
                 self.lines.append(f"# {L._eqn_comment(step.eqn)}")
                 self.lines += [_Alloc(o, aval.shape, aval.dtype), f"lp.copy_into({o}, {names[0]})"]
                 self.lines += numba_loops.emit_op(step.eqn, names, o, self.ctx.fresh)
                 self.lines.append(f"{self._var(outs[0])} = {o}")
-            elif isinstance(step, L.ControlStep):
+            elif isinstance(step, ir.ControlStep):
                 lines, names = numba_loops.emit(
                     step.eqn, step.bodies, [self._var(a) for a in ins], self.ctx.fresh, self._child
                 )
@@ -1144,7 +992,7 @@ class ProgramSource:
                 raise AssertionError(f"host call in a compiled loop body: {L._eqn_comment(step.eqn)}")
         self.out_names = [self._var(v) for v in prog.out_slots]
 
-    def _control_call(self, step: L.ControlStep, ins: list, outs: list) -> None:
+    def _control_call(self, step: ir.ControlStep, ins: list, outs: list) -> None:
         """A control-flow step of the (Python) program: one call of a compiled loop function."""
         mctx = _Ctx(nopython=True)
         root = ProgramSource(None, mctx)
@@ -1155,8 +1003,8 @@ class ProgramSource:
         fn = ["@njit(cache=CACHE, nogil=True, error_model='numpy')", f"def loop({', '.join(params)}):"]
         fn += ["    " + ln for ln in lines]
         fn.append(f"    return ({''.join(n + ', ' for n in names)})")
-        parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {_RT_VERSION})", _PRELUDE]
-        parts.append(f"from fjax.interpreters import numba_loops as lp  # BLAS: {numba_loops.BLAS}\n")
+        parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
+        parts.append(f"from fjax.backends.numba import loops as lp  # BLAS: {numba_loops.BLAS}\n")
         for fname, nc in mctx.nests:
             # one module holds every nest: module-level constants ``k<j>`` get the nest's prefix
             nsrc = re.sub(r"\bk(\d+)\b", rf"{fname}_k\1", nc.src)
@@ -1182,7 +1030,7 @@ class ProgramSource:
         body = self.lines
         kernel_inputs = set()
         for step, (ins, _) in zip(prog.steps, prog.step_io):
-            if isinstance(step, (L.Kernel, L.ControlStep)):
+            if isinstance(step, (ir.Kernel, ir.ControlStep)):
                 kernel_inputs.update(ins)
         for j, v in enumerate(prog.in_slots):
             if j < nconst:
@@ -1195,10 +1043,10 @@ class ProgramSource:
                     body.append(f"{n} = _contig({n})")
         body.append(_IN_DONE)
         for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
-            if isinstance(step, L.ControlStep):
+            if isinstance(step, ir.ControlStep):
                 self._control_call(step, ins, outs)
                 continue
-            if isinstance(step, L.HostCall):
+            if isinstance(step, ir.HostCall):
                 eqn = step.eqn
                 kern = host_kernel(eqn)
                 if kern is not None:
@@ -1231,12 +1079,12 @@ class ProgramSource:
         else:
             body.remove(_IN_DONE)
 
-    def _kernel(self, si: int, k: L.Kernel, ins: list, outs: list) -> None:
+    def _kernel(self, si: int, k: ir.Kernel, ins: list, outs: list) -> None:
         bufname: dict = {}
         for p, v in zip(k.params, ins):
             bufname[p.name] = self._var(v)
 
-        def bn(b: L.Buf) -> str:
+        def bn(b: ir.Buf) -> str:
             n = bufname.get(b.name)
             if n is None:
                 n = bufname[b.name] = f"s{si}{b.name}"
@@ -1245,7 +1093,7 @@ class ProgramSource:
         consts = {c.name: c for c in k.consts}
         body = self.lines
         for st in k.stmts:
-            if isinstance(st, L.LoopNest):
+            if isinstance(st, ir.LoopNest):
                 annotate_nest(st)
                 nc = renderer.render_nest(st, consts)
                 fname = self._nest_names.get(nc.src)
@@ -1273,9 +1121,9 @@ class ProgramSource:
                 if nc.acc_mode:
                     for r in st.reductions:
                         body.append(f"{bn(r.out)} = {bn(r.out)}_acc.astype(np.{r.out.dtype.name})")
-            elif isinstance(st, L.Dot):
+            elif isinstance(st, ir.Dot):
                 self._dot(st, bn)
-            elif isinstance(st, L.Reshape):
+            elif isinstance(st, ir.Reshape):
                 if self.nopython:
                     body.append(f"{bn(st.out)} = lp.as_shape({bn(st.src)}, {_shape(st.out.shape)})")
                 else:
@@ -1285,7 +1133,7 @@ class ProgramSource:
             if n != self._var(v):
                 body.append(f"{self._var(v)} = {n}")
 
-    def _dot(self, d: L.Dot, bn: Callable) -> None:
+    def _dot(self, d: ir.Dot, bn: Callable) -> None:
         if self.nopython:
             self._loop_dot(d, bn)
             return
@@ -1315,7 +1163,7 @@ class ProgramSource:
         body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
 
     @staticmethod
-    def _loop_view(n: str, view: str, nc: NestCode, buf: L.Buf) -> str:
+    def _loop_view(n: str, view: str, nc: NestCode, buf: ir.Buf) -> str:
         """``_VIEW`` inside a compiled loop: ``lp.as_shape`` with the static shape (no reshape call)."""
         if view == "one":
             return f"lp.as_shape({n}, (1,))"
@@ -1325,7 +1173,7 @@ class ProgramSource:
             return f"lp.as_shape({n}, ({nc.extents[0][1]}, {nc.extents[1][1]}))"
         return n
 
-    def _loop_dot(self, d: L.Dot, bn: Callable) -> None:
+    def _loop_dot(self, d: ir.Dot, bn: Callable) -> None:
         """A GEMM inside a compiled loop: ``numba_loops``' loop matmuls on contiguous blocks."""
         nb, nl, nk, nr = d.dims
         body = self.lines
@@ -1373,27 +1221,26 @@ def _ident_value(kind: str, dt: np.dtype) -> Any:
     return kind == "and"
 
 
-def annotate_nest(nest: L.LoopNest) -> None:
+def annotate_nest(nest: ir.LoopNest) -> None:
     nest.parallel = len(nest.domain) > 0 and nest.size >= PARALLEL_MIN_SIZE and _work(nest) >= PARALLEL_WORK_THRESHOLD
 
 
-def annotate(kernel: L.Kernel) -> None:
+def annotate(kernel: ir.Kernel) -> None:
     for nest in kernel.loop_nests():
         annotate_nest(nest)
 
 
 def _nest_module_source(nc: NestCode) -> str:
-    src = f"# fjax loop-nest kernel (generated; runtime {_RT_VERSION})\n{_PRELUDE}\n{nc.src}"
+    src = f"# fjax loop-nest kernel (generated; runtime {disk_cache._RT_VERSION})\n{_PRELUDE}\n{nc.src}"
     return src.replace("CACHE", str(bool(config.fjax_disk_cache)))
 
 
 def load_nest(nc: NestCode) -> Any:
-    from fjax.interpreters import numba_cache  # noqa: PLC0415
 
-    fn = load_kernel(_nest_module_source(nc), "nest")
+    fn = disk_cache.load_kernel(_nest_module_source(nc), "nest")
     sig = nc.signature()
-    if sig not in fn.signatures and not numba_cache.load_cached(fn, sig):
-        # not on disk (numba_cache loads hits without numba's 0.3 s first-use registry refresh).
+    if sig not in fn.signatures and not warm_load.load_cached(fn, sig):
+        # not on disk (warm_load loads hits without numba's 0.3 s first-use registry refresh).
         # The same nest source can be shared by programs with other signatures: re-enable first
         fn.disable_compile(False)
         fn.compile(sig)
@@ -1404,8 +1251,8 @@ def load_nest(nc: NestCode) -> Any:
 _PRELUDE = """import math
 import numpy as np
 from numba import njit, prange
-from fjax.interpreters import vmath as vm
-from fjax.interpreters import numba_cpu as rt
+from fjax.backends.numba import vmath as vm
+from fjax.backends.numba import runtime as rt
 """
 
 
@@ -1417,7 +1264,6 @@ def build(closed: ClosedJaxpr, loops: bool = True) -> ProgramSource | None:
 
 
 def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
-    from fjax.interpreters import numba_cache  # noqa: PLC0415
 
     ps = build(closed, loops)
     if ps is None:
@@ -1425,20 +1271,13 @@ def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
     for lname, lsrc, sig in ps.loops:
-        loop = load_kernel(lsrc, "loop")
-        if sig not in loop.signatures and not numba_cache.load_cached(loop, sig):
+        loop = disk_cache.load_kernel(lsrc, "loop")
+        if sig not in loop.signatures and not warm_load.load_cached(loop, sig):
             loop.compile(sig)
         loop.disable_compile()
         ps.ns[lname] = loop
     src = ps.source()
-    key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    d, _ = _kernel_dir()
-    path = os.path.join(d, f"p_{key}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(src)
-        os.replace(tmp, path)
+    path = disk_cache.write_program(src)
     exec(compile(src, path, "exec"), ps.ns)  # noqa: S102 - generated from the jaxpr
     fn = ps.ns["program"]
     fn.__fjax_source__ = source_of(ps)
@@ -1467,4 +1306,4 @@ def source_for(closed: ClosedJaxpr) -> str:
 
 
 def clear_cache() -> None:
-    _by_hash.clear()
+    disk_cache.clear_cache()

@@ -41,8 +41,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit, types
 
+from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
 from fjax.core import JaxprEqn
-from fjax.interpreters.numba_cache import array_type, ensure_compiled, readonly
 
 HOST_KERNELS: dict[str, Callable[[JaxprEqn], Any]] = {}
 
@@ -266,7 +266,7 @@ def _build_sort(eqn: JaxprEqn) -> Callable | None:
 
 
 def _register_conv() -> None:
-    from fjax.interpreters.numba_conv import build_conv  # noqa: PLC0415
+    from fjax.backends.numba.conv import build_conv  # noqa: PLC0415
 
     HOST_KERNELS["conv_general_dilated"] = build_conv
 

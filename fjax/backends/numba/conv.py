@@ -40,8 +40,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit, types
 
+from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
 from fjax.core import JaxprEqn
-from fjax.interpreters.numba_cache import array_type, ensure_compiled, readonly
 
 __all__ = ["build_conv"]
 

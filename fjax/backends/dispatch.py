@@ -1,0 +1,69 @@
+"""Dispatch: the compile cache behind ``fjax.jit`` and the hook that installs it.
+
+``compile_jaxpr`` lowers a closed jaxpr (``fjax.backends.lowering``) and compiles it with the
+backend; the result is cached by the jaxpr's identity (inside the backend, kernels are cached
+again by their generated source's hash, in memory and on disk).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from fjax.backends.lowering import _has_control_flow
+from fjax.config import config
+from fjax.core import ClosedJaxpr
+
+log = logging.getLogger("fjax.lowering")
+
+
+_by_id: dict[int, tuple] = {}
+_stats = {"compiles": 0, "hits": 0}
+
+
+def _backend():
+    from fjax.backends.numba import program as numba_cpu  # noqa: PLC0415
+
+    return numba_cpu
+
+
+def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
+    """A callable on numpy arrays returning a list of numpy arrays, or None to evaluate eagerly.
+
+    Cached by the identity of ``closed`` (then, inside the backend, by generated source hash)."""
+    entry = _by_id.get(id(closed))
+    if entry is not None and entry[0] is closed:
+        _stats["hits"] += 1
+        return entry[1]
+    try:
+        fn = _backend().compile_program(closed)
+    except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
+        if config.fjax_lowering_strict:
+            raise
+        log.debug("lowering traceback", exc_info=True)
+        fn = None
+        if config.fjax_compile_loops and _has_control_flow(closed.jaxpr):
+            # keep the rest compiled: the loops run on the host, calling their compiled bodies
+            try:
+                fn = _backend().compile_program(closed, loops=False)
+                log.warning(
+                    "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
+                )
+            except Exception:  # noqa: BLE001 - reported below with the first error
+                fn = None
+        if fn is None:
+            log.warning("fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly", type(e).__name__, e)
+    _stats["compiles"] += 1
+    _by_id[id(closed)] = (closed, fn)
+    return fn
+
+
+def source_for(closed: ClosedJaxpr) -> str:
+    """The generated source of ``closed`` (kernels, and the host steps as comments)."""
+    return _backend().source_for(closed)
+
+
+def clear_cache() -> None:
+    """Forget compiled callables (the on-disk numba cache stays)."""
+    _by_id.clear()
+    _backend().clear_cache()

@@ -1,0 +1,235 @@
+"""The kernel IR: what ``fjax.backends.lowering`` produces and every backend renders.
+
+Nodes (renderers for other targets, e.g. CUDA, reuse them):
+
+- ``Buf``: an n-d array in the kernel (a parameter, an allocated output/temporary, or a view).
+- ``LoopNest``: one fused loop nest over an iteration ``domain``. Its ``body`` is SSA: ``Load``
+  (a buffer element at an index whose entries are loop axes or ``None`` for 0, which is how
+  ``broadcast_in_dim``, ``transpose`` and ``squeeze`` become index arithmetic with no copy),
+  ``Op`` (a scalar op named after its primitive, rendered through the renderer's
+  ``code_for_op`` table), ``Iota``. Values leave the nest through ``stores`` (materialized
+  elementwise outputs, written at the full index) and ``reductions`` (sum/prod/max/min/and/or
+  over ``reduce_axes``). Intermediate elementwise values are never stored.
+- ``Reshape``: a reshaped view of a contiguous buffer (``reshape`` of contiguous data).
+- ``Dot``: ``dot_general`` as batched 2-D GEMMs on BLAS (operands are transposed/reshaped views;
+  a copy is made only when the contracting/free dims are not contiguous groups).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fjax import core
+from fjax.core import JaxprEqn
+
+
+class Buf:
+    """An n-d array inside a kernel. ``producer`` is the index of the statement that writes it
+    (-1 for kernel parameters); ``contiguous`` says whether it is known C-contiguous."""
+
+    __slots__ = ("name", "shape", "dtype", "producer", "contiguous")
+
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, producer: int, contiguous: bool):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.producer = producer
+        self.contiguous = contiguous
+
+    def __repr__(self) -> str:
+        return f"{self.name}:{core.short_dtype_name(self.dtype)}{list(self.shape)}"
+
+
+class Load:
+    """``out = buf[index]``: index has one entry per buffer dim, a loop axis, None (meaning 0) or an
+    ``Ix``; ``fill`` (an SSA/constant name) is read where a guarded ``Ix`` is out of range."""
+
+    __slots__ = ("out", "buf", "index", "dtype", "fill")
+
+    def __init__(self, out: str, buf: Buf, index: tuple, dtype: np.dtype, fill: str | None = None):
+        self.out, self.buf, self.index, self.dtype, self.fill = out, buf, index, dtype, fill
+
+
+class Ix(tuple):
+    """A general index of one buffer dim (``Load.index`` entries are otherwise a loop axis or
+    None): ``raw = scale * i<axis> + offset + sum(coef * clamp(int(v), lo, hi) for v, coef, lo, hi
+    in dyn)`` (no axis term when ``axis`` is None; ``v`` are SSA names of scalars); the index is
+    ``raw // div``. With ``ext`` set the load is guarded: positions with ``raw`` outside
+    ``[0, (ext - 1) * div]`` or not a multiple of ``div`` read the load's ``fill`` value instead
+    (the index is clamped, so memory is never read out of bounds)."""
+
+    __slots__ = ()
+
+    def __new__(cls, axis, scale=1, offset=0, div=1, ext=None, dyn=()):
+        return tuple.__new__(cls, (axis, scale, offset, div, ext, tuple(dyn)))
+
+    axis = property(lambda self: self[0])
+    scale = property(lambda self: self[1])
+    offset = property(lambda self: self[2])
+    div = property(lambda self: self[3])
+    ext = property(lambda self: self[4])
+    dyn = property(lambda self: self[5])
+
+    @property
+    def plain(self) -> bool:
+        """An affine index without division or guard."""
+        return self.div == 1 and self.ext is None
+
+
+def _norm(e: Any) -> Ix:
+    if isinstance(e, Ix):
+        return e
+    return Ix(None, 0, 0) if e is None else Ix(e)
+
+
+def _denorm(e: Ix) -> Any:
+    """The legacy entry (an axis, or None for 0) when ``e`` is that simple."""
+    if e.plain and not e.dyn:
+        if e.axis is not None and e.scale == 1 and e.offset == 0:
+            return e.axis
+        if e.axis is None and e.offset == 0:
+            return None
+    return e
+
+
+class Const:
+    """A scalar constant."""
+
+    __slots__ = ("name", "value", "dtype")
+
+    def __init__(self, name: str, value: Any, dtype: np.dtype):
+        self.name, self.value, self.dtype = name, value, np.dtype(dtype)
+
+
+class Op:
+    """``out = op(args)`` on scalars; ``op`` is a primitive name, ``params`` its static params,
+    ``in_dtypes`` the argument dtypes, ``comment`` the equation it came from."""
+
+    __slots__ = ("out", "op", "args", "dtype", "in_dtypes", "params", "comment")
+
+    def __init__(self, out: str, op: str, args: tuple, dtype: np.dtype, in_dtypes: tuple, params: dict, comment: str):
+        self.out, self.op, self.args, self.dtype = out, op, args, np.dtype(dtype)
+        self.in_dtypes, self.params, self.comment = in_dtypes, params, comment
+
+
+class Iota:
+    """``out = dtype(loop index along axis)``."""
+
+    __slots__ = ("out", "axis", "dtype", "comment")
+
+    def __init__(self, out: str, axis: int, dtype: np.dtype, comment: str):
+        self.out, self.axis, self.dtype, self.comment = out, axis, np.dtype(dtype), comment
+
+
+class Reduction:
+    """Accumulate ``value`` with ``kind`` over the nest's reduce axes into ``out``."""
+
+    __slots__ = ("kind", "value", "out", "acc_dtype", "comment")
+
+    def __init__(self, kind: str, value: str, out: Buf, acc_dtype: np.dtype, comment: str):
+        self.kind, self.value, self.out, self.acc_dtype, self.comment = kind, value, out, np.dtype(acc_dtype), comment
+
+
+class LoopNest:
+    """A fused loop nest over ``domain``; see the module docstring."""
+
+    def __init__(self, index: int, domain: tuple):
+        self.index = index
+        self.domain = tuple(domain)
+        self.reduce_axes: tuple | None = None
+        self.body: list = []
+        self.stores: list[tuple[Buf, str]] = []
+        self.reductions: list[Reduction] = []
+        self.parallel = False
+        self._loads: dict = {}
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.domain)
+
+    def trailing_reduce(self) -> bool:
+        r = self.reduce_axes or ()
+        n = len(self.domain)
+        return tuple(sorted(r)) == tuple(range(n - len(r), n))
+
+
+class Reshape:
+    """``out = src`` viewed with ``out.shape`` (copied first if ``src`` is not contiguous)."""
+
+    def __init__(self, index: int, out: Buf, src: Buf):
+        self.index, self.out, self.src = index, out, src
+
+
+class Dot:
+    """``out = dot_general(lhs, rhs)`` as ``nb`` GEMMs of (nl, nk) x (nk, nr).
+
+    ``lhs_perm``/``rhs_perm`` bring the operands to (batch, free, contract) / (batch, contract,
+    free) order; ``lhs_t``/``rhs_t`` say the 2-D blocks are used transposed (so no copy is needed
+    when the operand's dims are contiguous in the other order)."""
+
+    def __init__(
+        self,
+        index: int,
+        out: Buf,
+        lhs: Buf,
+        rhs: Buf,
+        dims: tuple,
+        lhs_perm: tuple,
+        rhs_perm: tuple,
+        lhs_t: bool,
+        rhs_t: bool,
+        comment: str,
+    ):
+        self.index, self.out, self.lhs, self.rhs = index, out, lhs, rhs
+        self.dims = dims  # (nb, nl, nk, nr)
+        self.lhs_perm, self.rhs_perm, self.lhs_t, self.rhs_t = lhs_perm, rhs_perm, lhs_t, rhs_t
+        self.comment = comment
+
+
+class Kernel:
+    """One compiled function: ``params`` in, ``outputs`` (buffers, possibly params) out."""
+
+    def __init__(self, name: str, params: list[Buf], stmts: list, outputs: list[Buf], consts: list[Const]):
+        self.name, self.params, self.stmts, self.outputs, self.consts = name, params, stmts, outputs, consts
+
+    def loop_nests(self) -> list[LoopNest]:
+        return [s for s in self.stmts if isinstance(s, LoopNest)]
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(type(s).__name__ for s in self.stmts)
+        return f"Kernel({self.name}: {kinds})"
+
+
+class HostCall:
+    """An equation evaluated on the host with its primitive's numpy impl (a lowering fallback)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+
+
+class ControlStep:
+    """A ``scan``/``while``/``cond`` equation compiled as a real loop or branch: ``bodies`` are the
+    programs of its sub-jaxprs (no host calls inside), rendered inline in one compiled function."""
+
+    def __init__(self, eqn: JaxprEqn, bodies: dict):
+        self.eqn, self.bodies = eqn, bodies
+
+
+class InlineStep:
+    """An indexed update (``numba_loops.INLINE_OPS``) inside a compiled loop body, rendered as
+    generated loops in the loop function (outside loops it is a ``HostCall``)."""
+
+    def __init__(self, eqn: JaxprEqn):
+        self.eqn = eqn
+
+
+class Program:
+    """Steps (``Kernel``, ``HostCall``, ``ControlStep``, or in loop bodies ``InlineStep``) over a
+    value table; slots name jaxpr variables."""
+
+    def __init__(self, steps: list, in_slots: list, out_slots: list, step_io: list, consts: list):
+        self.steps, self.in_slots, self.out_slots = steps, in_slots, out_slots
+        self.step_io, self.consts = step_io, consts

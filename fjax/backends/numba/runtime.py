@@ -1,0 +1,94 @@
+"""Runtime helpers that generated numba kernels call (as ``rt.<name>``).
+
+Scalar helpers with XLA's semantics where numba's differ (NaN-propagating min/max, integer
+division by zero, float->int saturation, out-of-range shifts), and ``wide_vectors``, which asks
+LLVM for wider vectors in the function it is called from. They are ``inline="always"`` so a
+kernel's object code does not depend on them at run time; ``disk_cache.runtime_version`` hashes
+this file into every kernel's source so editing a helper recompiles the kernels that inline it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+_opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
+
+
+@intrinsic(prefer_literal=True)
+def wide_vectors(typingctx, bits):  # noqa: ARG001
+    """``wide_vectors(512)``: no code; marks the LLVM function it is called from with
+    ``"prefer-vector-width"="512"`` (what clang's ``-mprefer-vector-width`` sets). Kernels call it
+    first thing in every function body numba compiles separately (an outlined ``prange`` body is
+    one), with ``VECTOR_WIDTH`` written into their source (so it is part of the cache key)."""
+    if not isinstance(bits, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ARG001
+        # llvmlite's FunctionAttributes only accepts enum attributes; a string one is written verbatim
+        set.add(builder.function.attributes, f'"prefer-vector-width"="{int(bits.literal_value)}"')
+        return context.get_dummy_value()
+
+    return types.none(bits), codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# runtime helpers the generated code calls (as ``rt.<name>``)
+
+
+@njit(**_opts)
+def fmax(a, b):
+    """NaN-propagating maximum (np.maximum)."""
+    return a if (a > b or a != a) else b
+
+
+@njit(**_opts)
+def fmin(a, b):
+    """NaN-propagating minimum (np.minimum)."""
+    return a if (a < b or a != a) else b
+
+
+@njit(**_opts)
+def fsign(x):
+    return x if x != x else (x - x + 1 if x > 0 else (x - x - 1 if x < 0 else x))
+
+
+@njit(**_opts)
+def idiv(x, y):
+    """Integer division rounding toward zero; x / 0 = -1 (XLA on CPU)."""
+    if y == 0:
+        return -1
+    q = x // y
+    if q < 0 and q * y != x:
+        q += 1
+    return q
+
+
+@njit(**_opts)
+def irem(x, y):
+    """Integer remainder with the dividend's sign (C fmod); x % 0 = x."""
+    if y == 0:
+        return x
+    return x - y * idiv(x, y)
+
+
+@njit(**_opts)
+def f2i(x, lo, hi):
+    """float -> integer as XLA: truncate, NaN -> 0, saturate to [lo, hi] (as float64 bounds)."""
+    if x != x:
+        return 0.0
+    t = np.trunc(x)
+    return lo if t <= lo else (hi if t >= hi else t)
+
+
+@njit(**_opts)
+def shl(x, y, bits):
+    return x << y if (y >= 0 and y < bits) else x - x
+
+
+@njit(**_opts)
+def shra(x, y, bits):
+    if y >= 0 and y < bits:
+        return x >> y
+    return x - x - 1 if x < 0 else x - x
