@@ -274,6 +274,7 @@ class _TraceCache(dict):
     and dropped with the function."""
 
     __slots__ = ("lock", "inflight", "__weakref__")
+    __hash__ = object.__hash__  # identity: kept in a WeakSet
 
     def __init__(self) -> None:
         super().__init__()
