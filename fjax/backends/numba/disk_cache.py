@@ -9,7 +9,7 @@ Nothing on disk is trusted:
   that source (cut, edited, unreadable) is discarded with numba's object code for it, and
   rewritten;
 - numba's object code (``.nbi`` index, ``.nbc`` data) is sealed after each successful compile by a
-  checksum file written atomically (``<index>.sum``); before numba may load anything for a kernel,
+  checksum file written atomically (``k_<hash>.sum``); before numba may load anything for a kernel,
   the files are checked against it. Missing, partial, corrupt or tampered object code is deleted
   and compiled again: never loaded;
 - every write is atomic (a temp file in the same directory, then ``os.replace``); a per-kernel
@@ -38,7 +38,6 @@ import sys
 import tempfile
 import threading
 import types
-import warnings
 from collections import OrderedDict
 from typing import Any, Iterator
 
@@ -77,7 +76,7 @@ _RT_VERSION = _runtime_version()
 
 # key -> loaded numba dispatcher, least recently used first
 _by_hash: OrderedDict[str, Any] = OrderedDict()
-_locks: dict[str, threading.Lock] = {}
+_locks: dict[str, threading.RLock] = {}
 _locks_lock = threading.Lock()
 _said: set[str] = set()
 _writes = [0]
@@ -85,10 +84,9 @@ _EVICT_EVERY = 64
 
 
 def _say_once(what: str, msg: str) -> None:
-    """Report a problem with the cache once per process (a warning, as the user must know)."""
+    """Report a problem with the cache once per process (logged as a warning on ``fjax.lowering``)."""
     if what not in _said:
         _said.add(what)
-        warnings.warn(msg, RuntimeWarning, stacklevel=3)
         log.warning(msg)
 
 
@@ -166,7 +164,7 @@ def _read(path: str) -> bytes | None:
 def _kernel_lock(key: str, d: str | None) -> Iterator[None]:
     """Hold the lock of kernel ``key``: threads of this process, then (``flock``) other processes."""
     with _locks_lock:
-        lock = _locks.setdefault(key, threading.Lock())
+        lock = _locks.setdefault(key, threading.RLock())
     with lock:
         fh = None
         if d is not None and fcntl is not None:
@@ -190,15 +188,16 @@ def _kernel_lock(key: str, d: str | None) -> Iterator[None]:
 # numba's object code for a kernel, sealed by a checksum file
 
 
-def _object_files(fn: Any) -> tuple[str, list[str]] | None:
-    """(checksum file path, numba's cache files of ``fn``), or None if ``fn`` is not disk-cached."""
-    cache_file = getattr(getattr(fn, "_cache", None), "_cache_file", None)
-    index = getattr(cache_file, "_index_path", None)
-    if index is None:
+def _object_files(fn: Any, key: str) -> tuple[str, list[str]] | None:
+    """(checksum file path, numba's cache files of every function of kernel module ``key``), or
+    None if ``fn`` is not disk-cached. A module may hold several njit functions (a compiled loop
+    and its loop nests): they are sealed and checked together."""
+    cache_path = getattr(getattr(fn, "_cache", None), "_cache_path", None)
+    if cache_path is None:
         return None
-    base = index[: -len(".nbi")]
-    files = sorted(f for f in glob.glob(glob.escape(base) + ".*") if f.endswith((".nbi", ".nbc")))
-    return index + ".sum", files
+    base = os.path.join(cache_path, f"k_{key}.")
+    files = sorted(f for f in glob.glob(glob.escape(base) + "*") if f.endswith((".nbi", ".nbc")))
+    return os.path.join(cache_path, f"k_{key}.sum"), files
 
 
 def _digest(paths: list[str]) -> dict[str, str] | None:
@@ -213,7 +212,7 @@ def _digest(paths: list[str]) -> dict[str, str] | None:
 
 def _verify(fn: Any, key: str) -> None:
     """Delete numba's cached object code of ``fn`` unless its checksum file vouches for every byte."""
-    found = _object_files(fn)
+    found = _object_files(fn, key)
     if found is None:
         return
     sum_path, files = found
@@ -237,9 +236,9 @@ def _verify(fn: Any, key: str) -> None:
             os.unlink(p)
 
 
-def _seal(fn: Any) -> None:
+def _seal(fn: Any, key: str) -> None:
     """Record the checksums of ``fn``'s object code after numba wrote it."""
-    found = _object_files(fn)
+    found = _object_files(fn, key)
     if found is None:
         return
     sum_path, files = found
@@ -297,13 +296,7 @@ def _install(fn: Any, sig: tuple, reenable: bool) -> None:
         return
     if reenable:
         fn.disable_compile(False)
-    try:
-        fn.compile(sig)
-    except OSError as e:
-        # numba compiled and installed the overload, then could not write it to the cache
-        if sig not in fn.overloads:
-            raise
-        _say_once("save", f"fjax: could not write compiled code to the kernel cache ({e}); it stays in memory")
+    fn.compile(sig)
 
 
 def load_kernel(src: str, name: str) -> Any:
@@ -334,15 +327,26 @@ def load_compiled(src: str, name: str, sig: tuple, reenable: bool = False) -> An
     if sig in fn.overloads:
         return fn
     key = fn.__fjax_key__
-    with _kernel_lock(key, _kernel_dir() if fn.__fjax_path__ else None):
+    d = _kernel_dir() if fn.__fjax_path__ else None
+    with _kernel_lock(key, d):
         if sig not in fn.overloads:
             on_disk = fn.__fjax_path__ is not None
             if on_disk:
                 _verify(fn, key)
-            _install(fn, sig, reenable)
+            try:
+                _install(fn, sig, reenable)
+            except OSError as e:
+                # numba could not write its cache (a full disk): from now on kernels compile in memory
+                if not on_disk or d is None:
+                    raise
+                _mark_unusable(d, e)
+                _by_hash.pop(key, None)
+                on_disk = False
+            if sig not in fn.overloads:
+                return load_compiled(src, name, sig, reenable)
             if on_disk:
                 try:
-                    _seal(fn)
+                    _seal(fn, key)
                 except OSError as e:  # unsealed object code is never trusted: the next process recompiles
                     _say_once("seal", f"fjax: could not write to the kernel cache ({e})")
         fn.disable_compile()  # writable arrays convert to the read-only signature; never respecialize
