@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _debug_nans, core, dtypes
 from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -34,10 +34,16 @@ def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     if compile_hook is not None and not config.jax_disable_jit:
         fn = compile_hook(jaxpr)
         if fn is not None:
-            return fn(*args)
+            outs = fn(*args)
+            if _debug_nans.active:  # jax_debug_nans / jax_debug_infs: name the primitive that made one
+                _debug_nans.check_jit_outputs(outs, args, jaxpr, name)
+            return outs
     ins = [core.Array(a, av.weak_type) for a, av in zip(args, jaxpr.in_avals)]
     outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ins)
-    return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
+    outs = [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
+    if _debug_nans.active:
+        _debug_nans.check_jit_outputs(outs, args, jaxpr, name)
+    return outs
 
 
 def _jit_abstract(*avals: Any, jaxpr: ClosedJaxpr, name: str) -> list:
