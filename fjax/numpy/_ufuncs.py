@@ -365,7 +365,8 @@ divide = true_divide
 
 def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
     mod = lax.rem(x, y)
-    div = lax.div(lax.sub(x, mod), y)
+    # x / 0 keeps its sign (+-inf, as numpy and JAX), where (x - nan) / 0 would be nan
+    div = lax.div(lax.sub(x, lax.select(lax.eq(y, _const(y, 0)), _zeros_like(mod), mod)), y)
     fix_ = lax.bitwise_and(lax.ne(mod, _const(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix_, lax.add(mod, y), mod)
     div = lax.select(fix_, lax.sub(div, _const(div, 1)), div)
@@ -393,6 +394,7 @@ def remainder(x: Any, y: Any, /) -> Any:
     x, y = _promote_numeric_n("remainder", x, y)
     if x.dtype.kind == "c":
         raise TypeError("remainder does not support complex-valued inputs")
+    y = _nonzero_int_divisor(y)
     r = lax.rem(x, y)
     if x.dtype.kind == "u":
         return r
@@ -415,7 +417,15 @@ def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
 def fmod(x: Any, y: Any, /) -> Any:
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
     x, y = _promote_numeric_n("fmod", x, y)
-    return lax.rem(x, y)
+    return lax.rem(x, _nonzero_int_divisor(y))
+
+
+def _nonzero_int_divisor(y: Any) -> Any:
+    """An integer divisor with its zeros replaced by ones, so ``x % 0`` is 0 (as JAX; lax.rem by
+    0 gives x, numpy gives 0 with a warning)."""
+    if y.dtype.kind not in "iu":
+        return y
+    return lax.select(lax.eq(y, _const(y, 0)), _ones_like(y), y)
 
 
 def _pow_int_int(x: Any, y: Any) -> Any:
@@ -615,7 +625,8 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     shape = x1.shape if x1.ndim else x2.shape
     x1b = lax.broadcast_in_dim(x1, shape, ()) if x1.shape != shape else x1
     x2b = lax.broadcast_in_dim(x2, shape, ()) if x2.shape != shape else x2
-    pos = lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x2b)
+    # x1 NaN gives NaN (as numpy and JAX): it is neither < 0 nor == 0
+    pos = lax.select(lax.eq(x1b, zero), x2b, lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x1b))
     return lax.select(lax.lt(x1b, zero), lax.full_like(x1b, 0), pos)
 
 
