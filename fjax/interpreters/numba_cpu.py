@@ -111,14 +111,21 @@ def fmin(a, b):
 
 @njit(**_opts)
 def fsign(x):
-    return x if x != x else (x - x + 1 if x > 0 else (x - x - 1 if x < 0 else x))
+    """np.sign of a float: +-1 (also for +-inf), signed zeros and NaN passed through."""
+    if x > 0:
+        return 1.0
+    if x < 0:
+        return -1.0
+    return x * 1.0
 
 
 @njit(**_opts)
 def idiv(x, y):
-    """Integer division rounding toward zero; x / 0 = -1 (XLA on CPU)."""
+    """Integer division rounding toward zero; x / 0 = -1 and INT_MIN / -1 = INT_MIN (XLA on CPU)."""
     if y == 0:
         return -1
+    if y == -1:
+        return -x  # wraps for INT_MIN, where x // y overflows
     q = x // y
     if q < 0 and q * y != x:
         q += 1
@@ -130,6 +137,8 @@ def irem(x, y):
     """Integer remainder with the dividend's sign (C fmod); x % 0 = x."""
     if y == 0:
         return x
+    if y == -1:
+        return x - x
     return x - y * idiv(x, y)
 
 
@@ -325,7 +334,9 @@ class NumbaRenderer:
                 if kind == "left":
                     return f(f"rt.shl({a[0]}, {a[1]}, {bits})", op)
                 if kind == "arith":
-                    return f(f"rt.shra({a[0]}, {a[1]}, {bits})", op)
+                    # unsigned operands shift their bit pattern as signed (XLA), so the top bit fills
+                    x = f"np.int{bits}({a[0]})" if op.dtype.kind == "u" else a[0]
+                    return f(f"rt.shra({x}, {a[1]}, {bits})", op)
                 u = f"np.uint{bits}"
                 return f(f"({u}({a[0]}) >> {u}({a[1]}) if ({a[1]} >= 0 and {a[1]} < {bits}) else {u}(0))", op)
 
