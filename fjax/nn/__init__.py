@@ -112,9 +112,9 @@ def log_sigmoid(x: Any) -> Any:
 
 
 def relu(x: Any) -> Any:
-    """max(x, 0); its derivative at 0 is 0, as JAX."""
+    """max(x, 0); its derivative at 0 is 0, as JAX; NaN stays NaN."""
     x = jnp.asarray(x)
-    return jnp.where(x > 0, x, jnp.zeros_like(x))
+    return jnp.where(x <= 0, jnp.zeros_like(x), x)
 
 
 def silu(x: Any) -> Any:
