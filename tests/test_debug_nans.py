@@ -3,6 +3,9 @@ context managers: eager primitives, jitted programs (re-run de-optimized to name
 nested jits, the backward pass of ``grad(jit(f))``, vmap, control flow. Expected messages follow
 JAX 0.10.2 ("invalid value (nan) encountered in log")."""
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -70,6 +73,7 @@ def test_eager_primitive_named(nans):
         jnp.array(1 + 0j) * jnp.nan
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_eager_transforms_and_control_flow(nans):
     with pytest.raises(FloatingPointError, match=r"encountered in log"):
         fjax.vmap(jnp.log)(jnp.array([1.0, -1.0]))
@@ -191,3 +195,12 @@ def test_global_option_with_context_off(nans):
 def test_unknown_option_still_rejected():
     with pytest.raises(AttributeError):
         config.update("jax_debug_nan", True)
+
+
+def test_environment_variable():
+    code = (
+        "import fjax.numpy as jnp\ntry:\n    jnp.log(-1.0)\nexcept FloatingPointError as e:\n    print('raised:', e)\n"
+    )
+    env = dict(os.environ, JAX_DEBUG_NANS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "raised: invalid value (nan) encountered in log" in out.stdout, out.stderr
