@@ -205,7 +205,15 @@ def _abs_jvp(g: Any, x: Any) -> Any:
 exp_p = standard_unop("exp", _errstate(np.exp), _fc)
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
-exp2_p = standard_unop("exp2", _errstate(np.exp2), _fc)
+def _exp2_impl(x: np.ndarray) -> np.ndarray:
+    # numpy's float32 exp2 is off by an ulp at some integers (2**-k, 2**126); through float64 it is
+    # exact there, as XLA's and the compiled kernels' (frexp/ldexp rely on it)
+    if x.dtype == np.float32:
+        return np.exp2(x.astype(np.float64)).astype(np.float32)
+    return np.exp2(x)
+
+
+exp2_p = standard_unop("exp2", _errstate(_exp2_impl), _fc)
 ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(x, math.log(2.0)))))
 
 log_p = standard_unop("log", _errstate(np.log), _fc)
