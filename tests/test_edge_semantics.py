@@ -294,3 +294,39 @@ def test_jit_static_argnums_validated():
     assert fjax.jit(lambda a, **kw: a, static_argnames="zz")(1.0, zz="s") == 1.0
     assert fjax.jit(_f3, static_argnames="c")(1.0, 2.0, "s") == 3.0
     assert fjax.jit(_f3, static_argnames="c")(1.0, 2.0, c="s") == 3.0
+
+
+_ldexp_jit = fjax.jit(jnp.ldexp)
+_frexp_jit = fjax.jit(jnp.frexp)
+
+
+@given(
+    x=hnp.arrays(
+        np.float32, N, elements=st.floats(width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    ),
+    k=hnp.arrays(np.int32, N, elements=st.integers(-300, 300)),
+)
+def test_ldexp_frexp_exact(x, k):
+    # exact, as numpy's (and JAX's on normal values): no overflow through 2**k on the way
+    with np.errstate(all="ignore"):
+        want = np.ldexp(x, k)
+    want = np.where(np.abs(want) < np.finfo(np.float32).tiny, 0.0 * x, want)  # JAX flushes subnormals
+    for f in (jnp.ldexp, _ldexp_jit):
+        got = np.asarray(f(jnp.asarray(x), jnp.asarray(k)))
+        got = np.where(np.abs(got) < np.finfo(np.float32).tiny, 0.0 * x, got)
+        np.testing.assert_array_equal(got, want)
+    wm, we = np.frexp(x)
+    for f in (jnp.frexp, _frexp_jit):
+        m, e = f(jnp.asarray(x))
+        np.testing.assert_array_equal(np.asarray(m), wm)
+        np.testing.assert_array_equal(np.asarray(e), we)
+
+
+def test_ldexp_specials():
+    # infinities, zeros and NaN pass through (x1 * 2**200 * 2**-200 would make NaN), as JAX
+    xs = np.array([np.inf, -np.inf, 0.0, -0.0, np.nan, 1e-30, 3e38], np.float32)
+    for k in (200, -200):
+        want = np.ldexp(xs, k)
+        for f in (jnp.ldexp, _ldexp_jit):
+            got = np.asarray(f(jnp.asarray(xs), jnp.full(7, k, jnp.int32)))
+            assert _same_float(got, want).all(), (k, got, want)

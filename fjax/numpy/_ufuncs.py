@@ -20,6 +20,8 @@ from fjax.core import Array, Tracer
 from fjax.lax import lax
 from fjax.numpy._util import (
     broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to_shape,
     check_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -646,14 +648,28 @@ def nextafter(x1: Any, x2: Any, /) -> Any:
 
 
 def ldexp(x1: Any, x2: Any, /) -> Any:
-    """x1 * 2**x2 for an integer x2."""
+    """x1 * 2**x2 for an integer x2. As JAX, the exponent of x1 is split off first, so a small x1
+    with a large x2 (or the reverse) does not overflow on the way, and infinities and zeros pass
+    through (x1 * exp2(x2) gave inf * 0 = nan)."""
     x2 = _one("ldexp", x2)
     if x2.dtype.kind not in "iub":
         raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     x1 = _inexact1("ldexp", x1)
     x1 = lax.convert_element_type(x1, x1.dtype) if x1.weak_type else x1
     x1, x2f = _promote_n("ldexp", x1, lax.convert_element_type(x2, x1.dtype))
-    return lax.mul(x1, lax.exp2(x2f))
+    shape = broadcast_shapes("ldexp", x1.shape, x2f.shape)
+    x1, x2f = (v if v.shape == shape else broadcast_to_shape(v, shape) for v in (x1, x2f))
+    m, e = frexp(x1)
+    x = _scale2(m, lax.add(lax.convert_element_type(e, x1.dtype), x2f))
+    keep = lax.bitwise_or(lax.bitwise_not(lax.is_finite(x1)), lax.eq(x1, _const(x1, 0)))
+    return lax.select(keep, x1, x)
+
+
+def _scale2(v: Any, k: Any) -> Any:
+    """v * 2**k for integer-valued float k, exact up to the one final rounding: two half steps keep
+    each power of two finite and normal over the whole exponent range (2**128 alone overflows)."""
+    h = lax.floor(lax.mul(k, _const(k, 0.5)))
+    return lax.mul(lax.mul(v, lax.exp2(h)), lax.exp2(lax.sub(k, h)))
 
 
 def frexp(x: Any, /) -> tuple[Any, Any]:
@@ -666,13 +682,13 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     special = lax.bitwise_or(lax.eq(ax, _const(ax, 0)), lax.bitwise_not(lax.is_finite(x)))
     safe = lax.select(special, _ones_like(ax), ax)
     e = lax.add(lax.floor(lax.div(lax.log(safe), _const(safe, math.log(2.0)))), _const(safe, 1))
-    m = lax.div(safe, lax.exp2(e))
+    m = _scale2(safe, lax.neg(e))
     # fix the exponent when log2 rounded across a power of two
     too_big = lax.ge(m, _const(m, 1))
     e = lax.select(too_big, lax.add(e, _const(e, 1)), e)
-    too_small = lax.lt(lax.div(safe, lax.exp2(e)), _const(m, 0.5))
+    too_small = lax.lt(_scale2(safe, lax.neg(e)), _const(m, 0.5))
     e = lax.select(too_small, lax.sub(e, _const(e, 1)), e)
-    m = lax.mul(lax.div(safe, lax.exp2(e)), lax.sign(x))
+    m = lax.mul(_scale2(safe, lax.neg(e)), lax.sign(x))
     m = lax.select(special, x, m)
     e = lax.select(special, _zeros_like(e), e)
     return m, lax.convert_element_type(e, dtypes.default_int_dtype())
