@@ -205,6 +205,7 @@ def _abs_jvp(g: Any, x: Any) -> Any:
 exp_p = standard_unop("exp", _errstate(np.exp), _fc)
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
+
 def _exp2_impl(x: np.ndarray) -> np.ndarray:
     # numpy's float32 exp2 is off by an ulp at some integers (2**-k, 2**126); through float64 it is
     # exact there, as XLA's and the compiled kernels' (frexp/ldexp rely on it)
