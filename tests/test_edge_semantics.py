@@ -330,3 +330,18 @@ def test_ldexp_specials():
         for f in (jnp.ldexp, _ldexp_jit):
             got = np.asarray(f(jnp.asarray(xs), jnp.full(7, k, jnp.int32)))
             assert _same_float(got, want).all(), (k, got, want)
+
+
+def test_softmax_at_infinities():
+    # values from JAX 0.10.2: an inf input makes the whole row NaN (the max is not made finite)
+    cases = [
+        ([np.inf, 1.0], [np.nan, np.nan], [np.nan, np.nan]),
+        ([-np.inf, 0.0], [0.0, 1.0], [-np.inf, 0.0]),
+        ([-np.inf, -np.inf], [np.nan, np.nan], [np.nan, np.nan]),
+        ([np.nan, 1.0], [np.nan, np.nan], [np.nan, np.nan]),
+    ]
+    for x, sm, lsm in cases:
+        x = jnp.array(x, jnp.float32)
+        for f, want in ((fjax.nn.softmax, sm), (fjax.nn.log_softmax, lsm)):
+            for g in (f, fjax.jit(f)):
+                np.testing.assert_array_equal(g(x), np.array(want, np.float32))
