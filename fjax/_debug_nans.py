@@ -1,11 +1,12 @@
 """``jax_debug_nans`` / ``jax_debug_infs``: raise ``FloatingPointError`` at the first primitive
 whose float output holds a NaN (or an infinity), as JAX does.
 
-Eagerly every primitive's outputs are checked. A jitted program checks only its outputs; when one
-is bad, its jaxpr is re-run eagerly ("de-optimized") primitive by primitive to name the primitive
-that made it. When neither option is on anywhere, nothing here runs: ``core.eval_primitive`` is the
-plain function (swapped for the checking one only while a check is on) and jit tests one module
-attribute (``active``) before calling ``check_jit_outputs``.
+Eagerly every primitive's outputs are checked. A jitted program checks only its outputs (nothing
+inside it, host steps included); when one is bad, its jaxpr is re-run eagerly ("de-optimized")
+primitive by primitive to name the primitive that made it. Library functions that stand for one
+JAX operation (``as_unit``) are checked at their outputs only. When neither option is on anywhere,
+nothing here runs: ``core.eval_primitive`` is the plain function (swapped for the checking one only
+while a check is on) and jit tests one module attribute (``active``) before ``call_jit_checked``.
 
 The options are set globally with ``config.update("jax_debug_nans", True)`` or for a block, in the
 calling thread only (as JAX's context managers), with ``with fjax.debug_nans(True): ...``.
@@ -14,6 +15,7 @@ calling thread only (as JAX's context managers), with ``with fjax.debug_nans(Tru
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
@@ -87,21 +89,63 @@ config._listeners.append(_on_config_change)
 _refresh()  # the options may come from the environment (JAX_DEBUG_NANS=1)
 
 
+# ---- library functions checked as one operation --------------------------------------------------
+
+
+def as_unit(name: str) -> Callable[[Callable], Callable]:
+    """Decorator for a library function that stands for one operation of JAX (an XLA op such as
+    ``log``, or a jitted ``jnp`` function): while a check is on, the primitives inside run unchecked
+    and only the function's outputs are checked, reported as ``name``. So NaN or inf constants it
+    selects away (JAX never sees those, inside one XLA op) raise nothing. Off, one flag test."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def unit(*args: Any, **kwargs: Any) -> Any:
+            if not active:
+                return fn(*args, **kwargs)
+            nans, infs = _effective()
+            if not (nans or infs):
+                return fn(*args, **kwargs)
+            saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
+            _tls.nans = _tls.infs = False
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                _tls.nans, _tls.infs = saved
+            for leaf in out if isinstance(out, (tuple, list)) else (out,):
+                if type(leaf) is core.Array:
+                    ty = _invalid(leaf._value, nans, infs)
+                    if ty is not None:
+                        raise FloatingPointError(f"invalid value ({ty}) encountered in {name}")
+            return out
+
+        return unit
+
+    return wrap
+
+
 # ---- jit ------------------------------------------------------------------------------------
 
 
-def check_jit_outputs(outs: Sequence[Any], args: Sequence[Any], jaxpr: core.ClosedJaxpr, name: str) -> None:
-    """Check a jitted program's outputs; on a NaN/inf re-run ``jaxpr`` eagerly on ``args`` to
-    raise ``FloatingPointError`` naming the first primitive that made one."""
+def call_jit_checked(fn: Callable, args: Sequence[Any], jaxpr: core.ClosedJaxpr, name: str) -> list:
+    """Run a jitted program ``fn`` (compiled, or its jaxpr evaluated) on ``args`` as JAX runs one:
+    nothing inside is checked (host steps included), its outputs are; on a NaN/inf re-run ``jaxpr``
+    eagerly to raise ``FloatingPointError`` naming the first primitive that made one."""
     nans, infs = _effective()
     if not (nans or infs):
-        return
+        return fn(*args)
+    saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
+    _tls.nans = _tls.infs = False
+    try:
+        outs = fn(*args)
+    finally:
+        _tls.nans, _tls.infs = saved
     for o in outs:
         ty = _invalid(o, nans, infs)
         if ty is not None:
             break
     else:
-        return
+        return outs
     if name.startswith("transpose("):
         print(
             "Invalid nan value encountered in the backward pass of a jax.jit function. "

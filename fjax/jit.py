@@ -33,19 +33,18 @@ compile_hook: Callable | None = None
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
-    if compile_hook is not None and not config.jax_disable_jit:
-        fn = compile_hook(jaxpr)
-        if fn is not None:
-            outs = fn(*args)
-            if _debug_nans.active:  # jax_debug_nans / jax_debug_infs: name the primitive that made one
-                _debug_nans.check_jit_outputs(outs, args, jaxpr, name)
-            return outs
+    fn = compile_hook(jaxpr) if compile_hook is not None and not config.jax_disable_jit else None
+    if fn is None:
+        fn = functools.partial(_eval_flat, jaxpr)
+    if _debug_nans.active:  # jax_debug_nans / jax_debug_infs: check the outputs, name the primitive
+        return _debug_nans.call_jit_checked(fn, args, jaxpr, name)
+    return fn(*args)
+
+
+def _eval_flat(jaxpr: ClosedJaxpr, *args: Any) -> list:
     ins = [core.Array(a, av.weak_type) for a, av in zip(args, jaxpr.in_avals)]
     outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ins)
-    outs = [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
-    if _debug_nans.active:
-        _debug_nans.check_jit_outputs(outs, args, jaxpr, name)
-    return outs
+    return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
 
 
 def _jit_abstract(*avals: Any, jaxpr: ClosedJaxpr, name: str) -> list:
