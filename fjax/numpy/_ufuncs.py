@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _debug_nans, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.lax import lax
 from fjax.numpy._util import (
@@ -539,6 +539,7 @@ def clip(
     return arr
 
 
+@_debug_nans.as_unit("hypot")
 def hypot(x: Any, y: Any, /) -> Any:
     """Elementwise sqrt(x**2 + y**2), without overflow for large inputs."""
     x, y = _promote_inexact_n("hypot", x, y)
