@@ -427,11 +427,13 @@ def jit(
 
 
 def _index_tuple(x: Any) -> tuple:
-    return (
-        ()
-        if x is None
-        else ((operator.index(x),) if not isinstance(x, (tuple, list)) else tuple(map(operator.index, x)))
-    )
+    """An int or an iterable of ints as a tuple (as JAX's ``_ensure_index_tuple``)."""
+    if x is None:
+        return ()
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
 
 
 def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any) -> tuple:
