@@ -92,6 +92,17 @@ _refresh()  # the options may come from the environment (JAX_DEBUG_NANS=1)
 # ---- library functions checked as one operation --------------------------------------------------
 
 
+@contextlib.contextmanager
+def _unchecked() -> Iterator[None]:
+    """No checks in this thread inside the block (the inside of one JAX operation)."""
+    saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
+    _tls.nans = _tls.infs = False
+    try:
+        yield
+    finally:
+        _tls.nans, _tls.infs = saved
+
+
 def as_unit(name: str) -> Callable[[Callable], Callable]:
     """Decorator for a library function that stands for one operation of JAX (an XLA op such as
     ``log``, or a jitted ``jnp`` function): while a check is on, the primitives inside run unchecked
@@ -106,12 +117,8 @@ def as_unit(name: str) -> Callable[[Callable], Callable]:
             nans, infs = _effective()
             if not (nans or infs):
                 return fn(*args, **kwargs)
-            saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
-            _tls.nans = _tls.infs = False
-            try:
+            with _unchecked():
                 out = fn(*args, **kwargs)
-            finally:
-                _tls.nans, _tls.infs = saved
             for leaf in out if isinstance(out, (tuple, list)) else (out,):
                 if type(leaf) is core.Array:
                     ty = _invalid(leaf._value, nans, infs)
@@ -134,12 +141,8 @@ def call_jit_checked(fn: Callable, args: Sequence[Any], jaxpr: core.ClosedJaxpr,
     nans, infs = _effective()
     if not (nans or infs):
         return fn(*args)
-    saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
-    _tls.nans = _tls.infs = False
-    try:
+    with _unchecked():
         outs = fn(*args)
-    finally:
-        _tls.nans, _tls.infs = saved
     for o in outs:
         ty = _invalid(o, nans, infs)
         if ty is not None:
