@@ -76,6 +76,10 @@ def bcast(x: Any, shp: Sequence[int]) -> Any:
     return lax.broadcast_in_dim(x, shp, tuple(range(len(shp))))
 
 
+def _bshape(sa: Sequence[int], sb: Sequence[int]) -> tuple[int, ...]:
+    return tuple(p if q == 1 else q for p, q in zip(sa, sb))
+
+
 def mul(a: Any, b: Any) -> Any:
     """Elementwise product with numpy broadcasting over equal ranks."""
     sa, sb = shape(a), shape(b)
@@ -83,7 +87,7 @@ def mul(a: Any, b: Any) -> Any:
         a = lax.reshape(a, (1,) * (len(sb) - len(sa)) + sa)
     elif len(sb) < len(sa):
         b = lax.reshape(b, (1,) * (len(sa) - len(sb)) + sb)
-    out = tuple(max(p, q) for p, q in zip(shape(a), shape(b)))
+    out = _bshape(shape(a), shape(b))
     if dtype(a) != dtype(b):
         dt = np.promote_types(dtype(a), dtype(b))
         a, b = astype(a, dt), astype(b, dt)
@@ -92,19 +96,19 @@ def mul(a: Any, b: Any) -> Any:
 
 def add(a: Any, b: Any) -> Any:
     sa, sb = shape(a), shape(b)
-    out = tuple(max(p, q) for p, q in zip(sa, sb))
+    out = _bshape(sa, sb)
     return lax.add(bcast(a, out), bcast(b, out))
 
 
 def sub(a: Any, b: Any) -> Any:
     sa, sb = shape(a), shape(b)
-    out = tuple(max(p, q) for p, q in zip(sa, sb))
+    out = _bshape(sa, sb)
     return lax.sub(bcast(a, out), bcast(b, out))
 
 
 def div(a: Any, b: Any) -> Any:
     sa, sb = shape(a), shape(b)
-    out = tuple(max(p, q) for p, q in zip(sa, sb))
+    out = _bshape(sa, sb)
     if dtype(a) != dtype(b):
         dt = np.promote_types(dtype(a), dtype(b))
         a, b = astype(a, dt), astype(b, dt)
