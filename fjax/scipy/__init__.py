@@ -1,0 +1,3 @@
+"""``fjax.scipy``: the ``jax.scipy`` namespaces (``linalg``, ``signal``, ...)."""
+
+from fjax.scipy import linalg  # noqa: F401
