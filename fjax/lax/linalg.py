@@ -156,6 +156,7 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     a symmetric one. A matrix that is not positive definite gives a factor full of NaN.
     """
     x = core.to_array(x, "cholesky") if not isinstance(x, (core.Array, core.Tracer)) else x
+    _check_square("cholesky", core.get_aval(x))
     if symmetrize_input:
         x = u.symmetrize(x)
     return cholesky_p.bind(x)
@@ -709,10 +710,6 @@ def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
 # triangular_solve
 
 
-def _trsolve_one(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool) -> np.ndarray:
-    return sla.solve_triangular(a, b, lower=lower, unit_diagonal=unit, check_finite=False)
-
-
 def _triangular_solve_impl(
     a: np.ndarray,
     b: np.ndarray,
@@ -723,26 +720,20 @@ def _triangular_solve_impl(
     conjugate_a: bool,
     unit_diagonal: bool,
 ) -> np.ndarray:
-    if b.size == 0:
+    if b.size == 0 or a.shape[-1] == 0:
         return np.zeros_like(b)
-    M, lo = a, lower
-    if conjugate_a:
-        M = np.conj(M)
-    if transpose_a:
-        M, lo = np.swapaxes(M, -1, -2), not lo
-    if left_side:
-        rhs, mat, low = b, M, lo
-    else:
-        # x @ M = b  <=>  M^T @ x^T = b^T
-        rhs, mat, low = np.swapaxes(b, -1, -2), np.swapaxes(M, -1, -2), not lo
-    if a.shape[-1] == 0:
-        return np.zeros_like(b)
-    out = u.batch_apply(
-        lambda A, B: (_trsolve_one(A, B, low, unit_diagonal),), [mat, rhs], [2, 2], [(rhs.shape[-2:], b.dtype)]
-    )[0]
-    if not left_side:
-        out = np.swapaxes(out, -1, -2)
-    return np.ascontiguousarray(out, dtype=b.dtype)
+    # BLAS trsm: no finiteness or singularity checks, so a zero pivot gives inf/NaN as in JAX
+    (trsm,) = sla.get_blas_funcs(("trsm",), (a, b))
+    conj_only = conjugate_a and not transpose_a
+    trans = (2 if conjugate_a else 1) if transpose_a else 0
+    rhs = np.conj(b) if conj_only else b
+    side, lo, diag = int(not left_side), int(lower), int(unit_diagonal)
+
+    def one(A: np.ndarray, B: np.ndarray) -> tuple:
+        return (trsm(1.0, A, B, side=side, lower=lo, trans_a=trans, diag=diag),)
+
+    out = u.batch_apply(one, [a, rhs], [2, 2], [(b.shape[-2:], b.dtype)])[0]
+    return np.conj(out) if conj_only else out
 
 
 def _triangular_solve_abstract(

@@ -52,6 +52,8 @@ def _tridiagonal_solve_impl(dl: np.ndarray, d: np.ndarray, du: np.ndarray, b: np
     (gtsv,) = sla.get_lapack_funcs(("gtsv",), (d, b))
 
     def one(dl_: np.ndarray, d_: np.ndarray, du_: np.ndarray, b_: np.ndarray) -> tuple:
+        if d_.shape[0] == 1:  # gtsv rejects empty off-diagonals
+            return (b_ / d_[0],)
         *_, x, info = gtsv(dl_[1:], d_, du_[:-1], b_)
         if info != 0:
             return (u.nan_like(b_.shape, b_.dtype),)
