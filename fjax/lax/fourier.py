@@ -25,6 +25,10 @@ from fjax.lax import lax, slicing
 __all__ = ["FftType", "fft", "fft_p"]
 
 
+def _desc(x: Any) -> str:
+    return f"{core.short_dtype_name(x.dtype)}{list(x.shape)}"
+
+
 class FftType(IntEnum):
     """The kind of transform ``lax.fft`` computes."""
 
@@ -78,12 +82,12 @@ def _fft_abstract(x: ShapedArray, *, fft_type: FftType, fft_lengths: tuple) -> S
     tail = tuple(x.shape[x.ndim - k :])
     if fft_type == FftType.RFFT:
         if x.dtype not in (np.float32, np.float64):
-            raise TypeError(f"fft: RFFT requires a float32 or float64 operand, got {x.str_short()}")
+            raise TypeError(f"fft: RFFT requires a float32 or float64 operand, got {_desc(x)}")
         if tail != tuple(fft_lengths):
             raise ValueError(f"fft: RFFT operand trailing shape {tail} must equal fft_lengths {fft_lengths}")
         return ShapedArray(x.shape[:-1] + (fft_lengths[-1] // 2 + 1,), _complex_of(x.dtype))
     if x.dtype not in (np.complex64, np.complex128):
-        raise TypeError(f"fft: {fft_type.name} requires a complex64 or complex128 operand, got {x.str_short()}")
+        raise TypeError(f"fft: {fft_type.name} requires a complex64 or complex128 operand, got {_desc(x)}")
     if fft_type == FftType.IRFFT:
         want = tuple(fft_lengths[:-1]) + (fft_lengths[-1] // 2 + 1,)
         if tail != want:

@@ -51,6 +51,11 @@ __all__ = [
     "tridiagonal_solve_p",
 ]
 
+
+def _desc(x: Any) -> str:
+    return f"{core.short_dtype_name(x.dtype)}{list(x.shape)}"
+
+
 _INEXACT = (np.float32, np.float64, np.complex64, np.complex128)
 
 
@@ -685,7 +690,7 @@ def _l2p_impl(pivots: np.ndarray, *, permutation_size: int) -> np.ndarray:
 
 def _l2p_abstract(pivots: ShapedArray, *, permutation_size: int) -> ShapedArray:
     if pivots.dtype.kind not in "iu" or pivots.ndim < 1:
-        raise TypeError(f"lu_pivots_to_permutation requires integer pivots [..., k], got {pivots.str_short()}")
+        raise TypeError(f"lu_pivots_to_permutation requires integer pivots [..., k], got {_desc(pivots)}")
     if pivots.shape[-1] > permutation_size:
         raise ValueError(
             f"lu_pivots_to_permutation: permutation_size {permutation_size} is smaller than the "
@@ -742,9 +747,7 @@ def _triangular_solve_abstract(
 ) -> ShapedArray:  # fmt: skip
     _check_inexact("triangular_solve", a)
     if a.dtype != b.dtype:
-        raise TypeError(
-            f"triangular_solve requires operands of the same dtype, got {a.str_short()} and {b.str_short()}"
-        )
+        raise TypeError(f"triangular_solve requires operands of the same dtype, got {_desc(a)} and {_desc(b)}")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"triangular_solve requires a to be [..., m, m], got {tuple(a.shape)}")
     if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2]:

@@ -19,6 +19,7 @@ from fjax.lax.linalg import (
     _batch_front,
     _check_inexact,
     _check_square,
+    _desc,
     lu,
     triangular_solve,
 )
@@ -68,7 +69,7 @@ def _tridiagonal_solve_abstract(dl: ShapedArray, d: ShapedArray, du: ShapedArray
     if not (dl.dtype == d.dtype == du.dtype == b.dtype):
         raise TypeError(
             "tridiagonal_solve: dl, d, du and b must have the same dtype, got "
-            f"{dl.str_short()}, {d.str_short()}, {du.str_short()}, {b.str_short()}"
+            f"{_desc(dl)}, {_desc(d)}, {_desc(du)}, {_desc(b)}"
         )
     if b.ndim < 2 or not (dl.shape == d.shape == du.shape == b.shape[:-1]):
         raise ValueError(
@@ -257,7 +258,7 @@ def _householder_product_abstract(a: ShapedArray, taus: ShapedArray) -> ShapedAr
             f"{tuple(a.shape)} and {tuple(taus.shape)}"
         )
     if a.dtype != taus.dtype:
-        raise TypeError(f"householder_product: dtypes differ: {a.str_short()} and {taus.str_short()}")
+        raise TypeError(f"householder_product: dtypes differ: {_desc(a)} and {_desc(taus)}")
     return ShapedArray(a.shape, a.dtype)
 
 
