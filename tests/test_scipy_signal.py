@@ -51,3 +51,67 @@ def test_grads_jit_and_errors():
         S.convolve(a, np.ones((2, 2)))
     with pytest.raises(NotImplementedError, match="boundary"):
         S.convolve2d(np.ones((3, 3)), np.ones((2, 2)), boundary="wrap")
+
+
+X2 = np.random.RandomState(1).randn(2, 300)
+Y2 = np.random.RandomState(2).randn(2, 300)
+
+
+def _cmp(got, want):
+    for p, q in zip(got, want):
+        p = np.asarray(p)
+        assert p.shape == q.shape, (p.shape, q.shape)
+        np.testing.assert_allclose(p, q, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(nperseg=64),
+        dict(nperseg=50, noverlap=10, nfft=64, detrend="linear", boundary="even"),
+        dict(nperseg=33, boundary="odd", padded=False, fs=3.0),
+        dict(nperseg=40, window=("tukey", 0.3), boundary=None),
+    ],
+)
+def test_stft_istft(kw):
+    _cmp(S.stft(X2, **kw), ss.stft(X2, **kw))
+    _cmp(S.stft(X2.T, axis=0, **kw), ss.stft(X2.T, axis=0, **kw))
+    if kw.get("boundary", "zeros") is not None and kw.get("padded", True) and "detrend" not in kw:
+        _, _, Z = ss.stft(X2, **kw)
+        ikw = {k: v for k, v in kw.items() if k in ("nperseg", "noverlap", "nfft", "fs", "window")}
+        _cmp(S.istft(Z, **ikw), ss.istft(Z, **ikw))
+    c = X2 + 1j * Y2
+    _cmp(S.stft(c, return_onesided=False, nperseg=32), ss.stft(c, return_onesided=False, nperseg=32))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(nperseg=64),
+        dict(fs=10.0, nperseg=65, scaling="spectrum", average="median", detrend="linear"),
+        dict(nperseg=48, noverlap=40, nfft=100, detrend=False, return_onesided=False),
+    ],
+)
+def test_welch_csd(kw):
+    _cmp(S.welch(X2, **kw), ss.welch(X2, **kw))
+    _cmp(S.csd(X2, Y2, **kw), ss.csd(X2, Y2, **kw))
+    _cmp(S.csd(X2, Y2[:, :200], **kw), ss.csd(X2, Y2[:, :200], **kw))
+
+
+def test_spectral_grads_jit_istft_axes():
+    x = X2[0, :64]
+    check_grads(lambda x: S.welch(x, nperseg=16)[1], (x,), 2)
+    check_grads(lambda x: jnp_abs2(S.stft(x, nperseg=16)[2]), (x,), 1)
+    np.testing.assert_allclose(
+        fjax.jit(lambda x: S.welch(x, nperseg=32)[1])(X2), ss.welch(X2, nperseg=32)[1], atol=1e-10
+    )
+    Z3 = np.random.RandomState(3).randn(11, 3, 33) + 0j
+    _cmp(S.istft(Z3, time_axis=0, freq_axis=2), ss.istft(Z3, time_axis=0, freq_axis=2))
+    with pytest.raises(ValueError, match="noverlap"):
+        S.stft(X2, nperseg=16, noverlap=16)
+
+
+def jnp_abs2(z):
+    import fjax.numpy as jnp
+
+    return jnp.real(z * jnp.conj(z))

@@ -1,7 +1,6 @@
 """``fjax.scipy.signal``: N-dimensional convolution and correlation (direct, through
 ``lax.conv_general_dilated``, or by FFT), with scipy's ``mode`` ('full', 'same', 'valid').
-
-Not provided: stft, istft, welch, csd, detrend (they raise NotImplementedError).
+Spectral analysis (stft, istft, csd, welch) lives in ``_spectral`` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -140,16 +139,4 @@ def correlate2d(
     return correlate(a, b, mode)
 
 
-def _not_implemented(name: str) -> Any:
-    def f(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"fjax.scipy.signal.{name} is not implemented yet")
-
-    f.__name__ = name
-    f.__doc__ = f"Not implemented: raises NotImplementedError ({name})."
-    return f
-
-
-stft = _not_implemented("stft")
-istft = _not_implemented("istft")
-welch = _not_implemented("welch")
-csd = _not_implemented("csd")
+from fjax.scipy._spectral import csd, istft, stft, welch  # noqa: E402
