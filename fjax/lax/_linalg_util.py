@@ -169,6 +169,12 @@ def batch_apply(fn: Callable, arrays: Sequence[np.ndarray], core_ndims: Sequence
     """
     bshape = arrays[0].shape[: arrays[0].ndim - core_ndims[0]]
     nb = int(np.prod(bshape)) if bshape else 1
+    if nb == 1:
+        # one problem: no copies into a batch buffer
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = fn(*[a.reshape(a.shape[a.ndim - c :]) for a, c in zip(arrays, core_ndims)])
+        return [np.asarray(v, dtype=dt).reshape(bshape + tuple(s)) for v, (s, dt) in zip(r, outs)]
     flat = [a.reshape((nb,) + a.shape[a.ndim - c :]) for a, c in zip(arrays, core_ndims)]
     res = [np.empty((nb,) + tuple(s), dtype=dt) for s, dt in outs]
     with warnings.catch_warnings():

@@ -678,17 +678,22 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     offset = int(offset)
     rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset) if m - offset > 0 else 0)
     rows = rows[rows < n]
-    cols = rows + offset
     if rows.size == 0:
         return lax.full(a.shape[:-2] + (0,), 0, a.dtype)
-    # the diagonal is a strided slice of the flattened matrix (step m + 1): O(n m) work, and its
-    # derivative is a strided pad
+    # keep the entries with col - row == offset and sum each row (one term is nonzero), then
+    # take the rows that have one: O(n m) work, no gathers or pads (whose lowering is host-only
+    # or, for large arrays, fails), and the derivative is a broadcast and a select
     k = rows.size
     batch = a.shape[:-2]
     nb = len(batch)
-    flat = lax.reshape(a, batch + (n * m,))
-    start = int(rows[0]) * m + int(cols[0])
-    return slicing.slice(flat, (0,) * nb + (start,), batch + (start + (k - 1) * (m + 1) + 1,), (1,) * nb + (m + 1,))
+    mask = (np.arange(m)[None, :] - np.arange(n)[:, None]) == offset
+    maskb = lax.broadcast_in_dim(Array(mask), a.shape, (nb, nb + 1))
+    picked = lax.select(maskb, a, lax.full_like(a, 0))
+    per_row = lax.reduce_or(picked, (nb + 1,)) if a.dtype == np.bool_ else lax.reduce_sum(picked, (nb + 1,))
+    r0 = int(rows[0])
+    if r0 == 0 and k == n:
+        return per_row
+    return slicing.slice(per_row, (0,) * nb + (r0,), batch + (r0 + k,))
 
 
 def diag(v: Any, k: int = 0) -> Any:
