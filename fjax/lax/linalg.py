@@ -11,7 +11,6 @@ written with fjax primitives and so compose to any order; ``triangular_solve`` a
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -172,19 +171,20 @@ def _eigh_impl(x: np.ndarray, *, lower: bool, sort_eigenvalues: bool, subset_by_
     if x.size == 0:
         v, w = np.zeros_like(x), np.zeros(x.shape[:-1], rdt)
     else:
-        uplo = "L" if lower else "U"
-        try:
-            w, v = np.linalg.eigh(x, UPLO=uplo)
-        except np.linalg.LinAlgError:
+        # scipy's LAPACK (syevd/heevd, one call per matrix): measured ~2x faster here than
+        # numpy's linalg for 512x512 (a different OpenBLAS build)
+        (evd,) = sla.get_lapack_funcs(("heevd" if x.dtype.kind == "c" else "syevd",), (x,))
+        lo_flag = int(lower)
 
-            def one(a: np.ndarray) -> tuple:
-                try:
-                    wi, vi = np.linalg.eigh(a, UPLO=uplo)
-                    return vi, wi
-                except np.linalg.LinAlgError:
-                    return u.nan_like(a.shape, a.dtype), u.nan_like((n,), rdt)
+        def one(a: np.ndarray) -> tuple:
+            if not np.all(np.isfinite(a)):
+                return u.nan_like(a.shape, a.dtype), u.nan_like((n,), rdt)
+            wi, vi, info = evd(a, compute_v=1, lower=lo_flag)
+            if info != 0:
+                return u.nan_like(a.shape, a.dtype), u.nan_like((n,), rdt)
+            return vi, wi
 
-            v, w = u.batch_apply(one, [x], [2], [((n, n), x.dtype), ((n,), rdt)])
+        v, w = u.batch_apply(one, [x], [2], [((n, n), x.dtype), ((n,), rdt)])
     if subset_by_index is not None:
         lo, hi = subset_by_index
         v, w = v[..., lo:hi], w[..., lo:hi]
@@ -365,30 +365,18 @@ def _svd_impl(x: np.ndarray, *, full_matrices: bool, compute_uv: bool, subset_by
             outs[1] = np.broadcast_to(np.eye(m, um, dtype=x.dtype), bs + (m, um)).copy()
             outs[2] = np.broadcast_to(np.eye(vn, n, dtype=x.dtype), bs + (vn, n)).copy()
     else:
+        # scipy's LAPACK gesdd, one call per matrix (~2x faster here than numpy's linalg)
+        (gesdd,) = sla.get_lapack_funcs(("gesdd",), (x,))
 
         def one(a: np.ndarray) -> tuple:
             if not np.all(np.isfinite(a)):
                 return tuple(u.nan_like(s, d) for s, d in shapes)
-            try:
-                if compute_uv:
-                    uu, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
-                    return s, uu, vh
-                return (np.linalg.svd(a, compute_uv=False),)
-            except np.linalg.LinAlgError:
+            uu, s, vh, info = gesdd(a, compute_uv=int(compute_uv), full_matrices=int(full_matrices))
+            if info != 0:
                 return tuple(u.nan_like(s, d) for s, d in shapes)
+            return (s, uu, vh) if compute_uv else (s,)
 
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if not np.all(np.isfinite(x)):
-                    raise np.linalg.LinAlgError("non-finite")
-                if compute_uv:
-                    uu, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
-                    outs = [s, uu, vh]
-                else:
-                    outs = [np.linalg.svd(x, compute_uv=False)]
-        except np.linalg.LinAlgError:
-            outs = u.batch_apply(one, [x], [2], shapes)
+        outs = u.batch_apply(one, [x], [2], shapes)
     outs = [np.ascontiguousarray(o, dtype=d) for o, (_, d) in zip(outs, shapes)]
     if subset_by_index is not None:
         lo, hi = subset_by_index
