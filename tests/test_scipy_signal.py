@@ -115,3 +115,10 @@ def jnp_abs2(z):
     import fjax.numpy as jnp
 
     return jnp.real(z * jnp.conj(z))
+
+
+def test_detrend():
+    x = np.random.RandomState(4).randn(3, 40) + np.arange(40) * 0.3
+    for kw in [dict(), dict(type="constant"), dict(bp=[10, 25]), dict(axis=0), dict(type="linear", bp=5)]:
+        np.testing.assert_allclose(S.detrend(x, **kw), ss.detrend(x, **kw), atol=1e-10)
+    check_grads(lambda x: S.detrend(x, bp=[7]), (x[0],), 2)

@@ -13,7 +13,7 @@ import scipy.signal as _ss
 
 from fjax.numpy import _util
 
-__all__ = ["csd", "istft", "stft", "welch"]
+__all__ = ["csd", "detrend", "istft", "stft", "welch"]
 
 
 def _jnp() -> Any:
@@ -280,3 +280,26 @@ def istft(
     # as scipy and JAX: the length of the first output axis (the signal's only for 1-D input)
     time = np.arange(x.shape[0]) / float(fs)
     return jnp.asarray(time.astype(real_dt)), x
+
+
+def detrend(data: Any, axis: int = -1, type: str = "linear", bp: Any = 0, overwrite_data: Any = None) -> Any:  # noqa: A002
+    """Remove the mean (``type='constant'``) or the least-squares line (``'linear'``, piecewise
+    between the breakpoints ``bp``) along ``axis``."""
+    jnp = _jnp()
+    if type not in ("linear", "l", "constant", "c"):
+        raise ValueError("Trend type must be 'linear' or 'constant'.")
+    _util.check_arraylike("detrend", data)
+    x = _util.to_fjax(data, "detrend")
+    (x,) = _util.promote_dtypes_inexact("detrend", x)
+    ax = _util.canonicalize_axis(axis, x.ndim, "detrend")
+    x = jnp.moveaxis(x, ax, -1)
+    n = x.shape[-1]
+    if type in ("constant", "c"):
+        out = _detrend(x, "constant")
+    else:
+        bps = np.sort(np.unique(np.r_[0, np.atleast_1d(np.asarray(bp, int)), n]))
+        if np.any(bps > n):
+            raise ValueError("Breakpoints must be less than length of data along given axis.")
+        pieces = [_detrend(x[..., int(lo) : int(hi)], "linear") for lo, hi in zip(bps[:-1], bps[1:]) if hi > lo]
+        out = jnp.concatenate(pieces, axis=-1) if len(pieces) > 1 else pieces[0]
+    return jnp.moveaxis(out, -1, ax)

@@ -1,6 +1,6 @@
 """``fjax.scipy.signal``: N-dimensional convolution and correlation (direct, through
 ``lax.conv_general_dilated``, or by FFT), with scipy's ``mode`` ('full', 'same', 'valid').
-Spectral analysis (stft, istft, csd, welch) lives in ``_spectral`` and is re-exported here.
+Spectral analysis (stft, istft, csd, welch, detrend) lives in ``_spectral`` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,18 @@ from fjax import core
 from fjax.lax import convolution as lax_conv
 from fjax.numpy import _util
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "fftconvolve", "istft", "stft", "welch"]
+__all__ = [
+    "convolve",
+    "convolve2d",
+    "correlate",
+    "correlate2d",
+    "csd",
+    "detrend",
+    "fftconvolve",
+    "istft",
+    "stft",
+    "welch",
+]
 
 
 def _jnp() -> Any:
@@ -139,4 +150,4 @@ def correlate2d(
     return correlate(a, b, mode)
 
 
-from fjax.scipy._spectral import csd, istft, stft, welch  # noqa: E402
+from fjax.scipy._spectral import csd, detrend, istft, stft, welch  # noqa: E402
