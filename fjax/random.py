@@ -977,3 +977,9 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     shape = _canonicalize_shape(shape, "laplace")
     u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
     return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
+
+
+# samplers built on linear algebra live in their own module (they need jnp.linalg)
+from fjax._random_linalg import multivariate_normal, orthogonal  # noqa: E402
+
+__all__ += ["multivariate_normal", "orthogonal"]
