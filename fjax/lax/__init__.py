@@ -21,3 +21,17 @@ from fjax.lax.other import *  # noqa: F401,F403
 from fjax.lax.assoc import associative_scan  # noqa: F401
 from fjax.lax.convolution import *  # noqa: F401,F403
 from fjax.lax.control_flow import *  # noqa: F401,F403
+from fjax.lax.parallel import (  # noqa: F401
+    all_gather,
+    all_to_all,
+    axis_index,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    pshuffle,
+    psum,
+    psum_scatter,
+    pswapaxes,
+)
