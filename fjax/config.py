@@ -25,6 +25,10 @@ class Config:
         "jax_disable_jit": False,
         "jax_explain_cache_misses": False,
         "jax_debug_nans": False,
+        # CPU devices per process (-1: one); fixed at first use of devices (fjax._devices)
+        "jax_num_cpu_devices": -1,
+        # collectives across MPI processes first compare operand shapes across ranks (8 bytes each)
+        "fjax_mpi_check_shapes": True,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
