@@ -16,6 +16,12 @@ import numpy as np
 from fjax import _devices, core, distributed
 from fjax import tree_util as tu
 
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    # (numpy.ascontiguousarray would turn a 0-d array into shape (1,))
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
 __all__ = [
     "assert_equal",
     "broadcast_one_to_all",
@@ -28,7 +34,7 @@ __all__ = [
 def _np(x: Any) -> np.ndarray:
     if isinstance(x, core.Tracer):
         raise TypeError("multihost_utils functions take concrete arrays, not traced values (call them outside jit)")
-    return np.ascontiguousarray(np.asarray(x))
+    return _contiguous(np.asarray(x))
 
 
 def _multi() -> bool:

@@ -59,7 +59,14 @@ def _import_mpi(timeout: float) -> Any:
     t.start()
     t.join(timeout)
     if not box:
-        raise RuntimeError(f"fjax.distributed.initialize: MPI_Init did not finish within {timeout} s")
+        # the thread stays blocked inside MPI_Init and would also block interpreter exit: leave now,
+        # so the launcher ends the job instead of every rank hanging
+        sys.stderr.write(
+            f"fjax.distributed.initialize: MPI_Init did not finish within initialization_timeout={timeout} s "
+            "(another process of the job never started or never called initialize); exiting\n"
+        )
+        sys.stderr.flush()
+        os._exit(1)
     if isinstance(box[0], BaseException):
         if isinstance(box[0], ImportError):
             raise RuntimeError(

@@ -23,6 +23,13 @@ from fjax import core
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    # (numpy.ascontiguousarray would turn a 0-d array into shape (1,))
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
 __all__ = ["allgather", "allreduce", "alltoall"]
 
 
@@ -63,7 +70,7 @@ mpi_allreduce_p = core.Primitive("mpi_allreduce")
 
 def _allreduce_impl(x: np.ndarray, *, op: str) -> np.ndarray:
     comm = _comm()
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     _check_same(comm, f"psum/pmax/pmin across processes (op={op})", x)
     out = np.empty_like(x)
     if x.dtype == np.bool_:
@@ -126,7 +133,7 @@ mpi_allgather_p = core.Primitive("mpi_allgather")
 
 def _allgather_impl(x: np.ndarray, *, nprocs: int) -> np.ndarray:
     comm = _comm()
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     _check_same(comm, "all_gather across processes", x)
     out = np.empty((nprocs * x.shape[0],) + x.shape[1:], x.dtype)
     comm.Allgather(x, out)
@@ -186,7 +193,7 @@ mpi_alltoall_p = core.Primitive("mpi_alltoall")
 
 def _alltoall_impl(x: np.ndarray) -> np.ndarray:
     comm = _comm()
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     _check_same(comm, "all_to_all across processes", x)
     if x.shape[0] != comm.Get_size():
         raise ValueError(f"mpi_alltoall: axis 0 of shape {x.shape} must equal the number of processes")
