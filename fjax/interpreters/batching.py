@@ -92,6 +92,7 @@ def axis_env() -> tuple:
 _moveaxis: Callable | None = None  # (x, src, dst) -> x
 _broadcast: Callable | None = None  # (x, size, axis) -> x with a new axis of length size at axis
 _broadcast_in_dim: Callable | None = None  # lax.broadcast_in_dim
+_reshape: Callable | None = None  # lax.reshape (set by fjax.lax.parallel)
 
 
 class BatchTracer(Tracer):
@@ -220,6 +221,10 @@ def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any) ->
     if src is not_mapped:
         ndim = core.get_aval(x).ndim
         d = dst + ndim + 1 if dst < 0 else dst
+        if axis_size == 1 and _reshape is not None:  # a new axis of length 1: a view, not a copy
+            shape = list(core.get_aval(x).shape)
+            shape.insert(d, 1)
+            return _reshape(x, tuple(shape))
         return _broadcast(x, axis_size, d)
     ndim = core.get_aval(x).ndim
     d = dst + ndim if dst < 0 else dst

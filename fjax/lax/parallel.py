@@ -125,9 +125,21 @@ def _split(x: Any, axis: int, n: int) -> Any:
     return _lax().reshape(x, tuple(s))
 
 
+def _squeeze(x: Any, d: int) -> Any:
+    s = list(core.get_aval(x).shape)
+    del s[d]
+    return _lax().reshape(x, tuple(s))
+
+
 def _front(x: Any, d: int | None, size: int) -> Any:
     return batching.bdim_at_front(x, d, size)
 
+
+def _reshape_hook(x: Any, shape: tuple) -> Any:
+    return _lax().reshape(x, shape)
+
+
+batching._reshape = _reshape_hook
 
 # ---------------------------------------------------------------------------------------------
 # psum / pmax / pmin
@@ -160,6 +172,8 @@ def _reduce_collective(prim: core.Primitive, kind: str):  # noqa: ANN202
         L = _lax()
         if d is None:
             out = L.mul(x, L.convert_element_type(data.size, core.get_aval(x).dtype)) if kind == "sum" else x
+        elif data.size == 1:  # one local member (a process per device): a view, not a reduction
+            out = _squeeze(x, d)
         elif kind == "sum":
             out = L.reduce_sum(x, (d,))
         elif kind == "max":
