@@ -256,7 +256,44 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     if leaves and not any(isinstance(v, core.Tracer) for v in leaves) and all(_frame(a).nprocs == 1 for a in axes):
         n = _size_of(axes)
         return tu.tree_map(lambda v: _static_mul(v, n), x)
+    from fjax.config import config  # noqa: PLC0415
+
+    bucket_mb = float(config.fjax_allreduce_bucket_mb)
+    if bucket_mb > 0 and len(leaves) > 1 and any(_frame(a).nprocs > 1 for a in axes):
+        flat, tree = tu.tree_flatten(x)
+        return tu.tree_unflatten(tree, _bucketed_psum(flat, axes, int(bucket_mb * 2**20)))
     return _tree_bind(psum_p, x, axes, "psum")
+
+
+def _bucketed_psum(leaves: list, axes: tuple, bucket_bytes: int) -> list:
+    """``psum`` of many leaves across processes in few MPI calls: leaves of one dtype are raveled
+    and concatenated into buckets of about ``bucket_bytes`` (as PyTorch DDP and Horovod's tensor
+    fusion do), each bucket reduced once, and the results split back."""
+    L = _lax()
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    leaves = [v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "psum") for v in leaves]
+    out: list = [None] * len(leaves)
+    groups: dict = {}
+    for i, v in enumerate(leaves):
+        groups.setdefault(core.get_aval(v).dtype, []).append(i)
+    for dt, idx in groups.items():
+        bucket: list = []
+        nbytes = 0
+        for k, i in enumerate(idx):
+            bucket.append(i)
+            nbytes += core.get_aval(leaves[i]).size * dt.itemsize
+            if nbytes >= bucket_bytes or k == len(idx) - 1:
+                shapes = [core.get_aval(leaves[j]).shape for j in bucket]
+                sizes = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
+                parts = [L.reshape(leaves[j], (n,)) for j, n in zip(bucket, sizes)]
+                red = psum_p.bind(L.concatenate(parts, 0) if len(parts) > 1 else parts[0], axes=axes)
+                off = 0
+                for j, n, sh in zip(bucket, sizes, shapes):
+                    out[j] = L.reshape(slicing.slice_in_dim(red, off, off + n, axis=0), sh)
+                    off += n
+                bucket, nbytes = [], 0
+    return out
 
 
 def _static_mul(v: Any, n: int) -> Any:

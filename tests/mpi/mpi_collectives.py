@@ -81,6 +81,27 @@ dp = fjax.pmap(
 glob = fjax.grad(lambda w: jnp.mean((jnp.asarray(G.reshape(-1, 3)) @ w) ** 2))(w0)
 close(dp(w0, mine), np.broadcast_to(glob, (L, 3)), rtol=1e-4)
 
+# psum of a pytree across processes: bucketed (the default) and one Allreduce per leaf agree, grads too
+tree = {"a": mine, "b": mine[:, :1, :2] * 3, "n": np.arange(L, dtype=np.int32)}
+pm = fjax.pmap(lambda t: lax.psum(t, "i"), axis_name="i")
+fused = pm(tree)
+fjax.config.update("fjax_allreduce_bucket_mb", 0.0)
+single = pm(tree)
+fjax.config.update("fjax_allreduce_bucket_mb", 1e-5)  # a bucket per leaf or two
+tiny = pm(tree)
+fjax.config.update("fjax_allreduce_bucket_mb", 25.0)
+for k in tree:
+    close(fused[k], single[k])
+    close(tiny[k], single[k])
+close(fused["b"], np.broadcast_to(G[:, :1, :2].sum(0) * 3, (L, 1, 2)))
+n_sum = np.asarray(fused["n"])  # device l of every process holds l
+assert n_sum.dtype == np.int32 and n_sum.tolist() == [P * L * (L - 1) // 2] * L, n_sum
+gb = fjax.pmap(
+    fjax.grad(lambda t: jnp.sum(jnp.sin(lax.pmean(t, "i")["a"])) + jnp.sum(lax.pmean(t, "i")["b"] ** 2)), axis_name="i"
+)({"a": mine, "b": mine[:, :1, :2]})
+close(gb["a"], np.broadcast_to(np.cos(G.mean(0)), mine.shape), rtol=1e-4)
+close(gb["b"], np.broadcast_to(2 * G[:, :1, :2].mean(0), (L, 1, 2)), rtol=1e-4)
+
 # compiled with numba in strict mode: the MPI calls are host steps between kernels, also in a scan
 fjax.config.update("fjax_jit_backend", "numba")
 fjax.config.update("fjax_lowering_strict", True)
