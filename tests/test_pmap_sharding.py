@@ -169,3 +169,14 @@ def test_shard_map_grad_jit_and_errors():
     from fjax.experimental.shard_map import shard_map as legacy
 
     np.testing.assert_array_equal(legacy(lambda b: b * 2, mesh, P("x"), P("x"))(x), 2 * x)
+
+
+def test_with_sharding_constraint():
+    mesh = _get_mesh()
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    f = fjax.jit(lambda v: lax.with_sharding_constraint(v * 2, NamedSharding(mesh, P("x"))))
+    np.testing.assert_array_equal(f(x), 2 * x)
+    with mesh:
+        np.testing.assert_array_equal(lax.with_sharding_constraint(x, P("x", "y")), x)
+    with pytest.raises(ValueError, match="divisible"):
+        lax.with_sharding_constraint(np.ones((3, 2)), NamedSharding(mesh, P("x")))

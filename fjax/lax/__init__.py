@@ -34,4 +34,5 @@ from fjax.lax.parallel import (  # noqa: F401
     psum,
     psum_scatter,
     pswapaxes,
+    with_sharding_constraint,
 )

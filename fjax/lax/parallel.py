@@ -43,6 +43,7 @@ __all__ = [
     "psum",
     "psum_scatter",
     "pswapaxes",
+    "with_sharding_constraint",
 ]
 
 
@@ -734,3 +735,27 @@ def axis_index(axis_name: Any) -> Any:
 def axis_size(axis_name: Any) -> int:
     """The size of the named axis (the product of the sizes for a tuple of names), a Python int."""
     return _size_of(_names(axis_name))
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """``x`` (a pytree) unchanged: a sharding constraint only guides where a compiler places data,
+    and fjax's arrays hold their global value; the shardings are checked against the shapes."""
+    from fjax import sharding as sh  # noqa: PLC0415
+
+    def check(leaf: Any, s: Any) -> Any:
+        if isinstance(s, sh.PartitionSpec):
+            mesh = sh.Mesh._stack[-1] if sh.Mesh._stack else None
+            if mesh is None:
+                raise ValueError("with_sharding_constraint: a bare PartitionSpec needs a mesh (use `with mesh:`)")
+            s = sh.NamedSharding(mesh, s)
+        if s is not None and hasattr(s, "devices_indices_map"):
+            s.devices_indices_map(core.get_aval(leaf).shape)  # divisibility, as JAX checks
+        return leaf
+
+    if (
+        isinstance(shardings, (sh.Sharding, sh.PartitionSpec))
+        or shardings is None
+        or hasattr(shardings, "devices_indices_map")
+    ):
+        return tu.tree_map(lambda leaf: check(leaf, shardings), x)
+    return tu.tree_map(check, x, shardings, is_leaf=lambda v: isinstance(v, sh.PartitionSpec) or v is None)
