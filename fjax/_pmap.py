@@ -191,14 +191,20 @@ def _build(
         return batching.vmap_flat(per_device, n, dims, list(flat), out_dims_thunk, axis_data=data)
 
     mapped.__name__ = f"pmap_{name}"
-    jitted = jit(mapped)
+    return jit(mapped), _OutInfo(out_box, out_axes)
 
-    class _Box:
-        def __iter__(self):  # noqa: ANN204
-            yield out_box[0]
-            yield _flatten_axes("pmap out_axes", out_box[0], out_axes)
 
-    return jitted, _Box()
+class _OutInfo:
+    """The output tree and flat out_axes of a pmapped function, known once it has been traced."""
+
+    def __init__(self, out_box: list, out_axes: Any):
+        self._box, self._axes, self._dims = out_box, out_axes, None
+
+    def __iter__(self):  # noqa: ANN204
+        if self._dims is None:
+            self._dims = _flatten_axes("pmap out_axes", self._box[0], self._axes)
+        yield self._box[0]
+        yield self._dims
 
 
 def _wrap(o: Any, d: int | None, devs: list) -> Any:

@@ -49,7 +49,9 @@ def _flat_specs(what: str, tree: Any, specs: Any) -> list:
 
 
 def _current_mesh() -> Mesh | None:
-    return Mesh._stack[-1] if Mesh._stack else None
+    from fjax.sharding import current_mesh  # noqa: PLC0415
+
+    return current_mesh()
 
 
 def shard_map(

@@ -11,6 +11,7 @@ are views, not copies. Computations on sharded arrays (``jit``, eager ops) see t
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,7 +38,7 @@ class Sharding:
 
     @property
     def device_set(self) -> set[Device]:
-        return set(self.devices_indices_map((1,) * 0).keys())
+        raise NotImplementedError
 
     @property
     def num_devices(self) -> int:
@@ -94,11 +95,24 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
+class _MeshCtx(threading.local):
+    """The meshes entered with ``with mesh:`` in this thread (innermost last)."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_mesh_ctx = _MeshCtx()
+
+
+def current_mesh() -> Mesh | None:
+    """The innermost mesh entered with ``with mesh:`` in this thread, or None."""
+    return _mesh_ctx.stack[-1] if _mesh_ctx.stack else None
+
+
 class Mesh:
     """Devices in a grid with named axes (``jax.sharding.Mesh(devices, axis_names)``); usable as a
     context manager (``with mesh:``) as JAX's."""
-
-    _stack: list = []
 
     def __init__(self, devices: Any, axis_names: Sequence[str] | str, *, axis_types: Any = None):
         devs = np.asarray(devices, dtype=object)
@@ -146,11 +160,11 @@ class Mesh:
         return self.devices.size == 0
 
     def __enter__(self) -> Mesh:
-        Mesh._stack.append(self)
+        _mesh_ctx.stack.append(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        Mesh._stack.pop()
+        _mesh_ctx.stack.pop()
 
     def __eq__(self, other: object) -> bool:
         return (

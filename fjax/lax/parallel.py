@@ -744,7 +744,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
 
     def check(leaf: Any, s: Any) -> Any:
         if isinstance(s, sh.PartitionSpec):
-            mesh = sh.Mesh._stack[-1] if sh.Mesh._stack else None
+            mesh = sh.current_mesh()
             if mesh is None:
                 raise ValueError("with_sharding_constraint: a bare PartitionSpec needs a mesh (use `with mesh:`)")
             s = sh.NamedSharding(mesh, s)
