@@ -121,6 +121,10 @@ def test_unbound_axis_name():
         fjax.vmap(lambda v: lax.psum(v, "k"), axis_name="i")(jnp.ones(3))
     with pytest.raises(NameError, match="unbound axis name"):
         lax.axis_index("i")
+    with pytest.raises(NotImplementedError, match="positional"):
+        fjax.vmap(lambda v: lax.psum(v, 0), axis_name="i")(jnp.ones((3, 2)))
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(2))
 
 
 # module-level jitted functions: compiled once for the whole module

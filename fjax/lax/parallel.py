@@ -55,7 +55,14 @@ def _lax():  # noqa: ANN202
 
 
 def _names(axis_name: Any) -> tuple:
-    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    for n in names:
+        if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+            raise NotImplementedError(
+                f"collectives over positional (integer) axes ({n}) are not supported by fjax; reduce with "
+                "fjax.numpy or lax.reduce_* instead"
+            )
+    return names
 
 
 def _frame(name: Any) -> batching.AxisData:
