@@ -1,4 +1,5 @@
-"""Collectives across processes: MPI ``Allreduce``, ``Allgather`` and ``Alltoall`` as primitives.
+"""Collectives across processes: MPI ``Allreduce``, ``Allgather``, ``Alltoall`` and point-to-point
+``Isend``/``Irecv`` (for ``ppermute``) as primitives.
 
 The collective rules of ``fjax.lax.parallel`` finish with these when a named axis spans
 processes (multi-process ``pmap``). Each is a primitive with every rule (abstract eval, jvp,
@@ -30,7 +31,7 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else np.array(x, order="C")
 
 
-__all__ = ["allgather", "allreduce", "alltoall"]
+__all__ = ["allgather", "allreduce", "alltoall", "ppermute"]
 
 
 def _comm() -> Any:
@@ -222,3 +223,63 @@ batching.primitive_batchers[mpi_alltoall_p] = _alltoall_batch
 def alltoall(x: Any) -> Any:
     """Send block ``p`` of axis 0 of ``x`` to rank ``p`` (MPI Alltoall)."""
     return mpi_alltoall_p.bind(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# point-to-point permutation (row i of the result came from global member src_of[i]; ppermute)
+
+mpi_ppermute_p = core.Primitive("mpi_ppermute")
+
+
+def _ppermute_impl(x: np.ndarray, *, perm: tuple, local_size: int) -> np.ndarray:
+    comm = _comm()
+    x = _contiguous(x)
+    _check_same(comm, "ppermute across processes", x)
+    rank, L = comm.Get_rank(), local_size
+    out = np.zeros_like(x)
+    reqs = []
+    # receives first (non-blocking), then sends: matching Isend/Irecv pairs never deadlock
+    for src, dst in perm:
+        if dst // L == rank and src // L != rank:
+            reqs.append(comm.Irecv(out[dst - rank * L], source=src // L, tag=dst))
+    for src, dst in perm:
+        if src // L == rank:
+            if dst // L == rank:
+                out[dst - rank * L] = x[src - rank * L]
+            else:
+                reqs.append(comm.Isend(x[src - rank * L], dest=dst // L, tag=dst))
+    if reqs:
+        from mpi4py import MPI  # noqa: PLC0415
+
+        MPI.Request.Waitall(reqs)
+    return out
+
+
+mpi_ppermute_p.def_impl(_ppermute_impl)
+mpi_ppermute_p.def_abstract_eval(lambda x, *, perm, local_size: core.ShapedArray(x.shape, x.dtype, x.weak_type))
+ad.deflinear(
+    mpi_ppermute_p,
+    lambda ct, x, *, perm, local_size: [
+        None
+        if type(ct) is Zero
+        else mpi_ppermute_p.bind(ct, perm=tuple((d, s) for s, d in perm), local_size=local_size)
+    ],
+)
+
+
+def _ppermute_batch(vals: list, dims: list, *, perm: tuple, local_size: int) -> tuple:
+    (x,), (d,) = vals, dims
+    if d == 0:
+        x = batching.moveaxis(x, 0, 1)
+        d = 1
+    return mpi_ppermute_p.bind(x, perm=perm, local_size=local_size), d
+
+
+batching.primitive_batchers[mpi_ppermute_p] = _ppermute_batch
+
+
+def ppermute(x: Any, perm: tuple, local_size: int) -> Any:
+    """Rows of ``x`` are this process's ``local_size`` members of a global axis; member ``dst``
+    of the result holds member ``src``'s row for each ``(src, dst)`` in ``perm`` (zeros where
+    nothing arrives). Rows that cross processes move with MPI ``Isend``/``Irecv``."""
+    return mpi_ppermute_p.bind(x, perm=tuple(perm), local_size=int(local_size))

@@ -66,6 +66,14 @@ close(a2a, ref[me])
 perm = [(i, (i + 1) % N) for i in range(N)]
 pp = fjax.pmap(lambda x: lax.ppermute(x, "i", perm), axis_name="i")(mine)
 close(pp, np.roll(G, 1, axis=0)[me])
+part = [(i, N - 1 - i) for i in range(0, N, 2)]  # a partial permutation: other members get zeros
+pp2 = fjax.pmap(lambda x: lax.ppermute(x * 2, "i", part), axis_name="i")(mine)
+ref2 = np.zeros_like(G)
+for s_, d_ in part:
+    ref2[d_] = 2 * G[s_]
+close(pp2, ref2[me])
+gp = fjax.pmap(fjax.grad(lambda x: jnp.sum(lax.ppermute(x, "i", perm) * jnp.arange(3.0))), axis_name="i")(mine)
+close(gp, np.broadcast_to(np.arange(3.0), mine.shape))
 
 # gradients through cross-process collectives (per-device cotangents, as JAX's pmap)
 W = np.random.default_rng(1).standard_normal((N, 3)).astype(np.float32)

@@ -10,7 +10,7 @@ import fjax
 mode = sys.argv[1]
 rank_env = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
 if mode == "init_timeout" and rank_env == 1:
-    time.sleep(4)  # arrives long after the others gave up
+    time.sleep(2.5)  # arrives long after the others gave up
 fjax.distributed.initialize(initialization_timeout=1 if mode == "init_timeout" else 60)
 
 import fjax.numpy as jnp  # noqa: E402
