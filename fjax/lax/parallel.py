@@ -413,13 +413,11 @@ def _scatter_rule(
         s = L.mul(x, L.convert_element_type(data.size, core.get_aval(x).dtype))
     else:
         s = L.reduce_sum(x, (d,))
-    if data.nprocs > 1:
-        s = _mpi().allreduce(s, "sum")
     n = data.global_size
     if tiled:
         s = _split(s, sd, n)
-    if data.nprocs > 1:  # this process keeps its own devices' blocks
-        s = L.slice_in_dim(s, data.rank * data.size, (data.rank + 1) * data.size, axis=sd)
+    if data.nprocs > 1:  # this process keeps its own members' blocks: one Reduce_scatter
+        s = _moveaxis(_mpi().reduce_scatter(_moveaxis(s, sd, 0)), 0, sd)
     return s, sd
 
 

@@ -1,4 +1,5 @@
-"""Collectives across processes: MPI ``Allreduce``, ``Allgather``, ``Alltoall`` and point-to-point
+"""Collectives across processes: MPI ``Allreduce``, ``Allgather``, ``Alltoall``,
+``Reduce_scatter_block`` and point-to-point
 ``Isend``/``Irecv`` (for ``ppermute``) as primitives.
 
 The collective rules of ``fjax.lax.parallel`` finish with these when a named axis spans
@@ -31,7 +32,7 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
     return x if x.flags.c_contiguous else np.array(x, order="C")
 
 
-__all__ = ["allgather", "allreduce", "alltoall", "ppermute"]
+__all__ = ["allgather", "allreduce", "alltoall", "ppermute", "reduce_scatter"]
 
 
 def _comm() -> Any:
@@ -158,11 +159,8 @@ def _allgather_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
     from fjax.lax import lax as L  # noqa: PLC0415
     from fjax.lax import slicing  # noqa: PLC0415
 
-    k = x.aval.shape[0]
-    r = distributed.state.process_id
-    total = mpi_allreduce_p.bind(ct, op="sum")
-    del L
-    return [slicing.slice_in_dim(total, r * k, (r + 1) * k, axis=0)]
+    del distributed, L, slicing
+    return [mpi_reduce_scatter_p.bind(ct, nprocs=nprocs)]
 
 
 ad.deflinear(mpi_allgather_p, _allgather_transpose)
@@ -283,3 +281,51 @@ def ppermute(x: Any, perm: tuple, local_size: int) -> Any:
     of the result holds member ``src``'s row for each ``(src, dst)`` in ``perm`` (zeros where
     nothing arrives). Rows that cross processes move with MPI ``Isend``/``Irecv``."""
     return mpi_ppermute_p.bind(x, perm=tuple(perm), local_size=int(local_size))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reduce_scatter (sum; block p of axis 0 of the sum goes to rank p)
+
+mpi_reduce_scatter_p = core.Primitive("mpi_reduce_scatter")
+
+
+def _reduce_scatter_impl(x: np.ndarray, *, nprocs: int) -> np.ndarray:
+    comm = _comm()
+    x = _contiguous(x)
+    _check_same(comm, "psum_scatter across processes", x)
+    out = np.empty((x.shape[0] // nprocs,) + x.shape[1:], x.dtype)
+    comm.Reduce_scatter_block(x, out, op=_mpi_op("sum"))
+    return out
+
+
+def _reduce_scatter_abstract(x: core.ShapedArray, *, nprocs: int) -> core.ShapedArray:
+    if x.ndim == 0 or x.shape[0] % nprocs:
+        raise TypeError(f"mpi_reduce_scatter: axis 0 of shape {x.shape} must be divisible by {nprocs} processes")
+    return core.ShapedArray((x.shape[0] // nprocs,) + x.shape[1:], x.dtype, x.weak_type)
+
+
+mpi_reduce_scatter_p.def_impl(_reduce_scatter_impl)
+mpi_reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract)
+ad.deflinear(
+    mpi_reduce_scatter_p,
+    lambda ct, x, *, nprocs: [None if type(ct) is Zero else mpi_allgather_p.bind(ct, nprocs=nprocs)],
+)
+
+
+def _reduce_scatter_batch(vals: list, dims: list, *, nprocs: int) -> tuple:
+    (x,), (d,) = vals, dims
+    if d == 0:
+        x = batching.moveaxis(x, 0, 1)
+        d = 1
+    return mpi_reduce_scatter_p.bind(x, nprocs=nprocs), d
+
+
+batching.primitive_batchers[mpi_reduce_scatter_p] = _reduce_scatter_batch
+
+
+def reduce_scatter(x: Any) -> Any:
+    """The sum of ``x`` over every process, of which rank ``p`` keeps block ``p`` of axis 0 (MPI
+    ``Reduce_scatter_block``)."""
+    from fjax import distributed  # noqa: PLC0415
+
+    return mpi_reduce_scatter_p.bind(x, nprocs=distributed.state.num_processes)

@@ -60,6 +60,15 @@ assert np.asarray(idx).tolist() == list(range(r * L, (r + 1) * L)) and np.asarra
 # psum_scatter / all_to_all / ppermute over the global axis
 sc = fjax.pmap(lambda x: lax.psum_scatter(x, "i", scatter_dimension=0, tiled=True), axis_name="i")(mine)
 close(sc, G.sum(0).reshape(N, 2, 3)[me])
+sc1 = fjax.pmap(lambda x: lax.psum_scatter(x[:N], "i"), axis_name="i")(mine)  # non-tiled: (3,) per member
+close(sc1, G[:, :N].sum(0)[me])
+# gradients: all_gather transposes to a Reduce_scatter, psum_scatter to an Allgather
+c = np.arange(N, dtype=np.float32)[:, None, None]
+gg = fjax.pmap(fjax.grad(lambda x: jnp.sum(lax.all_gather(x, "i") * c)), axis_name="i")(mine)
+close(gg, np.broadcast_to(N * c[me], mine.shape))
+w = np.arange(2 * 3, dtype=np.float32).reshape(2, 3)
+gs = fjax.pmap(fjax.grad(lambda x: jnp.sum(lax.psum_scatter(x, "i", tiled=True) * w)), axis_name="i")(mine)
+close(gs, np.broadcast_to(np.tile(w, (N, 1)), mine.shape))
 a2a = fjax.pmap(lambda x: lax.all_to_all(x, "i", 0, 1, tiled=True), axis_name="i")(mine)
 ref = np.stack([np.concatenate([G[j, 2 * i : 2 * i + 2] for j in range(N)], axis=1) for i in range(N)])
 close(a2a, ref[me])
