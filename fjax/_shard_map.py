@@ -10,8 +10,12 @@ so it composes with ``jit``, ``grad`` and ``vmap`` like any function.
 
 An output whose spec omits a mesh axis must not vary along it (with ``check_vma=True``, the
 default, a varying one raises ``ValueError``, as JAX's check; with ``check_vma=False`` the block
-of the first device along that axis is returned). Meshes that span several processes are not
-supported (``NotImplementedError``); use multi-process ``pmap`` for that.
+of the first device along that axis is returned).
+
+Several processes: a mesh whose first axis spans the processes (``make_mesh((process_count() *
+k, ...), ...)`` over ``fjax.devices()``) runs each process's blocks only; collectives along that
+axis go through MPI, and outputs split along it are gathered from every process (arrays hold
+their global value in each process, e.g. from ``make_array_from_process_local_data``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import functools
 import math
 from typing import Any, Callable
+
+import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
@@ -84,20 +90,21 @@ def shard_map(
         m = mesh if mesh is not None else _current_mesh()
         if m is None:
             raise ValueError("shard_map requires a mesh: pass mesh= or call it inside `with mesh:`")
-        from fjax import _devices  # noqa: PLC0415
 
-        me = _devices.process_index()
-        if any(d.process_index != me for d in m.devices.flat):
-            raise NotImplementedError("shard_map over a mesh spanning several processes is not supported by fjax")
         sizes = m.shape
         names = list(m.axis_names)
         if axis_names:
             names = [n for n in names if n in set(axis_names)]
+        nprocs, rank, k_local = _process_layout(m, names)
         flat, tree = tu.tree_flatten(args)
         specs = _flat_specs("in_specs", tree, in_specs if in_specs is not None else PartitionSpec())
         blocks, dims_per_axis = [], []
         for x, spec in zip(flat, specs):
             b, used = _to_blocks(x, spec or PartitionSpec(), names, sizes)
+            if nprocs > 1 and names[0] in used:  # this process runs its own devices' blocks
+                from fjax.lax import parallel_mpi  # noqa: PLC0415
+
+                b = parallel_mpi.mpi_local_block_p.bind(b, nprocs=nprocs, rank=rank)
             blocks.append(b)
             dims_per_axis.append(used)
         out_box: list = []
@@ -111,26 +118,76 @@ def shard_map(
         fn = body
         # innermost axis first: vmap over the last mesh axis wraps the body
         for k in reversed(range(len(names))):
+            spans = nprocs > 1 and k == 0
             fn = _vmap_axis(
                 fn,
                 names[k],
-                sizes[names[k]],
+                k_local if spans else sizes[names[k]],
                 [names[k] in used for used in dims_per_axis],
                 out_box,
                 out_specs,
                 names,
                 check,
+                (nprocs, rank) if spans else (1, 0),
             )
         outs = fn(*blocks)
         o_specs = _flat_specs("out_specs", out_box[0], out_specs)
+        if nprocs > 1:  # outputs split along the axis that spans processes: gather every process's blocks
+            from fjax.lax import parallel_mpi  # noqa: PLC0415
+
+            outs = [
+                parallel_mpi.mpi_gather_replicated_p.bind(o, nprocs=nprocs)
+                if (not check or (sp and names[0] in _spec_axes(sp)))
+                else parallel_mpi.mpi_replicated_p.bind(o, nprocs=nprocs)
+                for o, sp in zip(outs, o_specs)
+            ]
         res = [_from_blocks(o, s or PartitionSpec(), names, sizes, check) for o, s in zip(outs, o_specs)]
         return tu.tree_unflatten(out_box[0], res)
 
     return wrapped
 
 
+def _spec_axes(spec: PartitionSpec) -> set:
+    return {a for p in spec._normalized(len(spec)) for a in p}
+
+
+def _process_layout(m: Mesh, names: list) -> tuple[int, int, int]:
+    """``(nprocs, rank, local size of the first mesh axis)`` for a mesh over several processes.
+
+    Supported layout (what ``make_mesh`` gives when the first axis is a multiple of the process
+    count): the first mesh axis spans the processes, each owning a contiguous run of it, and the
+    other axes stay within a process."""
+    from fjax import _devices  # noqa: PLC0415
+
+    me = _devices.process_index()
+    procs = {d.process_index for d in m.devices.flat}
+    if procs == {me}:
+        return 1, 0, 0
+    n = _devices.process_count()
+    size0 = m.devices.shape[0]
+    ok = names and names[0] == m.axis_names[0] and len(procs) == n and size0 % n == 0
+    if ok:
+        k = size0 // n
+        ok = all(m.devices[idx].process_index == idx[0] // k for idx in np.ndindex(*m.devices.shape))
+    if not ok:
+        raise NotImplementedError(
+            "shard_map over a mesh spanning several processes: fjax supports meshes whose first axis spans the "
+            "processes (each process owning a contiguous run of it, as make_mesh((process_count() * k, ...)) lays "
+            f"them out); got {m!r}"
+        )
+    return n, me, size0 // n
+
+
 def _vmap_axis(
-    fn: Callable, name: str, size: int, mapped: list, out_box: list, out_specs: Any, names: list, check: bool
+    fn: Callable,
+    name: str,
+    size: int,
+    mapped: list,
+    out_box: list,
+    out_specs: Any,
+    names: list,
+    check: bool,
+    procs: tuple = (1, 0),
 ) -> Callable:
     def run(*xs: Any) -> list:
         def out_dims(n: int) -> list:
@@ -141,7 +198,7 @@ def _vmap_axis(
                 dims.append(0 if (name in used or not check) else None)
             return dims
 
-        data = batching.AxisData(size, name)
+        data = batching.AxisData(size, name, None, procs[0], procs[1])
         try:
             return batching.vmap_flat(fn, size, [0 if m else None for m in mapped], list(xs), out_dims, axis_data=data)
         except ValueError as e:

@@ -329,3 +329,82 @@ def reduce_scatter(x: Any) -> Any:
     from fjax import distributed  # noqa: PLC0415
 
     return mpi_reduce_scatter_p.bind(x, nprocs=distributed.state.num_processes)
+
+
+# ---------------------------------------------------------------------------------------------
+# the global view of multi-process shard_map: every process holds the whole (replicated) value;
+# these move between it and the process's own blocks with the adjoints that view needs (a
+# replicated value's cotangent is the same on every process, not a per-process share)
+
+mpi_local_block_p = core.Primitive("mpi_local_block")
+mpi_gather_replicated_p = core.Primitive("mpi_gather_replicated")
+mpi_replicated_p = core.Primitive("mpi_replicated")
+
+
+def _local_block_impl(x: np.ndarray, *, nprocs: int, rank: int) -> np.ndarray:
+    k = x.shape[0] // nprocs
+    return x[rank * k : (rank + 1) * k]
+
+
+def _local_block_abstract(x: core.ShapedArray, *, nprocs: int, rank: int) -> core.ShapedArray:
+    if x.ndim == 0 or x.shape[0] % nprocs:
+        raise TypeError(f"mpi_local_block: axis 0 of shape {x.shape} must be divisible by {nprocs} processes")
+    return core.ShapedArray((x.shape[0] // nprocs,) + x.shape[1:], x.dtype, x.weak_type)
+
+
+mpi_local_block_p.def_impl(_local_block_impl)
+mpi_local_block_p.def_abstract_eval(_local_block_abstract)
+# the blocks of a replicated value: its cotangent gathers every process's block cotangents
+ad.deflinear(
+    mpi_local_block_p,
+    lambda ct, x, *, nprocs, rank: [None if type(ct) is Zero else mpi_gather_replicated_p.bind(ct, nprocs=nprocs)],
+)
+
+mpi_gather_replicated_p.def_impl(lambda x, *, nprocs: _allgather_impl(x, nprocs=nprocs))
+mpi_gather_replicated_p.def_abstract_eval(_allgather_abstract)
+
+
+def _gather_replicated_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
+    from fjax import distributed  # noqa: PLC0415
+
+    if type(ct) is Zero:
+        return [None]
+    return [mpi_local_block_p.bind(ct, nprocs=nprocs, rank=distributed.state.process_id)]
+
+
+ad.deflinear(mpi_gather_replicated_p, _gather_replicated_transpose)
+
+mpi_replicated_p.def_impl(lambda x, *, nprocs: x)
+mpi_replicated_p.def_abstract_eval(lambda x, *, nprocs: core.ShapedArray(x.shape, x.dtype, x.weak_type))
+
+
+def _replicated_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
+    # every process holds the same cotangent of a replicated output; the collectives that made
+    # it (psum: its transpose sums over processes) count each process's share once
+    if type(ct) is Zero:
+        return [None]
+    from fjax.lax import lax as L  # noqa: PLC0415
+
+    return [L.div(ct, L.convert_element_type(nprocs, core.get_aval(ct).dtype))]
+
+
+ad.deflinear(mpi_replicated_p, _replicated_transpose)
+
+
+def _front_batch(prim: core.Primitive):  # noqa: ANN202
+    def rule(vals: list, dims: list, **params: Any) -> tuple:
+        (x,), (d,) = vals, dims
+        if d == 0:
+            x = batching.moveaxis(x, 0, 1)
+            d = 1
+        return prim.bind(x, **params), d
+
+    return rule
+
+
+batching.primitive_batchers[mpi_local_block_p] = _front_batch(mpi_local_block_p)
+batching.primitive_batchers[mpi_gather_replicated_p] = _front_batch(mpi_gather_replicated_p)
+batching.primitive_batchers[mpi_replicated_p] = lambda vals, dims, *, nprocs: (
+    mpi_replicated_p.bind(vals[0], nprocs=nprocs),
+    dims[0],
+)

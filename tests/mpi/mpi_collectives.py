@@ -19,6 +19,7 @@ import fjax.numpy as jnp  # noqa: E402
 from fjax import lax  # noqa: E402
 from fjax.experimental import multihost_utils as mu  # noqa: E402
 from fjax.sharding import NamedSharding, PartitionSpec  # noqa: E402
+from fjax.sharding import PartitionSpec as P_  # noqa: E402
 
 P, r, L = fjax.process_count(), fjax.process_index(), fjax.local_device_count()
 N = P * L  # the global axis size
@@ -147,4 +148,14 @@ mu.assert_equal(np.ones(2))
 arr = fjax.make_array_from_process_local_data(NamedSharding(fjax.make_mesh((N,), ("b",)), PartitionSpec("b")), mine)
 assert arr.shape == G.shape and np.array_equal(np.asarray(arr), G)
 assert len(arr.addressable_shards) == L and arr.addressable_shards[0].device == fjax.local_devices()[0]
+
+# shard_map over a mesh of every process's devices (the first axis spans the processes)
+mesh = fjax.make_mesh((N,), ("b",))
+total = fjax.shard_map(lambda b: lax.psum(jnp.sum(jnp.sin(b)), "b"), mesh=mesh, in_specs=P_("b"), out_specs=P_())
+close(total(arr), np.sin(G).sum(), rtol=1e-4)
+close(fjax.grad(total)(arr), np.cos(G), rtol=1e-4)  # the global gradient, on every process
+ident = fjax.shard_map(lambda b: b * 2 + lax.axis_index("b"), mesh=mesh, in_specs=P_("b"), out_specs=P_("b"))
+close(ident(arr), 2 * G + np.arange(N)[:, None, None])
+close(fjax.grad(lambda x: jnp.sum(ident(x) ** 2))(arr), 2 * 2 * (2 * G + np.arange(N)[:, None, None]), rtol=1e-4)
+close(fjax.jit(total)(arr), np.sin(G).sum(), rtol=1e-4)
 print(f"OK {r}", flush=True)
