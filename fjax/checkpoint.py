@@ -243,7 +243,7 @@ ad.primitive_jvps[remat_p] = _remat_jvp
 
 
 @functools.lru_cache(maxsize=1024)
-def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int) -> tuple[Jaxpr, list]:
+def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[Jaxpr, list]:
     in_avals = []
     for v, d in zip(jaxpr.invars, dims):
         a = v.aval
@@ -266,7 +266,7 @@ def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int) -> tuple[Jaxpr, list]:
 def _remat_batch(
     vals: list, dims: list, *, jaxpr: Jaxpr, prevent_cse: Any, differentiated: bool, policy: Any, axis_size: int
 ) -> tuple[list, list]:
-    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size, batching.current_axis_key())
     outs = _bind([*consts, *vals], new, prevent_cse, differentiated, policy)
     return outs, [0] * len(outs)
 

@@ -274,11 +274,17 @@ def batch_jaxpr(closed: ClosedJaxpr, dims: Sequence[int | None], size: int, inst
     Returns ``(batched_closed, consts, out_batched)``; outputs with ``instantiate`` are always
     batched (unbatched ones are broadcast). Cached.
     """
-    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in instantiate))
+    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in instantiate), _axis_key())
+
+
+def _axis_key() -> tuple:
+    from fjax.interpreters import batching  # noqa: PLC0415
+
+    return batching.current_axis_key()
 
 
 @functools.lru_cache(maxsize=2048)
-def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, size: int, instantiate: tuple) -> tuple:
+def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, axis_key: tuple = ()) -> tuple:
     from fjax.interpreters import batching  # noqa: PLC0415
 
     box: list = []
