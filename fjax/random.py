@@ -974,3 +974,10 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     shape = _canonicalize_shape(shape, "laplace")
     u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
     return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
+
+
+# the remaining distributions live in fjax/_random_dists.py (imported last: it builds on the above)
+from fjax._random_dists import *  # noqa: E402,F401,F403
+from fjax._random_dists import __all__ as _dist_names  # noqa: E402
+
+__all__ += _dist_names
