@@ -71,7 +71,17 @@ def main():
         if res.dtype.kind == "f":
             rec["bits"] = res.view({2: np.uint16, 4: np.uint32}[res.dtype.itemsize]).ravel().tolist()
         out.append({"fn": fn, "seed": seed, "kwargs": kwargs, "out": rec})
+    # gradients of samples with respect to their parameters (implicit reparameterization)
+    a = np.array([0.3, 1.0, 2.5, 10.0], np.float32)
+    k = random.PRNGKey(0)
+    grads = {
+        "gamma": jax.grad(lambda a: random.gamma(k, a).sum())(a),
+        "loggamma": jax.grad(lambda a: random.loggamma(k, a).sum())(a),
+        "beta_a": jax.grad(lambda a: random.beta(k, a, 2.0).sum())(a),
+        "dirichlet_0": jax.grad(lambda a: random.dirichlet(k, a)[0])(a),
+    }
     data = {
+        "grads": {"a": a.tolist(), "seed": 0, **{n: np.asarray(g).tolist() for n, g in grads.items()}},
         "about": __doc__,
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
