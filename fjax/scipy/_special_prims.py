@@ -13,13 +13,12 @@ import math
 from typing import Any, Callable
 
 import numpy as np
-import scipy.special as sc
 
 from fjax import lax
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.lax.lax import _const, standard_naryop
-from fjax.lax.special import _via_f64
+from fjax.lax.special import _scipy, _via_f64
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -51,19 +50,19 @@ def _c(x: Any, v: float) -> Any:
 
 
 # erfcx(x) = exp(x^2) erfc(x); d/dx = 2 x erfcx(x) - 2/sqrt(pi)
-erfcx_p = _prim("erfcx", sc.erfcx)
+erfcx_p = _prim("erfcx", _scipy("erfcx"))
 ad.defjvp2(erfcx_p, lambda g, ans, x: lax.mul(g, lax.sub(lax.mul(lax.mul(_c(x, 2), x), ans), _c(x, 2 / _SQRT_PI))))
 
 # Dawson's integral; d/dx = 1 - 2 x F(x)
-dawsn_p = _prim("dawsn", sc.dawsn)
+dawsn_p = _prim("dawsn", _scipy("dawsn"))
 ad.defjvp2(dawsn_p, lambda g, ans, x: lax.mul(g, lax.sub(_c(x, 1), lax.mul(lax.mul(_c(x, 2), x), ans))))
 
 # exponential integrals: E1' = -exp(-x)/x, Ei' = exp(x)/x, En' = -E_{n-1}
-exp1_p = _prim("exp1", sc.exp1)
+exp1_p = _prim("exp1", _scipy("exp1"))
 ad.defjvp(exp1_p, lambda g, x: lax.mul(g, lax.neg(lax.div(lax.exp(lax.neg(x)), x))))
-expi_p = _prim("expi", sc.expi)
+expi_p = _prim("expi", _scipy("expi"))
 ad.defjvp(expi_p, lambda g, x: lax.mul(g, lax.div(lax.exp(x), x)))
-expn_p = _prim("expn", sc.expn)
+expn_p = _prim("expn", _scipy("expn"))
 
 
 def _expn_jvp_x(g: Any, n: Any, x: Any) -> Any:
@@ -77,7 +76,7 @@ def _expn_jvp_x(g: Any, n: Any, x: Any) -> Any:
 ad.defjvp(expn_p, _not_differentiable("expn", "n"), _expn_jvp_x)
 
 # Spence's function (scipy's convention): d/dz = log(z) / (1 - z)
-spence_p = _prim("spence", sc.spence)
+spence_p = _prim("spence", _scipy("spence"))
 
 
 def _spence_jvp(g: Any, x: Any) -> Any:
@@ -91,14 +90,14 @@ def _spence_jvp(g: Any, x: Any) -> Any:
 ad.defjvp(spence_p, _spence_jvp)
 
 # Fresnel integrals S(x), C(x): S' = sin(pi x^2 / 2), C' = cos(pi x^2 / 2)
-fresnel_s_p = _prim("fresnel_s", lambda x: sc.fresnel(x)[0])
-fresnel_c_p = _prim("fresnel_c", lambda x: sc.fresnel(x)[1])
+fresnel_s_p = _prim("fresnel_s", lambda x: _scipy("fresnel")(x)[0])
+fresnel_c_p = _prim("fresnel_c", lambda x: _scipy("fresnel")(x)[1])
 ad.defjvp(fresnel_s_p, lambda g, x: lax.mul(g, lax.sin(lax.mul(_c(x, math.pi / 2), lax.mul(x, x)))))
 ad.defjvp(fresnel_c_p, lambda g, x: lax.mul(g, lax.cos(lax.mul(_c(x, math.pi / 2), lax.mul(x, x)))))
 
 # sine and cosine integrals: Si' = sin(x)/x (1 at 0), Ci' = cos(x)/x
-si_p = _prim("sici_si", lambda x: sc.sici(x)[0])
-ci_p = _prim("sici_ci", lambda x: sc.sici(x)[1])
+si_p = _prim("sici_si", lambda x: _scipy("sici")(x)[0])
+ci_p = _prim("sici_ci", lambda x: _scipy("sici")(x)[1])
 
 
 def _sinc_like(x: Any) -> Any:
@@ -111,14 +110,14 @@ ad.defjvp(si_p, lambda g, x: lax.mul(g, _sinc_like(x)))
 ad.defjvp(ci_p, lambda g, x: lax.mul(g, lax.div(lax.cos(x), x)))
 
 # confluent and Gauss hypergeometric functions, differentiable in x
-hyp1f1_p = _prim("hyp1f1", sc.hyp1f1)
+hyp1f1_p = _prim("hyp1f1", _scipy("hyp1f1"))
 ad.defjvp(
     hyp1f1_p,
     _not_differentiable("hyp1f1", "a"),
     _not_differentiable("hyp1f1", "b"),
     lambda g, a, b, x: lax.mul(g, lax.mul(lax.div(a, b), hyp1f1(lax.add(a, _c(a, 1)), lax.add(b, _c(b, 1)), x))),
 )
-hyp2f1_p = _prim("hyp2f1", sc.hyp2f1)
+hyp2f1_p = _prim("hyp2f1", _scipy("hyp2f1"))
 ad.defjvp(
     hyp2f1_p,
     _not_differentiable("hyp2f1", "a"),
@@ -134,7 +133,7 @@ ad.defjvp(
 )
 
 # Owen's T function: dT/dh = -phi(h) erf(a h / sqrt 2) / 2, dT/da = exp(-h^2 (1 + a^2) / 2) / (2 pi (1 + a^2))
-owens_t_p = _prim("owens_t", sc.owens_t)
+owens_t_p = _prim("owens_t", _scipy("owens_t"))
 
 
 def _owens_t_dh(g: Any, h: Any, a: Any) -> Any:
@@ -151,7 +150,7 @@ def _owens_t_da(g: Any, h: Any, a: Any) -> Any:
 ad.defjvp(owens_t_p, _owens_t_dh, _owens_t_da)
 
 # Bessel functions of the first kind J_v (integer order v as a float operand): J_v' = (J_{v-1} - J_{v+1}) / 2
-jv_p = _prim("bessel_jv", sc.jv)
+jv_p = _prim("bessel_jv", _scipy("jv"))
 ad.defjvp(
     jv_p,
     _not_differentiable("bessel_jv", "v"),
@@ -162,11 +161,11 @@ ad.defjvp(
 )
 
 # standard normal quantile and log CDF (accurate in the tails, unlike erf_inv/erfc forms)
-ndtri_p = _prim("ndtri", sc.ndtri)
+ndtri_p = _prim("ndtri", _scipy("ndtri"))
 ad.defjvp2(
     ndtri_p, lambda g, ans, p: lax.mul(g, lax.mul(_c(p, _SQRT_2PI), lax.exp(lax.mul(_c(p, 0.5), lax.mul(ans, ans)))))
 )
-log_ndtr_p = _prim("log_ndtr", sc.log_ndtr)
+log_ndtr_p = _prim("log_ndtr", _scipy("log_ndtr"))
 ad.defjvp2(
     log_ndtr_p,
     lambda g, ans, x: lax.mul(
@@ -175,7 +174,7 @@ ad.defjvp2(
 )
 
 # log|B(a, b)|, accurate for large arguments; d/da = psi(a) - psi(a + b)
-betaln_p = _prim("betaln", sc.betaln)
+betaln_p = _prim("betaln", _scipy("betaln"))
 ad.defjvp(
     betaln_p,
     lambda g, a, b: lax.mul(g, lax.sub(lax.digamma(a), lax.digamma(lax.add(a, b)))),
@@ -183,11 +182,11 @@ ad.defjvp(
 )
 
 # sign of the gamma function (piecewise constant)
-gammasgn_p = _prim("gammasgn", sc.gammasgn)
+gammasgn_p = _prim("gammasgn", _scipy("gammasgn"))
 ad.defjvp(gammasgn_p, lambda g, x: lax.mul(g, lax.full_like(x, 0)))
 
 # Faddeeva function w(z) = exp(-z^2) erfc(-i z) (complex, holomorphic): w' = -2 z w + 2i / sqrt(pi)
-wofz_p = _prim("wofz", sc.wofz, "c")
+wofz_p = _prim("wofz", _scipy("wofz"), "c")
 ad.defjvp2(
     wofz_p,
     lambda g, ans, z: lax.mul(g, lax.add(lax.mul(lax.mul(_c(z, -2), z), ans), _c(z, 2j / _SQRT_PI))),
@@ -200,7 +199,9 @@ ad.defjvp2(
 def _sph_impl(n: np.ndarray, m: np.ndarray, theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
     out_dt = np.result_type(theta.dtype, np.complex64)
     with np.errstate(all="ignore"):
-        out = sc.sph_harm_y(n.astype(np.int64), m.astype(np.int64), theta.astype(np.float64), phi.astype(np.float64))
+        out = _scipy("sph_harm_y")(
+            n.astype(np.int64), m.astype(np.int64), theta.astype(np.float64), phi.astype(np.float64)
+        )
     return np.asarray(out).astype(out_dt)
 
 
