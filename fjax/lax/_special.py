@@ -10,7 +10,8 @@ import numpy as np
 _verf = np.vectorize(math.erf, otypes=[np.float64])
 _verfc = np.vectorize(math.erfc, otypes=[np.float64])
 _vlgamma_raw = np.vectorize(
-    lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf, otypes=[np.float64]
+    lambda v: math.lgamma(v) if not (v <= 0 and math.isfinite(v) and v == math.floor(v)) else math.inf,
+    otypes=[np.float64],
 )
 
 
