@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--a", type=float, default=2.0)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--poisson", action="store_true", help="also poisson (slow in fjax: see README)")
+    ap.add_argument("--poisson", action="store_true", help="also poisson(4)")
     args = ap.parse_args()
     n, a = args.n, args.a
     key = random.PRNGKey(0)

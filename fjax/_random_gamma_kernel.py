@@ -1,6 +1,6 @@
-"""A compiled (numba) float32 gamma sampler that reproduces, element by element and bit for bit,
-the lax composite in ``fjax._random_dists._gamma_one`` (JAX's Marsaglia-Tsang loop with its key
-splits, XLA's float32 ``log``/``log1p``/``erf_inv`` and XLA's fused multiply-adds).
+"""Compiled (numba) float32 gamma and poisson samplers. The gamma sampler reproduces, element
+by element and bit for bit, the lax composite in ``fjax._random_dists._gamma_one`` (JAX's
+Marsaglia-Tsang loop with its key splits, XLA's float32 ``log``/``log1p``/``erf_inv`` and XLA's fused multiply-adds).
 
 Why a second implementation: the composite is a vmapped ``while_loop`` whose private ``fma`` and
 ``bitcast`` primitives have no lowering rule, so it would run op by op over whole batches (about a
@@ -23,8 +23,8 @@ from numba import njit
 from fjax.interpreters.vmath import f32_as_i32, i32_as_f32
 
 _M32 = np.uint64(0xFFFFFFFF)
-_opts = dict(cache=True, nogil=True)
-_inl = dict(cache=True, nogil=True, inline="always")
+_opts = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division (x/0 -> inf), as XLA
+_inl = dict(_opts, inline="always")
 
 
 def _h(hexbits: str) -> np.float32:
@@ -271,3 +271,109 @@ def sample_f32(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray:
         return np.zeros(a.shape, np.float32)
     out = gamma_f32(flat_keys, flat_a, max(m, 1), bool(log_space), _EI_LT5, _EI_GE5)
     return out.reshape(a.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# poisson: the per-lane view of ``_random_dists._poisson`` (Knuth below lambda = 10, Hormann's
+# transformed rejection above). The composite loops over whole arrays until every lane is done;
+# a lane's result only depends on its own draws (uniform(subkey, shape)[j] hashes counter j), so
+# each lane can run its own loop.
+
+
+@njit(**_inl)
+def _unit_at(k1, k2, j):  # pragma: no cover - numba
+    o1, o2 = threefry(k1, k2, np.uint64(0), np.uint64(j))
+    bits = (o1 ^ o2) >> np.uint64(9)
+    return np.float32(np.float32(bits) * np.float32(2.0**-23))
+
+
+@njit(**_inl)
+def _lgamma32(x):  # pragma: no cover - numba
+    v = np.float64(x)
+    if v <= 0.0 and math.isfinite(v) and v == math.floor(v):
+        return np.float32(np.inf)
+    return np.float32(math.lgamma(v))
+
+
+@njit(**_opts)
+def _poisson_knuth(k1, k2, lam, j):  # pragma: no cover - numba
+    k = 0
+    log_prod = np.float32(0)
+    while log_prod > -lam:
+        n1, n2 = _child(k1, k2, 0)
+        s1, s2 = _child(k1, k2, 1)
+        k1, k2 = n1, n2
+        k += 1
+        log_prod = log_prod + xla_log(_unit_at(s1, s2, j))
+    return k - 1
+
+
+@njit(**_opts)
+def _poisson_rejection(k1, k2, lam, j, iters):  # pragma: no cover - numba
+    """With ``iters < 0``: the iteration (1-based) at which this lane first accepts. Otherwise
+    the last accepted k within ``iters`` iterations: the composite keeps overwriting a lane's
+    result whenever a later draw is accepted too, until every lane of the array has accepted."""
+    log_lam = xla_log(lam)
+    b = fma32(np.float32(2.53), np.float32(np.sqrt(lam)), np.float32(0.931))
+    a = fma32(np.float32(0.02483), b, np.float32(-0.059))
+    inv_alpha = np.float32(1.1239) + np.float32(1.1328) / (b - np.float32(3.4))
+    v_r = np.float32(0.9277) - np.float32(3.6224) / (b - np.float32(2))
+    half = np.float32(0.5)
+    k_out = np.float32(-1)
+    it = 0
+    while iters < 0 or it < iters:
+        it += 1
+        n1, n2 = _child(k1, k2, 0)
+        a1, a2 = _child(k1, k2, 1)
+        c1, c2 = _child(k1, k2, 2)
+        k1, k2 = n1, n2
+        u = _unit_at(a1, a2, j) - half
+        v = _unit_at(c1, c2, j)
+        us = half - abs(u)
+        k = np.float32(math.floor(fma32((np.float32(2) * a) / us + b, u, lam) + np.float32(0.43)))
+        s = xla_log((v * inv_alpha) / (a / (us * us) + b))
+        t = fma32(k, log_lam, -lam) - _lgamma32(k + np.float32(1))
+        accept1 = us >= np.float32(0.07) and v <= v_r
+        reject = k < np.float32(0) or (us < np.float32(0.013) and v > us)
+        if accept1 or (not reject and s <= t):
+            if iters < 0:
+                return np.float32(it)
+            k_out = k
+    return k_out
+
+
+@njit(**_opts)
+def poisson_f32(keys, lams, m):  # pragma: no cover - numba
+    """Poisson samples (as float64 holding integers) for flat float32 rates; lane ``i`` uses key
+    ``keys[i // m]`` and counter ``i % m``; the lanes of one key share the rejection loop's length."""
+    n = lams.shape[0]
+    out = np.empty(n, np.float64)
+    big = np.float32(1e5)
+    for b in range(n // m):
+        k1 = np.uint64(keys[b, 0])
+        k2 = np.uint64(keys[b, 1])
+        total = 0
+        for j in range(m):
+            lam = lams[b * m + j]
+            knuth = lam != lam or lam < np.float32(10)
+            total = max(total, int(_poisson_rejection(k1, k2, big if knuth else lam, j, -1)))
+        for j in range(m):
+            lam = lams[b * m + j]
+            if lam == np.float32(0):
+                out[b * m + j] = 0.0
+            elif lam != lam or lam < np.float32(10):
+                out[b * m + j] = _poisson_knuth(k1, k2, lam, j)
+            else:
+                out[b * m + j] = _poisson_rejection(k1, k2, lam, j, total)
+    return out
+
+
+def sample_poisson(keys: np.ndarray, lam: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Poisson samples of float32 rates ``lam`` with keys of shape ``(*b, 2)`` leading its dims."""
+    nb = keys.ndim - 1
+    m = math.prod(lam.shape[nb:])
+    flat_lam = np.ascontiguousarray(lam.reshape(-1), dtype=np.float32)
+    if flat_lam.size == 0:
+        return np.zeros(lam.shape, dtype)
+    flat_keys = np.ascontiguousarray(keys.reshape(-1, 2), dtype=np.uint32)
+    return poisson_f32(flat_keys, flat_lam, max(m, 1)).astype(dtype).reshape(lam.shape)

@@ -90,6 +90,15 @@ def test_gamma_kernel_matches_composite():
         np.testing.assert_array_equal(kernel, composite)
 
 
+def test_poisson_kernel_matches_composite():
+    # the numba kernel (impl of random_poisson_p) against the lax composite (both branches, edges)
+    k = random.PRNGKey(9)
+    lam = np.array([0.0, 0.3, 4.0, 9.99, 10.0, 37.5, 1000.0, np.nan, -1.0] * 8, np.float32)
+    kernel = np.asarray(random.poisson(k, lam))
+    composite = np.asarray(rd._poisson(k, jnp.asarray(lam), lam.shape, np.dtype(np.int32)))
+    np.testing.assert_array_equal(kernel, composite)
+
+
 def test_gamma_float64_path_under_x64():
     fjax.config.update("jax_enable_x64", True)
     try:
