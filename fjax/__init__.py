@@ -137,3 +137,4 @@ from fjax._pmap import pmap  # noqa: E402
 from fjax._shard_map import shard_map  # noqa: E402
 from fjax.sharding import make_mesh  # noqa: E402
 from fjax._multihost import make_array_from_process_local_data  # noqa: E402
+from fjax import image, scipy  # noqa: E402

@@ -983,3 +983,9 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 from fjax._random_linalg import multivariate_normal, orthogonal  # noqa: E402
 
 __all__ += ["multivariate_normal", "orthogonal"]
+
+# the remaining distributions live in fjax/_random_dists.py (imported last: it builds on the above)
+from fjax._random_dists import *  # noqa: E402,F401,F403
+from fjax._random_dists import __all__ as _dist_names  # noqa: E402
+
+__all__ += _dist_names

@@ -39,3 +39,4 @@ from fjax.lax.parallel import (  # noqa: F401
     pswapaxes,
     with_sharding_constraint,
 )
+from fjax.lax.special import *  # noqa: F401,F403

@@ -472,33 +472,42 @@ def clear_disk_cache() -> None:
 #
 # numba caches it beside the package (or in the user's cache); it is loaded on a helper's first
 # use. The same rule holds: a seal per module (``fjax_<module>.sum``), checked when the backend is
-# imported (unsealed or damaged files are deleted and compiled again on first use) and written
-# again when the process exits, covering what it compiled.
+# imported (damaged or unsealed files are deleted and compiled again on first use) and written
+# again right after numba saves new object code for one of the module's helpers.
 
 _guarded: dict[str, tuple[str, str]] = {}  # seal path -> (cache dir, module stem)
 
 
 def guard_module_caches(modules: list[types.ModuleType]) -> None:
     """Check numba's cached object code of the ``cache=True`` functions of ``modules`` against
-    their seals before anything loads it; seal it again at exit."""
-    import atexit  # noqa: PLC0415
-
-    first = not _guarded
+    their seals before anything loads it, and seal what numba saves from now on."""
     for mod in modules:
         stem = os.path.splitext(os.path.basename(getattr(mod, "__file__", "") or ""))[0]
-        dirs = set()
         for v in vars(mod).values():
-            path = getattr(getattr(v, "_cache", None), "_cache_path", None)
-            if path is not None and getattr(v, "py_func", None) is not None and v.py_func.__module__ == mod.__name__:
-                dirs.add(path)
-        for d in dirs:
-            seal = os.path.join(d, f"fjax_{stem}.sum")
-            if seal in _guarded:
+            cache = getattr(v, "_cache", None)
+            path = getattr(cache, "_cache_path", None)
+            py_func = getattr(v, "py_func", None)
+            if path is None or py_func is None or py_func.__module__ != mod.__name__:
                 continue
-            _guarded[seal] = (d, stem)
-            _check_module_seal(seal, d, stem)
-    if first and _guarded:
-        atexit.register(_reseal_modules)
+            seal = os.path.join(path, f"fjax_{stem}.sum")
+            if seal not in _guarded:
+                _guarded[seal] = (path, stem)
+                _check_module_seal(seal, path, stem)
+            _seal_after_save(cache, seal, path, stem)
+
+
+def _seal_after_save(cache: Any, seal: str, d: str, stem: str) -> None:
+    save = cache.save_overload
+    if getattr(save, "__fjax_sealing__", False):
+        return
+
+    def save_and_seal(sig: Any, data: Any) -> None:
+        save(sig, data)
+        with _locks_lock:  # one seal writer at a time in this process
+            _write_module_seal(seal, d, stem)
+
+    save_and_seal.__fjax_sealing__ = True
+    cache.save_overload = save_and_seal
 
 
 def _module_files(d: str, stem: str) -> list[str]:
@@ -513,25 +522,30 @@ def _check_module_seal(seal: str, d: str, stem: str) -> None:
         sealed = json.loads(_read(seal) or b"{}")
     except ValueError:
         sealed = {}
-    bad = []
+    damaged, unsealed = [], []
     for f in files:
         data = _read(f)
-        if data is None or sealed.get(os.path.basename(f)) != hashlib.sha256(data).hexdigest():
-            bad.append(f)
-    if bad:
-        if sealed:  # no seal at all: a cache written before seals existed, rebuilt quietly
-            _say_once(
-                "module:" + seal,
-                f"fjax: discarded {len(bad)} damaged or unsealed compiled helpers of {stem} in numba's cache {d}",
-            )
-        for f in bad:
-            with contextlib.suppress(OSError):
-                os.unlink(f)
+        want = sealed.get(os.path.basename(f))
+        if want is None:
+            unsealed.append(f)  # written by a process that died before sealing it, or by an old fjax
+        elif data is None or want != hashlib.sha256(data).hexdigest():
+            damaged.append(f)
+    if damaged:
+        _say_once(
+            "module:" + seal,
+            f"fjax: discarded {len(damaged)} damaged compiled helpers of {stem} in numba's cache {d}; "
+            "compiling them again",
+        )
+    for f in damaged + unsealed:
+        with contextlib.suppress(OSError):
+            os.unlink(f)
+    if damaged or unsealed:
+        with contextlib.suppress(OSError):
+            _write_module_seal(seal, d, stem)
 
 
-def _reseal_modules() -> None:
-    for seal, (d, stem) in list(_guarded.items()):
-        digest = _digest(_module_files(d, stem))
-        if digest:
-            with contextlib.suppress(OSError):
-                _atomic_write(seal, json.dumps(digest, sort_keys=True).encode())
+def _write_module_seal(seal: str, d: str, stem: str) -> None:
+    digest = _digest(_module_files(d, stem))
+    if digest is not None:
+        with contextlib.suppress(OSError):
+            _atomic_write(seal, json.dumps(digest, sort_keys=True).encode())
