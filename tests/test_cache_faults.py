@@ -230,7 +230,8 @@ def _limit_file_size():
 
 def test_full_disk(reference, tmp_path):
     ref, _ = reference
-    res = _run(tmp_path / "c", preexec_fn=_limit_file_size)
+    # a NUMBA_CACHE_DIR of its own: the backend's helpers must be compiled (and fail to save) too
+    res = _run(tmp_path / "c", preexec_fn=_limit_file_size, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     _check(res, ref)
 
 

@@ -358,6 +358,7 @@ def _load_dispatcher(src: str, key: str, name: str, d: str | None) -> Any:
         try:
             path = _ensure_source(d, key, src)
             fn = getattr(_exec_module(src, key, path), name)
+            _tolerate_failed_saves(fn, d)
             fn.__fjax_source__ = src
             fn.__fjax_path__ = path
             return fn
@@ -370,6 +371,24 @@ def _load_dispatcher(src: str, key: str, name: str, d: str | None) -> Any:
     fn.__fjax_source__ = src
     fn.__fjax_path__ = None
     return fn
+
+
+def _tolerate_failed_saves(fn: Any, d: str) -> None:
+    """numba installs a compiled overload before saving it to its cache: when the save fails (a
+    full disk), keep the overload, leave it unsealed (never trusted later) and compile later
+    kernels in memory."""
+    cache = getattr(fn, "_cache", None)
+    save = getattr(cache, "save_overload", None)
+    if save is None:
+        return
+
+    def save_or_give_up(sig: Any, data: Any) -> None:
+        try:
+            save(sig, data)
+        except OSError as e:
+            _mark_unusable(d, e)
+
+    cache.save_overload = save_or_give_up
 
 
 def _remember(key: str, fn: Any) -> None:
@@ -502,7 +521,11 @@ def _seal_after_save(cache: Any, seal: str, d: str, stem: str) -> None:
         return
 
     def save_and_seal(sig: Any, data: Any) -> None:
-        save(sig, data)
+        try:
+            save(sig, data)
+        except OSError as e:  # numba installed the overload before saving it: it runs from memory
+            _say_once("helpers:" + d, f"fjax: could not write numba's cache of {stem} helpers in {d} ({e})")
+            return
         with _locks_lock:  # one seal writer at a time in this process
             _write_module_seal(seal, d, stem)
 
