@@ -21,7 +21,7 @@ import fjax
 from fjax import lax
 from fjax.backends import dispatch, kernel_ir, lowering
 from fjax.backends.numba import disk_cache
-from fjax.backends.numba import program as numba_cpu
+from fjax.backends.numba import render as numba_render
 from fjax.config import config
 
 # ---------------------------------------------------------------------------------------------
@@ -555,10 +555,10 @@ def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
 def test_parallel_threshold_marks_large_nests():
     x = np.zeros(1 << 20, np.float32)
     k = _kernel(chain_sum, x)
-    numba_cpu.annotate(k)
+    numba_render.annotate(k)
     assert k.loop_nests()[0].parallel
     k = _kernel(chain_sum, f32(1000))
-    numba_cpu.annotate(k)
+    numba_render.annotate(k)
     assert not k.loop_nests()[0].parallel
 
 
