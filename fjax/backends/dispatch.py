@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from fjax.backends.lowering import _has_control_flow
+from fjax.backends.backend import Backend
+from fjax.backends.kernel_ir import Program
+from fjax.backends.lowering import _has_control_flow, build_program
 from fjax.config import config
 from fjax.core import ClosedJaxpr
 
@@ -21,10 +23,35 @@ _by_id: dict[int, tuple] = {}
 _stats = {"compiles": 0, "hits": 0}
 
 
-def _backend():
-    from fjax.backends.numba import program as numba_cpu  # noqa: PLC0415
+_backends: dict[str, Backend] = {}
 
-    return numba_cpu
+
+def get_backend(name: str = "numba") -> Backend:
+    """The backend called ``name`` (created on first use: importing numba takes a while)."""
+    b = _backends.get(name)
+    if b is None:
+        if name != "numba":
+            raise NotImplementedError(f"fjax has no backend named {name!r} (available: 'numba')")
+        from fjax.backends.numba.backend import NumbaBackend  # noqa: PLC0415
+
+        b = _backends[name] = NumbaBackend()
+    return b
+
+
+def _backend() -> Backend:
+    return get_backend()
+
+
+def lower(closed: ClosedJaxpr, backend: Backend | None = None, loops: bool = True) -> Program | None:
+    """``closed`` lowered to a kernel IR ``Program`` for ``backend`` (default: numba); None when
+    nothing in it would be compiled (jit then evaluates the jaxpr eagerly)."""
+    b = backend or _backend()
+    return build_program(closed, b.capabilities, loops=loops)
+
+
+def _compile(b: Backend, closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
+    prog = lower(closed, b, loops=loops)
+    return None if prog is None else b.compile(prog)
 
 
 def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
@@ -36,7 +63,7 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
         _stats["hits"] += 1
         return entry[1]
     try:
-        fn = _backend().compile_program(closed)
+        fn = _compile(_backend(), closed)
     except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
         if config.fjax_lowering_strict:
             raise
@@ -45,7 +72,7 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
         if config.fjax_compile_loops and _has_control_flow(closed.jaxpr):
             # keep the rest compiled: the loops run on the host, calling their compiled bodies
             try:
-                fn = _backend().compile_program(closed, loops=False)
+                fn = _compile(_backend(), closed, loops=False)
                 log.warning(
                     "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
                 )
@@ -60,7 +87,10 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
 
 def source_for(closed: ClosedJaxpr) -> str:
     """The generated source of ``closed`` (kernels, and the host steps as comments)."""
-    return _backend().source_for(closed)
+    prog = lower(closed)
+    if prog is None:
+        return "# nothing to compile: evaluated eagerly\n"
+    return _backend().source(prog)
 
 
 def clear_cache() -> None:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from fjax import core
+from fjax.backends.backend import Capabilities
 from fjax.backends.kernel_ir import (
     Buf,
     Const,
@@ -143,7 +144,7 @@ def _sub_jaxprs(eqn: JaxprEqn) -> dict:
     return {f"branch{i}": b for i, b in enumerate(p["branches"])}
 
 
-def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
+def control_unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
     """None if the control-flow equation ``eqn`` compiles as a loop/branch: every equation of its
     sub-jaxprs (after inlining nested jit) lowers, recursively, with no host fallback."""
     if not _dtypes_ok(eqn):
@@ -155,9 +156,9 @@ def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
         for e in _inline_jits(closed.jaxpr):
             if isinstance(e, _Alias):
                 continue
-            why = control_unsupported_reason(e) if e.primitive.name in CONTROL else unsupported_reason(e)
-            if why is not None and e.primitive.name in _inline_ops() and _dtypes_ok(e):
-                why = _inline_reason(e)
+            why = control_unsupported_reason(e, caps) if e.primitive.name in CONTROL else unsupported_reason(e)
+            if why is not None and e.primitive.name in caps.loop_ops and _dtypes_ok(e):
+                why = caps.loop_op_reason(e)
             if why is not None:
                 return f"its body has {why}"
     return None
@@ -797,31 +798,16 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
-def _inline_ops() -> frozenset:
-    from fjax.backends.numba.loops import INLINE_OPS  # noqa: PLC0415
-
-    return INLINE_OPS
-
-
-def _inline_reason(eqn: JaxprEqn) -> str | None:
-    from fjax.backends.numba.loops import inline_op_unsupported_reason  # noqa: PLC0415
-
-    return inline_op_unsupported_reason(eqn)
-
-
-def _host_kernels() -> dict:
-    from fjax.backends.numba.host_kernels import HOST_KERNELS  # noqa: PLC0415
-
-    return HOST_KERNELS
-
-
 def _has_control_flow(jaxpr: Jaxpr) -> bool:
     return any(e.primitive.name in CONTROL for e in _inline_jits(jaxpr))
 
 
-def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = True) -> Program | None:
-    """Cut ``closed`` into kernels, compiled loops/branches and host calls; None if nothing would
-    be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program).
+def build_program(
+    closed: ClosedJaxpr, caps: Capabilities, nopython: bool = False, loops: bool = True
+) -> Program | None:
+    """Cut ``closed`` into kernels, compiled loops/branches and host calls for a backend that can
+    do ``caps``; None if nothing would be compiled. ``nopython``: the body of a compiled loop (no
+    host calls; always a program).
     ``loops=False``: control flow runs on the host (a fallback when compiling a loop failed)."""
     jaxpr = closed.jaxpr
     eqns = _inline_jits(jaxpr)
@@ -849,7 +835,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
     for e in flat:
         if e.primitive.name in CONTROL:
             why = (
-                control_unsupported_reason(e)
+                control_unsupported_reason(e, caps)
                 if config.fjax_compile_loops and loops
                 else "compiled loops are off (fjax_compile_loops)"
             )
@@ -857,12 +843,12 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
                 if cur:
                     segments.append(cur)
                     cur = []
-                bodies = {k: build_program(c, nopython=True) for k, c in _sub_jaxprs(e).items()}
+                bodies = {k: build_program(c, caps, nopython=True) for k, c in _sub_jaxprs(e).items()}
                 segments.append(ControlStep(e, bodies))
                 continue
         else:
             why = unsupported_reason(e)
-            if why is not None and nopython and e.primitive.name in _inline_ops():
+            if why is not None and nopython and e.primitive.name in caps.loop_ops:
                 if cur:
                     segments.append(cur)
                     cur = []
@@ -881,7 +867,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
     if cur:
         segments.append(cur)
     if not nopython and not any(
-        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in _host_kernels())
+        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in caps.host_kernels)
         for s in segments
     ):
         return None

@@ -45,7 +45,6 @@ from fjax.backends.numba import loops as numba_loops
 from fjax.backends.numba.host_kernels import host_kernel
 from fjax.backends.numba.render import NestCode, _shape, annotate_nest, renderer
 from fjax.config import config
-from fjax.core import ClosedJaxpr
 
 log = logging.getLogger("fjax.lowering")
 
@@ -564,18 +563,9 @@ from fjax.backends.numba import runtime as rt
 """
 
 
-def build(closed: ClosedJaxpr, loops: bool = True) -> ProgramSource | None:
-    prog = L.build_program(closed, loops=loops)
-    if prog is None:
-        return None
-    return ProgramSource(prog)
-
-
-def compile_program(closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
-
-    ps = build(closed, loops)
-    if ps is None:
-        return None
+def compile_program(prog: ir.Program) -> Callable:
+    """Load (or compile) the program's kernels and loops, and return its ``program`` function."""
+    ps = ProgramSource(prog)
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
     for lname, lsrc, sig in ps.loops:
@@ -603,14 +593,6 @@ def source_of(ps: ProgramSource) -> str:
     for lname, lsrc, _ in ps.loops:
         parts.append(f"# ---- {lname}: compiled control flow\n{lsrc}")
     return "\n".join(parts)
-
-
-def source_for(closed: ClosedJaxpr) -> str:
-    """Generated source for ``closed``: the program function, then its loop-nest kernels."""
-    ps = build(closed)
-    if ps is None:
-        return "# nothing to compile: evaluated eagerly\n"
-    return source_of(ps)
 
 
 def clear_cache() -> None:
