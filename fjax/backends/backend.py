@@ -24,11 +24,13 @@ def _no_reason(eqn: JaxprEqn) -> str | None:
 class Capabilities:
     """What a backend can compile beyond the kernel IR every backend renders.
 
+    ``ops``: the elementwise ops (primitive names) the backend renders (its op table);
     ``loop_ops``: primitives (indexed updates) a compiled loop body runs inline;
     ``loop_op_reason(eqn)``: None when that equation can, else why not;
     ``host_kernels``: primitives whose host step has a compiled kernel (a live container: a
     backend may add or remove kernels at run time)."""
 
+    ops: Container[str] = frozenset()
     loop_ops: Container[str] = frozenset()
     loop_op_reason: Callable[[JaxprEqn], str | None] = _no_reason
     host_kernels: Container[str] = field(default_factory=frozenset)

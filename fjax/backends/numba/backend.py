@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
-from fjax.backends.numba import host_kernels, loops, program
+from fjax.backends.numba import host_kernels, loops, program, render
 from fjax.core import JaxprEqn
 
 
@@ -18,6 +18,7 @@ class NumbaBackend(Backend):
 
     def __init__(self) -> None:
         self.capabilities = Capabilities(
+            ops=render.renderer.code_for_op,
             loop_ops=loops.INLINE_OPS,
             loop_op_reason=loops.inline_op_unsupported_reason,
             host_kernels=host_kernels.HOST_KERNELS,
