@@ -93,6 +93,14 @@ def source_for(closed: ClosedJaxpr) -> str:
     return _backend().source(prog)
 
 
+def ir_text(closed: ClosedJaxpr) -> str:
+    """The kernel IR program of ``closed`` as text (``Program.as_text``)."""
+    prog = lower(closed)
+    if prog is None:
+        return "# nothing to compile: evaluated eagerly\n"
+    return prog.as_text()
+
+
 def clear_cache() -> None:
     """Forget compiled callables (the on-disk numba cache stays)."""
     _by_id.clear()

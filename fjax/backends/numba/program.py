@@ -419,6 +419,9 @@ class ProgramSource:
                 body.append(
                     f"# nest: domain {list(st.domain)}" + (f" reduce {list(st.reduce_axes)}" if st.reduce_axes else "")
                 )
+                # the equations fused into it, in order
+                body.extend(f"#   {s.comment}" for s in st.body if isinstance(s, (ir.Op, ir.Iota)))
+                body.extend(f"#   {r.comment}" for r in st.reductions)
                 for b, _ in st.stores:
                     body.append(_Alloc(bn(b), b.shape, b.dtype))
                 for r in st.reductions:

@@ -316,7 +316,9 @@ class NumbaRenderer:
             if x not in local:
                 if x in consts:
                     local[x] = f"k{len(kconsts)}"
-                    kconsts.append(f"k{len(kconsts)} = {self.const(consts[x])}  # {consts[x].dtype}")
+                    c = consts[x]
+                    note = str(c.dtype.type(c.value)) if c.dtype.kind == "f" else ""
+                    kconsts.append(f"k{len(kconsts)} = {self.const(c)}  # {c.dtype} {note}".rstrip())
                 else:
                     local[x] = f"u{len(local) - len(kconsts)}"
             return local[x]
@@ -334,15 +336,15 @@ class NumbaRenderer:
             if isinstance(s, ir.Op):
                 args = [nm(a) for a in s.args]
                 code = self.code_for_op[s.op](args, s)
-                body.append(f"{nm(s.out)} = {code}  # {s.op}")
+                body.append(f"{nm(s.out)} = {code}  # {s.op}{ir.params_text(s.params)}")
                 fast = self.fast_for_op.get(s.op)
                 fast = fast(args, s) if fast is not None else None
                 if fast is None:
                     fast_body.append(body[-1])
                     rerun_body.append(body[-1])
                 else:
-                    fast_body.append(f"{nm(s.out)} = {fast[0]}  # {s.op} (fast path)")
-                    rerun_body.append(f"{nm(s.out)} = {fast[2]}  # {s.op}")
+                    fast_body.append(f"{nm(s.out)} = {fast[0]}  # {s.op}{ir.params_text(s.params)} (fast path)")
+                    rerun_body.append(f"{nm(s.out)} = {fast[2]}  # {s.op}{ir.params_text(s.params)}")
                     if fast[1] not in oob:
                         oob.append(fast[1])
             elif isinstance(s, ir.Iota):
@@ -541,10 +543,11 @@ class NumbaRenderer:
             nch = REDUCE_CHUNKS if par else 1
             for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
                 out.append(f"{x}f = {x}.reshape(nk * nr)")
+            start = len(out)
             out.append(f"for c in {'prange' if par else 'range'}({nch}):")
             tile_bufs("    ")
-            out.append(f"    klo = (c * nk) // {nch}")
-            out.append(f"    khi = ((c + 1) * nk) // {nch}")
+            out.append(f"    klo = (c * nk) // {nch}" if nch > 1 else "    klo = 0")
+            out.append(f"    khi = ((c + 1) * nk) // {nch}" if nch > 1 else "    khi = nk")
             out.append(f"    if 0 < nr <= {SHORT_ROWS}:")
             # short rows (softmax over 10 classes): the body runs vectorized over as many whole
             # rows as fit in a tile, then each row is combined in order
@@ -569,21 +572,28 @@ class NumbaRenderer:
             tiled("            ", "0", "nr", lambda a: f"{a}[k, t0:t1]")
             for j, r in enumerate(reds):
                 out.append(f"            z{j}[k] = {_T(r.out.dtype)}(acc{j})")
+            if nch == 1:  # one chunk: no chunk loop
+                out[start:] = [ln[4:] for ln in out[start + 1 :]]
         elif mode in ("full", "flat"):
             nch = REDUCE_CHUNKS if par else 1
+            if nch == 1:  # one chunk: the tiles of the whole range, no chunk loop or partials
+                tile_bufs("")
+                tiled("", "0", "n", lambda a: f"{a}[t0:t1]")
+            else:
+                for j, r in enumerate(reds):
+                    out.append(f"part{j} = np.empty({nch}, {_T(r.acc_dtype)})")
+                out.append(f"for c in {'prange' if par else 'range'}({nch}):")
+                out.append(f"    lo = (c * n) // {nch}")
+                out.append(f"    hi = ((c + 1) * n) // {nch}")
+                tile_bufs("    ")
+                tiled("    ", "lo", "hi", lambda a: f"{a}[t0:t1]")
+                for j in range(len(reds)):
+                    out.append(f"    part{j}[c] = acc{j}")
+                for j, r in enumerate(reds):
+                    out.append(f"acc{j} = {_ident(r.kind, r.acc_dtype)}")
+                    out.append(f"for c in range({nch}):")
+                    out.append(f"    acc{j} = {_combine(r.kind, f'acc{j}', f'part{j}[c]', r.acc_dtype)}")
             for j, r in enumerate(reds):
-                out.append(f"part{j} = np.empty({nch}, {_T(r.acc_dtype)})")
-            out.append(f"for c in {'prange' if par else 'range'}({nch}):")
-            out.append(f"    lo = (c * n) // {nch}")
-            out.append(f"    hi = ((c + 1) * n) // {nch}")
-            tile_bufs("    ")
-            tiled("    ", "lo", "hi", lambda a: f"{a}[t0:t1]")
-            for j in range(len(reds)):
-                out.append(f"    part{j}[c] = acc{j}")
-            for j, r in enumerate(reds):
-                out.append(f"acc{j} = {_ident(r.kind, r.acc_dtype)}")
-                out.append(f"for c in range({nch}):")
-                out.append(f"    acc{j} = {_combine(r.kind, f'acc{j}', f'part{j}[c]', r.acc_dtype)}")
                 out.append(f"z{j}[0] = {_T(r.out.dtype)}(acc{j})")
         else:
 
