@@ -28,7 +28,7 @@ from fjax.api import (
     vjp,
     vmap,
 )
-from fjax.jit import disable_jit, jit
+from fjax.jit import clear_caches, disable_jit, jit
 
 
 def _on_config_change(name: str, value: object) -> None:
@@ -41,7 +41,10 @@ def _on_config_change(name: str, value: object) -> None:
 
         # the top-level package wires jit to the backend, so neither imports the other's internals
         # (``fjax.jit`` names the function; the module is reached through importlib)
-        importlib.import_module("fjax.jit").compile_hook = dispatch.compile_jaxpr if value == "numba" else None
+        jit_mod = importlib.import_module("fjax.jit")
+        jit_mod.compile_hook = dispatch.compile_jaxpr if value == "numba" else None
+        if dispatch.clear_cache not in jit_mod.cache_clearers:
+            jit_mod.cache_clearers.append(dispatch.clear_cache)
 
 
 config._listeners.append(_on_config_change)
@@ -57,6 +60,7 @@ __all__ = [
     "block_until_ready",
     "checkpoint",
     "checkpoint_policies",
+    "clear_caches",
     "custom_jvp",
     "custom_vjp",
     "disable_jit",

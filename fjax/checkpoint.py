@@ -218,7 +218,7 @@ def _remat_jvp(
         return outs, [Zero(ad.tangent_aval(core.get_aval(o))) for o in outs]
     jvp_jaxpr, consts = _jvp_jaxpr(jaxpr, nonzeros)
     nz = [t for t in tangents if type(t) is not Zero]
-    dyn = core._dynamic[-1]
+    dyn = core.dynamic_main()
     if any(isinstance(t, pe.StagingTracer) and t._trace.main is dyn for t in nz):
         # Being staged into a jaxpr (e.g. jit's JVP): emit the primal and the tangent computation
         # as two remat equations, so that a later (equation-level) partial evaluation keeps the

@@ -36,6 +36,10 @@ class Config:
         # host, calling the compiled body each step)
         "fjax_compile_loops": True,
         "fjax_cache_dir": os.path.join(os.path.expanduser("~"), ".cache", "fjax"),
+        # bounds of the kernel cache: megabytes on disk (least recently used kernels are evicted),
+        # kernels loaded in memory
+        "fjax_cache_max_mb": 1024,
+        "fjax_kernel_cache_entries": 4096,
     }
 
     def __init__(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Sequence
 
@@ -510,33 +511,54 @@ class EvalTrace(Trace):
 
 
 _eval_main = MainTrace(0, EvalTrace)
-trace_stack: list[MainTrace] = [_eval_main]
-# the dynamic (staging) main: ``make_jaxpr``/``jit`` tracing stage every primitive, even ones
-# whose arguments are all constants
-_dynamic: list[MainTrace] = [_eval_main]
+
+
+class _TraceState(threading.local):
+    """The trace stacks of one thread (as JAX keeps them): tracing, jit, grad and vmap in one
+    thread never see another thread's transforms. ``stack`` holds every active transform;
+    ``dynamic`` the staging mains (``make_jaxpr``/``jit`` stage every primitive bound inside,
+    even ones whose arguments are all constants)."""
+
+    def __init__(self) -> None:
+        self.stack: list[MainTrace] = [_eval_main]
+        self.dynamic: list[MainTrace] = [_eval_main]
+
+
+_state = _TraceState()
+
+
+def dynamic_main() -> MainTrace:
+    """The innermost dynamic (staging) main of this thread; ``_eval_main`` when nothing stages."""
+    return _state.dynamic[-1]
+
+
+def is_eager() -> bool:
+    """True when this thread stages nothing: primitives bound on concrete values run eagerly."""
+    return _state.dynamic[-1] is _eval_main
 
 
 @contextmanager
 def new_main(trace_type: type, global_data: Any = None, debug_info: str = ""):
-    """Push a new transform on the trace stack for the duration of the block."""
-    level = len(trace_stack)
-    main = MainTrace(level, trace_type, global_data, debug_info)
-    trace_stack.append(main)
+    """Push a new transform on this thread's trace stack for the duration of the block."""
+    stack = _state.stack
+    main = MainTrace(len(stack), trace_type, global_data, debug_info)
+    stack.append(main)
     try:
         yield main
     finally:
         main.active = False
-        trace_stack.pop()
+        stack.pop()
 
 
 @contextmanager
 def new_dynamic(main: MainTrace):
     """Make ``main`` the dynamic trace: every primitive bound inside is staged into it."""
-    _dynamic.append(main)
+    dyn = _state.dynamic
+    dyn.append(main)
     try:
         yield
     finally:
-        _dynamic.pop()
+        dyn.pop()
 
 
 def _leaked_tracer_error(t: Tracer) -> UnexpectedTracerError:
@@ -550,7 +572,7 @@ def _leaked_tracer_error(t: Tracer) -> UnexpectedTracerError:
 
 
 def find_top_trace(xs: Sequence[Any]) -> Trace:
-    top = _dynamic[-1]
+    top = _state.dynamic[-1]
     for x in xs:
         if isinstance(x, Tracer):
             m = x._trace.main
@@ -587,7 +609,7 @@ def full_lower(val: Any) -> Any:
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active transform among them."""
-    top_main = _dynamic[-1]
+    top_main = _state.dynamic[-1]
     for x in args:
         if isinstance(x, Tracer):
             break
@@ -822,13 +844,16 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
 
-    __slots__ = ("jaxpr", "consts")
+    # ``compiled``: (cache generation, backend callable or None) set by jit's compile hook, so a
+    # compiled program lives exactly as long as the jaxpr it was compiled from
+    __slots__ = ("jaxpr", "consts", "compiled", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
         if len(jaxpr.constvars) != len(consts):
             raise ValueError("ClosedJaxpr: number of consts does not match constvars")
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self.compiled: tuple | None = None
 
     @property
     def in_avals(self) -> list[ShapedArray]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import sys
+import threading
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -273,6 +276,63 @@ class Lowered:
         return f"Lowered({self.name})"
 
 
+class _TraceCache(dict):
+    """The traces of one function under one set of jit options: signature -> (jaxpr, consts,
+    out_tree). Shared by every ``jit(f)`` wrapper of the same ``f`` (as JAX caches by the function)
+    and dropped with the function."""
+
+    __slots__ = ("lock", "inflight", "__weakref__")
+    __hash__ = object.__hash__  # identity: kept in a WeakSet
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.inflight: dict = {}
+
+
+# function (weakly) -> {jit options: _TraceCache}
+_trace_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# every live _TraceCache, for ``fjax.clear_caches``
+_live_caches: weakref.WeakSet = weakref.WeakSet()
+_trace_caches_lock = threading.Lock()
+
+
+def _cache_for(fun: Callable, options: tuple) -> _TraceCache:
+    try:
+        with _trace_caches_lock:
+            per_fun = _trace_caches.get(fun)
+            if per_fun is None:
+                per_fun = _trace_caches[fun] = {}
+            cache = per_fun.get(options)
+            if cache is None:
+                cache = per_fun[options] = _TraceCache()
+                _live_caches.add(cache)
+            return cache
+    except TypeError:  # not weakly referenceable (or unhashable): a cache of this wrapper's own
+        cache = _TraceCache()
+        _live_caches.add(cache)
+        return cache
+
+
+# set by the backends: each clears its in-memory (and, with ``disk=True``, on-disk) caches
+cache_clearers: list[Callable[[bool], None]] = []
+
+
+def clear_caches(*, disk: bool = False) -> None:
+    """Clear every cache fjax keeps: traced signatures of jitted functions, transformed jaxprs and
+    compiled programs, as ``jax.clear_caches()``; ``disk=True`` also empties the on-disk kernel
+    cache of the backends."""
+    for cache in list(_live_caches):
+        cache.clear()
+    for name, mod in list(sys.modules.items()):
+        if name == "fjax" or name.startswith("fjax."):
+            for v in list(vars(mod).values()):
+                if isinstance(v, functools._lru_cache_wrapper):
+                    v.cache_clear()
+    for clear in cache_clearers:
+        clear(disk)
+
+
 class JitWrapped:
     """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
 
@@ -283,7 +343,7 @@ class JitWrapped:
         self.static_argnames = static_argnames
         self.donate_argnums = donate_argnums
         self.name = getattr(fun, "__name__", type(fun).__name__)
-        self._cache: dict = {}
+        self._cache = _cache_for(fun, (static_argnums, static_argnames, donate_argnums))
 
     def _split(self, args: tuple, kwargs: dict) -> tuple:
         nargs = len(args)
@@ -317,13 +377,38 @@ class JitWrapped:
         key = (in_tree, sig, static_pos, static_kw, config.jax_enable_x64)
         entry = self._cache.get(key)
         if entry is None:
-            if config.jax_explain_cache_misses and self._cache:
-                log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, self._cache))
-            entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
-            self._cache[key] = entry
-            if not kwargs and not self.static_argnums:
-                self._cache[(tu.tree_structure(args), sig, config.jax_enable_x64)] = entry
+            entry = self._trace_once(key, args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
         return entry, flat
+
+    def _trace_once(
+        self, key: tuple, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any, sig: tuple
+    ) -> tuple:
+        """Trace for a new signature; threads racing for the same one trace it once (one waits
+        for the other; a wait over a few seconds, e.g. mutual recursion across threads, traces
+        on its own instead of risking a deadlock)."""
+        cache = self._cache
+        with cache.lock:
+            lock = cache.inflight.get(key)
+            if lock is None:
+                lock = cache.inflight[key] = threading.RLock()
+        got = lock.acquire(timeout=5.0)
+        try:
+            entry = cache.get(key)
+            if entry is not None:
+                return entry
+            if config.jax_explain_cache_misses and cache:
+                log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, cache))
+            entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
+            cache[key] = entry
+            if not kwargs and not self.static_argnums:
+                cache[(tu.tree_structure(args), sig, config.jax_enable_x64)] = entry
+            return entry
+        finally:
+            if got:
+                lock.release()
+            with cache.lock:
+                if cache.inflight.get(key) is lock:
+                    del cache.inflight[key]
 
     def _trace(self, args: tuple, kwargs: dict, static_idx: tuple, dyn_kwargs: dict, in_tree: Any, sig: tuple) -> tuple:
         in_avals = [ShapedArray(s, d, w) for s, d, w in sig]
@@ -351,7 +436,7 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         (closed, consts, out_tree), flat = self._get(args, kwargs)
-        if core._dynamic[-1] is core._eval_main and not any(isinstance(x, core.Tracer) for x in consts + flat):
+        if core.is_eager() and not any(isinstance(x, core.Tracer) for x in consts + flat):
             # eager fast path: skip bind and the abstract re-check (the signature already matched)
             vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
@@ -393,7 +478,7 @@ class JitWrapped:
 def _explain_miss(key: tuple, cache: dict) -> str:
     in_tree, sig, static_pos, static_kw, x64 = key
     for k in cache:
-        if k[0] != in_tree:
+        if len(k) != len(key) or k[0] != in_tree:
             continue
         if k[1] != sig:
             diffs = [

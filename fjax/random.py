@@ -86,7 +86,7 @@ Shape = Sequence[int]
 def _c(value: Any, dtype: Any) -> Any:
     dt = np.dtype(dtype)
     val = np.array(value, dt)
-    if core._dynamic[-1] is core._eval_main:
+    if core.is_eager():
         return val
     if dt.kind == "b":
         return val

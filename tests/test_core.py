@@ -247,7 +247,7 @@ def test_grad_memory_is_released():
     gc.collect()
     after = sum(1 for o in gc.get_objects() if isinstance(o, core.Tracer))
     assert after <= before
-    assert core.trace_stack == [core._eval_main]
+    assert core._state.stack == [core._eval_main]
 
 
 def test_linearize_residuals_only_what_is_needed():

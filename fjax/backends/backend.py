@@ -58,5 +58,8 @@ class Backend:
     def clear_cache(self) -> None:
         """Forget compiled code held in memory (a disk cache stays)."""
 
+    def clear_disk_cache(self) -> None:
+        """Empty the backend's on-disk cache, if it has one."""
+
     def __repr__(self) -> str:
         return f"<fjax backend {self.name}>"

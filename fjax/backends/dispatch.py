@@ -8,6 +8,7 @@ again by their generated source's hash, in memory and on disk).
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable
 
 from fjax.backends.backend import Backend
@@ -19,8 +20,12 @@ from fjax.core import ClosedJaxpr
 log = logging.getLogger("fjax.lowering")
 
 
-_by_id: dict[int, tuple] = {}
 _stats = {"compiles": 0, "hits": 0}
+# bumped by ``clear_cache``: a program compiled under an older generation is compiled again
+_generation = [0]
+# one compile per program when threads race for it: a lock per jaxpr being compiled
+_compiling: dict[int, threading.Lock] = {}
+_compiling_lock = threading.Lock()
 
 
 _backends: dict[str, Backend] = {}
@@ -57,13 +62,48 @@ def _compile(b: Backend, closed: ClosedJaxpr, loops: bool = True) -> Callable | 
 def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
     """A callable on numpy arrays returning a list of numpy arrays, or None to evaluate eagerly.
 
-    Cached by the identity of ``closed`` (then, inside the backend, by generated source hash)."""
-    entry = _by_id.get(id(closed))
-    if entry is not None and entry[0] is closed:
+    Kept on ``closed`` itself (so it is freed with the jaxpr); inside the backend, kernels are
+    cached by the hash of their generated source."""
+    entry = closed.compiled
+    if entry is not None and entry[0] == _generation[0] and entry[2] == 0:
         _stats["hits"] += 1
         return entry[1]
+    return _compile_locked(closed)
+
+
+# a program whose compile failed is retried on later calls, this many times in all, so a
+# transient failure (a race, a full disk) never leaves a function evaluating eagerly for good
+_MAX_ATTEMPTS = 3
+
+
+def _compile_locked(closed: ClosedJaxpr) -> Callable | None:
+    key = id(closed)
+    with _compiling_lock:
+        lock = _compiling.setdefault(key, threading.Lock())
+    with lock:
+        try:
+            entry = closed.compiled
+            attempts = 0
+            if entry is not None and entry[0] == _generation[0]:
+                attempts = entry[2]
+                if attempts == 0 or attempts >= _MAX_ATTEMPTS:
+                    _stats["hits"] += 1
+                    return entry[1]
+            fn, failed = _compile_uncached(closed, warn=attempts == 0)
+            _stats["compiles"] += 1
+            # failed: count the attempt (the eager fallback keeps working meanwhile)
+            closed.compiled = (_generation[0], fn, attempts + 1 if failed else 0)
+            return fn
+        finally:
+            with _compiling_lock:
+                if _compiling.get(key) is lock:
+                    del _compiling[key]
+
+
+def _compile_uncached(closed: ClosedJaxpr, warn: bool = True) -> tuple[Callable | None, bool]:
+    """(callable or None, whether compiling failed). None without a failure: nothing to compile."""
     try:
-        fn = _compile(_backend(), closed)
+        return _compile(_backend(), closed), False
     except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
         if config.fjax_lowering_strict:
             raise
@@ -73,16 +113,20 @@ def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
             # keep the rest compiled: the loops run on the host, calling their compiled bodies
             try:
                 fn = _compile(_backend(), closed, loops=False)
-                log.warning(
-                    "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
-                )
+                if warn:
+                    log.warning(
+                        "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
+                    )
             except Exception:  # noqa: BLE001 - reported below with the first error
                 fn = None
-        if fn is None:
-            log.warning("fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly", type(e).__name__, e)
-    _stats["compiles"] += 1
-    _by_id[id(closed)] = (closed, fn)
-    return fn
+        if fn is None and warn:
+            log.warning(
+                "fjax.jit: lowering failed (%s: %s); evaluating the jaxpr eagerly (compiling is retried on "
+                "the next calls)",
+                type(e).__name__,
+                e,
+            )
+        return fn, True
 
 
 def source_for(closed: ClosedJaxpr) -> str:
@@ -101,7 +145,9 @@ def ir_text(closed: ClosedJaxpr) -> str:
     return prog.as_text()
 
 
-def clear_cache() -> None:
-    """Forget compiled callables (the on-disk numba cache stays)."""
-    _by_id.clear()
+def clear_cache(disk: bool = False) -> None:
+    """Forget compiled callables; ``disk=True`` also empties the on-disk kernel cache."""
+    _generation[0] += 1
     _backend().clear_cache()
+    if disk:
+        _backend().clear_disk_cache()

@@ -53,7 +53,7 @@ class StagingTracer(Tracer):
 
     def to_concrete_value(self) -> Any:
         c = self.const
-        if c is _no_const or self._trace.main is core._dynamic[-1]:
+        if c is _no_const or self._trace.main is core.dynamic_main():
             return None
         if isinstance(c, Tracer):
             return c.to_concrete_value()
@@ -173,7 +173,7 @@ class StagingTrace(core.Trace):
 
     def process_primitive(self, primitive: core.Primitive, tracers: list, params: dict) -> Any:
         rule = partial_eval_rules.get(primitive)
-        if rule is not None and self.main is not core._dynamic[-1]:
+        if rule is not None and self.main is not core.dynamic_main():
             return rule(self, tracers, **params)
         return self.default_process_primitive(primitive, tracers, params)
 

@@ -35,3 +35,6 @@ class NumbaBackend(Backend):
 
     def clear_cache(self) -> None:
         program.clear_cache()
+
+    def clear_disk_cache(self) -> None:
+        program.clear_disk_cache()

@@ -1,25 +1,54 @@
-"""The numba backend's on-disk kernel cache: generated sources written to
-``config.fjax_cache_dir/kernels`` (``k_<hash>.py`` kernels, ``p_<hash>.py`` programs) and imported
-from there, so numba's own ``cache=True`` can key compiled code by file.
+"""The numba backend's kernel cache: generated sources on disk under ``config.fjax_cache_dir/kernels``
+(``k_<hash>.py`` kernels, ``p_<hash>.py`` programs), numba's compiled object code beside them
+(``cache=True``), and the loaded kernels in memory.
 
-``_RT_VERSION`` (a hash of the backend's modules) is written into every kernel's source: numba
-keys a cached kernel by its file only, so without it a changed helper would be served stale.
-Loading compiled code from numba's cache without numba's registry refresh is ``warm_load``.
+Nothing on disk is trusted:
+
+- a kernel is always compiled from the source fjax generated in this process (held in memory);
+  the file on disk only gives numba a path to key its cache by. A file whose content differs from
+  that source (cut, edited, unreadable) is discarded with numba's object code for it, and
+  rewritten;
+- numba's object code (``.nbi`` index, ``.nbc`` data) is sealed after each successful compile by a
+  checksum file written atomically (``k_<hash>.sum``); before numba may load anything for a kernel,
+  the files are checked against it. Missing, partial, corrupt or tampered object code is deleted
+  and compiled again: never loaded;
+- every write is atomic (a temp file in the same directory, then ``os.replace``); a per-kernel
+  lock (a thread lock, and ``flock`` on ``<kernel>.lock`` across processes) makes racing threads
+  and processes compile a kernel once;
+- a cache directory that cannot be created or written (read-only, full disk, no HOME) means the
+  kernels compile in memory (``cache=False``) at full speed, said once; nothing falls back to
+  eager evaluation because of the cache.
+
+The cache is bounded: on disk by ``fjax_cache_max_mb`` (least recently used kernels evicted; env
+``FJAX_CACHE_MAX_MB``), in memory by ``fjax_kernel_cache_entries``. ``_RT_VERSION`` (a hash of the
+backend's modules) is written into every kernel's source: numba keys a cached kernel by its file
+only, so without it a changed helper would be served stale. Loading compiled code from numba's
+cache without numba's registry refresh is ``warm_load``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
-import importlib.util
+import json
 import logging
 import os
 import sys
 import tempfile
-from typing import Any
+import threading
+import types
+from collections import OrderedDict
+from typing import Any, Iterator
 
 from fjax.config import config
 
 log = logging.getLogger("fjax.lowering")
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: threads are still serialized, processes may compile twice
+    fcntl = None
 
 
 def _runtime_version() -> str:
@@ -44,65 +73,395 @@ def _runtime_version() -> str:
 
 
 _RT_VERSION = _runtime_version()
-_by_hash: dict[str, Any] = {}
-_tmpdir: str | None = None
+
+# key -> loaded numba dispatcher, least recently used first
+_by_hash: OrderedDict[str, Any] = OrderedDict()
+_locks: dict[str, threading.RLock] = {}
+_locks_lock = threading.Lock()
+_said: set[str] = set()
+_writes = [0]
+_EVICT_EVERY = 64
 
 
-def _kernel_dir() -> tuple[str, bool]:
-    global _tmpdir
-    if config.fjax_disk_cache:
-        d = os.path.join(os.path.expanduser(str(config.fjax_cache_dir)), "kernels")
+def _say_once(what: str, msg: str) -> None:
+    """Report a problem with the cache once per process (logged as a warning on ``fjax.lowering``)."""
+    if what not in _said:
+        _said.add(what)
+        log.warning(msg)
+
+
+# ---------------------------------------------------------------------------------------------
+# the directory
+
+
+_usable_dirs: dict[str, str | None] = {}  # dir -> None if usable, else the reason it is not
+
+
+def _kernel_dir() -> str | None:
+    """The kernel cache directory, or None when kernels compile in memory (disk cache off, or the
+    directory cannot be created or written)."""
+    if not config.fjax_disk_cache:
+        return None
+    d = os.path.join(os.path.expanduser(str(config.fjax_cache_dir)), "kernels")
+    if d not in _usable_dirs:
+        _usable_dirs[d] = _probe(d)
+    reason = _usable_dirs[d]
+    if reason is not None:
+        _say_once(
+            "dir:" + d,
+            f"fjax: the kernel cache {d} cannot be used ({reason}); jitted functions compile in memory at full "
+            "speed, but every new process compiles them again (set fjax_cache_dir or FJAX_CACHE_DIR to a "
+            "writable directory)",
+        )
+        return None
+    return d
+
+
+def _probe(d: str) -> str | None:
+    try:
+        os.makedirs(os.path.join(d, "__pycache__"), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".probe.")
         try:
-            os.makedirs(d, exist_ok=True)
-            return d, True
-        except OSError:
-            log.warning("fjax: cannot create cache dir %s; compiling without the disk cache", d)
-    if _tmpdir is None:
-        _tmpdir = tempfile.mkdtemp(prefix="fjax_kernels_")
-    return _tmpdir, False
+            os.write(fd, b"ok")
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
+        return None
+    except OSError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def _mark_unusable(d: str, e: BaseException) -> None:
+    _usable_dirs[d] = f"{type(e).__name__}: {e}"
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# locks
+
+
+@contextlib.contextmanager
+def _kernel_lock(key: str, d: str | None) -> Iterator[None]:
+    """Hold the lock of kernel ``key``: threads of this process, then (``flock``) other processes."""
+    with _locks_lock:
+        lock = _locks.setdefault(key, threading.RLock())
+    with lock:
+        fh = None
+        if d is not None and fcntl is not None:
+            try:
+                fh = open(os.path.join(d, f"k_{key}.lock"), "a")  # noqa: SIM115 - closed below
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            except OSError:
+                if fh is not None:
+                    fh.close()
+                fh = None
+        try:
+            yield
+        finally:
+            if fh is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+                fh.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# numba's object code for a kernel, sealed by a checksum file
+
+
+def _object_files(fn: Any, key: str) -> tuple[str, list[str]] | None:
+    """(checksum file path, numba's cache files of every function of kernel module ``key``), or
+    None if ``fn`` is not disk-cached. A module may hold several njit functions (a compiled loop
+    and its loop nests): they are sealed and checked together."""
+    cache_path = getattr(getattr(fn, "_cache", None), "_cache_path", None)
+    if cache_path is None:
+        return None
+    base = os.path.join(cache_path, f"k_{key}.")
+    files = sorted(f for f in glob.glob(glob.escape(base) + "*") if f.endswith((".nbi", ".nbc")))
+    return os.path.join(cache_path, f"k_{key}.sum"), files
+
+
+def _digest(paths: list[str]) -> dict[str, str] | None:
+    out = {}
+    for p in paths:
+        data = _read(p)
+        if data is None:
+            return None
+        out[os.path.basename(p)] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def _verify(fn: Any, key: str) -> None:
+    """Delete numba's cached object code of ``fn`` unless its checksum file vouches for every byte."""
+    found = _object_files(fn, key)
+    if found is None:
+        return
+    sum_path, files = found
+    if not files:
+        return
+    sealed = _read(sum_path)
+    try:
+        ok = sealed is not None and json.loads(sealed) == _digest(files)
+    except ValueError:
+        ok = False
+    if ok:
+        with contextlib.suppress(OSError):
+            os.utime(sum_path)  # recently used: evicted last
+        return
+    _say_once(
+        "objcode:" + key,
+        f"fjax: discarded damaged compiled code in the kernel cache ({os.path.basename(files[0])}); compiling it again",
+    )
+    for p in [*files, sum_path]:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+
+
+def _seal(fn: Any, key: str) -> None:
+    """Record the checksums of ``fn``'s object code after numba wrote it."""
+    found = _object_files(fn, key)
+    if found is None:
+        return
+    sum_path, files = found
+    digest = _digest(files)
+    if digest:
+        _atomic_write(sum_path, json.dumps(digest, sort_keys=True).encode())
+
+
+# ---------------------------------------------------------------------------------------------
+# loading kernels
+
+
+def _exec_module(src: str, key: str, filename: str) -> types.ModuleType:
+    modname = f"fjax_k_{key}"
+    mod = types.ModuleType(modname)
+    mod.__file__ = filename
+    sys.modules[modname] = mod
+    try:
+        exec(compile(src, filename, "exec"), mod.__dict__)  # noqa: S102 - generated by fjax
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
+    return mod
+
+
+def _in_memory(src: str, key: str, name: str) -> Any:
+    src = src.replace("cache=True", "cache=False")
+    return getattr(_exec_module(src, key, f"<fjax kernel {key}>"), name)
+
+
+def _ensure_source(d: str, key: str, src: str) -> str:
+    """The path of kernel ``key``'s source in ``d``, holding exactly ``src`` (rewritten if damaged)."""
+    path = os.path.join(d, f"k_{key}.py")
+    data = src.encode()
+    on_disk = _read(path)
+    if on_disk == data:
+        return path
+    if on_disk is not None:
+        _say_once(
+            "src:" + key,
+            f"fjax: discarded a damaged kernel source in the cache ({os.path.basename(path)}); writing it again",
+        )
+        for p in glob.glob(os.path.join(d, "__pycache__", glob.escape(f"k_{key}") + ".*")):
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+    _atomic_write(path, data)
+    _count_write(d)
+    return path
+
+
+def _install(fn: Any, sig: tuple, reenable: bool) -> None:
+    from fjax.backends.numba import warm_load  # noqa: PLC0415
+
+    if sig in fn.overloads or warm_load.load_cached(fn, sig):
+        return
+    if reenable:
+        fn.disable_compile(False)
+    fn.compile(sig)
 
 
 def load_kernel(src: str, name: str) -> Any:
-    """Write ``src`` to ``<cache>/k_<hash>.py`` (once), import it and return its ``name``."""
-    disk = bool(config.fjax_disk_cache)
+    """The numba dispatcher ``name`` defined by ``src`` (always compiled from ``src`` itself; the
+    file in the cache is checked against it and rewritten if it differs), with no overload
+    installed by this call."""
     key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    hit = _by_hash.get((key, disk))
-    if hit is not None:
-        return hit
-    d, disk = _kernel_dir()
-    modname = f"fjax_k_{key}"
-    path = os.path.join(d, f"k_{key}.py")
-    text = src
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)  # atomic: never rewrite an existing file (its mtime keys numba's cache)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, name)
-    fn.__fjax_source__ = text
-    fn.__fjax_path__ = path
-    _by_hash[(key, disk)] = fn
+    fn = _by_hash.get(key)
+    if fn is not None:
+        _by_hash.move_to_end(key)
+        return fn
+    d = _kernel_dir()
+    with _kernel_lock(key, d):
+        fn = _by_hash.get(key)
+        if fn is None:
+            fn = _load_dispatcher(src, key, name, d)
+            fn.__fjax_key__ = key
+            _remember(key, fn)
     return fn
+
+
+def load_compiled(src: str, name: str, sig: tuple, reenable: bool = False) -> Any:
+    """The numba dispatcher ``name`` defined by ``src`` with its overload for ``sig`` installed:
+    from memory, from the verified disk cache, or compiled (and then sealed in the cache).
+    ``reenable``: the dispatcher may already have been closed to new signatures by another program
+    sharing its source; open it again to compile ``sig``."""
+    fn = load_kernel(src, name)
+    if sig in fn.overloads:
+        return fn
+    key = fn.__fjax_key__
+    d = _kernel_dir() if fn.__fjax_path__ else None
+    with _kernel_lock(key, d):
+        if sig not in fn.overloads:
+            on_disk = fn.__fjax_path__ is not None
+            if on_disk:
+                _verify(fn, key)
+            try:
+                _install(fn, sig, reenable)
+            except OSError as e:
+                # numba could not write its cache (a full disk): from now on kernels compile in memory
+                if not on_disk or d is None:
+                    raise
+                _mark_unusable(d, e)
+                _by_hash.pop(key, None)
+                on_disk = False
+            if sig not in fn.overloads:
+                return load_compiled(src, name, sig, reenable)
+            if on_disk:
+                try:
+                    _seal(fn, key)
+                except OSError as e:  # unsealed object code is never trusted: the next process recompiles
+                    _say_once("seal", f"fjax: could not write to the kernel cache ({e})")
+        fn.disable_compile()  # writable arrays convert to the read-only signature; never respecialize
+    return fn
+
+
+def _load_dispatcher(src: str, key: str, name: str, d: str | None) -> Any:
+    if d is not None and "cache=True" in src:
+        try:
+            path = _ensure_source(d, key, src)
+            fn = getattr(_exec_module(src, key, path), name)
+            fn.__fjax_source__ = src
+            fn.__fjax_path__ = path
+            return fn
+        except OSError as e:
+            _mark_unusable(d, e)
+            _kernel_dir()  # says once that kernels now compile in memory
+        except RuntimeError as e:  # numba found no writable place for its cache files
+            _say_once("locator", f"fjax: numba cannot cache kernels here ({e}); compiling in memory")
+    fn = _in_memory(src, key, name)
+    fn.__fjax_source__ = src
+    fn.__fjax_path__ = None
+    return fn
+
+
+def _remember(key: str, fn: Any) -> None:
+    _by_hash[key] = fn
+    _by_hash.move_to_end(key)
+    limit = max(16, int(config.fjax_kernel_cache_entries))
+    while len(_by_hash) > limit:
+        old, _ = _by_hash.popitem(last=False)
+        sys.modules.pop(f"fjax_k_{old}", None)
 
 
 def write_program(src: str) -> str:
     """Write a program's source to ``<cache>/p_<hash>.py`` (once; tracebacks and debuggers show
-    it) and return the path."""
+    it) and return the path (a pseudo-path when the cache cannot be written: the program itself is
+    compiled from memory either way)."""
     key = hashlib.sha1(src.encode()).hexdigest()[:24]
-    d, _ = _kernel_dir()
+    d = _kernel_dir()
+    if d is None:
+        return f"<fjax program {key}>"
     path = os.path.join(d, f"p_{key}.py")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(src)
-        os.replace(tmp, path)
+    data = src.encode()
+    if _read(path) != data:
+        try:
+            _atomic_write(path, data)
+            _count_write(d)
+        except OSError as e:
+            _mark_unusable(d, e)
+            return f"<fjax program {key}>"
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# size bound and clearing
+
+
+def _count_write(d: str) -> None:
+    _writes[0] += 1
+    if _writes[0] % _EVICT_EVERY == 1:
+        evict(d)
+
+
+def _groups(d: str) -> dict[str, list[str]]:
+    """Files of the cache grouped by kernel/program key."""
+    groups: dict[str, list[str]] = {}
+    for p in glob.glob(os.path.join(d, "*.py")) + glob.glob(os.path.join(d, "__pycache__", "*")):
+        base = os.path.basename(p)
+        if base[:2] in ("k_", "p_"):
+            groups.setdefault(base.split(".", 1)[0], []).append(p)
+    for p in glob.glob(os.path.join(d, "k_*.lock")):
+        groups.setdefault(os.path.basename(p).split(".", 1)[0], []).append(p)
+    return groups
+
+
+def evict(d: str | None = None, max_bytes: int | None = None) -> int:
+    """Delete least recently used kernels until the cache holds at most ``max_bytes`` (default
+    ``fjax_cache_max_mb``); returns the number of bytes freed."""
+    d = d or _kernel_dir()
+    if d is None:
+        return 0
+    if max_bytes is None:
+        max_bytes = int(float(config.fjax_cache_max_mb) * 2**20)
+    sized = []
+    total = 0
+    for files in _groups(d).values():
+        size, used = 0, 0.0
+        for p in files:
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            size += st.st_size
+            used = max(used, st.st_mtime)
+        sized.append((used, size, files))
+        total += size
+    freed = 0
+    for _, size, files in sorted(sized, key=lambda t: t[0]):
+        if total - freed <= max_bytes:
+            break
+        for p in files:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+        freed += size
+    return freed
 
 
 def clear_cache() -> None:
     """Forget loaded kernels in this process (the files on disk stay)."""
     _by_hash.clear()
+
+
+def clear_disk_cache() -> None:
+    """Delete every kernel and program of the on-disk cache."""
+    d = _kernel_dir()
+    if d is not None:
+        evict(d, max_bytes=0)

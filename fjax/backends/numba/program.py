@@ -40,7 +40,7 @@ from numba import types
 from fjax import core
 from fjax.backends import kernel_ir as ir
 from fjax.backends import lowering as L
-from fjax.backends.numba import disk_cache, warm_load
+from fjax.backends.numba import disk_cache
 from fjax.backends.numba import loops as numba_loops
 from fjax.backends.numba.host_kernels import host_kernel
 from fjax.backends.numba.render import NestCode, _shape, annotate_nest, renderer
@@ -546,16 +546,8 @@ def _nest_module_source(nc: NestCode) -> str:
 
 
 def load_nest(nc: NestCode) -> Any:
-
-    fn = disk_cache.load_kernel(_nest_module_source(nc), "nest")
-    sig = nc.signature()
-    if sig not in fn.signatures and not warm_load.load_cached(fn, sig):
-        # not on disk (warm_load loads hits without numba's 0.3 s first-use registry refresh).
-        # The same nest source can be shared by programs with other signatures: re-enable first
-        fn.disable_compile(False)
-        fn.compile(sig)
-    fn.disable_compile()  # writable arrays convert to the read-only signature; never respecialize
-    return fn
+    # the same nest source can be shared by programs with other signatures: reopen it to compile
+    return disk_cache.load_compiled(_nest_module_source(nc), "nest", nc.signature(), reenable=True)
 
 
 _PRELUDE = """import math
@@ -572,11 +564,7 @@ def compile_program(prog: ir.Program) -> Callable:
     for fname, nc in ps.nests:
         ps.ns[fname] = load_nest(nc)
     for lname, lsrc, sig in ps.loops:
-        loop = disk_cache.load_kernel(lsrc, "loop")
-        if sig not in loop.signatures and not warm_load.load_cached(loop, sig):
-            loop.compile(sig)
-        loop.disable_compile()
-        ps.ns[lname] = loop
+        ps.ns[lname] = disk_cache.load_compiled(lsrc, "loop", sig, reenable=True)
     src = ps.source()
     path = disk_cache.write_program(src)
     exec(compile(src, path, "exec"), ps.ns)  # noqa: S102 - generated from the jaxpr
@@ -600,3 +588,7 @@ def source_of(ps: ProgramSource) -> str:
 
 def clear_cache() -> None:
     disk_cache.clear_cache()
+
+
+def clear_disk_cache() -> None:
+    disk_cache.clear_disk_cache()
