@@ -104,3 +104,25 @@ def test_generated_source_is_readable():
     big = fjax.jit(lambda x: jnp.sum(jnp.exp(x)))
     assert "range(1)" not in big.lower(np.ones(10, np.float32)).as_text()
     np.testing.assert_allclose(float(big(X)), np.exp(X).sum(), rtol=1e-6)
+
+
+def test_scheduling_is_an_ir_pass():
+    """``passes.schedule`` marks the large nests parallel, in kernels and loop bodies alike; the
+    renderer follows the mark."""
+    from fjax.backends import passes
+
+    x = np.ones(1 << 20, np.float32)
+    f = fjax.jit(lambda v: lax.fori_loop(0, 2, lambda i, c: c + jnp.tanh(c) * jnp.exp(c), v))
+    prog = dispatch.lower(f.lower(x).jaxpr)
+    nests = list(passes.loop_nests(prog))
+    assert nests and not any(n.parallel for n in nests)
+    from fjax.backends.numba import program
+
+    def render(p: kernel_ir.Program) -> str:  # the renderer alone, without the backend's passes
+        return program.source_of(program.ProgramSource(p))
+
+    passes.schedule(prog, lambda n: n.size >= 1 << 20)
+    assert all(n.parallel for n in nests)
+    assert " in prange(" in render(prog)
+    assert " in prange(" not in render(passes.schedule(prog, lambda n: False))
+    assert " parallel" in f.lower(x).as_text(dialect="ir")  # the numba backend's own schedule

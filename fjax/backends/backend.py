@@ -43,6 +43,11 @@ class Backend:
     name: str = "abstract"
     capabilities: Capabilities = Capabilities()
 
+    def prepare(self, program: Program) -> Program:
+        """The backend's IR passes (``fjax.backends.passes``: scheduling, ...), run before
+        ``compile``/``source`` render the program."""
+        return program
+
     def compile(self, program: Program) -> Callable[..., list]:
         """A callable taking the program's inputs (numpy arrays) and returning its outputs."""
         raise NotImplementedError(f"backend {self.name!r} does not implement compile")

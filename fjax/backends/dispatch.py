@@ -138,11 +138,12 @@ def source_for(closed: ClosedJaxpr) -> str:
 
 
 def ir_text(closed: ClosedJaxpr) -> str:
-    """The kernel IR program of ``closed`` as text (``Program.as_text``)."""
+    """The kernel IR program of ``closed`` as text (``Program.as_text``), after the backend's
+    passes (so it shows the schedule the backend renders)."""
     prog = lower(closed)
     if prog is None:
         return "# nothing to compile: evaluated eagerly\n"
-    return prog.as_text()
+    return _backend().prepare(prog).as_text()
 
 
 def clear_cache(disk: bool = False) -> None:

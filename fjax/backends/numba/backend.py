@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from fjax.backends import passes
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
 from fjax.backends.numba import host_kernels, loops, program, render
@@ -24,11 +25,14 @@ class NumbaBackend(Backend):
             host_kernels=host_kernels.HOST_KERNELS,
         )
 
+    def prepare(self, prog: Program) -> Program:
+        return passes.schedule(prog, render.parallel_policy)
+
     def compile(self, prog: Program) -> Callable[..., list]:
-        return program.compile_program(prog)
+        return program.compile_program(self.prepare(prog))
 
     def source(self, prog: Program) -> str:
-        return program.source_of(program.ProgramSource(prog))
+        return program.source_of(program.ProgramSource(self.prepare(prog)))
 
     def host_step(self, eqn: JaxprEqn) -> Callable[..., Any] | None:
         return host_kernels.host_kernel(eqn)

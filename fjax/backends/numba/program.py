@@ -43,7 +43,7 @@ from fjax.backends import lowering as L
 from fjax.backends.numba import disk_cache
 from fjax.backends.numba import loops as numba_loops
 from fjax.backends.numba.host_kernels import host_kernel
-from fjax.backends.numba.render import NestCode, _shape, annotate_nest, renderer
+from fjax.backends.numba.render import NestCode, _shape, renderer
 from fjax.config import config
 
 log = logging.getLogger("fjax.lowering")
@@ -410,7 +410,6 @@ class ProgramSource:
         body = self.lines
         for st in k.stmts:
             if isinstance(st, ir.LoopNest):
-                annotate_nest(st)
                 nc = renderer.render_nest(st, consts)
                 fname = self._nest_names.get(nc.src)
                 if fname is None:

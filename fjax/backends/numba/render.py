@@ -8,8 +8,8 @@ loops run float32 sin/cos through ``vmath``'s fast paths and rerun a tile with t
 when it holds an input out of their range (``NumbaRenderer.fast_for_op``). Scalar ops render through
 ``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can subclass it.
 
-Scheduling (tile sizes, chunked reductions, ``prange`` for large nests: ``annotate_nest``) is
-decided here too, from the constants below.
+Which nests run in parallel is decided before rendering, by the IR pass ``passes.schedule`` with
+``parallel_policy``; tile sizes and chunking follow from the constants below.
 """
 
 from __future__ import annotations
@@ -714,8 +714,13 @@ def _work(nest: ir.LoopNest) -> int:
     return nest.size * cost
 
 
+def parallel_policy(nest: ir.LoopNest) -> bool:
+    """Whether ``nest`` runs with ``prange`` (the scheduling pass asks, ``passes.schedule``)."""
+    return len(nest.domain) > 0 and nest.size >= PARALLEL_MIN_SIZE and _work(nest) >= PARALLEL_WORK_THRESHOLD
+
+
 def annotate_nest(nest: ir.LoopNest) -> None:
-    nest.parallel = len(nest.domain) > 0 and nest.size >= PARALLEL_MIN_SIZE and _work(nest) >= PARALLEL_WORK_THRESHOLD
+    nest.parallel = parallel_policy(nest)
 
 
 def annotate(kernel: ir.Kernel) -> None:
