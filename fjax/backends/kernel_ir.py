@@ -219,8 +219,9 @@ class ControlStep:
 
 
 class InlineStep:
-    """An indexed update (``numba_loops.INLINE_OPS``) inside a compiled loop body, rendered as
-    generated loops in the loop function (outside loops it is a ``HostCall``)."""
+    """An indexed update inside a compiled loop body (a backend capability,
+    ``Capabilities.loop_ops``; numba: ``loops.INLINE_OPS``), rendered as generated loops in the
+    loop function (outside loops it is a ``HostCall``)."""
 
     def __init__(self, eqn: JaxprEqn):
         self.eqn = eqn

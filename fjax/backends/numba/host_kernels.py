@@ -9,7 +9,7 @@ no faster form for that equation (the program then calls ``impl``).
 
 What is here (measured against the impls side by side: ``python bench/bench_conv.py [--ops]``):
 
-- ``conv_general_dilated``: im2col numba kernel + BLAS GEMM (``numba_conv``).
+- ``conv_general_dilated``: im2col numba kernel + BLAS GEMM (``conv``).
 - ``argmax`` / ``argmin`` along a non-contiguous axis: one pass over the operand viewed as (outer,
   axis, inner), NaN counting as the extreme (first NaN wins), as the impl (~7x on 1000x1000 along
   axis 0). Along the contiguous axis numpy's SIMD argmax is as fast or faster: impl.
@@ -27,10 +27,10 @@ What is here (measured against the impls side by side: ``python bench/bench_conv
   several operands along a leading axis: impl.
 
 Kernels are module-level ``njit(cache=True, nogil=True)`` functions. A builder installs the overload
-its kernel will be called with (``numba_cache.ensure_compiled``: compiled once per dtype/rank, 0.2-1 s
+its kernel will be called with (``warm_load.ensure_compiled``: compiled once per dtype/rank, 0.2-1 s
 each cold, then loaded from numba's disk cache in a few ms without numba's ~0.3 s first-use registry
 refresh), and its kernel passes arrays of exactly those types: inputs read-only
-(``numba_cache.readonly``), outputs freshly allocated (writable), all C-contiguous.
+(``warm_load.readonly``), outputs freshly allocated (writable), all C-contiguous.
 """
 
 from __future__ import annotations
