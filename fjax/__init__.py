@@ -29,6 +29,7 @@ from fjax.api import (
     vmap,
 )
 from fjax.jit import clear_caches, disable_jit, jit
+from fjax._debug_nans import debug_infs, debug_nans
 
 
 def _on_config_change(name: str, value: object) -> None:
@@ -73,6 +74,8 @@ __all__ = [
     "UnexpectedTracerError",
     "config",
     "debug",
+    "debug_infs",
+    "debug_nans",
     "default_backend",
     "device_count",
     "device_get",

@@ -24,7 +24,9 @@ class Config:
         "jax_enable_x64": False,
         "jax_disable_jit": False,
         "jax_explain_cache_misses": False,
+        # raise FloatingPointError at the primitive whose output holds a NaN / an inf (fjax/_debug_nans.py)
         "jax_debug_nans": False,
+        "jax_debug_infs": False,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)

@@ -446,7 +446,10 @@ class Primitive:
 
 
 def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
-    """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy."""
+    """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy.
+
+    ``fjax._debug_nans`` rebinds this module global to a checking version while
+    ``jax_debug_nans``/``jax_debug_infs`` is on, so callers look it up at call time."""
     arrs = [x if type(x) is Array else to_array(x, prim.name) for x in args]
     out_aval = prim.abstract_eval(*arrs, **params)
     out = prim.impl(*[a._value for a in arrs], **params)

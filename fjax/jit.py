@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
+import operator
 import sys
 import threading
 import weakref
@@ -16,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _debug_nans, core, dtypes
 from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -34,10 +36,15 @@ compile_hook: Callable | None = None
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
-    if compile_hook is not None and not config.jax_disable_jit:
-        fn = compile_hook(jaxpr)
-        if fn is not None:
-            return fn(*args)
+    fn = compile_hook(jaxpr) if compile_hook is not None and not config.jax_disable_jit else None
+    if fn is None:
+        fn = functools.partial(_eval_flat, jaxpr)
+    if _debug_nans.active:  # jax_debug_nans / jax_debug_infs: check the outputs, name the primitive
+        return _debug_nans.call_jit_checked(fn, args, jaxpr, name)
+    return fn(*args)
+
+
+def _eval_flat(jaxpr: ClosedJaxpr, *args: Any) -> list:
     ins = [core.Array(a, av.weak_type) for a, av in zip(args, jaxpr.in_avals)]
     outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ins)
     return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
@@ -508,43 +515,64 @@ def jit(
         )
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
-    sn = (
-        ()
-        if static_argnums is None
-        else ((static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
-    )
+    sn, sa, dn = _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums)
+    return JitWrapped(fun, sn, sa, dn)
+
+
+def _index_tuple(x: Any) -> tuple:
+    """An int or an iterable of ints as a tuple (as JAX's ``_ensure_index_tuple``)."""
+    if x is None:
+        return ()
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, donate_argnums: Any) -> tuple:
+    """Static argument numbers and names (each inferred from the other through the signature when
+    only one is given) and donated numbers, validated against the signature as JAX does: an index
+    past the positional parameters or a name the function does not take raises ValueError when
+    ``jit`` is called (functions without a signature are not checked)."""
+    sn = _index_tuple(static_argnums)
     sa = (
         ()
         if static_argnames is None
         else ((static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
     )
-    if sa and not sn:
-        # static_argnames also make the matching positional parameters static, as JAX
-        import inspect  # noqa: PLC0415
-
-        try:
-            params = list(inspect.signature(fun).parameters)
-            sn = tuple(params.index(n) for n in sa if n in params)
-        except (TypeError, ValueError):
-            pass
-    elif sn and not sa:
-        import inspect  # noqa: PLC0415
-
-        try:
-            params = list(inspect.signature(fun).parameters.values())
-            sa = tuple(
-                params[i].name
-                for i in sn
-                if i < len(params) and params[i].kind in (params[i].POSITIONAL_OR_KEYWORD, params[i].KEYWORD_ONLY)
+    dn = _index_tuple(donate_argnums)
+    try:
+        params = inspect.signature(fun).parameters
+    except (TypeError, ValueError):
+        return sn, sa, dn
+    pk = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    if static_argnames is not None and static_argnums is None:
+        # static_argnames also make the matching positional parameters static
+        sn = tuple(i for i, (k, p) in enumerate(params.items()) if p.kind == pk and k in sa)
+    elif static_argnums is not None and static_argnames is None:
+        sa = tuple(k for i, (k, p) in enumerate(params.items()) if p.kind == pk and i in sn)
+    kinds = [p.kind for p in params.values()]
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        n_pos = sum(k in (inspect.Parameter.POSITIONAL_ONLY, pk) for k in kinds)
+        for what, nums in (("static_argnums", sn), ("donate_argnums", dn)):
+            if nums and (-min(nums) > n_pos or max(nums) >= n_pos):
+                raise ValueError(f"Jitted function has {what}={nums}, but only accepts {n_pos} positional arguments.")
+    pos_only = {k for k, p in params.items() if p.kind == inspect.Parameter.POSITIONAL_ONLY}
+    if bad := pos_only & set(sa):
+        raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. These are positional-only")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        named = {k for k, p in params.items() if p.kind in (pk, inspect.Parameter.KEYWORD_ONLY)}
+        if bad := set(sa) - named:
+            raise ValueError(
+                f"Jitted function has invalid argnames {bad} in static_argnames. Function does not take these args."
             )
-        except (TypeError, ValueError):
-            pass
-    dn = (
-        ()
-        if donate_argnums is None
-        else ((donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums))
-    )
-    return JitWrapped(fun, sn, sa, dn)
+    donated_names = {k for i, (k, p) in enumerate(params.items()) if p.kind == pk and i in dn}
+    if both := donated_names & set(sa):
+        raise ValueError(
+            "static_argnames and donate_argnames cannot intersect. Argument names "
+            f"{both} appear in both static_argnames and donate_argnames"
+        )
+    return sn, sa, dn
 
 
 @contextlib.contextmanager

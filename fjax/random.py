@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes, lax
+from fjax import _debug_nans, core, dtypes, lax
 from fjax import numpy as jnp
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
@@ -250,6 +250,7 @@ def _flush(x: Any) -> Any:
     return lax.select(lax.lt(lax.abs(x), _f32(_TINY32)), lax.mul(x, _f32(0)), x)
 
 
+@_debug_nans.as_unit("log")
 def _xla_log_f32(y: Any) -> Any:
     y = _flush(y)
     yy = lax.select(lax.gt(y, _f32(_TINY32)), y, _full_like(y, _TINY32))
@@ -276,6 +277,7 @@ def _xla_log_f32(y: Any) -> Any:
     return lax.select(lax.eq(y, _full_like(y, np.inf)), y, r)
 
 
+@_debug_nans.as_unit("log1p")
 def _xla_log1p_f32(x: Any) -> Any:
     x = _flush(x)
     large = _xla_log_f32(lax.add(x, _f32(1)))
@@ -324,6 +326,7 @@ _ERFINV_GE5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0
 
 
 @custom_jvp
+@_debug_nans.as_unit("erf_inv")
 def _xla_erf_inv_f32(x: Any) -> Any:
     x = _flush(x)
     w = lax.neg(_xla_log1p_f32(lax.mul(x, lax.neg(x))))
@@ -974,3 +977,9 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     shape = _canonicalize_shape(shape, "laplace")
     u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
     return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
+
+
+# samplers built on linear algebra live in their own module (they need jnp.linalg)
+from fjax._random_linalg import multivariate_normal, orthogonal  # noqa: E402
+
+__all__ += ["multivariate_normal", "orthogonal"]

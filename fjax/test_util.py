@@ -109,6 +109,15 @@ def _vdot(x: Any, y: Any) -> complex:
     return np.real(total)
 
 
+def _conj_tree(x: Any) -> Any:
+    def c(a: Any) -> Any:
+        if getattr(a, "dtype", None) is not None and np.dtype(a.dtype).kind == "c":
+            return core.to_array(np.conj(_np(a)))
+        return a
+
+    return tu.tree_map(c, x)
+
+
 def check_jvp(
     f: Callable,
     f_jvp: Callable,
@@ -149,7 +158,9 @@ def check_vjp(
     _allclose("primal output", v_out, f(*args), atol, rtol, err_msg or "VJP")
     tangents = tu.tree_map(partial(_rand_like, rng), list(args))
     cts = tu.tree_map(partial(_rand_like, rng), v_out)
-    cts_in = vjp_fn(cts)
+    # JAX's convention: a VJP maps conjugated cotangents (vjp(conj(u)) is conj(J^H u)), so the
+    # pairing conjugates on the way in and out, as jax.test_util.check_vjp does
+    cts_in = _conj_tree(vjp_fn(_conj_tree(cts)))
     t_num = numerical_jvp(f, args, tangents, eps)
     ip = _vdot(cts_in, tangents)
     ip_expected = _vdot(cts, t_num)

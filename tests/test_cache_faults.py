@@ -38,10 +38,12 @@ CHILD = textwrap.dedent(
         return lax.scan(step, jnp.zeros(10, jnp.float32), x.reshape(100, 10))
 
     out, compiled = {}, {}
-    for name, f in [("chain", chain), ("rnn", rnn), ("grad", fjax.grad(chain))]:
+    def cum(x):
+        return jnp.cumsum(x) * 2.0  # a compiled host kernel: a module-level numba helper
+
+    for name, f in [("chain", chain), ("rnn", rnn), ("grad", fjax.grad(chain)), ("cum", cum)]:
         jf = fjax.jit(f)
         r = jf(x)
-        out[name] = [np.asarray(a).tolist() for a in jax_leaves(r)] if False else None
         leaves = fjax.tree_util.tree_leaves(r)
         out[name] = [np.asarray(a, np.float64).ravel().tolist() for a in leaves]
         closed = jf.lower(x).jaxpr
@@ -252,3 +254,22 @@ def test_two_processes_compile_into_one_cache(reference, tmp_path):
     assert sum(r["misses"] for r in results) == ref["misses"]
     third = _run(d)
     assert third["misses"] == 0 and third["hits"] > 0
+
+
+def test_flipped_bits_in_helper_object_code(reference, tmp_path):
+    # numba's cache of the backend's own helpers (here in a NUMBA_CACHE_DIR of this test's own)
+    ref, _ = reference
+    nb = tmp_path / "numba"
+    first = _run(tmp_path / "c", NUMBA_CACHE_DIR=str(nb))
+    _check(first, ref)
+    nbc = sorted(nb.rglob("host_kernels.*.nbc"))
+    assert nbc and list(nb.rglob("fjax_host_kernels.sum"))  # compiled, then sealed at exit
+    for f in nbc:
+        data = bytearray(f.read_bytes())
+        for pos in range(len(data) // 3, len(data), max(1, len(data) // 9))[:8]:
+            data[pos] ^= 0x10
+        f.write_bytes(bytes(data))
+    res = _run(tmp_path / "c", NUMBA_CACHE_DIR=str(nb))
+    _check(res, ref)
+    assert "compiled helpers of host_kernels" in res["stderr"]
+    _check(_run(tmp_path / "c", NUMBA_CACHE_DIR=str(nb)), ref)

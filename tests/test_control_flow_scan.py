@@ -157,7 +157,8 @@ def test_vmap_batched_xs_not_leading_axis():
     cw, yw = zip(*[loop_scan(lambda c, x: (c + x, c * x), 0.0, xs[:, k]) for k in range(4)])
     close(c, jnp.stack(cw))
     close(ys, jnp.stack(yw))
-    c2, ys2 = fjax.vmap(f, in_axes=1, out_axes=1)(xs)
+    # the carry is a scalar per example: out_axes=1 for it would be out of bounds (ValueError, as JAX)
+    c2, ys2 = fjax.vmap(f, in_axes=1, out_axes=(0, 1))(xs)
     close(ys2, jnp.stack(yw).T)
 
 

@@ -78,7 +78,8 @@ def interpret():
     config.update("fjax_jit_backend", old)
 
 
-def test_threads_trace_transform_independently():
+def test_threads_trace_transform_independently(interpret):
+    # tracing is what races here: jit evaluates its jaxprs (compiles are covered below)
     # 4 threads x 2 rounds, each with its own function and shapes; every result equals the
     # single-threaded one and no Tracer reaches a caller
     args = [(k, 5 + k + 7 * r) for r in range(2) for k in range(4)]

@@ -112,12 +112,13 @@ def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any) ->
             "vmap has mapped output but out_axes is None: the output varies along the mapped axis, so it "
             "cannot be returned unmapped"
         )
-    if src is not_mapped:
-        ndim = core.get_aval(x).ndim
-        d = dst + ndim + 1 if dst < 0 else dst
-        return _broadcast(x, axis_size, d)
-    ndim = core.get_aval(x).ndim
+    # the rank of the output with its mapped axis
+    ndim = core.get_aval(x).ndim + (src is not_mapped)
+    if not -ndim <= dst < ndim:
+        raise ValueError(f"vmap out_axes: axis {dst} is out of bounds for array of dimension {ndim}")
     d = dst + ndim if dst < 0 else dst
+    if src is not_mapped:
+        return _broadcast(x, axis_size, d)
     return _moveaxis(x, src, d)
 
 

@@ -21,3 +21,6 @@ from fjax.lax.other import *  # noqa: F401,F403
 from fjax.lax.assoc import associative_scan  # noqa: F401
 from fjax.lax.convolution import *  # noqa: F401,F403
 from fjax.lax.control_flow import *  # noqa: F401,F403
+from fjax.lax import linalg  # noqa: F401
+from fjax.lax.linear_solve import custom_linear_solve, custom_root  # noqa: F401
+from fjax.lax.fourier import FftType, fft, fft_p  # noqa: F401

@@ -9,9 +9,21 @@ import numpy as np
 
 _verf = np.vectorize(math.erf, otypes=[np.float64])
 _verfc = np.vectorize(math.erfc, otypes=[np.float64])
-_vlgamma_raw = np.vectorize(
-    lambda v: math.lgamma(v) if not (v <= 0 and v == math.floor(v)) else math.inf, otypes=[np.float64]
-)
+
+
+def _lgamma1(v: float) -> float:
+    # +inf at the poles and at +-inf (as JAX); math.floor(-inf) and math.lgamma(huge) would raise
+    if math.isnan(v):
+        return v
+    if math.isinf(v) or (v <= 0 and v == math.floor(v)):
+        return math.inf
+    try:
+        return math.lgamma(v)
+    except OverflowError:
+        return math.inf
+
+
+_vlgamma_raw = np.vectorize(_lgamma1, otypes=[np.float64])
 
 
 def erf(x: np.ndarray) -> np.ndarray:

@@ -214,7 +214,16 @@ exp_p = standard_unop("exp", _errstate(np.exp), _fc)
 register_lowering(exp_p, ELEMENTWISE)
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
-exp2_p = standard_unop("exp2", _errstate(np.exp2), _fc)
+
+def _exp2_impl(x: np.ndarray) -> np.ndarray:
+    # numpy's float32 exp2 is off by an ulp at some integers (2**-k, 2**126); through float64 it is
+    # exact there, as XLA's and the compiled kernels' (frexp/ldexp rely on it)
+    if x.dtype == np.float32:
+        return np.exp2(x.astype(np.float64)).astype(np.float32)
+    return np.exp2(x)
+
+
+exp2_p = standard_unop("exp2", _errstate(_exp2_impl), _fc)
 register_lowering(exp2_p, ELEMENTWISE)
 ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(x, math.log(2.0)))))
 
@@ -537,7 +546,17 @@ ad.defjvp(
     lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))),
 )
 
-pow_p = standard_naryop("pow", _errstate(np.power), _fc)
+
+def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = np.power(x, y)
+    if out.dtype.kind == "f" and np.size(y) == 1 and np.asarray(y).flat[0] == 0.5:
+        # numpy's fast path for a single exponent 0.5 is sqrt(x): NaN at -inf and -0 at -0, where
+        # C's pow (and XLA, and fjax's compiled code) give +inf and +0
+        out = np.where(np.isneginf(x), np.inf, out) + out.dtype.type(0)
+    return out
+
+
+pow_p = standard_naryop("pow", _errstate(_pow_impl), _fc)
 register_lowering(pow_p, ELEMENTWISE)
 
 
@@ -647,9 +666,11 @@ def _shift_impl(kind: str) -> Callable:
             out = np.left_shift(x, ys)
             return np.where(big, np.zeros((), x.dtype), out).astype(x.dtype)
         if kind == "arith":
-            out = np.right_shift(x, ys)
-            fill = np.where(x < 0, np.array(-1).astype(x.dtype), np.zeros((), x.dtype))
-            return np.where(big, fill, out).astype(x.dtype)
+            # unsigned operands shift their bit pattern as signed (XLA): the top bit fills
+            xs = x.view(np.dtype(f"int{bits}")) if x.dtype.kind == "u" else x
+            out = np.right_shift(xs, ys.astype(xs.dtype))
+            fill = np.where(xs < 0, np.array(-1).astype(xs.dtype), np.zeros((), xs.dtype))
+            return np.where(big, fill, out).astype(xs.dtype).view(x.dtype)
         udt = np.dtype(f"uint{bits}")
         out = np.right_shift(x.view(udt) if x.ndim else x.astype(udt), ys.astype(udt)).astype(x.dtype)
         return np.where(big, np.zeros((), x.dtype), out).astype(x.dtype)

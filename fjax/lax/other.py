@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core
+from fjax import _debug_nans, core
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
@@ -160,6 +160,7 @@ ad.primitive_jvps[cummin_p] = _cumchooser_jvp(cummin_p)
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", np.logaddexp, "f", "floating")
 
 
+@_debug_nans.as_unit("logaddexp")
 def _logaddexp_weighted(a: tuple, b: tuple) -> tuple:
     """Combine ``(logsumexp, softmax-weighted tangent sum)`` of two runs of a prefix."""
     (xa, ta), (xb, tb) = a, b

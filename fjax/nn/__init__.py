@@ -82,14 +82,15 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
 def softmax(x: Any, axis: Any = -1) -> Any:
     """exp(x) / sum(exp(x)) along ``axis``, shifted by the (stop-gradient) max for stability."""
     x = jnp.asarray(x)
-    e = jnp.exp(x - _max_stopped(x, axis))
+    # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
+    e = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
     return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x: Any, axis: Any = -1) -> Any:
     """x - logsumexp(x) along ``axis``."""
     x = jnp.asarray(x)
-    shifted = x - _max_stopped(x, axis)
+    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
     return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
 
 
@@ -112,9 +113,9 @@ def log_sigmoid(x: Any) -> Any:
 
 
 def relu(x: Any) -> Any:
-    """max(x, 0); its derivative at 0 is 0, as JAX."""
+    """max(x, 0); its derivative at 0 is 0, as JAX; NaN stays NaN."""
     x = jnp.asarray(x)
-    return jnp.where(x > 0, x, jnp.zeros_like(x))
+    return jnp.where(x <= 0, jnp.zeros_like(x), x)
 
 
 def silu(x: Any) -> Any:

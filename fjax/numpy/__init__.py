@@ -14,6 +14,7 @@ from fjax.numpy._indexing import *  # noqa: F401,F403
 from fjax.numpy._linalg import *  # noqa: F401,F403
 from fjax.numpy._sorting import *  # noqa: F401,F403
 from fjax.numpy import linalg  # noqa: F401
+from fjax.numpy import fft  # noqa: F401
 
 from fjax.core import Array as _Array, Tracer as _Tracer
 from fjax.numpy._array_methods import _install

@@ -17,7 +17,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
-from fjax.lax import lax
+from fjax.lax import lax, slicing
 from fjax.numpy._util import (
     broadcast_to_shape,
     canonicalize_axis,
@@ -678,25 +678,22 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     offset = int(offset)
     rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset) if m - offset > 0 else 0)
     rows = rows[rows < n]
-    cols = rows + offset
     if rows.size == 0:
         return lax.full(a.shape[:-2] + (0,), 0, a.dtype)
-    # gather the diagonal with a mask-and-sum over a one-hot selection (exact: one term is nonzero)
+    # keep the entries with col - row == offset and sum each row (one term is nonzero), then
+    # take the rows that have one: O(n m) work, no gathers or pads (whose lowering is host-only
+    # or, for large arrays, fails), and the derivative is a broadcast and a select
     k = rows.size
-    sel_r = np.zeros((k, n), bool)
-    sel_r[np.arange(k), rows] = True
-    sel_c = np.zeros((k, m), bool)
-    sel_c[np.arange(k), cols] = True
     batch = a.shape[:-2]
     nb = len(batch)
-    full_shape = batch + (k, n, m)
-    mask = np.logical_and(sel_r[:, :, None], sel_c[:, None, :])
-    big = lax.broadcast_in_dim(a, full_shape, tuple(range(nb)) + (nb + 1, nb + 2))
-    maskb = lax.broadcast_in_dim(Array(mask), full_shape, (nb, nb + 1, nb + 2))
-    picked = lax.select(maskb, big, lax.full_like(big, 0))
-    if a.dtype == np.bool_:
-        return lax.reduce_or(picked, (nb + 1, nb + 2))
-    return lax.reduce_sum(picked, (nb + 1, nb + 2))
+    mask = (np.arange(m)[None, :] - np.arange(n)[:, None]) == offset
+    maskb = lax.broadcast_in_dim(Array(mask), a.shape, (nb, nb + 1))
+    picked = lax.select(maskb, a, lax.full_like(a, 0))
+    per_row = lax.reduce_or(picked, (nb + 1,)) if a.dtype == np.bool_ else lax.reduce_sum(picked, (nb + 1,))
+    r0 = int(rows[0])
+    if r0 == 0 and k == n:
+        return per_row
+    return slicing.slice(per_row, (0,) * nb + (r0,), batch + (r0 + k,))
 
 
 def diag(v: Any, k: int = 0) -> Any:

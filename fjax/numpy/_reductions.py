@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import dtypes
+from fjax import _debug_nans, dtypes
 from fjax.core import Array, Tracer
 from fjax.lax import lax
 from fjax.numpy._util import (
@@ -332,6 +332,7 @@ def _real(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
 
 
+@_debug_nans.as_unit("var")
 def var(
     a: Any,
     axis: Any = None,
@@ -426,6 +427,7 @@ def _nan_fill(a: Any, fill: Any) -> Any:
     return lax.select(isnan(a), lax.full_like(a, fill), a)
 
 
+@_debug_nans.as_unit("nanargmax")
 def nanargmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = None) -> Any:
     """argmax ignoring NaNs."""
     _check_out(out, "nanargmax")
@@ -433,6 +435,7 @@ def nanargmax(a: Any, axis: Any = None, out: Any = None, keepdims: Any = None) -
     return _arg(_nan_fill(a, -np.inf), axis, keepdims, "nanargmax", lax.argmax)
 
 
+@_debug_nans.as_unit("nanargmin")
 def nanargmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = None) -> Any:
     """argmin ignoring NaNs."""
     _check_out(out, "nanargmin")
@@ -569,6 +572,7 @@ def _nan_extreme(
     return lax.select(all_nan, lax.full_like(r, np.nan), r)
 
 
+@_debug_nans.as_unit("nanmax")
 def nanmax(
     a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
 ) -> Any:
@@ -577,6 +581,7 @@ def nanmax(
     return _nan_extreme(a, axis, keepdims, initial, where, "nanmax", max, -np.inf)
 
 
+@_debug_nans.as_unit("nanmin")
 def nanmin(
     a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None
 ) -> Any:
@@ -750,6 +755,7 @@ def _take_last(s: Any, idx: Any) -> Any:
     return lax.reduce_sum(lax.select(hit, sb, lax.full_like(sb, 0)), (len(full) - 1,))
 
 
+@_debug_nans.as_unit("quantile")
 def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool, name: str) -> Any:
     from fjax.numpy._util import promote_dtypes_inexact  # noqa: PLC0415
 

@@ -15,11 +15,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _debug_nans, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.lax import lax
 from fjax.numpy._util import (
     broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to_shape,
     check_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -365,7 +367,8 @@ divide = true_divide
 
 def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
     mod = lax.rem(x, y)
-    div = lax.div(lax.sub(x, mod), y)
+    # x / 0 keeps its sign (+-inf, as numpy and JAX), where (x - nan) / 0 would be nan
+    div = lax.div(lax.sub(x, lax.select(lax.eq(y, _const(y, 0)), _zeros_like(mod), mod)), y)
     fix_ = lax.bitwise_and(lax.ne(mod, _const(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix_, lax.add(mod, y), mod)
     div = lax.select(fix_, lax.sub(div, _const(div, 1)), div)
@@ -393,6 +396,7 @@ def remainder(x: Any, y: Any, /) -> Any:
     x, y = _promote_numeric_n("remainder", x, y)
     if x.dtype.kind == "c":
         raise TypeError("remainder does not support complex-valued inputs")
+    y = _nonzero_int_divisor(y)
     r = lax.rem(x, y)
     if x.dtype.kind == "u":
         return r
@@ -415,7 +419,15 @@ def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
 def fmod(x: Any, y: Any, /) -> Any:
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
     x, y = _promote_numeric_n("fmod", x, y)
-    return lax.rem(x, y)
+    return lax.rem(x, _nonzero_int_divisor(y))
+
+
+def _nonzero_int_divisor(y: Any) -> Any:
+    """An integer divisor with its zeros replaced by ones, so ``x % 0`` is 0 (as JAX; lax.rem by
+    0 gives x, numpy gives 0 with a warning)."""
+    if y.dtype.kind not in "iu":
+        return y
+    return lax.select(lax.eq(y, _const(y, 0)), _ones_like(y), y)
 
 
 def _pow_int_int(x: Any, y: Any) -> Any:
@@ -527,6 +539,7 @@ def clip(
     return arr
 
 
+@_debug_nans.as_unit("hypot")
 def hypot(x: Any, y: Any, /) -> Any:
     """Elementwise sqrt(x**2 + y**2), without overflow for large inputs."""
     x, y = _promote_inexact_n("hypot", x, y)
@@ -615,7 +628,8 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     shape = x1.shape if x1.ndim else x2.shape
     x1b = lax.broadcast_in_dim(x1, shape, ()) if x1.shape != shape else x1
     x2b = lax.broadcast_in_dim(x2, shape, ()) if x2.shape != shape else x2
-    pos = lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x2b)
+    # x1 NaN gives NaN (as numpy and JAX): it is neither < 0 nor == 0
+    pos = lax.select(lax.eq(x1b, zero), x2b, lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x1b))
     return lax.select(lax.lt(x1b, zero), lax.full_like(x1b, 0), pos)
 
 
@@ -635,14 +649,28 @@ def nextafter(x1: Any, x2: Any, /) -> Any:
 
 
 def ldexp(x1: Any, x2: Any, /) -> Any:
-    """x1 * 2**x2 for an integer x2."""
+    """x1 * 2**x2 for an integer x2. As JAX, the exponent of x1 is split off first, so a small x1
+    with a large x2 (or the reverse) does not overflow on the way, and infinities and zeros pass
+    through (x1 * exp2(x2) gave inf * 0 = nan)."""
     x2 = _one("ldexp", x2)
     if x2.dtype.kind not in "iub":
         raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     x1 = _inexact1("ldexp", x1)
     x1 = lax.convert_element_type(x1, x1.dtype) if x1.weak_type else x1
     x1, x2f = _promote_n("ldexp", x1, lax.convert_element_type(x2, x1.dtype))
-    return lax.mul(x1, lax.exp2(x2f))
+    shape = broadcast_shapes("ldexp", x1.shape, x2f.shape)
+    x1, x2f = (v if v.shape == shape else broadcast_to_shape(v, shape) for v in (x1, x2f))
+    m, e = frexp(x1)
+    x = _scale2(m, lax.add(lax.convert_element_type(e, x1.dtype), x2f))
+    keep = lax.bitwise_or(lax.bitwise_not(lax.is_finite(x1)), lax.eq(x1, _const(x1, 0)))
+    return lax.select(keep, x1, x)
+
+
+def _scale2(v: Any, k: Any) -> Any:
+    """v * 2**k for integer-valued float k, exact up to the one final rounding: two half steps keep
+    each power of two finite and normal over the whole exponent range (2**128 alone overflows)."""
+    h = lax.floor(lax.mul(k, _const(k, 0.5)))
+    return lax.mul(lax.mul(v, lax.exp2(h)), lax.exp2(lax.sub(k, h)))
 
 
 def frexp(x: Any, /) -> tuple[Any, Any]:
@@ -655,13 +683,13 @@ def frexp(x: Any, /) -> tuple[Any, Any]:
     special = lax.bitwise_or(lax.eq(ax, _const(ax, 0)), lax.bitwise_not(lax.is_finite(x)))
     safe = lax.select(special, _ones_like(ax), ax)
     e = lax.add(lax.floor(lax.div(lax.log(safe), _const(safe, math.log(2.0)))), _const(safe, 1))
-    m = lax.div(safe, lax.exp2(e))
+    m = _scale2(safe, lax.neg(e))
     # fix the exponent when log2 rounded across a power of two
     too_big = lax.ge(m, _const(m, 1))
     e = lax.select(too_big, lax.add(e, _const(e, 1)), e)
-    too_small = lax.lt(lax.div(safe, lax.exp2(e)), _const(m, 0.5))
+    too_small = lax.lt(_scale2(safe, lax.neg(e)), _const(m, 0.5))
     e = lax.select(too_small, lax.sub(e, _const(e, 1)), e)
-    m = lax.mul(lax.div(safe, lax.exp2(e)), lax.sign(x))
+    m = lax.mul(_scale2(safe, lax.neg(e)), lax.sign(x))
     m = lax.select(special, x, m)
     e = lax.select(special, _zeros_like(e), e)
     return m, lax.convert_element_type(e, dtypes.default_int_dtype())

@@ -1,6 +1,6 @@
-"""``fjax.numpy.linalg``: norms (vector and matrix) plus the product helpers of the array API.
-
-Decompositions and solvers (det, inv, solve, cholesky, svd, ...) are not provided.
+"""``fjax.numpy.linalg``: all 31 names of ``jax.numpy.linalg``: norms (vector and matrix, every
+``ord``), the product helpers of the array API, and the decompositions and solvers (from
+``_linalg_decomp``, on top of ``lax.linalg``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from fjax.lax import lax
 from fjax.numpy import _util
 from fjax.numpy._linalg import cross as _cross
 from fjax.numpy._linalg import matmul, outer, tensordot, vecdot
+from fjax.numpy._linalg_decomp import *  # noqa: E402, F403
+from fjax.numpy._linalg_decomp import __all__ as _decomp_all
+from fjax.numpy._linalg_decomp import svdvals as _svdvals
 from fjax.numpy._shape import matrix_transpose
 from fjax.numpy._shape import trace as _trace
 
-__all__ = [
+__all__ = _decomp_all + [
     "cross",
     "matmul",
     "matrix_norm",
@@ -97,7 +100,7 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
     if ord is None or ord == "fro" or ord == "f":
         out = lax.sqrt(_sumsq(x, axes))
     elif isinstance(ord, str) and ord == "nuc":
-        raise NotImplementedError("norm: ord='nuc' needs a singular value decomposition, which fjax does not provide")
+        out = lax.reduce_sum(_svdvals(_to_last2(x, r, c)), (nd - 2,))
     elif isinstance(ord, str):
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     elif ord in (1, -1):
@@ -109,10 +112,21 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
         r2 = r - 1 if r > c else r
         out = _reduce("max" if ord == np.inf else "min", rowsum, (r2,))
     elif ord in (2, -2):
-        raise NotImplementedError(f"norm: ord={ord} for matrices needs singular values, which fjax does not provide")
+        sv = _svdvals(_to_last2(x, r, c))
+        if sv.shape[-1] == 0:
+            out = lax.full(sv.shape[:-1], 0, sv.dtype)
+        else:
+            out = _reduce("max" if ord == 2 else "min", sv, (nd - 2,))
     else:
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     return _keep(out, axes, nd, keepdims)
+
+
+def _to_last2(x: Any, r: int, c: int) -> Any:
+    """``x`` with axes ``r`` and ``c`` moved to the end (in that order)."""
+    nd = x.ndim
+    rest = [i for i in range(nd) if i not in (r, c)]
+    return lax.transpose(x, tuple(rest) + (r, c))
 
 
 def _prep(fn: str, x: Any) -> Any:

@@ -465,3 +465,73 @@ def clear_disk_cache() -> None:
     d = _kernel_dir()
     if d is not None:
         evict(d, max_bytes=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# numba's object code of the backend's own module-level helpers (``loops``, ``host_kernels``, ...)
+#
+# numba caches it beside the package (or in the user's cache); it is loaded on a helper's first
+# use. The same rule holds: a seal per module (``fjax_<module>.sum``), checked when the backend is
+# imported (unsealed or damaged files are deleted and compiled again on first use) and written
+# again when the process exits, covering what it compiled.
+
+_guarded: dict[str, tuple[str, str]] = {}  # seal path -> (cache dir, module stem)
+
+
+def guard_module_caches(modules: list[types.ModuleType]) -> None:
+    """Check numba's cached object code of the ``cache=True`` functions of ``modules`` against
+    their seals before anything loads it; seal it again at exit."""
+    import atexit  # noqa: PLC0415
+
+    first = not _guarded
+    for mod in modules:
+        stem = os.path.splitext(os.path.basename(getattr(mod, "__file__", "") or ""))[0]
+        dirs = set()
+        for v in vars(mod).values():
+            path = getattr(getattr(v, "_cache", None), "_cache_path", None)
+            if path is not None and getattr(v, "py_func", None) is not None and v.py_func.__module__ == mod.__name__:
+                dirs.add(path)
+        for d in dirs:
+            seal = os.path.join(d, f"fjax_{stem}.sum")
+            if seal in _guarded:
+                continue
+            _guarded[seal] = (d, stem)
+            _check_module_seal(seal, d, stem)
+    if first and _guarded:
+        atexit.register(_reseal_modules)
+
+
+def _module_files(d: str, stem: str) -> list[str]:
+    return sorted(f for f in glob.glob(os.path.join(d, glob.escape(stem) + ".*")) if f.endswith((".nbi", ".nbc")))
+
+
+def _check_module_seal(seal: str, d: str, stem: str) -> None:
+    files = _module_files(d, stem)
+    if not files:
+        return
+    try:
+        sealed = json.loads(_read(seal) or b"{}")
+    except ValueError:
+        sealed = {}
+    bad = []
+    for f in files:
+        data = _read(f)
+        if data is None or sealed.get(os.path.basename(f)) != hashlib.sha256(data).hexdigest():
+            bad.append(f)
+    if bad:
+        if sealed:  # no seal at all: a cache written before seals existed, rebuilt quietly
+            _say_once(
+                "module:" + seal,
+                f"fjax: discarded {len(bad)} damaged or unsealed compiled helpers of {stem} in numba's cache {d}",
+            )
+        for f in bad:
+            with contextlib.suppress(OSError):
+                os.unlink(f)
+
+
+def _reseal_modules() -> None:
+    for seal, (d, stem) in list(_guarded.items()):
+        digest = _digest(_module_files(d, stem))
+        if digest:
+            with contextlib.suppress(OSError):
+                _atomic_write(seal, json.dumps(digest, sort_keys=True).encode())

@@ -591,3 +591,12 @@ def clear_cache() -> None:
 
 def clear_disk_cache() -> None:
     disk_cache.clear_disk_cache()
+
+
+def _guard_helper_caches() -> None:
+    from fjax.backends.numba import conv, host_kernels, runtime, vmath  # noqa: PLC0415
+
+    disk_cache.guard_module_caches([numba_loops, host_kernels, conv, runtime, vmath])
+
+
+_guard_helper_caches()

@@ -207,7 +207,9 @@ class NumbaRenderer:
                 if kind == "left":
                     return f(f"rt.shl({a[0]}, {a[1]}, {bits})", op)
                 if kind == "arith":
-                    return f(f"rt.shra({a[0]}, {a[1]}, {bits})", op)
+                    # unsigned operands shift their bit pattern as signed (XLA), so the top bit fills
+                    x = f"np.int{bits}({a[0]})" if op.dtype.kind == "u" else a[0]
+                    return f(f"rt.shra({x}, {a[1]}, {bits})", op)
                 u = f"np.uint{bits}"
                 return f(f"({u}({a[0]}) >> {u}({a[1]}) if ({a[1]} >= 0 and {a[1]} < {bits}) else {u}(0))", op)
 

@@ -51,25 +51,36 @@ def fmin(a, b):
 
 @njit(**_opts)
 def fsign(x):
-    return x if x != x else (x - x + 1 if x > 0 else (x - x - 1 if x < 0 else x))
+    """np.sign of a float: +-1 (also for +-inf), signed zeros and NaN passed through."""
+    if x > 0:
+        return 1.0
+    if x < 0:
+        return -1.0
+    return x * 1.0
 
 
 @njit(**_opts)
 def idiv(x, y):
-    """Integer division rounding toward zero; x / 0 = -1 (XLA on CPU)."""
+    """Integer division rounding toward zero as XLA on CPU: x / 0 = -1 (all ones, so the max of an
+    unsigned type) and INT_MIN / -1 = INT_MIN. No integer literal enters the arithmetic: numba
+    types uint64 op int64 as float64, and float -> unsigned casts of negatives are undefined."""
     if y == 0:
-        return -1
+        return ~(x - x)
+    if y == -1:
+        return x - x - x  # wraps for INT_MIN, where x // y overflows
     q = x // y
     if q < 0 and q * y != x:
-        q += 1
+        q = q - ~(x - x)  # q + 1
     return q
 
 
 @njit(**_opts)
 def irem(x, y):
-    """Integer remainder with the dividend's sign (C fmod); x % 0 = x."""
+    """Integer remainder with the dividend's sign (C fmod); x % 0 = x, INT_MIN % -1 = 0."""
     if y == 0:
         return x
+    if y == -1:
+        return x - x
     return x - y * idiv(x, y)
 
 
