@@ -2,7 +2,8 @@
 ``ast``, so lazy imports inside functions count too):
 
 - the transforms (``fjax.interpreters``: ad, batching, partial_eval) never import a backend;
-- no backend module imports the user-facing layers (``fjax.jit``, ``fjax.api``);
+- no backend module imports the user-facing layers (``fjax.jit``, ``fjax.api``) or the primitives
+  (``fjax.lax``, which registers its lowering rules with ``fjax.backends.registry``);
 - the kernel IR and the lowering import no backend subpackage (``fjax.backends.numba``);
 - no import cycle runs through a backend module.
 """
@@ -66,6 +67,14 @@ def test_backends_never_import_the_api_layers():
     for m, targets in GRAPH.items():
         if _is_backend(m):
             assert not targets & {"fjax.jit", "fjax.api"}, (m, targets & {"fjax.jit", "fjax.api"})
+
+
+def test_backends_never_import_the_primitives():
+    # lax registers its lowering rules with fjax.backends.registry; facts a backend needs about an
+    # equation come through the registration (``aux``), never from importing lax
+    for m, targets in GRAPH.items():
+        if _is_backend(m):
+            assert not [t for t in targets if t.startswith("fjax.lax") or t.startswith("fjax.numpy")], m
 
 
 def test_ir_and_lowering_are_backend_neutral():

@@ -53,7 +53,17 @@ from fjax.backends.kernel_ir import (
     _denorm,
     _norm,
 )
-from fjax.backends.registry import ELEMENTWISE, INDEXING, ITERATION, LAYOUT, LIBRARY, REDUCTION, lowering_rule
+from fjax.backends.registry import (
+    ELEMENTWISE,
+    HOST,
+    INDEXING,
+    ITERATION,
+    LAYOUT,
+    LIBRARY,
+    REDUCTION,
+    lowering_rule,
+)
+from fjax.backends.registry import aux as registry_aux
 from fjax.config import config
 from fjax.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -96,6 +106,8 @@ def unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
     rule = lowering_rule(name)
     if rule is None:
         return f"no lowering rule for primitive {name}"
+    if rule.kind == HOST:
+        return f"{name} runs as a host step"
     if rule.kind == ELEMENTWISE and name not in caps.ops and name != "stop_gradient":
         return f"the backend has no rendering of {name}"
     return rule.check(eqn) if rule.check is not None else None
@@ -481,9 +493,8 @@ class _KernelBuilder:
         """Pointwise gather: a view of the operand whose index along dim ``start_index_map[k]`` is
         the loaded index component ``k`` (clamped; or guarded with the fill value for
         ``FILL_OR_DROP``)."""
-        from fjax.lax.slicing import GatherScatterMode, _default_fill_value  # noqa: PLC0415
-
         p = eqn.params
+        facts = registry_aux(eqn)
         dn = p["dimension_numbers"]
         x_shape = eqn.invars[0].aval.shape
         idx_shape = eqn.invars[1].aval.shape
@@ -499,7 +510,7 @@ class _KernelBuilder:
         if isinstance(iv, _ScalarVal):
             iv = _BufVal(self.materialize(iv))
         nb = len(idx_shape) - 1
-        fill_mode = p["mode"] == GatherScatterMode.FILL_OR_DROP
+        fill_mode = facts["fill_or_drop"]
         big = 1 << 62
         index = []
         for d in range(len(x_shape)):
@@ -513,8 +524,7 @@ class _KernelBuilder:
                 index.append(Ix(None, 0, 0, dyn=((comp, 1, 0, x_shape[d] - 1),)))
         fill = None
         if fill_mode:
-            fv = _default_fill_value(dt) if p["fill_value"] is None else p["fill_value"]
-            fill = _ConstVal(np.asarray(fv).astype(dt).item(), dt, ())
+            fill = _ConstVal(np.asarray(facts["fill_value"]).astype(dt).item(), dt, ())
         return _ViewVal(x.buf, tuple(index), out_shape, fill)
 
     def _fill_value(self, pv: Any, out_shape: tuple, eqn: JaxprEqn) -> Any:

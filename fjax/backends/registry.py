@@ -13,8 +13,12 @@ Kinds (what ``fjax.backends.lowering`` does with an equation of the primitive):
 - ``LAYOUT``: index arithmetic on loads (broadcast, transpose, squeeze, reshape): no copy;
 - ``INDEXING``: affine or guarded loads (slice, rev, pad, concatenate, dynamic_slice, gather);
 - ``ITERATION``: the loop index itself (iota);
-- ``LIBRARY``: a library call node (``dot_general`` -> ``kernel_ir.Dot``, BLAS on numba).
+- ``LIBRARY``: a library call node (``dot_general`` -> ``kernel_ir.Dot``, BLAS on numba);
+- ``HOST``: a host step (as with no registration) whose ``aux`` facts a backend's compiled host
+  kernel reads (scatter-add's window sizes and index mode).
 
+``aux(eqn)`` (optional) returns a dict of backend-neutral facts about an equation that the
+lowering or a backend needs (e.g. gather's fill value), so no backend imports ``fjax.lax``.
 ``check(eqn)`` (optional) returns why a particular equation cannot lower (then it runs as a host
 step), or None. A primitive with no registration runs as a host step under ``jit``: its numpy
 ``impl`` is called between compiled kernels (or a backend's compiled host kernel, if it has one).
@@ -34,7 +38,8 @@ LAYOUT = "layout"
 INDEXING = "indexing"
 ITERATION = "iteration"
 LIBRARY = "library"
-KINDS = frozenset({ELEMENTWISE, REDUCTION, LAYOUT, INDEXING, ITERATION, LIBRARY})
+HOST = "host"
+KINDS = frozenset({ELEMENTWISE, REDUCTION, LAYOUT, INDEXING, ITERATION, LIBRARY, HOST})
 MONOIDS = frozenset({"sum", "prod", "max", "min", "and", "or"})
 
 
@@ -45,6 +50,7 @@ class LoweringRule(NamedTuple):
     kind: str
     monoid: str | None = None
     check: Callable[[JaxprEqn], str | None] | None = None
+    aux: Callable[[JaxprEqn], dict] | None = None
 
 
 _rules: dict[str, LoweringRule] = {}
@@ -56,18 +62,25 @@ def register_lowering(
     *,
     monoid: str | None = None,
     check: Callable[[JaxprEqn], str | None] | None = None,
+    aux: Callable[[JaxprEqn], dict] | None = None,
 ) -> None:
     """Declare how ``prim`` lowers to the kernel IR (see the module docstring for the kinds)."""
     if kind not in KINDS:
         raise ValueError(f"register_lowering({prim.name}): unknown kind {kind!r}; expected one of {sorted(KINDS)}")
     if (kind == REDUCTION) != (monoid is not None) or (monoid is not None and monoid not in MONOIDS):
         raise ValueError(f"register_lowering({prim.name}): a {kind} with monoid {monoid!r}")
-    _rules[prim.name] = LoweringRule(kind, monoid, check)
+    _rules[prim.name] = LoweringRule(kind, monoid, check, aux)
 
 
 def lowering_rule(name: str) -> LoweringRule | None:
     """The rule registered for the primitive called ``name`` (None: it runs as a host step)."""
     return _rules.get(name)
+
+
+def aux(eqn: JaxprEqn) -> dict:
+    """The registered ``aux`` facts of ``eqn`` (empty without any)."""
+    rule = _rules.get(eqn.primitive.name)
+    return rule.aux(eqn) if rule is not None and rule.aux is not None else {}
 
 
 def registered(kind: str) -> frozenset[str]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from fjax import core, dtypes
-from fjax.backends.registry import INDEXING, register_lowering
+from fjax.backends.registry import HOST, INDEXING, register_lowering
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero, is_undefined_primal
@@ -781,7 +781,16 @@ def _gather_lowering_check(eqn: core.JaxprEqn) -> str | None:
     return None if pointwise else "gather other than the pointwise form (windows or batching dims)"
 
 
-register_lowering(gather_p, INDEXING, check=_gather_lowering_check)
+def _gather_lowering_aux(eqn: core.JaxprEqn) -> dict:
+    fv = eqn.params["fill_value"]
+    dt = eqn.outvars[0].aval.dtype
+    return {
+        "fill_or_drop": eqn.params["mode"] == GatherScatterMode.FILL_OR_DROP,
+        "fill_value": _default_fill_value(dt) if fv is None else fv,
+    }
+
+
+register_lowering(gather_p, INDEXING, check=_gather_lowering_check, aux=_gather_lowering_aux)
 
 
 def _gather_jvp(
@@ -1061,6 +1070,19 @@ def _make_scatter(name: str, kind: str) -> Primitive:
 
 scatter_p = _make_scatter("scatter", "set")
 scatter_add_p = _make_scatter("scatter-add", "add")
+
+
+def _scatter_lowering_aux(eqn: core.JaxprEqn) -> dict:
+    """What a backend's compiled scatter-add (a host kernel) needs: the window sizes and mode."""
+    op_aval, _, upd_aval = (v.aval for v in eqn.invars)
+    dn = eqn.params["dimension_numbers"]
+    return {
+        "window_sizes": _scatter_window_sizes(op_aval.ndim, upd_aval.shape, dn),
+        "clip": eqn.params["mode"] == GatherScatterMode.CLIP,
+    }
+
+
+register_lowering(scatter_add_p, HOST, aux=_scatter_lowering_aux)
 scatter_mul_p = _make_scatter("scatter-mul", "mul")
 scatter_min_p = _make_scatter("scatter-min", "min")
 scatter_max_p = _make_scatter("scatter-max", "max")
