@@ -94,14 +94,20 @@ __all__ = [
     "linearize",
     "local_device_count",
     "local_devices",
+    "make_array_from_process_local_data",
     "make_jaxpr",
+    "make_mesh",
     "nn",
     "numpy",
     "optim",
     "process_count",
     "process_index",
+    "pmap",
     "pure_callback",
     "random",
+    "shard_map",
+    "sharding",
+    "distributed",
     "tree_util",
     "value_and_grad",
     "vjp",
@@ -126,3 +132,8 @@ from fjax._devices import (  # noqa: E402
 from fjax._callback import pure_callback  # noqa: E402
 from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
 from fjax import debug  # noqa: E402
+from fjax import distributed, sharding  # noqa: E402
+from fjax._pmap import pmap  # noqa: E402
+from fjax._shard_map import shard_map  # noqa: E402
+from fjax.sharding import make_mesh  # noqa: E402
+from fjax._multihost import make_array_from_process_local_data  # noqa: E402

@@ -544,7 +544,8 @@ def vmap(
             axes = _flatten_axes("out_axes", out_tree_box[0], out_axes)
             return axes
 
-        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk)
+        data = batching.AxisData(size, axis_name, spmd_axis_name)
+        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data)
         return tu.tree_unflatten(out_tree_box[0], outs)
 
     return vmap_f

@@ -235,7 +235,8 @@ ad.primitive_jvps[remat_p] = _remat_jvp
 
 
 @functools.lru_cache(maxsize=1024)
-def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int) -> tuple[Jaxpr, list]:
+def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[Jaxpr, list]:
+    # axis_key (the enclosing named axes) is part of this cache's key; batching.batch_jaxpr keys by it too
     new, consts, _ = batching.batch_jaxpr(core.ClosedJaxpr(jaxpr, []), dims, size, True, name="vmap(checkpoint)")
     return new.jaxpr, consts
 
@@ -244,7 +245,7 @@ def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int) -> tuple[Jaxpr, list]:
 def _remat_batch(
     vals: list, dims: list, *, jaxpr: Jaxpr, prevent_cse: Any, differentiated: bool, policy: Any, axis_size: int
 ) -> tuple[list, list]:
-    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size, batching.current_axis_key())
     outs = _bind([*consts, *vals], new, prevent_cse, differentiated, policy)
     return outs, [0] * len(outs)
 

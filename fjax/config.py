@@ -27,6 +27,13 @@ class Config:
         # raise FloatingPointError at the primitive whose output holds a NaN / an inf (fjax/_debug_nans.py)
         "jax_debug_nans": False,
         "jax_debug_infs": False,
+        # CPU devices per process (-1: one); fixed at first use of devices (fjax._devices)
+        "jax_num_cpu_devices": -1,
+        # collectives across MPI processes first compare operand shapes across ranks (8 bytes each)
+        "fjax_mpi_check_shapes": True,
+        # psum/pmean of a pytree across processes: leaves are fused into buckets of this many MB,
+        # one MPI Allreduce each (0: one Allreduce per leaf); 25 MB is PyTorch DDP's default
+        "fjax_allreduce_bucket_mb": 25.0,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)

@@ -422,6 +422,9 @@ class Primitive:
     """
 
     multiple_results = False
+    # collectives (fjax.lax.parallel): ``axis_main(params)`` is the transform that owns the named
+    # axes, which must process the primitive even when no argument is traced by it
+    axis_main: Callable[[dict], Any] | None = None
     # an effectful primitive (e.g. ``debug_callback``) is never dead-code eliminated
     effectful = False
 
@@ -574,8 +577,10 @@ def _leaked_tracer_error(t: Tracer) -> UnexpectedTracerError:
     )
 
 
-def find_top_trace(xs: Sequence[Any]) -> Trace:
+def find_top_trace(xs: Sequence[Any], extra: MainTrace | None = None) -> Trace:
     top = _state.dynamic[-1]
+    if extra is not None and extra.level > top.level:
+        top = extra
     for x in xs:
         if isinstance(x, Tracer):
             m = x._trace.main
@@ -613,13 +618,14 @@ def full_lower(val: Any) -> Any:
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Apply ``prim`` to ``args`` under the innermost active transform among them."""
     top_main = _state.dynamic[-1]
+    axis_main = prim.axis_main(params) if prim.axis_main is not None else None
     for x in args:
         if isinstance(x, Tracer):
             break
     else:
-        if top_main is _eval_main:
+        if top_main is _eval_main and axis_main is None:
             return eval_primitive(prim, args, params)
-    trace = find_top_trace(args)
+    trace = find_top_trace(args, axis_main)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(prim, tracers, params)
     if prim.multiple_results:

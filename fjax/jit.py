@@ -104,7 +104,7 @@ ad.primitive_jvps[jit_p] = _jit_jvp
 
 
 @functools.lru_cache(maxsize=4096)
-def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int) -> tuple[ClosedJaxpr, list]:
+def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[ClosedJaxpr, list]:
     in_avals = []
     for a, d in zip(jaxpr.in_avals, dims):
         if d is None:
@@ -124,12 +124,13 @@ def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int) -> tuple[ClosedJaxp
 
 @batching.wants_axis_size
 def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
-    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size)
+    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size, batching.current_axis_key())
     outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
     return outs, [0] * len(outs)
 
 
 batching.primitive_batchers[jit_p] = _jit_batch
+batching.register_higher_order(jit_p)  # collectives in the body reach their named axis
 
 
 @functools.lru_cache(maxsize=4096)
@@ -235,7 +236,7 @@ pe.dce_rules[jit_p] = _jit_dce
 
 def _leaf_signature(x: Any) -> Any:
     t = type(x)
-    if t is core.Array:
+    if t is core.Array or isinstance(x, core.Array):  # sharded arrays subclass Array
         v = x._value
         return (v.shape, v.dtype, x.weak_type)
     if isinstance(x, core.Tracer):
@@ -374,14 +375,15 @@ class JitWrapped:
         if not kwargs and not self.static_argnums:
             # fast path: no static or keyword arguments
             flat, in_tree = tu.tree_flatten(args)
-            key = (in_tree, tuple([_leaf_signature(x) for x in flat]), config.jax_enable_x64)
+            # the named axes in scope are part of the signature (all_gather's shape, axis_size)
+            key = (in_tree, tuple([_leaf_signature(x) for x in flat]), config.jax_enable_x64, batching.axis_env())
             entry = self._cache.get(key)
             if entry is not None:
                 return entry, flat
         static_idx, static_pos, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
         flat, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         sig = tuple(_leaf_signature(x) for x in flat)
-        key = (in_tree, sig, static_pos, static_kw, config.jax_enable_x64)
+        key = (in_tree, sig, static_pos, static_kw, config.jax_enable_x64, batching.axis_env())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace_once(key, args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
@@ -443,7 +445,11 @@ class JitWrapped:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         (closed, consts, out_tree), flat = self._get(args, kwargs)
-        if core.is_eager() and not any(isinstance(x, core.Tracer) for x in consts + flat):
+        if (
+            core.is_eager()
+            and not any(isinstance(x, core.Tracer) for x in consts + flat)
+            and (len(core._state.stack) == 1 or batching.params_axis_main({"jaxpr": closed}) is None)
+        ):
             # eager fast path: skip bind and the abstract re-check (the signature already matched)
             vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)

@@ -9,6 +9,7 @@ never import lax: the few array operations rules need come through hooks set by 
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Sequence
 
 from fjax import core
@@ -18,11 +19,81 @@ not_mapped = None
 
 # rule(vals, dims, **params) -> (out, out_dim) (lists for multiple results)
 primitive_batchers: dict[core.Primitive, Callable] = {}
+# collectives over the axis of this trace: rule(axis_data, vals, dims, **params) -> (out, out_dim)
+collective_rules: dict[core.Primitive, Callable] = {}
+# primitive -> params -> the tuple of axis names it communicates over
+axis_names_of: dict[core.Primitive, Callable[[dict], tuple]] = {}
+
+
+class AxisData:
+    """What a batching main carries: the mapped size and, for a named axis (``vmap(axis_name=)``,
+    ``pmap``, ``shard_map``), its name. ``nprocs > 1`` marks an axis that spans processes
+    (multi-process ``pmap``): each process holds ``size`` entries of the global axis of
+    ``size * nprocs``, this process at offset ``rank * size``."""
+
+    __slots__ = ("size", "name", "spmd_name", "nprocs", "rank")
+
+    def __init__(self, size: int, name: Any = None, spmd_name: Any = None, nprocs: int = 1, rank: int = 0):
+        self.size = int(size)
+        self.name = name
+        self.spmd_name = spmd_name
+        self.nprocs = nprocs
+        self.rank = rank
+
+    @property
+    def global_size(self) -> int:
+        return self.size * self.nprocs
+
+    def key(self) -> tuple:
+        return (self.name, self.spmd_name, self.nprocs, self.rank)
+
+    def __repr__(self) -> str:
+        return f"AxisData(size={self.size}, name={self.name!r}, nprocs={self.nprocs})"
+
+
+class _AxisCtx(threading.local):
+    """The named axis of the batching rule running in this thread: a rule that re-batches an
+    inner jaxpr (jit, scan, cond, while, remat, custom derivatives) batches it along the same
+    named axis, so collectives inside see it."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple] = [(None, None, 1, 0)]
+
+
+_axis_ctx = _AxisCtx()
+_INHERIT = object()
+
+
+def current_axis_key() -> tuple:
+    """The named-axis context of the running batching rule (part of the cache key of every cached
+    batched jaxpr: the same jaxpr batched along a named axis differs when it holds collectives)."""
+    return _axis_ctx.stack[-1]
+
+
+def axis_frame(name: Any) -> tuple[core.MainTrace, AxisData] | None:
+    """The innermost active batching main whose axis is called ``name`` (None if unbound)."""
+    for main in reversed(core._state.stack):
+        if main.active and isinstance(main.global_data, AxisData) and main.global_data.name == name:
+            if issubclass(main.trace_type, BatchTrace):
+                return main, main.global_data
+    return None
+
+
+def axis_env() -> tuple:
+    """``((name, size), ...)`` of the named axes bound in this thread, outermost first (jit keys
+    its traces on it: shapes of ``all_gather`` and the value of ``axis_size`` depend on it)."""
+    return tuple(
+        (m.global_data.name, m.global_data.global_size)
+        for m in core._state.stack
+        if m.active and isinstance(m.global_data, AxisData) and m.global_data.name is not None
+    )
+
 
 # hooks filled in by fjax.lax
 _moveaxis: Callable | None = None  # (x, src, dst) -> x
 _broadcast: Callable | None = None  # (x, size, axis) -> x with a new axis of length size at axis
 _broadcast_in_dim: Callable | None = None  # lax.broadcast_in_dim
+_reshape: Callable | None = None  # lax.reshape (set by fjax.lax.parallel)
 
 
 class BatchTracer(Tracer):
@@ -54,14 +125,37 @@ class BatchTrace(core.Trace):
 
     lift = pure
 
+    def __init__(self, main: core.MainTrace):
+        super().__init__(main)
+        if not isinstance(main.global_data, AxisData):
+            # a main made by a batching rule re-batching an inner jaxpr: it batches the axis of
+            # the rule's trace, named or not
+            name, spmd, nprocs, rank = _axis_ctx.stack[-1]
+            main.global_data = AxisData(main.global_data, name, spmd, nprocs, rank)
+
     @property
     def axis_size(self) -> int:
+        return self.main.global_data.size
+
+    @property
+    def axis_data(self) -> AxisData:
         return self.main.global_data
 
     def process_primitive(self, primitive: core.Primitive, tracers: list, params: dict) -> Any:
         vals = [t.val for t in tracers]
         dims = [t.batch_dim for t in tracers]
-        if all(d is not_mapped for d in dims):
+        data = self.main.global_data
+        # does the primitive communicate over this trace's axis (a collective, or a jit/scan/cond
+        # whose body holds one)? Then it is processed here even if no input is mapped
+        uses_axis = (
+            data.name is not None and primitive in axis_names_of and data.name in axis_names_of[primitive](params)
+        )
+        if uses_axis and primitive in collective_rules:
+            out, out_dim = collective_rules[primitive](data, vals, dims, **params)
+            if primitive.multiple_results:
+                return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+            return BatchTracer(self, out, out_dim)
+        if not uses_axis and all(d is not_mapped for d in dims):
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, not_mapped) for o in out]
@@ -69,7 +163,11 @@ class BatchTrace(core.Trace):
         rule = primitive_batchers.get(primitive)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
-        out, out_dim = rule(vals, dims, **params, **_axis_kw(rule, self.axis_size))
+        _axis_ctx.stack.append(data.key())
+        try:
+            out, out_dim = rule(vals, dims, **params, **_axis_kw(rule, data.size))
+        finally:
+            _axis_ctx.stack.pop()
         if primitive.multiple_results:
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
@@ -89,11 +187,20 @@ def wants_axis_size(rule: Callable) -> Callable:
 
 
 def vmap_flat(
-    fun: Callable, axis_size: int, in_dims: Sequence[int | None], args: Sequence[Any], out_dims_thunk: Callable
+    fun: Callable,
+    axis_size: int,
+    in_dims: Sequence[int | None],
+    args: Sequence[Any],
+    out_dims_thunk: Callable,
+    axis_data: Any = _INHERIT,
 ) -> list:
     """Batch ``fun`` over flat ``args`` mapped at ``in_dims``; outputs are moved to the dims
-    returned by ``out_dims_thunk(n_outputs)`` (None means unmapped: the output must not vary)."""
-    with core.new_main(BatchTrace, axis_size, debug_info="vmap") as main:
+    returned by ``out_dims_thunk(n_outputs)`` (None means unmapped: the output must not vary).
+
+    ``axis_data`` (an ``AxisData``) names the axis; by default a batching rule's re-batching
+    inherits the axis of the rule's trace, and a top-level call maps an unnamed axis."""
+    data = axis_size if axis_data is _INHERIT else axis_data
+    with core.new_main(BatchTrace, data, debug_info="vmap") as main:
         trace = BatchTrace(main)
         tracers_in = [BatchTracer(trace, x, d) if d is not not_mapped else x for x, d in zip(args, in_dims)]
         outs = fun(*tracers_in)
@@ -116,9 +223,14 @@ def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any) ->
     ndim = core.get_aval(x).ndim + (src is not_mapped)
     if not -ndim <= dst < ndim:
         raise ValueError(f"vmap out_axes: axis {dst} is out of bounds for array of dimension {ndim}")
-    d = dst + ndim if dst < 0 else dst
     if src is not_mapped:
+        d = dst + ndim if dst < 0 else dst
+        if axis_size == 1 and _reshape is not None:  # a new axis of length 1: a view, not a copy
+            shape = list(core.get_aval(x).shape)
+            shape.insert(d, 1)
+            return _reshape(x, tuple(shape))
         return _broadcast(x, axis_size, d)
+    d = dst + ndim if dst < 0 else dst
     return _moveaxis(x, src, d)
 
 
@@ -204,6 +316,67 @@ def defreducer(prim: core.Primitive, axes_param: str = "axes") -> None:
     primitive_batchers[prim] = rule
 
 
+def _jaxprs_in(value: Any) -> list:
+    if isinstance(value, core.ClosedJaxpr):
+        return [value.jaxpr]
+    if isinstance(value, core.Jaxpr):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [j for v in value for j in _jaxprs_in(v)]
+    return []
+
+
+_jaxpr_names_cache: dict = {}
+
+
+def jaxpr_axis_names(jaxpr: core.Jaxpr) -> frozenset:
+    """The axis names the collectives in ``jaxpr`` (and the jaxprs nested in it) communicate over."""
+    key = id(jaxpr)
+    hit = _jaxpr_names_cache.get(key)
+    if hit is not None and hit[0] is jaxpr:
+        return hit[1]
+    names: set = set()
+    for eqn in jaxpr.eqns:
+        f = axis_names_of.get(eqn.primitive)
+        if f is not None:
+            names.update(f(eqn.params))
+        else:
+            for j in _jaxprs_in(list(eqn.params.values())):
+                names.update(jaxpr_axis_names(j))
+    out = frozenset(names)
+    if len(_jaxpr_names_cache) > 4096:
+        _jaxpr_names_cache.clear()
+    _jaxpr_names_cache[key] = (jaxpr, out)
+    return out
+
+
+def params_axis_names(params: dict) -> tuple:
+    """The axis names used by the jaxprs among a higher-order primitive's params."""
+    names: set = set()
+    for j in _jaxprs_in(list(params.values())):
+        names.update(jaxpr_axis_names(j))
+    return tuple(names)
+
+
+def params_axis_main(params: dict) -> core.MainTrace | None:
+    """The innermost bound named axis used inside a higher-order primitive's jaxprs (its
+    ``Primitive.axis_main``): that trace must batch the body even when no input is mapped."""
+    if len(core._state.stack) == 1:  # nothing is batched: the common jit dispatch stays cheap
+        return None
+    best = None
+    for name in params_axis_names(params):
+        fr = axis_frame(name)
+        if fr is not None and (best is None or fr[0].level > best.level):
+            best = fr[0]
+    return best
+
+
+def register_higher_order(prim: core.Primitive) -> None:
+    """Let collectives inside ``prim``'s jaxprs reach the trace of their named axis."""
+    axis_names_of[prim] = params_axis_names
+    prim.axis_main = params_axis_main
+
+
 # ---------------------------------------------------------------------------------------------
 # batching a jaxpr (the one implementation behind jit, checkpoint and the control-flow primitives)
 
@@ -236,11 +409,14 @@ def batch_jaxpr(
     Cached by (jaxpr, dims, size, instantiate, name)."""
     n_out = len(closed.out_avals)
     inst = (True,) * n_out if instantiate is True else (False,) * n_out if instantiate is False else tuple(instantiate)
-    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in inst), name)
+    # the enclosing named axes (``current_axis_key``) change what collectives in ``closed`` batch to
+    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in inst), name, current_axis_key())
 
 
 @functools.lru_cache(maxsize=4096)
-def _batch_jaxpr(closed: core.ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, name: str) -> tuple:
+def _batch_jaxpr(
+    closed: core.ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, name: str, axis_key: tuple = ()
+) -> tuple:
     from fjax.interpreters import partial_eval as pe  # noqa: PLC0415 - pe is heavier; batching's rules don't need it
 
     box: list = []

@@ -24,3 +24,18 @@ from fjax.lax.control_flow import *  # noqa: F401,F403
 from fjax.lax import linalg  # noqa: F401
 from fjax.lax.linear_solve import custom_linear_solve, custom_root  # noqa: F401
 from fjax.lax.fourier import FftType, fft, fft_p  # noqa: F401
+from fjax.lax.parallel import (  # noqa: F401
+    all_gather,
+    all_to_all,
+    axis_index,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    pshuffle,
+    psum,
+    psum_scatter,
+    pswapaxes,
+    with_sharding_constraint,
+)

@@ -631,7 +631,9 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 
 
 @functools.lru_cache(maxsize=1024)
-def _batch_body(jaxpr: ClosedJaxpr, num_carry: int, in_batched: tuple, carry_batched: tuple, size: int) -> tuple:
+def _batch_body(
+    jaxpr: ClosedJaxpr, num_carry: int, in_batched: tuple, carry_batched: tuple, size: int, axis_key: tuple = ()
+) -> tuple:
     """The body batched at axis 0 for the inputs ``in_batched``; carries in ``carry_batched`` are
     forced batched on output; other outputs are batched only if they vary. Returns
     ``(closed, hoisted_consts, out_batched)``."""
@@ -659,7 +661,9 @@ def _scan_batch(
     carry_b = tuple(batched[num_consts : num_consts + num_carry])
     xs_b = tuple(batched[num_consts + num_carry :])
     for _ in range(num_carry + 1):
-        closed, hoisted, out_b = _batch_body(jaxpr, num_carry, const_b + carry_b + xs_b, carry_b, axis_size)
+        closed, hoisted, out_b = _batch_body(
+            jaxpr, num_carry, const_b + carry_b + xs_b, carry_b, axis_size, batching.current_axis_key()
+        )
         new = tuple(a or b for a, b in zip(carry_b, out_b[:num_carry]))
         if new == carry_b:
             break

@@ -1,0 +1,215 @@
+"""``jax.pmap``: map a function over devices, with collectives over the mapped axis.
+
+fjax's devices are CPU devices of the host, so ``pmap(f, axis_name='i')`` runs as a compiled
+``vmap`` over the mapped axis: ``jit(vmap(f, axis_name='i'))``. The collectives of ``f`` become
+array operations along the batched axis inside one compiled program (no per-device threads, no
+copies between "devices"), which on CPU is faster than running one program per device. The result
+is a sharded ``Array`` whose entry ``i`` lives on ``devices[i]`` (``PmapSharding``).
+
+Several processes (``fjax.distributed.initialize()`` under ``mpiexec``): as in JAX, each process
+maps over its local devices and the named axis spans every process's devices (size
+``process_count() * local_device_count()``); collectives along it finish with MPI calls (host steps
+of the compiled program, see ``fjax.lax.parallel_mpi``).
+
+This module also lets the higher-order primitives (scan, while, cond, remat, custom_jvp/vjp)
+carry collectives in their bodies to the trace of their named axis.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from fjax import _devices, core
+from fjax import tree_util as tu
+from fjax.interpreters import batching
+
+__all__ = ["pmap"]
+
+
+def _register_higher_order() -> None:
+    from fjax.checkpoint import remat_p  # noqa: PLC0415
+    from fjax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p  # noqa: PLC0415
+    from fjax.lax.control_flow.conditionals import cond_p  # noqa: PLC0415
+    from fjax.lax.control_flow.loops import while_p  # noqa: PLC0415
+    from fjax.lax.control_flow.scan import scan_p  # noqa: PLC0415
+
+    for p in (
+        scan_p,
+        while_p,
+        cond_p,
+        remat_p,
+        custom_jvp_call_p,
+        custom_vjp_call_p,
+    ):
+        batching.register_higher_order(p)
+
+
+_register_higher_order()
+
+
+def _flatten_axes(what: str, tree: Any, axes: Any) -> list:
+    from fjax.api import _flatten_axes as fa  # noqa: PLC0415
+
+    return fa(what, tree, axes)
+
+
+def pmap(
+    fun: Callable,
+    axis_name: Any = None,
+    *,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    static_broadcasted_argnums: int | Sequence[int] = (),
+    devices: Sequence[Any] | None = None,
+    backend: str | None = None,
+    axis_size: int | None = None,
+    donate_argnums: int | Sequence[int] = (),
+    global_arg_shapes: Any = None,
+) -> Callable:
+    """Map ``fun`` over the leading (``in_axes``) axis of its arguments, one entry per device,
+    with the collectives of ``fjax.lax`` available over ``axis_name`` (``jax.pmap``).
+
+    The mapped size must not exceed the number of local devices (``jax_num_cpu_devices``).
+    ``static_broadcasted_argnums`` arguments are passed unmapped and must be hashable; each new
+    value retraces. ``donate_argnums`` and ``global_arg_shapes`` are accepted and ignored.
+    """
+    del donate_argnums, global_arg_shapes
+    _devices._check_backend(backend)
+    if isinstance(static_broadcasted_argnums, int):
+        static_broadcasted_argnums = (static_broadcasted_argnums,)
+    static_nums = tuple(static_broadcasted_argnums)
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    name = getattr(fun, "__name__", type(fun).__name__)
+    cache: dict = {}
+
+    @functools.wraps(fun, updated=())
+    def pmap_f(*args: Any, **kwargs: Any) -> Any:
+
+        nargs = len(args)
+        static_idx = sorted({i % nargs for i in static_nums if -nargs <= i < nargs})
+        for i in static_nums:
+            if not -nargs <= i < nargs:
+                raise ValueError(
+                    f"pmap: static_broadcasted_argnums {static_nums} out of range for {nargs} positional arguments"
+                )
+        static_vals = tuple(args[i] for i in static_idx)
+        try:
+            hash(static_vals)
+        except TypeError as e:
+            raise ValueError(f"pmap({name}): static_broadcasted_argnums arguments must be hashable ({e})") from None
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_idx)
+        dyn_in_axes = in_axes
+        if isinstance(in_axes, tuple):
+            if len(in_axes) != nargs:
+                raise ValueError(
+                    f"pmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                    f"arguments passed to the function, but got len(in_axes)={len(in_axes)}, len(args)={nargs}"
+                )
+            dyn_in_axes = tuple(a for i, a in enumerate(in_axes) if i not in static_idx)
+        flat, tree = tu.tree_flatten((dyn, kwargs))
+        axes_flat = _flatten_axes("pmap in_axes", tree, (dyn_in_axes, 0))
+        dims = []
+        for x, ax in zip(flat, axes_flat):
+            if ax is None:
+                dims.append(None)
+                continue
+            nd = core.get_aval(x).ndim
+            if not -nd <= ax < nd:
+                raise ValueError(
+                    f"pmap was requested to map its argument along axis {ax}, which implies that its rank should be "
+                    f"at least {ax + 1 if ax >= 0 else -ax}, but is only {nd} (its shape is {core.get_aval(x).shape})"
+                )
+            dims.append(ax % nd)
+        sizes = {core.get_aval(x).shape[d] for x, d in zip(flat, dims) if d is not None}
+        if axis_size is not None:
+            sizes.add(int(axis_size))
+        if not sizes:
+            raise ValueError("pmap requires at least one argument with a mapped axis (or axis_size)")
+        if len(sizes) > 1:
+            raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}")
+        n = sizes.pop()
+        devs = list(devices) if devices is not None else _devices.local_devices()
+        n_avail = len(devs) if devices is not None else _devices.local_device_count()
+        if n > n_avail:
+            raise ValueError(
+                f"compiling computation that requires {n} logical devices, but only {n_avail} XLA devices are "
+                f"available (num_replicas={n})"
+            )
+        nprocs, rank = 1, 0
+        if devices is None and _devices.process_count() > 1:
+            nprocs, rank = _devices.process_count(), _devices.process_index()
+        key = (tree, tuple(dims), tuple(static_idx), static_vals, n, nprocs)
+        entry = cache.get(key)
+        if entry is None:
+            entry = cache[key] = _build(fun, name, args, static_idx, tree, dims, n, axis_name, nprocs, rank, out_axes)
+        jitted, out_box = entry
+        outs = jitted(*flat)
+        out_tree, out_dims = out_box
+        mapped_devs = devs[:n]
+        res = [_wrap(o, d, mapped_devs) for o, d in zip(outs, out_dims)]
+        return tu.tree_unflatten(out_tree, res)
+
+    return pmap_f
+
+
+def _build(
+    fun: Callable,
+    name: str,
+    args: tuple,
+    static_idx: list,
+    tree: Any,
+    dims: list,
+    n: int,
+    axis_name: Any,
+    nprocs: int,
+    rank: int,
+    out_axes: Any,
+) -> tuple:
+    from fjax.jit import jit  # noqa: PLC0415
+
+    out_box: list = []
+    static_args = {i: args[i] for i in static_idx}
+    nargs = len(args)
+
+    def per_device(*leaves: Any) -> list:
+        dyn, kwargs = tu.tree_unflatten(tree, list(leaves))
+        it = iter(dyn)
+        full = [static_args[i] if i in static_args else next(it) for i in range(nargs)]
+        out = fun(*full, **kwargs)
+        o_flat, o_tree = tu.tree_flatten(out)
+        if not out_box:
+            out_box.append(o_tree)
+        return o_flat
+
+    def out_dims_thunk(k: int) -> list:
+        return _flatten_axes("pmap out_axes", out_box[0], out_axes)
+
+    def mapped(*flat: Any) -> list:
+        data = batching.AxisData(n, axis_name, None, nprocs, rank)
+        return batching.vmap_flat(per_device, n, dims, list(flat), out_dims_thunk, axis_data=data)
+
+    mapped.__name__ = f"pmap_{name}"
+    return jit(mapped), _OutInfo(out_box, out_axes)
+
+
+class _OutInfo:
+    """The output tree and flat out_axes of a pmapped function, known once it has been traced."""
+
+    def __init__(self, out_box: list, out_axes: Any):
+        self._box, self._axes, self._dims = out_box, out_axes, None
+
+    def __iter__(self):  # noqa: ANN204
+        if self._dims is None:
+            self._dims = _flatten_axes("pmap out_axes", self._box[0], self._axes)
+        yield self._box[0]
+        yield self._dims
+
+
+def _wrap(o: Any, d: int | None, devs: list) -> Any:
+    from fjax import sharding  # noqa: PLC0415
+
+    if d is None or not isinstance(o, core.Array):
+        return o
+    return sharding.ShardedArray(o._value, o.weak_type, sharding.PmapSharding(devs, d))

@@ -1,0 +1,196 @@
+"""Many processes over MPI: ``fjax.distributed.initialize`` / ``shutdown`` (``jax.distributed``).
+
+fjax does not ship its own distributed runtime: processes are launched by MPI (``mpiexec -n 2
+python train.py``) and talk through mpi4py. ``initialize()`` detects an MPI launch from the
+launcher's environment (MPICH/Hydra ``PMI_*``, Open MPI ``OMPI_COMM_WORLD_*``, PMIx) or is told
+with ``cluster_detection_method="mpi4py"``; it then gives each process its index and count
+(``fjax.process_index()``, ``process_count()``), and the global device list (``fjax.devices()``)
+spans every process's local devices. Collectives whose named axis spans processes (multi-process
+``pmap``) run as MPI calls on contiguous host buffers (``fjax.lax.parallel_mpi``).
+
+Failure behaviour: once initialized with more than one process, an exception that escapes the
+main program of any rank prints its traceback prefixed by the rank and calls ``MPI.Abort``, so
+the other ranks exit instead of waiting forever in a collective.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+__all__ = ["initialize", "is_initialized", "shutdown"]
+
+
+class _State:
+    comm: Any = None
+    process_id: int = 0
+    num_processes: int = 1
+    initialized: bool = False
+    prev_excepthook: Any = None
+
+
+state = _State()
+
+_MPI_ENV = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALRANKID")
+
+
+def mpi_launched() -> bool:
+    """Whether this process was started by an MPI launcher (mpiexec/mpirun/srun with PMI)."""
+    return any(k in os.environ for k in _MPI_ENV)
+
+
+def _import_mpi(timeout: float) -> Any:
+    """``mpi4py.MPI`` (importing it runs ``MPI_Init``), failing after ``timeout`` seconds."""
+    box: list = []
+
+    def work() -> None:
+        try:
+            from mpi4py import MPI  # noqa: PLC0415
+
+            box.append(MPI)
+        except BaseException as e:  # noqa: BLE001
+            box.append(e)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(timeout)
+    if not box:
+        # the thread stays blocked inside MPI_Init and would also block interpreter exit: leave now,
+        # so the launcher ends the job instead of every rank hanging
+        sys.stderr.write(
+            f"fjax.distributed.initialize: MPI_Init did not finish within initialization_timeout={timeout} s "
+            "(another process of the job never started or never called initialize); exiting\n"
+        )
+        sys.stderr.flush()
+        os._exit(1)
+    if isinstance(box[0], BaseException):
+        if isinstance(box[0], ImportError):
+            raise RuntimeError(
+                "fjax.distributed.initialize: this process was launched by MPI but mpi4py is not installed "
+                "(pip install mpi4py mpich)"
+            ) from box[0]
+        raise box[0]
+    return box[0]
+
+
+def _barrier(comm: Any, timeout: float) -> None:
+    """A barrier that gives up (aborting every rank) after ``timeout`` seconds, so a rank that died
+    or never called ``initialize`` does not hang the others."""
+    req = comm.Ibarrier()
+    deadline = time.monotonic() + timeout
+    delay = 1e-4
+    while not req.Test():
+        if time.monotonic() > deadline:
+            sys.stderr.write(
+                f"[fjax rank {comm.Get_rank()}] fjax.distributed.initialize: not every one of the "
+                f"{comm.Get_size()} processes arrived within initialization_timeout={timeout} s; aborting\n"
+            )
+            sys.stderr.flush()
+            comm.Abort(1)
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _excepthook(exc_type: type, exc: BaseException, tb: Any) -> None:
+    rank = state.process_id
+    text = "".join(traceback.format_exception(exc_type, exc, tb))
+    sys.stderr.write(
+        "".join(f"[fjax rank {rank}] {line}\n" for line in text.rstrip().splitlines())
+        + f"[fjax rank {rank}] aborting all {state.num_processes} processes (MPI_Abort) after an uncaught "
+        f"{exc_type.__name__} on rank {rank}\n"
+    )
+    sys.stderr.flush()
+    try:
+        state.comm.Abort(1)
+    finally:  # Abort does not return; if it does, exit anyway
+        os._exit(1)
+
+
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    local_device_ids: Any = None,
+    cluster_detection_method: str | None = None,
+    initialization_timeout: int = 300,
+    coordinator_bind_address: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """Join the processes of this job (``jax.distributed.initialize``).
+
+    Under an MPI launch (or with ``cluster_detection_method="mpi4py"``) ranks and sizes come
+    from ``MPI.COMM_WORLD``; ``num_processes``/``process_id``, when given, must agree with it.
+    Without MPI, only a single process is possible (``num_processes=1``); other values raise a
+    ``ValueError`` (fjax has no coordinator service: ``coordinator_address`` is accepted for JAX
+    compatibility and ignored). ``initialization_timeout`` (seconds) bounds MPI_Init and the
+    barrier that waits for every process. Calling it twice raises ``RuntimeError``, as JAX.
+    """
+    del coordinator_address, local_device_ids, coordinator_bind_address, kwargs
+    if state.initialized:
+        raise RuntimeError("distributed.initialize should only be called once.")
+    methods = (None, "mpi4py", "deactivate")
+    if cluster_detection_method not in methods:
+        raise ValueError(
+            f"fjax.distributed.initialize: unsupported cluster_detection_method {cluster_detection_method!r} "
+            "(fjax detects MPI launches: use 'mpi4py', or launch with mpiexec)"
+        )
+    from fjax import _devices  # noqa: PLC0415
+
+    use_mpi = cluster_detection_method == "mpi4py" or (cluster_detection_method is None and mpi_launched())
+    if use_mpi:
+        MPI = _import_mpi(float(initialization_timeout))
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+        if num_processes is not None and int(num_processes) != size:
+            raise ValueError(f"fjax.distributed.initialize: num_processes={num_processes} but MPI has {size} ranks")
+        if process_id is not None and int(process_id) != rank:
+            raise ValueError(f"fjax.distributed.initialize: process_id={process_id} but this MPI rank is {rank}")
+        _barrier(comm, float(initialization_timeout))
+        state.comm, state.process_id, state.num_processes = comm, rank, size
+        if size > 1:
+            state.prev_excepthook = sys.excepthook
+            sys.excepthook = _excepthook
+    else:
+        if num_processes is None and process_id is None:
+            raise ValueError(
+                "fjax.distributed.initialize: no MPI launch detected (run under mpiexec, or pass "
+                "cluster_detection_method='mpi4py'); coordinator_address should be defined otherwise, and fjax "
+                "only supports MPI"
+            )
+        if int(num_processes if num_processes is not None else 1) != 1 or int(process_id or 0) != 0:
+            raise ValueError(
+                "fjax.distributed.initialize: more than one process needs an MPI launch (mpiexec -n N ...); "
+                f"got num_processes={num_processes}, process_id={process_id}"
+            )
+    state.initialized = True
+    _devices._topology_changed()
+
+
+def is_initialized() -> bool:
+    """Whether ``initialize`` has been called (and ``shutdown`` not since)."""
+    return state.initialized
+
+
+def shutdown() -> None:
+    """Leave the job: a barrier across processes, then back to a single process view."""
+    if not state.initialized:
+        return
+    if state.comm is not None and state.num_processes > 1:
+        state.comm.Barrier()
+    if state.prev_excepthook is not None:
+        sys.excepthook = state.prev_excepthook
+        state.prev_excepthook = None
+    state.comm, state.process_id, state.num_processes = None, 0, 1
+    state.initialized = False
+    from fjax import _devices  # noqa: PLC0415
+
+    _devices._topology_changed()
+
+
+def comm() -> Any:
+    """The MPI communicator of the job (``None`` in a single process)."""
+    return state.comm

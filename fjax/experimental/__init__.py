@@ -1,0 +1,1 @@
+"""``jax.experimental``: APIs JAX keeps outside its stable namespace."""

@@ -1,0 +1,182 @@
+"""Several CPU devices in one process (jax_num_cpu_devices): pmap, shard_map, meshes, shardings,
+device_put onto a sharding; results checked against numpy."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import _devices, lax
+from fjax.sharding import Mesh, NamedSharding
+from fjax.sharding import PartitionSpec as P
+
+
+@pytest.fixture(scope="module", autouse=True)
+def four_devices():
+    """Four CPU devices for this module (the topology is reset around it, as if set before first
+    use, which is when JAX requires jax_num_cpu_devices to be set)."""
+    old = fjax.config.jax_num_cpu_devices
+    _devices._topology_changed()
+    _devices._topology = None
+    fjax.config.update("jax_num_cpu_devices", 4)
+    yield
+    _devices._topology = None
+    fjax.config.update("jax_num_cpu_devices", old)
+    _devices._topology_changed()
+
+
+def test_devices():
+    assert fjax.device_count() == 4 and fjax.local_device_count() == 4
+    assert [d.id for d in fjax.devices()] == [0, 1, 2, 3]
+    assert fjax.local_devices() == fjax.devices()
+    assert fjax.process_index() == 0 and fjax.process_count() == 1
+    assert repr(fjax.devices()[2]) == "CpuDevice(id=2)"
+    with pytest.raises(RuntimeError, match="before backends are initialized"):
+        fjax.config.update("jax_num_cpu_devices", 2)
+
+
+_pmapped = fjax.pmap(
+    lambda x, y: (lax.psum(x * y, "i"), lax.all_gather(x, "i"), x - lax.pmean(x, "i"), lax.axis_index("i")),
+    axis_name="i",
+)
+
+
+@given(st.integers(1, 4), st.integers(0, 2**16))
+def test_pmap_collectives(n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    y = rng.standard_normal((n, 3)).astype(np.float32)
+    s, g, c, i = _pmapped(x, y)
+    np.testing.assert_allclose(s, np.broadcast_to((x * y).sum(0), x.shape), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(g, np.broadcast_to(x, (n,) + x.shape))
+    np.testing.assert_allclose(c, x - x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(i, np.arange(n))
+    assert s.sharding.device_set == set(fjax.devices()[:n])
+    shards = s.addressable_shards
+    assert [sh.device.id for sh in shards] == list(range(n))
+    np.testing.assert_array_equal(shards[-1].data, np.asarray(s)[n - 1])
+
+
+def test_pmap_options():
+    f = fjax.pmap(lambda x, k, y: x * k + y, axis_name="i", in_axes=(0, None, 1), static_broadcasted_argnums=1)
+    x, y = np.ones((2, 3), np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_allclose(f(x, 3, y), 3 + y.T)
+    np.testing.assert_allclose(f(x, 5, y), 5 + y.T)
+    g = fjax.pmap(lambda x: (x, lax.psum(x, "i")), axis_name="i", out_axes=(1, None))
+    a, b = g(np.arange(8.0, dtype=np.float32).reshape(4, 2))
+    assert a.shape == (2, 4) and b.shape == (2,)
+    np.testing.assert_allclose(b, [12.0, 16.0])
+    h = fjax.pmap(lambda x: x + 1, devices=fjax.devices()[2:])
+    assert h(np.zeros((2, 1), np.float32)).sharding.device_set == set(fjax.devices()[2:])
+    with pytest.raises(ValueError, match="requires 5 logical devices, but only 4"):
+        fjax.pmap(lambda x: x)(np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match="out_axes is None"):
+        fjax.pmap(lambda x: x, out_axes=None)(np.arange(2.0))
+
+
+def test_pmap_grad_and_jit():
+    # the data-parallel pattern: per-device gradients averaged with pmean
+    w = np.array([0.5, -1.0], np.float32)
+    x = np.random.default_rng(0).standard_normal((4, 8, 2)).astype(np.float32)
+
+    def loss(w, xb):
+        return jnp.mean((xb @ w) ** 2)
+
+    step = fjax.pmap(lambda w, xb: lax.pmean(fjax.grad(loss)(w, xb), "d"), axis_name="d", in_axes=(None, 0))
+    g = step(w, x)
+    ref = fjax.grad(loss)(w, x.reshape(32, 2))
+    np.testing.assert_allclose(g, np.broadcast_to(ref, (4, 2)), rtol=1e-5)
+    np.testing.assert_allclose(fjax.jit(lambda w, x: step(w, x) * 2)(w, x), 2 * np.asarray(g), rtol=1e-6)
+
+
+def test_mesh_and_named_sharding():
+    mesh = fjax.make_mesh((2, 2), ("x", "y"))
+    assert mesh.shape == {"x": 2, "y": 2} and mesh.size == 4 and mesh.axis_names == ("x", "y")
+    x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    s = NamedSharding(mesh, P("x", "y"))
+    a = fjax.device_put(x, s)
+    assert a.sharding == s and a.sharding.shard_shape((4, 4)) == (2, 2)
+    by_dev = {sh.device.id: sh for sh in a.addressable_shards}
+    np.testing.assert_array_equal(by_dev[1].data, x[0:2, 2:4])
+    np.testing.assert_array_equal(by_dev[2].data, x[2:4, 0:2])
+    assert by_dev[3].index == (slice(2, 4), slice(2, 4))
+    r = fjax.device_put(x, NamedSharding(mesh, P()))
+    assert r.sharding.is_fully_replicated and [sh.replica_id for sh in r.addressable_shards] == [0, 1, 2, 3]
+    # computations see the global value
+    np.testing.assert_allclose(fjax.jit(lambda v: v * 2)(a), 2 * x)
+    np.testing.assert_allclose(a + 1, x + 1)
+    with pytest.raises(ValueError, match="divisible"):
+        fjax.device_put(np.ones((3, 4)), s)
+    with pytest.raises(ValueError, match="not found in mesh"):
+        NamedSharding(mesh, P("z"))
+    d = fjax.device_put(x, fjax.devices()[3])
+    assert d.devices() == {fjax.devices()[3]}
+    assert fjax.device_put(x).sharding.device_set == {fjax.devices()[0]}
+    assert isinstance(Mesh(np.array(fjax.devices()).reshape(4), ("b",)), Mesh)
+
+
+_mesh = None
+
+
+def _get_mesh():
+    global _mesh
+    if _mesh is None:
+        _mesh = fjax.make_mesh((2, 2), ("x", "y"))
+    return _mesh
+
+
+@given(st.integers(0, 2**16))
+def test_shard_map(seed):
+    mesh = _get_mesh()
+    x = np.random.default_rng(seed).standard_normal((4, 6)).astype(np.float32)
+    total = fjax.shard_map(lambda b: lax.psum(jnp.sum(b), ("x", "y")), mesh=mesh, in_specs=P("x", "y"), out_specs=P())
+    np.testing.assert_allclose(total(x), x.sum(), rtol=1e-5)
+    # blocks scaled by their position along x, reassembled
+    scaled = fjax.shard_map(lambda b: b * lax.axis_index("x"), mesh=mesh, in_specs=P("x", None), out_specs=P("x", None))
+    np.testing.assert_allclose(scaled(x), x * np.repeat([0, 1], 2)[:, None])
+    # a row-sharded matmul with a replicated right operand, gathered along y
+    w = np.random.default_rng(seed + 1).standard_normal((6, 4)).astype(np.float32)
+    mm = fjax.shard_map(
+        lambda a, b: lax.psum(a @ b, "y"), mesh=mesh, in_specs=(P("x", "y"), P("y", None)), out_specs=P("x", None)
+    )
+    np.testing.assert_allclose(mm(x, w), x @ w, rtol=1e-4, atol=1e-5)
+    gathered = fjax.shard_map(
+        lambda b: lax.all_gather(b, ("x", "y"), tiled=True), mesh=mesh, in_specs=P(("x", "y")), out_specs=P()
+    )
+    np.testing.assert_array_equal(gathered(x), x)
+
+
+def test_shard_map_grad_jit_and_errors():
+    mesh = _get_mesh()
+    x = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    f = fjax.shard_map(
+        lambda b: lax.psum(jnp.sum(jnp.sin(b)), ("x", "y")), mesh=mesh, in_specs=P("x", "y"), out_specs=P()
+    )
+    np.testing.assert_allclose(fjax.grad(f)(x), np.cos(x), rtol=1e-5)
+    np.testing.assert_allclose(fjax.jit(f)(x), np.sin(x).sum(), rtol=1e-5)
+    bad = fjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x"))
+    with pytest.raises(ValueError, match="mesh axis 'y'"):
+        bad(x)
+    loose = fjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x"), check_vma=False)
+    np.testing.assert_array_equal(loose(x), x[:, :2])
+    with mesh:
+        inner = fjax.shard_map(lambda b: b + 1, in_specs=P("x"), out_specs=P("x"))
+        np.testing.assert_array_equal(inner(x), x + 1)
+    with pytest.raises(ValueError, match="not divisible"):
+        fjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(np.ones((3, 2)))
+    from fjax.experimental.shard_map import shard_map as legacy
+
+    np.testing.assert_array_equal(legacy(lambda b: b * 2, mesh, P("x"), P("x"))(x), 2 * x)
+
+
+def test_with_sharding_constraint():
+    mesh = _get_mesh()
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    f = fjax.jit(lambda v: lax.with_sharding_constraint(v * 2, NamedSharding(mesh, P("x"))))
+    np.testing.assert_array_equal(f(x), 2 * x)
+    with mesh:
+        np.testing.assert_array_equal(lax.with_sharding_constraint(x, P("x", "y")), x)
+    with pytest.raises(ValueError, match="divisible"):
+        lax.with_sharding_constraint(np.ones((3, 2)), NamedSharding(mesh, P("x")))
