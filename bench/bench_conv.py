@@ -6,7 +6,7 @@ process (interleaved rounds, best time of each).
 Layers (NHWC / HWIO, 'SAME', batch 128): 28x28x1 -> 3x3x16 and 14x14x16 -> 3x3x32; forward
 ``relu(conv(x, w))``, and the gradient with respect to input and kernel of ``sum(relu(conv(x, w)) * g)``
 (which runs the two transposed convolutions). Also reports the im2col kernel's cold numba compile
-time (no disk cache), and (``--ops``) the other host kernels of ``numba_ops`` (argmax, cumulative
+time (no disk cache), and (``--ops``) the other host kernels of ``fjax.backends.numba.host_kernels`` (argmax, cumulative
 ops, scatter-add, sort) against their impls on a few shapes.
 
 Run: ``python bench/bench_conv.py [--batch 128] [--rounds 15]``. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE

@@ -109,7 +109,7 @@ def vmath_micro(n: int, repeat: int) -> None:
             def mk(fn):
                 @numba.njit(error_model="numpy", nogil=True)
                 def loop(x, y):
-                    wide_vectors(512)  # as the loop-nest kernels ask (numba_cpu.VECTOR_WIDTH)
+                    wide_vectors(512)  # as the loop-nest kernels ask (render.VECTOR_WIDTH)
                     for i in range(x.shape[0]):
                         y[i] = fn(x[i])
 

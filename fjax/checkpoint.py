@@ -203,17 +203,9 @@ def _bind(args: Sequence[Any], jaxpr: Jaxpr, prevent_cse: Any, differentiated: b
 
 @functools.lru_cache(maxsize=1024)
 def _jvp_jaxpr(jaxpr: Jaxpr, nonzeros: tuple) -> tuple[Jaxpr, list]:
-    avals = [v.aval for v in jaxpr.invars]
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-    n = len(avals)
-
-    def f(*args: Any) -> list:
-        primals, it = list(args[:n]), iter(args[n:])
-        tans = [next(it) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-        po, to = ad.jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr, [], *xs), primals, tans)
-        return list(po) + [ad.instantiate_zeros(t) for t in to]
-
-    return _trace(f, avals + t_avals, "jvp(checkpoint)")
+    # cached here by the (open) jaxpr of the remat equation; the JVP itself is ad's
+    new, consts, _ = ad.jvp_jaxpr(core.ClosedJaxpr(jaxpr, []), nonzeros, True, name="jvp(checkpoint)")
+    return new.jaxpr, consts
 
 
 def _remat_jvp(
@@ -244,22 +236,9 @@ ad.primitive_jvps[remat_p] = _remat_jvp
 
 @functools.lru_cache(maxsize=1024)
 def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[Jaxpr, list]:
-    in_avals = []
-    for v, d in zip(jaxpr.invars, dims):
-        a = v.aval
-        if d is None:
-            in_avals.append(a)
-        else:
-            s = list(a.shape)
-            s.insert(d, size)
-            in_avals.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
-
-    def f(*args: Any) -> list:
-        return batching.vmap_flat(
-            lambda *xs: core.eval_jaxpr(jaxpr, [], *xs), size, list(dims), list(args), lambda n: [0] * n
-        )
-
-    return _trace(f, in_avals, "vmap(checkpoint)")
+    # axis_key (the enclosing named axes) is part of this cache's key; batching.batch_jaxpr keys by it too
+    new, consts, _ = batching.batch_jaxpr(core.ClosedJaxpr(jaxpr, []), dims, size, True, name="vmap(checkpoint)")
+    return new.jaxpr, consts
 
 
 @batching.wants_axis_size

@@ -171,27 +171,10 @@ def _inline_transpose(cts: list, *args: Any, call_jaxpr: ClosedJaxpr, **_: Any) 
     return [r if is_undefined_primal(a) else None for r, a in zip(res, args)]
 
 
-def _batched_in_avals(avals: Sequence[ShapedArray], dims: Sequence[int | None], size: int) -> list:
-    out = []
-    for a, d in zip(avals, dims):
-        if d is None:
-            out.append(a)
-        else:
-            s = list(a.shape)
-            s.insert(d, size)
-            out.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
-    return out
-
-
 def _batch_closed(closed: ClosedJaxpr, dims: Sequence[int | None], size: int) -> tuple[ClosedJaxpr, list]:
     """The jaxpr vmapped over ``dims`` with every output batched at axis 0."""
-
-    def f(*args: Any) -> list:
-        return batching.vmap_flat(
-            lambda *xs: _eval_closed(closed, *xs), size, list(dims), list(args), lambda n: [0] * n
-        )
-
-    return _trace_closed(f, _batched_in_avals(closed.in_avals, dims, size), "vmap")
+    new, consts, _ = batching.batch_jaxpr(closed, list(dims), size, True)
+    return new, consts
 
 
 def _zero_tangent_of(x: Any) -> Zero:

@@ -262,10 +262,18 @@ class Lowered:
         self.consts = consts
         self.name = name
 
-    def as_text(self) -> str:
+    def as_text(self, dialect: str | None = None) -> str:
+        """What ``jit`` compiles: ``dialect=None`` (or ``"numba"``) the generated source,
+        ``"ir"`` the kernel IR program, ``"jaxpr"`` the jaxpr."""
         from fjax.backends import dispatch  # noqa: PLC0415
 
-        return dispatch.source_for(self.jaxpr)
+        if dialect in (None, "numba"):
+            return dispatch.source_for(self.jaxpr)
+        if dialect == "ir":
+            return dispatch.ir_text(self.jaxpr)
+        if dialect == "jaxpr":
+            return str(self.jaxpr)
+        raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'ir' or 'jaxpr')")
 
     def compile(self) -> Any:
         from fjax.backends import dispatch  # noqa: PLC0415

@@ -109,16 +109,16 @@ def test_clear_caches_retraces_and_recompiles():
 def test_failed_compile_is_retried(monkeypatch):
     # a compile that fails once (a transient fault) leaves the function compiled on a later call
     backend = dispatch._backend()
-    real = backend.compile_program
+    real = backend.compile
     fails = [1]
 
-    def flaky(closed, loops=True):
+    def flaky(prog):
         if fails[0]:
             fails[0] -= 1
             raise OSError("simulated transient failure")
-        return real(closed, loops)
+        return real(prog)
 
-    monkeypatch.setattr(backend, "compile_program", flaky)
+    monkeypatch.setattr(backend, "compile", flaky)
     old = config.fjax_lowering_strict
     config.update("fjax_lowering_strict", False)
     try:

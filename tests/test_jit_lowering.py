@@ -19,9 +19,9 @@ import pytest
 
 import fjax
 from fjax import lax
-from fjax.backends import dispatch, kernel_ir, lowering
+from fjax.backends import dispatch, kernel_ir
 from fjax.backends.numba import disk_cache
-from fjax.backends.numba import program as numba_cpu
+from fjax.backends.numba import render as numba_render
 from fjax.config import config
 
 # ---------------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def _check(jf, *args, rtol=None, atol=0.0):
 
 
 def _kernel(jf, *args) -> kernel_ir.Kernel:
-    prog = lowering.build_program(jf.lower(*args).jaxpr)
+    prog = dispatch.lower(jf.lower(*args).jaxpr)
     ks = [s for s in prog.steps if isinstance(s, kernel_ir.Kernel)]
     assert len(ks) == 1
     return ks[0]
@@ -375,10 +375,10 @@ def test_misc_iota_clamp_select():
 def test_host_fallback(caplog):
     x = f32(3, 5)
     with caplog.at_level(logging.INFO, logger="fjax.lowering"):
-        lowering.build_program(with_host_step.lower(x).jaxpr)
+        dispatch.lower(with_host_step.lower(x).jaxpr)
     assert any("argmax" in r.getMessage() for r in caplog.records)
     _check(with_host_step, x, rtol=1e-5)
-    prog = lowering.build_program(with_host_step.lower(x).jaxpr)
+    prog = dispatch.lower(with_host_step.lower(x).jaxpr)
     assert [type(s).__name__ for s in prog.steps] == ["Kernel", "HostCall", "Kernel"]
     # argmax along the contiguous axis runs its numpy impl (numba_ops has a compiled form for others)
     assert "# host: argmax" in with_host_step.lower(x).as_text()
@@ -555,10 +555,10 @@ def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
 def test_parallel_threshold_marks_large_nests():
     x = np.zeros(1 << 20, np.float32)
     k = _kernel(chain_sum, x)
-    numba_cpu.annotate(k)
+    numba_render.annotate(k)
     assert k.loop_nests()[0].parallel
     k = _kernel(chain_sum, f32(1000))
-    numba_cpu.annotate(k)
+    numba_render.annotate(k)
     assert not k.loop_nests()[0].parallel
 
 

@@ -15,7 +15,7 @@ import pytest
 import fjax
 import fjax.numpy as jnp
 from fjax import lax
-from fjax.backends import dispatch, kernel_ir, lowering
+from fjax.backends import dispatch, kernel_ir
 from fjax.backends.numba import program as numba_cpu
 from fjax.config import config
 
@@ -47,7 +47,7 @@ def _check(jf, *args, rtol=2e-6, native=True):
         else:
             np.testing.assert_array_equal(g, w)
     if native:
-        prog = lowering.build_program(jf.lower(*args).jaxpr)
+        prog = dispatch.lower(jf.lower(*args).jaxpr)
         hosts = [s.eqn.primitive.name for s in prog.steps if isinstance(s, kernel_ir.HostCall)]
         assert not hosts, hosts
     return got
@@ -164,7 +164,7 @@ def test_indexing_views_fuse():
     no intermediate buffer."""
     x = f32(7, 8)
     for jf, args in ((slices, (x,)), (pads, (x[:5, :6],)), (gathers, (x[:6, :5], np.zeros(6, np.int32)))):
-        prog = lowering.build_program(jf.lower(*args).jaxpr)
+        prog = dispatch.lower(jf.lower(*args).jaxpr)
         for k in prog.steps:
             for nest in k.loop_nests():
                 assert all(isinstance(s, (kernel_ir.Load, kernel_ir.Op, kernel_ir.Iota)) for s in nest.body)
@@ -207,7 +207,7 @@ def test_plan_shares_and_pools_intermediates():
     prog_src = src.split("# ----")[0]
     assert "_pool.pop()" in prog_src and "_pool.append(_b)" in prog_src
     # the (16, 12) intermediates x@w1, tanh, h@w2 share slots; the outputs are fresh allocations
-    ps = numba_cpu.build(mlp_like.lower(x, w1, w2).jaxpr)
+    ps = numba_cpu.ProgramSource(dispatch.lower(mlp_like.lower(x, w1, w2).jaxpr))
     allocs = [ln for ln in ps.lines if isinstance(ln, numba_cpu._Alloc)]
     pooled = [a for a in allocs if a.slot is not None]
     assert len(ps.slots) < len(pooled)

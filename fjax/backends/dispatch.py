@@ -11,7 +11,9 @@ import logging
 import threading
 from typing import Callable
 
-from fjax.backends.lowering import _has_control_flow
+from fjax.backends.backend import Backend
+from fjax.backends.kernel_ir import Program
+from fjax.backends.lowering import _has_control_flow, build_program
 from fjax.config import config
 from fjax.core import ClosedJaxpr
 
@@ -26,10 +28,35 @@ _compiling: dict[int, threading.Lock] = {}
 _compiling_lock = threading.Lock()
 
 
-def _backend():
-    from fjax.backends.numba import program as numba_cpu  # noqa: PLC0415
+_backends: dict[str, Backend] = {}
 
-    return numba_cpu
+
+def get_backend(name: str = "numba") -> Backend:
+    """The backend called ``name`` (created on first use: importing numba takes a while)."""
+    b = _backends.get(name)
+    if b is None:
+        if name != "numba":
+            raise NotImplementedError(f"fjax has no backend named {name!r} (available: 'numba')")
+        from fjax.backends.numba.backend import NumbaBackend  # noqa: PLC0415
+
+        b = _backends[name] = NumbaBackend()
+    return b
+
+
+def _backend() -> Backend:
+    return get_backend()
+
+
+def lower(closed: ClosedJaxpr, backend: Backend | None = None, loops: bool = True) -> Program | None:
+    """``closed`` lowered to a kernel IR ``Program`` for ``backend`` (default: numba); None when
+    nothing in it would be compiled (jit then evaluates the jaxpr eagerly)."""
+    b = backend or _backend()
+    return build_program(closed, b.capabilities, loops=loops)
+
+
+def _compile(b: Backend, closed: ClosedJaxpr, loops: bool = True) -> Callable | None:
+    prog = lower(closed, b, loops=loops)
+    return None if prog is None else b.compile(prog)
 
 
 def compile_jaxpr(closed: ClosedJaxpr) -> Callable | None:
@@ -76,7 +103,7 @@ def _compile_locked(closed: ClosedJaxpr) -> Callable | None:
 def _compile_uncached(closed: ClosedJaxpr, warn: bool = True) -> tuple[Callable | None, bool]:
     """(callable or None, whether compiling failed). None without a failure: nothing to compile."""
     try:
-        return _backend().compile_program(closed), False
+        return _compile(_backend(), closed), False
     except Exception as e:  # a lowering bug must never break jit: fall back to eager evaluation
         if config.fjax_lowering_strict:
             raise
@@ -85,7 +112,7 @@ def _compile_uncached(closed: ClosedJaxpr, warn: bool = True) -> tuple[Callable 
         if config.fjax_compile_loops and _has_control_flow(closed.jaxpr):
             # keep the rest compiled: the loops run on the host, calling their compiled bodies
             try:
-                fn = _backend().compile_program(closed, loops=False)
+                fn = _compile(_backend(), closed, loops=False)
                 if warn:
                     log.warning(
                         "fjax.jit: compiling a loop failed (%s: %s); its loops run on the host", type(e).__name__, e
@@ -104,7 +131,19 @@ def _compile_uncached(closed: ClosedJaxpr, warn: bool = True) -> tuple[Callable 
 
 def source_for(closed: ClosedJaxpr) -> str:
     """The generated source of ``closed`` (kernels, and the host steps as comments)."""
-    return _backend().source_for(closed)
+    prog = lower(closed)
+    if prog is None:
+        return "# nothing to compile: evaluated eagerly\n"
+    return _backend().source(prog)
+
+
+def ir_text(closed: ClosedJaxpr) -> str:
+    """The kernel IR program of ``closed`` as text (``Program.as_text``), after the backend's
+    passes (so it shows the schedule the backend renders)."""
+    prog = lower(closed)
+    if prog is None:
+        return "# nothing to compile: evaluated eagerly\n"
+    return _backend().prepare(prog).as_text()
 
 
 def clear_cache(disk: bool = False) -> None:

@@ -219,8 +219,9 @@ class ControlStep:
 
 
 class InlineStep:
-    """An indexed update (``numba_loops.INLINE_OPS``) inside a compiled loop body, rendered as
-    generated loops in the loop function (outside loops it is a ``HostCall``)."""
+    """An indexed update inside a compiled loop body (a backend capability,
+    ``Capabilities.loop_ops``; numba: ``loops.INLINE_OPS``), rendered as generated loops in the
+    loop function (outside loops it is a ``HostCall``)."""
 
     def __init__(self, eqn: JaxprEqn):
         self.eqn = eqn
@@ -233,3 +234,142 @@ class Program:
     def __init__(self, steps: list, in_slots: list, out_slots: list, step_io: list, consts: list):
         self.steps, self.in_slots, self.out_slots = steps, in_slots, out_slots
         self.step_io, self.consts = step_io, consts
+
+    def as_text(self) -> str:
+        """The program as readable text (``program_text``)."""
+        return program_text(self)
+
+    def __str__(self) -> str:
+        return program_text(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# printer: ``Program.as_text()``
+
+
+def _dt(dtype: Any) -> str:
+    return core.short_dtype_name(np.dtype(dtype))
+
+
+def const_text(value: Any, dtype: Any) -> str:
+    """A constant in decimal (shortest repr in its dtype), with the exact hex for floats."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        v = dtype.type(value)
+        return f"{v!s} ({float(v).hex()})"
+    return str(dtype.type(value).item())
+
+
+def _ix_text(e: Any) -> str:
+    if e is None:
+        return "0"
+    if not isinstance(e, Ix):
+        return f"i{e}"
+    terms = []
+    if e.axis is not None:
+        terms.append(f"i{e.axis}" if e.scale == 1 else f"{e.scale}*i{e.axis}")
+    if e.offset or not terms:
+        terms.append(str(e.offset))
+    for v, coef, lo, hi in e.dyn:
+        c = f"clamp({v}, {lo}, {hi})"
+        terms.append(c if coef == 1 else f"{coef}*{c}")
+    s = " + ".join(terms)
+    if e.div != 1:
+        s = f"({s}) // {e.div}"
+    if e.ext is not None:
+        s = f"{s} if in [0, {e.ext})"
+    return s
+
+
+def params_text(params: dict) -> str:
+    """``[k=v ...]`` of an equation's static params (none: empty), on one line."""
+    ps = {k: v for k, v in params.items() if v is not None and not core._has_jaxpr(v)}
+    return "[" + " ".join(" ".join(f"{k}={v}".split()) for k, v in ps.items()) + "]" if ps else ""
+
+
+def _nest_text(nest: LoopNest, ind: str) -> list[str]:
+    red = f" reduce {list(nest.reduce_axes)}" if nest.reduce_axes else ""
+    par = " parallel" if nest.parallel else ""
+    lines = [f"{ind}nest{nest.index} over {list(nest.domain)}{red}{par}:"]
+    ind2 = ind + "  "
+    for s in nest.body:
+        if isinstance(s, Load):
+            idx = ", ".join(_ix_text(e) for e in s.index)
+            fill = f" else {s.fill}" if s.fill is not None else ""
+            lines.append(f"{ind2}{s.out}: {_dt(s.dtype)} = load {s.buf.name}[{idx}]{fill}")
+        elif isinstance(s, Op):
+            lines.append(f"{ind2}{s.out}: {_dt(s.dtype)} = {s.op}{params_text(s.params)}({', '.join(s.args)})")
+        elif isinstance(s, Iota):
+            lines.append(f"{ind2}{s.out}: {_dt(s.dtype)} = index i{s.axis}")
+        else:
+            lines.append(f"{ind2}{s!r}")
+    for buf, v in nest.stores:
+        lines.append(f"{ind2}store {buf!r} = {v}")
+    for r in nest.reductions:
+        lines.append(f"{ind2}reduce_{r.kind} {r.out!r} += {r.value} (accumulate in {_dt(r.acc_dtype)})")
+    return lines
+
+
+def _kernel_text(k: Kernel, ind: str) -> list[str]:
+    ins = ", ".join(repr(p) for p in k.params)
+    outs = ", ".join(repr(b) for b in k.outputs)
+    lines = [f"{ind}buffers ({ins}) -> ({outs})"]
+    ind2 = ind
+    for c in k.consts:
+        lines.append(f"{ind2}const {c.name}: {_dt(c.dtype)} = {const_text(c.value, c.dtype)}")
+    for s in k.stmts:
+        if isinstance(s, LoopNest):
+            lines += _nest_text(s, ind2)
+        elif isinstance(s, Dot):
+            nb, nl, nk, nr = s.dims
+            lt, rt = "^T" if s.lhs_t else "", "^T" if s.rhs_t else ""
+            lines.append(
+                f"{ind2}{s.out!r} = dot({s.lhs.name}{lt}, {s.rhs.name}{rt})  "
+                f"# {nb} x ({nl}, {nk}) @ ({nk}, {nr}); {s.comment}"
+            )
+        elif isinstance(s, Reshape):
+            lines.append(f"{ind2}{s.out!r} = reshape {s.src.name}")
+        else:
+            lines.append(f"{ind2}{s!r}")
+    return lines
+
+
+def _eqn_text(eqn: JaxprEqn, names: Any) -> str:
+    ins = ", ".join(names(a) for a in eqn.invars)
+    outs = ", ".join(names(v) for v in eqn.outvars)
+    return f"({outs}) = {eqn.primitive.name}{params_text(eqn.params)}({ins})"
+
+
+def program_text(prog: Program, ind: str = "") -> str:
+    """``prog`` as text: one block per step (kernels with their loop nests, host steps and
+    compiled control flow with their body programs); values are named ``%0, %1, ...``."""
+    names: dict = {}
+
+    def nm(v: Any) -> str:
+        if type(v) is core.Literal:
+            return const_text(v.val, v.aval.dtype)
+        if v not in names:
+            names[v] = f"%{len(names)}"
+        return names[v]
+
+    ins = ", ".join(f"{nm(v)}: {v.aval.str_short()}" for v in prog.in_slots)
+    lines = [f"{ind}program({ins}):"]
+    ind2 = ind + "  "
+    for step, (s_in, s_out) in zip(prog.steps, prog.step_io):
+        if isinstance(step, Kernel):
+            outs = ", ".join(nm(v) for v in s_out)
+            lines.append(f"{ind2}({outs}) = {step.name}({', '.join(nm(a) for a in s_in)}):")
+            lines += _kernel_text(step, ind2 + "  ")
+        elif isinstance(step, HostCall):
+            lines.append(f"{ind2}host {_eqn_text(step.eqn, nm)}")
+        elif isinstance(step, InlineStep):
+            lines.append(f"{ind2}inline {_eqn_text(step.eqn, nm)}")
+        elif isinstance(step, ControlStep):
+            lines.append(f"{ind2}compiled {_eqn_text(step.eqn, nm)}:")
+            for bname, body in step.bodies.items():
+                lines.append(f"{ind2}  {bname}:")
+                lines.append(program_text(body, ind2 + "    ").rstrip("\n"))
+        else:
+            lines.append(f"{ind2}{step!r}")
+    lines.append(f"{ind2}return ({', '.join(nm(v) for v in prog.out_slots)})")
+    return "\n".join(lines) + "\n"

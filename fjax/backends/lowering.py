@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from fjax import core
+from fjax.backends.backend import Capabilities
 from fjax.backends.kernel_ir import (
     Buf,
     Const,
@@ -52,6 +53,17 @@ from fjax.backends.kernel_ir import (
     _denorm,
     _norm,
 )
+from fjax.backends.registry import (
+    ELEMENTWISE,
+    HOST,
+    INDEXING,
+    ITERATION,
+    LAYOUT,
+    LIBRARY,
+    REDUCTION,
+    lowering_rule,
+)
+from fjax.backends.registry import aux as registry_aux
 from fjax.config import config
 from fjax.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -77,28 +89,6 @@ SUPPORTED_DTYPES = frozenset(
     )
 )
 
-UNARY = frozenset(
-    """neg sign floor ceil round is_finite abs exp exp2 log log1p expm1 sqrt rsqrt cbrt sin cos
-tan asin acos atan sinh cosh tanh asinh acosh atanh logistic erf erfc lgamma square not integer_pow
-convert_element_type stop_gradient""".split()
-)
-BINARY = frozenset(
-    """add sub mul div rem pow max min atan2 eq ne lt le gt ge and or xor shift_left
-shift_right_arithmetic shift_right_logical""".split()
-)
-ELEMENTWISE = UNARY | BINARY | {"select_n", "clamp"}
-REDUCTIONS = {
-    "reduce_sum": "sum",
-    "reduce_prod": "prod",
-    "reduce_max": "max",
-    "reduce_min": "min",
-    "reduce_and": "and",
-    "reduce_or": "or",
-}
-LAYOUT = frozenset({"broadcast_in_dim", "transpose", "squeeze", "reshape", "expand_dims"})
-# index-arithmetic views (no copy; loads with offsets, strides, guards or runtime offsets)
-INDEXING = frozenset({"slice", "rev", "pad", "concatenate", "dynamic_slice", "gather"})
-
 
 def _dtypes_ok(eqn: JaxprEqn) -> bool:
     for v in list(eqn.invars) + list(eqn.outvars):
@@ -107,27 +97,20 @@ def _dtypes_ok(eqn: JaxprEqn) -> bool:
     return True
 
 
-def unsupported_reason(eqn: JaxprEqn) -> str | None:
-    """None if ``eqn`` lowers into a kernel, else why not."""
+def unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
+    """None if ``eqn`` lowers into a kernel for a backend that can do ``caps``, else why not."""
     name = eqn.primitive.name
     if not _dtypes_ok(eqn):
         dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
         return f"{name} on dtypes {dts}"
-    if name == "gather":
-        return None if _pointwise_gather(eqn) else "gather other than the pointwise form (windows or batching dims)"
-    if name in ELEMENTWISE or name in LAYOUT or name in REDUCTIONS or name in INDEXING or name == "iota":
-        if name == "integer_pow" and eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
-            return "integer_pow with a negative exponent on integers"
-        return None
-    if name == "gather":
-        return None if _pointwise_gather(eqn) else "gather other than the pointwise form (windows or batching dims)"
-    if name == "dot_general":
-        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-        dt = eqn.outvars[0].aval.dtype
-        if dt.kind != "f" or any(v.aval.dtype != dt for v in eqn.invars):
-            return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
-        return None
-    return f"no lowering rule for primitive {name}"
+    rule = lowering_rule(name)
+    if rule is None:
+        return f"no lowering rule for primitive {name}"
+    if rule.kind == HOST:
+        return f"{name} runs as a host step"
+    if rule.kind == ELEMENTWISE and name not in caps.ops and name != "stop_gradient":
+        return f"the backend has no rendering of {name}"
+    return rule.check(eqn) if rule.check is not None else None
 
 
 CONTROL = frozenset({"scan", "while", "cond"})
@@ -143,7 +126,7 @@ def _sub_jaxprs(eqn: JaxprEqn) -> dict:
     return {f"branch{i}": b for i, b in enumerate(p["branches"])}
 
 
-def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
+def control_unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
     """None if the control-flow equation ``eqn`` compiles as a loop/branch: every equation of its
     sub-jaxprs (after inlining nested jit) lowers, recursively, with no host fallback."""
     if not _dtypes_ok(eqn):
@@ -155,9 +138,9 @@ def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
         for e in _inline_jits(closed.jaxpr):
             if isinstance(e, _Alias):
                 continue
-            why = control_unsupported_reason(e) if e.primitive.name in CONTROL else unsupported_reason(e)
-            if why is not None and e.primitive.name in _inline_ops() and _dtypes_ok(e):
-                why = _inline_reason(e)
+            why = control_unsupported_reason(e, caps) if e.primitive.name in CONTROL else unsupported_reason(e, caps)
+            if why is not None and e.primitive.name in caps.loop_ops and _dtypes_ok(e):
+                why = caps.loop_op_reason(e)
             if why is not None:
                 return f"its body has {why}"
     return None
@@ -165,25 +148,6 @@ def control_unsupported_reason(eqn: JaxprEqn) -> str | None:
 
 def _dtypes_ok_vars(vs: list) -> bool:
     return all(type(v) is Literal or v.aval.dtype in SUPPORTED_DTYPES for v in vs)
-
-
-def _pointwise_gather(eqn: JaxprEqn) -> bool:
-    """A gather reading one element per index vector (``x[iota, labels]``, ``take_along_axis``):
-    no window or batching dims, every slice size 1, every operand dim indexed."""
-    dn = eqn.params["dimension_numbers"]
-    nd = eqn.invars[0].aval.ndim
-    idx = eqn.invars[1].aval
-    return (
-        nd > 0
-        and not dn.offset_dims
-        and not dn.operand_batching_dims
-        and tuple(sorted(dn.collapsed_slice_dims)) == tuple(range(nd))
-        and tuple(sorted(dn.start_index_map)) == tuple(range(nd))
-        and all(s == 1 for s in eqn.params["slice_sizes"])
-        and idx.ndim >= 1
-        and idx.shape[-1] == nd
-        and idx.dtype.kind in "iu"
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,19 +366,21 @@ class _KernelBuilder:
     # -- equations
     def lower_eqn(self, eqn: JaxprEqn) -> None:
         name = eqn.primitive.name
+        rule = lowering_rule(name)
+        kind = rule.kind
         ins = [self.read(a) for a in eqn.invars]
         out = eqn.outvars[0]
         params = eqn.params
         if name == "stop_gradient" or (name == "convert_element_type" and eqn.invars[0].aval.dtype == out.aval.dtype):
             self.env[out] = ins[0]
             return
-        if name in ELEMENTWISE and all(isinstance(v, _ConstVal) for v in ins):
+        if kind == ELEMENTWISE and all(isinstance(v, _ConstVal) for v in ins):
             # constant folding (tracing leaves e.g. ``neg 1.0``, ``div -1.0 256.0``)
             vals = [np.asarray(v.value, v.dtype) for v in ins]
             res = np.asarray(eqn.primitive.impl(*vals, **params), out.aval.dtype)
             self.env[out] = _ConstVal(res.item(), out.aval.dtype, out.aval.shape)
             return
-        if name in ELEMENTWISE:
+        if kind == ELEMENTWISE:
             domain = out.aval.shape
             nest = self._nest_for(domain, ins, None)
             refs = tuple(self._ref(v, nest) for v in ins)
@@ -422,12 +388,12 @@ class _KernelBuilder:
             ssa = self._op(nest, name, refs, out.aval.dtype, in_dtypes, params, _eqn_comment(eqn))
             self.env[out] = _ScalarVal(nest, ssa, out.aval)
             return
-        if name == "iota":
+        if kind == ITERATION:
             nest = self._nest_for(out.aval.shape, [], None)
             ssa = self._iota(nest, params["dimension"], out.aval.dtype, _eqn_comment(eqn))
             self.env[out] = _ScalarVal(nest, ssa, out.aval)
             return
-        if name in REDUCTIONS:
+        if kind == REDUCTION:
             axes = tuple(sorted(params["axes"]))
             x = ins[0]
             if not axes:
@@ -439,17 +405,17 @@ class _KernelBuilder:
             nest.reduce_axes = axes
             buf = self._new_buf(out.aval.shape, out.aval.dtype, nest.index)
             dt = out.aval.dtype
-            acc = np.dtype(np.float64) if (dt.kind == "f" and REDUCTIONS[name] in ("sum", "prod")) else dt
-            nest.reductions.append(Reduction(REDUCTIONS[name], ref, buf, acc, _eqn_comment(eqn)))
+            acc = np.dtype(np.float64) if (dt.kind == "f" and rule.monoid in ("sum", "prod")) else dt
+            nest.reductions.append(Reduction(rule.monoid, ref, buf, acc, _eqn_comment(eqn)))
             self.env[out] = _BufVal(buf)
             return
-        if name in LAYOUT:
+        if kind == LAYOUT:
             self.env[out] = self._layout(eqn, ins[0])
             return
-        if name == "dot_general":
+        if kind == LIBRARY and name == "dot_general":
             self.env[out] = _BufVal(self._dot(eqn, ins))
             return
-        if name in INDEXING:
+        if kind == INDEXING:
             self.env[out] = self._indexing(eqn, ins)
             return
         raise NotImplementedError(name)
@@ -527,9 +493,8 @@ class _KernelBuilder:
         """Pointwise gather: a view of the operand whose index along dim ``start_index_map[k]`` is
         the loaded index component ``k`` (clamped; or guarded with the fill value for
         ``FILL_OR_DROP``)."""
-        from fjax.lax.slicing import GatherScatterMode, _default_fill_value  # noqa: PLC0415
-
         p = eqn.params
+        facts = registry_aux(eqn)
         dn = p["dimension_numbers"]
         x_shape = eqn.invars[0].aval.shape
         idx_shape = eqn.invars[1].aval.shape
@@ -545,7 +510,7 @@ class _KernelBuilder:
         if isinstance(iv, _ScalarVal):
             iv = _BufVal(self.materialize(iv))
         nb = len(idx_shape) - 1
-        fill_mode = p["mode"] == GatherScatterMode.FILL_OR_DROP
+        fill_mode = facts["fill_or_drop"]
         big = 1 << 62
         index = []
         for d in range(len(x_shape)):
@@ -559,8 +524,7 @@ class _KernelBuilder:
                 index.append(Ix(None, 0, 0, dyn=((comp, 1, 0, x_shape[d] - 1),)))
         fill = None
         if fill_mode:
-            fv = _default_fill_value(dt) if p["fill_value"] is None else p["fill_value"]
-            fill = _ConstVal(np.asarray(fv).astype(dt).item(), dt, ())
+            fill = _ConstVal(np.asarray(facts["fill_value"]).astype(dt).item(), dt, ())
         return _ViewVal(x.buf, tuple(index), out_shape, fill)
 
     def _fill_value(self, pv: Any, out_shape: tuple, eqn: JaxprEqn) -> Any:
@@ -797,31 +761,16 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
-def _inline_ops() -> frozenset:
-    from fjax.backends.numba.loops import INLINE_OPS  # noqa: PLC0415
-
-    return INLINE_OPS
-
-
-def _inline_reason(eqn: JaxprEqn) -> str | None:
-    from fjax.backends.numba.loops import inline_op_unsupported_reason  # noqa: PLC0415
-
-    return inline_op_unsupported_reason(eqn)
-
-
-def _host_kernels() -> dict:
-    from fjax.backends.numba.host_kernels import HOST_KERNELS  # noqa: PLC0415
-
-    return HOST_KERNELS
-
-
 def _has_control_flow(jaxpr: Jaxpr) -> bool:
     return any(e.primitive.name in CONTROL for e in _inline_jits(jaxpr))
 
 
-def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = True) -> Program | None:
-    """Cut ``closed`` into kernels, compiled loops/branches and host calls; None if nothing would
-    be compiled. ``nopython``: the body of a compiled loop (no host calls; always a program).
+def build_program(
+    closed: ClosedJaxpr, caps: Capabilities, nopython: bool = False, loops: bool = True
+) -> Program | None:
+    """Cut ``closed`` into kernels, compiled loops/branches and host calls for a backend that can
+    do ``caps``; None if nothing would be compiled. ``nopython``: the body of a compiled loop (no
+    host calls; always a program).
     ``loops=False``: control flow runs on the host (a fallback when compiling a loop failed)."""
     jaxpr = closed.jaxpr
     eqns = _inline_jits(jaxpr)
@@ -849,7 +798,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
     for e in flat:
         if e.primitive.name in CONTROL:
             why = (
-                control_unsupported_reason(e)
+                control_unsupported_reason(e, caps)
                 if config.fjax_compile_loops and loops
                 else "compiled loops are off (fjax_compile_loops)"
             )
@@ -857,12 +806,12 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
                 if cur:
                     segments.append(cur)
                     cur = []
-                bodies = {k: build_program(c, nopython=True) for k, c in _sub_jaxprs(e).items()}
+                bodies = {k: build_program(c, caps, nopython=True) for k, c in _sub_jaxprs(e).items()}
                 segments.append(ControlStep(e, bodies))
                 continue
         else:
-            why = unsupported_reason(e)
-            if why is not None and nopython and e.primitive.name in _inline_ops():
+            why = unsupported_reason(e, caps)
+            if why is not None and nopython and e.primitive.name in caps.loop_ops:
                 if cur:
                     segments.append(cur)
                     cur = []
@@ -881,7 +830,7 @@ def build_program(closed: ClosedJaxpr, nopython: bool = False, loops: bool = Tru
     if cur:
         segments.append(cur)
     if not nopython and not any(
-        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in _host_kernels())
+        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in caps.host_kernels)
         for s in segments
     ):
         return None

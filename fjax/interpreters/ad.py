@@ -13,6 +13,7 @@ reverse-over-forward all work to any order.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -370,3 +371,56 @@ def defbilinear(prim: core.Primitive, lhs_rule: Callable, rhs_rule: Callable) ->
 
     primitive_jvps[prim] = jvp
     primitive_transposes[prim] = transpose
+
+
+# ---------------------------------------------------------------------------------------------
+# JVP of a jaxpr (the one implementation behind jit, checkpoint and the control-flow primitives)
+
+
+def _as_value(x: Any, name: str) -> Any:
+    if isinstance(x, (Tracer, Array)):
+        return x
+    return core.to_array(x, name)
+
+
+def _trace_closed(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tuple[core.ClosedJaxpr, list]:
+    """Trace ``fun`` (flat list -> flat list) to a ClosedJaxpr whose constants are hoisted into
+    leading inputs (returned as the second element)."""
+    jaxpr, consts, _ = pe.trace_to_jaxpr(lambda *xs: [_as_value(o, name) for o in fun(*xs)], list(in_avals), name)
+    return core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), list(consts)
+
+
+def jvp_jaxpr(
+    closed: core.ClosedJaxpr, nonzeros: Sequence[bool], instantiate: bool | Sequence[bool], name: str = "jvp"
+) -> tuple[core.ClosedJaxpr, list, list[bool]]:
+    """The JVP of ``closed`` as a jaxpr ``(consts + primals + nonzero tangents) -> (primal outs +
+    present tangents)``; ``consts`` are the values its hoisted constants take.
+
+    Returns ``(jvp_closed, consts, out_nonzeros)``: output ``i``'s tangent is present where
+    ``out_nonzeros[i]``: where ``instantiate`` (True: every output) asks for it, or where it is
+    nonzero on a float output. Cached by (jaxpr, nonzeros, instantiate, name)."""
+    n_out = len(closed.out_avals)
+    inst = (True,) * n_out if instantiate is True else (False,) * n_out if instantiate is False else tuple(instantiate)
+    return _jvp_jaxpr(closed, tuple(bool(z) for z in nonzeros), tuple(bool(i) for i in inst), name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros: tuple, instantiate: tuple, name: str) -> tuple:
+    avals = closed.in_avals
+    n = len(avals)
+    t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
+    box: list = []
+
+    def f(*args: Any) -> list:
+        it = iter(args[n:])
+        tans = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
+        po, to = jvp_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), list(args[:n]), tans)
+        out_nz = [
+            inst or (type(t) is not Zero and core.get_aval(p).dtype.kind in "fc")
+            for p, t, inst in zip(po, to, instantiate)
+        ]
+        box.append(out_nz)
+        return list(po) + [instantiate_zeros(t) for t, nz in zip(to, out_nz) if nz]
+
+    new, consts = _trace_closed(f, list(avals) + t_avals, name)
+    return new, consts, box[0]

@@ -8,6 +8,7 @@ never import lax: the few array operations rules need come through hooks set by 
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -374,3 +375,64 @@ def register_higher_order(prim: core.Primitive) -> None:
     """Let collectives inside ``prim``'s jaxprs reach the trace of their named axis."""
     axis_names_of[prim] = params_axis_names
     prim.axis_main = params_axis_main
+
+
+# ---------------------------------------------------------------------------------------------
+# batching a jaxpr (the one implementation behind jit, checkpoint and the control-flow primitives)
+
+
+def batch_avals(avals: Sequence[ShapedArray], dims: Sequence[int | None], size: int) -> list[ShapedArray]:
+    """``avals`` with a batch axis of ``size`` inserted at ``dims`` (None: unbatched)."""
+    out = []
+    for a, d in zip(avals, dims):
+        if d is not_mapped:
+            out.append(a)
+        else:
+            s = list(a.shape)
+            s.insert(d, size)
+            out.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
+    return out
+
+
+def batch_jaxpr(
+    closed: core.ClosedJaxpr,
+    dims: Sequence[int | None],
+    size: int,
+    instantiate: bool | Sequence[bool],
+    name: str = "vmap",
+) -> tuple[core.ClosedJaxpr, list, list[bool]]:
+    """``closed`` batched over inputs mapped at ``dims`` (axis size ``size``), as a jaxpr whose
+    hoisted constants take the values ``consts``; batched outputs come at axis 0.
+
+    Returns ``(batched_closed, consts, out_batched)``: an output is batched where it varies along
+    the batch or where ``instantiate`` (True: every output) asks for it (it is then broadcast).
+    Cached by (jaxpr, dims, size, instantiate, name)."""
+    n_out = len(closed.out_avals)
+    inst = (True,) * n_out if instantiate is True else (False,) * n_out if instantiate is False else tuple(instantiate)
+    # the enclosing named axes (``current_axis_key``) change what collectives in ``closed`` batch to
+    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in inst), name, current_axis_key())
+
+
+@functools.lru_cache(maxsize=4096)
+def _batch_jaxpr(
+    closed: core.ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, name: str, axis_key: tuple = ()
+) -> tuple:
+    from fjax.interpreters import partial_eval as pe  # noqa: PLC0415 - pe is heavier; batching's rules don't need it
+
+    box: list = []
+
+    def f(*args: Any) -> list:
+        with core.new_main(BatchTrace, size, debug_info=name) as main:
+            trace = BatchTrace(main)
+            ins = [BatchTracer(trace, x, d) if d is not not_mapped else x for x, d in zip(args, dims)]
+            outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+            outs = [core.full_raise(trace, o) for o in outs]
+            vals = [t.val for t in outs]
+            bds = [t.batch_dim for t in outs]
+        out_b = [bd is not not_mapped or inst for bd, inst in zip(bds, instantiate)]
+        box.append(out_b)
+        outs = [bdim_at_front(v, bd, size) if b else v for v, bd, b in zip(vals, bds, out_b)]
+        return [o if isinstance(o, (Tracer, core.Array)) else core.to_array(o, name) for o in outs]
+
+    jaxpr, consts, _ = pe.trace_to_jaxpr(f, batch_avals(closed.in_avals, dims, size), name)
+    return core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), list(consts), box[0]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fjax import core, dtypes
+from fjax.backends.registry import ELEMENTWISE, INDEXING, ITERATION, LAYOUT, LIBRARY, REDUCTION, register_lowering
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero, is_undefined_primal
@@ -153,6 +154,7 @@ def _real_dtype(dt: np.dtype) -> np.dtype:
 
 
 neg_p = standard_unop("neg", np.negative, _num)
+register_lowering(neg_p, ELEMENTWISE)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 
@@ -163,12 +165,15 @@ def _sign_impl(x: np.ndarray) -> np.ndarray:
 
 
 sign_p = standard_unop("sign", _errstate(_sign_impl), _num)
+register_lowering(sign_p, ELEMENTWISE)
 ad.defzero(sign_p)
 
 floor_p = standard_unop("floor", np.floor, _float)
+register_lowering(floor_p, ELEMENTWISE)
 ad.defzero(floor_p)
 
 ceil_p = standard_unop("ceil", np.ceil, _float)
+register_lowering(ceil_p, ELEMENTWISE)
 ad.defzero(ceil_p)
 
 
@@ -187,12 +192,15 @@ def _round_impl(x: np.ndarray, rounding_method: int = 0) -> np.ndarray:
 
 
 round_p = standard_unop("round", _errstate(_round_impl), _float)
+register_lowering(round_p, ELEMENTWISE)
 ad.defzero(round_p)
 
 is_finite_p = standard_unop("is_finite", np.isfinite, _float, lambda dt: np.dtype(np.bool_))
+register_lowering(is_finite_p, ELEMENTWISE)
 ad.defzero(is_finite_p)
 
 abs_p = standard_unop("abs", np.abs, _num, _real_dtype)
+register_lowering(abs_p, ELEMENTWISE)
 ad.defjvp(abs_p, lambda g, x: _abs_jvp(g, x))
 
 
@@ -203,6 +211,7 @@ def _abs_jvp(g: Any, x: Any) -> Any:
 
 
 exp_p = standard_unop("exp", _errstate(np.exp), _fc)
+register_lowering(exp_p, ELEMENTWISE)
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
 
@@ -215,18 +224,23 @@ def _exp2_impl(x: np.ndarray) -> np.ndarray:
 
 
 exp2_p = standard_unop("exp2", _errstate(_exp2_impl), _fc)
+register_lowering(exp2_p, ELEMENTWISE)
 ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(x, math.log(2.0)))))
 
 log_p = standard_unop("log", _errstate(np.log), _fc)
+register_lowering(log_p, ELEMENTWISE)
 ad.defjvp(log_p, lambda g, x: div(g, x))
 
 log1p_p = standard_unop("log1p", _errstate(np.log1p), _fc)
+register_lowering(log1p_p, ELEMENTWISE)
 ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 
 expm1_p = standard_unop("expm1", _errstate(np.expm1), _fc)
+register_lowering(expm1_p, ELEMENTWISE)
 ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
 sqrt_p = standard_unop("sqrt", _errstate(np.sqrt), _fc)
+register_lowering(sqrt_p, ELEMENTWISE)
 ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, _const(ans, 2))))
 
 
@@ -235,45 +249,59 @@ def _rsqrt_impl(x: np.ndarray) -> np.ndarray:
 
 
 rsqrt_p = standard_unop("rsqrt", _errstate(_rsqrt_impl), _fc)
+register_lowering(rsqrt_p, ELEMENTWISE)
 ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
 
 cbrt_p = standard_unop("cbrt", np.cbrt, _float)
+register_lowering(cbrt_p, ELEMENTWISE)
 ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1.0 / 3.0), integer_pow(ans, -2))))
 
 sin_p = standard_unop("sin", _errstate(np.sin), _fc)
+register_lowering(sin_p, ELEMENTWISE)
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 
 cos_p = standard_unop("cos", _errstate(np.cos), _fc)
+register_lowering(cos_p, ELEMENTWISE)
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 
 tan_p = standard_unop("tan", _errstate(np.tan), _fc)
+register_lowering(tan_p, ELEMENTWISE)
 ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), mul(ans, ans))))
 
 asin_p = standard_unop("asin", _errstate(np.arcsin), _fc)
+register_lowering(asin_p, ELEMENTWISE)
 ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), mul(x, x)))))
 
 acos_p = standard_unop("acos", _errstate(np.arccos), _fc)
+register_lowering(acos_p, ELEMENTWISE)
 ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), mul(x, x))))))
 
 atan_p = standard_unop("atan", _errstate(np.arctan), _fc)
+register_lowering(atan_p, ELEMENTWISE)
 ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), mul(x, x))))
 
 sinh_p = standard_unop("sinh", _errstate(np.sinh), _fc)
+register_lowering(sinh_p, ELEMENTWISE)
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 
 cosh_p = standard_unop("cosh", _errstate(np.cosh), _fc)
+register_lowering(cosh_p, ELEMENTWISE)
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 
 tanh_p = standard_unop("tanh", np.tanh, _fc)
+register_lowering(tanh_p, ELEMENTWISE)
 ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(_const(x, 1), mul(ans, ans))))
 
 asinh_p = standard_unop("asinh", _errstate(np.arcsinh), _fc)
+register_lowering(asinh_p, ELEMENTWISE)
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(mul(x, x), _const(x, 1)))))
 
 acosh_p = standard_unop("acosh", _errstate(np.arccosh), _fc)
+register_lowering(acosh_p, ELEMENTWISE)
 ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
 
 atanh_p = standard_unop("atanh", _errstate(np.arctanh), _fc)
+register_lowering(atanh_p, ELEMENTWISE)
 ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), mul(x, x))))
 
 
@@ -285,18 +313,22 @@ def _logistic_impl(x: np.ndarray) -> np.ndarray:
 
 
 logistic_p = standard_unop("logistic", _errstate(_logistic_impl), _fc)
+register_lowering(logistic_p, ELEMENTWISE)
 ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
 
 erf_p = standard_unop("erf", _special.erf, _float)
+register_lowering(erf_p, ELEMENTWISE)
 ad.defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2.0 / math.sqrt(math.pi)), exp(neg(mul(x, x))))))
 
 erfc_p = standard_unop("erfc", _special.erfc, _float)
+register_lowering(erfc_p, ELEMENTWISE)
 ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -2.0 / math.sqrt(math.pi)), exp(neg(mul(x, x))))))
 
 erf_inv_p = standard_unop("erf_inv", _special.erf_inv, _float)
 ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(g, mul(_const(x, math.sqrt(math.pi) / 2.0), exp(mul(ans, ans)))))
 
 lgamma_p = standard_unop("lgamma", _special.lgamma, _float)
+register_lowering(lgamma_p, ELEMENTWISE)
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 
 digamma_p = standard_unop("digamma", _special.digamma, _float)
@@ -335,6 +367,15 @@ def _integer_pow_abstract(x: Any, y: int) -> ShapedArray:
 integer_pow_p = Primitive("integer_pow")
 integer_pow_p.def_impl(_errstate(_integer_pow_impl))
 integer_pow_p.def_abstract_eval(_integer_pow_abstract)
+
+
+def _integer_pow_lowering_check(eqn: core.JaxprEqn) -> str | None:
+    if eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
+        return "integer_pow with a negative exponent on integers"
+    return None
+
+
+register_lowering(integer_pow_p, ELEMENTWISE, check=_integer_pow_lowering_check)
 batching.defvectorized(integer_pow_p)
 
 
@@ -347,6 +388,7 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 square_p = standard_unop("square", np.square, _num)
+register_lowering(square_p, ELEMENTWISE)
 ad.defjvp(square_p, lambda g, x: mul(g, mul(x, _const(x, 2))))
 
 real_p = standard_unop("real", np.real, _complex, _real_dtype)
@@ -425,14 +467,17 @@ def _bcast_to(x: Any, shape: tuple) -> Any:
 
 
 add_p = standard_naryop("add", np.add, _num)
+register_lowering(add_p, ELEMENTWISE)
 ad.primitive_jvps[add_p] = _linear_binop_jvp(add_p, False)
 ad.primitive_transposes[add_p] = _add_transpose
 
 sub_p = standard_naryop("sub", np.subtract, _num)
+register_lowering(sub_p, ELEMENTWISE)
 ad.primitive_jvps[sub_p] = _linear_binop_jvp(sub_p, True)
 ad.primitive_transposes[sub_p] = _sub_transpose
 
 mul_p = standard_naryop("mul", np.multiply, _num)
+register_lowering(mul_p, ELEMENTWISE)
 
 
 def _mul_transpose_lhs(ct: Any, x: Any, y: Any) -> Any:
@@ -459,6 +504,7 @@ def _div_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 div_p = standard_naryop("div", _errstate(_div_impl), _num)
+register_lowering(div_p, ELEMENTWISE)
 
 
 def _div_jvp(primals: list, tangents: list) -> tuple:
@@ -493,6 +539,7 @@ def _rem_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 rem_p = standard_naryop("rem", _errstate(_rem_impl), _num)
+register_lowering(rem_p, ELEMENTWISE)
 ad.defjvp(
     rem_p,
     lambda g, x, y: _bcast_to(g, _broadcast_shapes_rule("rem", [core.get_aval(x), core.get_aval(y)])),
@@ -510,6 +557,7 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 pow_p = standard_naryop("pow", _errstate(_pow_impl), _fc)
+register_lowering(pow_p, ELEMENTWISE)
 
 
 def _pow_jvp_lhs(g: Any, x: Any, y: Any) -> Any:
@@ -562,9 +610,12 @@ def _minmax_jvp(op: Callable, cmp: Callable) -> Callable:
 
 
 max_p = standard_naryop("max", np.maximum, _any)
+register_lowering(max_p, ELEMENTWISE)
 min_p = standard_naryop("min", np.minimum, _any)
+register_lowering(min_p, ELEMENTWISE)
 
 atan2_p = standard_naryop("atan2", _errstate(np.arctan2), _float)
+register_lowering(atan2_p, ELEMENTWISE)
 ad.defjvp(
     atan2_p,
     lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
@@ -576,11 +627,17 @@ ad.defzero(nextafter_p)
 
 # comparisons
 eq_p = standard_naryop("eq", np.equal, _any, out_bool=True)
+register_lowering(eq_p, ELEMENTWISE)
 ne_p = standard_naryop("ne", np.not_equal, _any, out_bool=True)
+register_lowering(ne_p, ELEMENTWISE)
 lt_p = standard_naryop("lt", np.less, _any, out_bool=True)
+register_lowering(lt_p, ELEMENTWISE)
 le_p = standard_naryop("le", np.less_equal, _any, out_bool=True)
+register_lowering(le_p, ELEMENTWISE)
 gt_p = standard_naryop("gt", np.greater, _any, out_bool=True)
+register_lowering(gt_p, ELEMENTWISE)
 ge_p = standard_naryop("ge", np.greater_equal, _any, out_bool=True)
+register_lowering(ge_p, ELEMENTWISE)
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     ad.defzero(_p)
 
@@ -589,9 +646,13 @@ ad.primitive_jvps[min_p] = _minmax_jvp(lambda a, b: min(a, b), lambda a, b: lt(a
 
 # logical / bitwise (on booleans these are logical)
 and_p = standard_naryop("and", np.bitwise_and, _intb)
+register_lowering(and_p, ELEMENTWISE)
 or_p = standard_naryop("or", np.bitwise_or, _intb)
+register_lowering(or_p, ELEMENTWISE)
 xor_p = standard_naryop("xor", np.bitwise_xor, _intb)
+register_lowering(xor_p, ELEMENTWISE)
 not_p = standard_unop("not", np.invert, _intb)
+register_lowering(not_p, ELEMENTWISE)
 for _p in (and_p, or_p, xor_p, not_p):
     ad.defzero(_p)
 
@@ -618,8 +679,11 @@ def _shift_impl(kind: str) -> Callable:
 
 
 shift_left_p = standard_naryop("shift_left", _shift_impl("left"), _int)
+register_lowering(shift_left_p, ELEMENTWISE)
 shift_right_arithmetic_p = standard_naryop("shift_right_arithmetic", _shift_impl("arith"), _int)
+register_lowering(shift_right_arithmetic_p, ELEMENTWISE)
 shift_right_logical_p = standard_naryop("shift_right_logical", _shift_impl("logical"), _int)
+register_lowering(shift_right_logical_p, ELEMENTWISE)
 for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
     ad.defzero(_p)
 
@@ -659,6 +723,7 @@ def _select_n_abstract(which: Any, *cases: Any) -> ShapedArray:
 select_n_p = Primitive("select_n")
 select_n_p.def_impl(_select_n_impl)
 select_n_p.def_abstract_eval(_select_n_abstract)
+register_lowering(select_n_p, ELEMENTWISE)
 
 
 def _select_n_jvp(primals: list, tangents: list) -> tuple:
@@ -728,6 +793,7 @@ def _clamp_abstract(lo: Any, x: Any, hi: Any) -> ShapedArray:
 clamp_p = Primitive("clamp")
 clamp_p.def_impl(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi))
 clamp_p.def_abstract_eval(_clamp_abstract)
+register_lowering(clamp_p, ELEMENTWISE)
 ad.defjvp(
     clamp_p,
     lambda g, lo, x, hi: mul(
@@ -787,6 +853,7 @@ def _convert_abstract(x: Any, new_dtype: np.dtype, weak_type: bool = False) -> S
 convert_element_type_p = Primitive("convert_element_type")
 convert_element_type_p.def_impl(_convert_impl)
 convert_element_type_p.def_abstract_eval(_convert_abstract)
+register_lowering(convert_element_type_p, ELEMENTWISE)
 batching.defvectorized(convert_element_type_p)
 
 
@@ -843,6 +910,7 @@ def _broadcast_in_dim_impl(x: np.ndarray, shape: tuple, broadcast_dimensions: tu
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract)
+register_lowering(broadcast_in_dim_p, LAYOUT)
 
 
 def _broadcast_in_dim_transpose(ct: Any, x: Any, shape: tuple, broadcast_dimensions: tuple) -> list:
@@ -891,6 +959,7 @@ def _reshape_impl(x: np.ndarray, new_sizes: tuple, dimensions: tuple | None = No
 reshape_p = Primitive("reshape")
 reshape_p.def_impl(_reshape_impl)
 reshape_p.def_abstract_eval(_reshape_abstract)
+register_lowering(reshape_p, LAYOUT)
 
 
 def _reshape_transpose(ct: Any, x: Any, new_sizes: tuple, dimensions: tuple | None) -> list:
@@ -924,6 +993,7 @@ def _transpose_abstract(x: Any, permutation: tuple) -> ShapedArray:
 transpose_p = Primitive("transpose")
 transpose_p.def_impl(lambda x, permutation: np.transpose(x, permutation))
 transpose_p.def_abstract_eval(_transpose_abstract)
+register_lowering(transpose_p, LAYOUT)
 
 
 def _transpose_transpose(ct: Any, x: Any, permutation: tuple) -> list:
@@ -951,6 +1021,7 @@ def _squeeze_abstract(x: Any, dimensions: tuple) -> ShapedArray:
 squeeze_p = Primitive("squeeze")
 squeeze_p.def_impl(lambda x, dimensions: np.squeeze(x, dimensions) if dimensions else x)
 squeeze_p.def_abstract_eval(_squeeze_abstract)
+register_lowering(squeeze_p, LAYOUT)
 
 
 def _squeeze_batch(vals: list, dims: list, dimensions: tuple) -> tuple:
@@ -974,6 +1045,7 @@ def _rev_abstract(x: Any, dimensions: tuple) -> ShapedArray:
 rev_p = Primitive("rev")
 rev_p.def_impl(lambda x, dimensions: np.flip(x, dimensions) if dimensions else x)
 rev_p.def_abstract_eval(_rev_abstract)
+register_lowering(rev_p, INDEXING)
 ad.deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
 batching.primitive_batchers[rev_p] = lambda vals, dims, dimensions: (
     rev_p.bind(vals[0], dimensions=tuple(a if a < dims[0] else a + 1 for a in dimensions)),
@@ -1000,6 +1072,7 @@ def _iota_impl(*, dtype: np.dtype, shape: tuple, dimension: int) -> np.ndarray:
 iota_p = Primitive("iota")
 iota_p.def_impl(_iota_impl)
 iota_p.def_abstract_eval(_iota_abstract)
+register_lowering(iota_p, ITERATION)
 ad.defzero(iota_p)
 
 # ---------------------------------------------------------------------------------------------
@@ -1033,6 +1106,7 @@ def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np
 
 
 reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num)
+register_lowering(reduce_sum_p, REDUCTION, monoid="sum")
 
 
 def _reduce_sum_transpose(ct: Any, x: Any, axes: tuple, out_sharding: Any = None) -> list:
@@ -1069,7 +1143,9 @@ def _min_ident(dt: np.dtype) -> Any:
 
 
 reduce_max_p = _reducer("reduce_max", _empty_reduce(np.max, _max_ident), _any)
+register_lowering(reduce_max_p, REDUCTION, monoid="max")
 reduce_min_p = _reducer("reduce_min", _empty_reduce(np.min, _min_ident), _any)
+register_lowering(reduce_min_p, REDUCTION, monoid="min")
 
 
 def _reduce_chooser_jvp(prim: Primitive) -> Callable:
@@ -1091,6 +1167,7 @@ ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
 ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
 
 reduce_prod_p = _reducer("reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype) if axes else x, _num)
+register_lowering(reduce_prod_p, REDUCTION, monoid="prod")
 
 
 def _reduce_prod_jvp(primals: list, tangents: list, axes: tuple) -> tuple:
@@ -1121,7 +1198,9 @@ def _reduce_prod_jvp(primals: list, tangents: list, axes: tuple) -> tuple:
 ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
 
 reduce_and_p = _reducer("reduce_and", _empty_reduce(np.all, lambda dt: True), "b")
+register_lowering(reduce_and_p, REDUCTION, monoid="and")
 reduce_or_p = _reducer("reduce_or", _empty_reduce(np.any, lambda dt: False), "b")
+register_lowering(reduce_or_p, REDUCTION, monoid="or")
 reduce_xor_p = _reducer("reduce_xor", lambda x, axes: np.logical_xor.reduce(x, axis=axes) if axes else x, "b")
 for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
     ad.defzero(_p)
@@ -1251,6 +1330,16 @@ dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_abstract)
 
 
+def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
+    dt = eqn.outvars[0].aval.dtype
+    if dt.kind != "f" or any(v.aval.dtype != dt for v in eqn.invars):
+        return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
+    return None
+
+
+register_lowering(dot_general_p, LIBRARY, check=_dot_general_lowering_check)
+
+
 def _ranges_like(*xs: Sequence) -> list[list[int]]:
     start, out = 0, []
     for x in xs:
@@ -1353,6 +1442,7 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch
 stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_impl(lambda x: x)
 stop_gradient_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, x.weak_type))
+register_lowering(stop_gradient_p, ELEMENTWISE)
 ad.defzero(stop_gradient_p)
 batching.defvectorized(stop_gradient_p)
 

@@ -29,6 +29,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from fjax import core, dtypes
+from fjax.backends.registry import HOST, INDEXING, register_lowering
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero, is_undefined_primal
@@ -114,6 +115,7 @@ def _slice_impl(x: np.ndarray, *, start_indices: tuple, limit_indices: tuple, st
 slice_p = Primitive("slice")
 slice_p.def_impl(_slice_impl)
 slice_p.def_abstract_eval(_slice_abstract)
+register_lowering(slice_p, INDEXING)
 
 
 def _slice_transpose(ct: Any, x: Any, *, start_indices: tuple, limit_indices: tuple, strides: tuple | None) -> list:
@@ -183,6 +185,7 @@ def _pad_impl(x: np.ndarray, pv: np.ndarray, *, padding_config: tuple) -> np.nda
 pad_p = Primitive("pad")
 pad_p.def_impl(_pad_impl)
 pad_p.def_abstract_eval(_pad_abstract)
+register_lowering(pad_p, INDEXING)
 
 
 def _pad_transpose(ct: Any, x: Any, pv: Any, *, padding_config: tuple) -> list:
@@ -255,6 +258,7 @@ def _concatenate_abstract(*xs: Any, dimension: int) -> ShapedArray:
 concatenate_p = Primitive("concatenate")
 concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 concatenate_p.def_abstract_eval(_concatenate_abstract)
+register_lowering(concatenate_p, INDEXING)
 
 
 def _concatenate_transpose(ct: Any, *xs: Any, dimension: int) -> list:
@@ -329,6 +333,7 @@ def _dynamic_slice_impl(x: np.ndarray, *idxs: np.ndarray, slice_sizes: tuple) ->
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_slice_p.def_impl(_dynamic_slice_impl)
 dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract)
+register_lowering(dynamic_slice_p, INDEXING)
 
 
 def _dynamic_slice_jvp(primals: list, tangents: list, *, slice_sizes: tuple) -> tuple:
@@ -755,6 +760,39 @@ gather_p.def_impl(_gather_impl)
 gather_p.def_abstract_eval(_gather_abstract)
 
 
+def _gather_lowering_check(eqn: core.JaxprEqn) -> str | None:
+    """Only the pointwise gather lowers (a load whose index is a loaded value): one element per
+    index vector (``x[iota, labels]``, ``take_along_axis``), no window or batching dims, every
+    slice size 1, every operand dim indexed."""
+    dn = eqn.params["dimension_numbers"]
+    nd = eqn.invars[0].aval.ndim
+    idx = eqn.invars[1].aval
+    pointwise = (
+        nd > 0
+        and not dn.offset_dims
+        and not dn.operand_batching_dims
+        and tuple(sorted(dn.collapsed_slice_dims)) == tuple(range(nd))
+        and tuple(sorted(dn.start_index_map)) == tuple(range(nd))
+        and all(s == 1 for s in eqn.params["slice_sizes"])
+        and idx.ndim >= 1
+        and idx.shape[-1] == nd
+        and idx.dtype.kind in "iu"
+    )
+    return None if pointwise else "gather other than the pointwise form (windows or batching dims)"
+
+
+def _gather_lowering_aux(eqn: core.JaxprEqn) -> dict:
+    fv = eqn.params["fill_value"]
+    dt = eqn.outvars[0].aval.dtype
+    return {
+        "fill_or_drop": eqn.params["mode"] == GatherScatterMode.FILL_OR_DROP,
+        "fill_value": _default_fill_value(dt) if fv is None else fv,
+    }
+
+
+register_lowering(gather_p, INDEXING, check=_gather_lowering_check, aux=_gather_lowering_aux)
+
+
 def _gather_jvp(
     primals: list,
     tangents: list,
@@ -1032,6 +1070,19 @@ def _make_scatter(name: str, kind: str) -> Primitive:
 
 scatter_p = _make_scatter("scatter", "set")
 scatter_add_p = _make_scatter("scatter-add", "add")
+
+
+def _scatter_lowering_aux(eqn: core.JaxprEqn) -> dict:
+    """What a backend's compiled scatter-add (a host kernel) needs: the window sizes and mode."""
+    op_aval, _, upd_aval = (v.aval for v in eqn.invars)
+    dn = eqn.params["dimension_numbers"]
+    return {
+        "window_sizes": _scatter_window_sizes(op_aval.ndim, upd_aval.shape, dn),
+        "clip": eqn.params["mode"] == GatherScatterMode.CLIP,
+    }
+
+
+register_lowering(scatter_add_p, HOST, aux=_scatter_lowering_aux)
 scatter_mul_p = _make_scatter("scatter-mul", "mul")
 scatter_min_p = _make_scatter("scatter-min", "min")
 scatter_max_p = _make_scatter("scatter-max", "max")

@@ -20,7 +20,7 @@ equation (shapes, dimension numbers, strides, padding, dilations, groups):
 Feature groups and batch groups are the ``group`` axis of the GEMM (a group reads a channel slice,
 resp. a batch slice, of the input). Up to three spatial dims (missing ones are size 1). The patch
 block buffer is reused across calls (a small pool per equation; it never escapes the call).
-``build_conv`` installs the ``_im2col`` overload the call uses (``numba_cache.ensure_compiled``: from
+``build_conv`` installs the ``_im2col`` overload the call uses (``warm_load.ensure_compiled``: from
 numba's disk cache without its first-use registry refresh when it is there) and the call passes
 exactly those types (the input read-only, whether or not the caller's array is).
 

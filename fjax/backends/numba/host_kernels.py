@@ -9,7 +9,7 @@ no faster form for that equation (the program then calls ``impl``).
 
 What is here (measured against the impls side by side: ``python bench/bench_conv.py [--ops]``):
 
-- ``conv_general_dilated``: im2col numba kernel + BLAS GEMM (``numba_conv``).
+- ``conv_general_dilated``: im2col numba kernel + BLAS GEMM (``conv``).
 - ``argmax`` / ``argmin`` along a non-contiguous axis: one pass over the operand viewed as (outer,
   axis, inner), NaN counting as the extreme (first NaN wins), as the impl (~7x on 1000x1000 along
   axis 0). Along the contiguous axis numpy's SIMD argmax is as fast or faster: impl.
@@ -27,10 +27,10 @@ What is here (measured against the impls side by side: ``python bench/bench_conv
   several operands along a leading axis: impl.
 
 Kernels are module-level ``njit(cache=True, nogil=True)`` functions. A builder installs the overload
-its kernel will be called with (``numba_cache.ensure_compiled``: compiled once per dtype/rank, 0.2-1 s
+its kernel will be called with (``warm_load.ensure_compiled``: compiled once per dtype/rank, 0.2-1 s
 each cold, then loaded from numba's disk cache in a few ms without numba's ~0.3 s first-use registry
 refresh), and its kernel passes arrays of exactly those types: inputs read-only
-(``numba_cache.readonly``), outputs freshly allocated (writable), all C-contiguous.
+(``warm_load.readonly``), outputs freshly allocated (writable), all C-contiguous.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit, types
 
+from fjax.backends import registry
 from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
 from fjax.core import JaxprEqn
 
@@ -197,8 +198,7 @@ def _scatter_add(out, idx, upd, dims, upper, ostr, woff, clip):  # pragma: no co
 
 @_register("scatter-add")
 def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
-    from fjax.lax.slicing import GatherScatterMode, _scatter_window_sizes  # noqa: PLC0415
-
+    facts = registry.aux(eqn)  # the scatter's window sizes and index mode (fjax.lax.slicing)
     op_aval, idx_aval, upd_aval = (v.aval for v in eqn.invars)
     dt = np.dtype(op_aval.dtype)
     dn = eqn.params["dimension_numbers"]
@@ -206,7 +206,7 @@ def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
         return None
     shape = tuple(op_aval.shape)
     nd = len(shape)
-    sizes = _scatter_window_sizes(nd, upd_aval.shape, dn)
+    sizes = facts["window_sizes"]
     nk = idx_aval.shape[-1]
     nb = math.prod(idx_aval.shape[:-1])
     nw = math.prod(sizes)
@@ -217,7 +217,7 @@ def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
     woff = (grid * ostr[:, None]).sum(axis=0).astype(np.int64)
     scat = [i for i in range(len(upd_aval.shape)) if i not in dn.update_window_dims]
     uperm = tuple(scat + list(dn.update_window_dims))
-    clip = bool(eqn.params["mode"] == GatherScatterMode.CLIP)
+    clip = bool(facts["clip"])
     for c in (dims, upper, ostr, woff):
         c.flags.writeable = False
     if nb and nw and math.prod(shape):

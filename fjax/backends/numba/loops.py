@@ -16,7 +16,7 @@ scan over 10 steps does, and never unrolls. Inside it:
 - GEMMs call the OpenBLAS that numpy's wheels bundle directly (``np.dot`` inside numba needs
   SciPy, which fjax does not depend on), or loop matmuls when that library is not found.
 
-This module only emits source lines; ``numba_cpu.ProgramSource`` renders the bodies.
+This module only emits source lines; ``program.ProgramSource`` renders the bodies.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ corrupt file) returns False and the caller compiles through the public path, whi
 Later compiles in the process still refresh first, as numba always does.
 
 ``ensure_compiled`` is the load-or-compile step for a module-level ``njit(cache=True)`` function
-(the host kernels of ``numba_ops`` / ``numba_conv``) whose argument types its caller knows before
+(the host kernels of ``host_kernels`` / ``conv``) whose argument types its caller knows before
 the first call. Such a dispatcher stays open to further compiles, and an open dispatcher matches a
 call only to an overload of exactly the call's argument types (it compiles a new one rather than
 convert a writable array to a read-only overload's type), so its callers pass arrays of exactly

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any, Callable, Sequence
 
@@ -21,6 +20,7 @@ import numpy as np
 from fjax import core
 from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 
 __all__ = [
@@ -228,78 +228,17 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: Sequen
     """JVP of ``closed``: ``(consts + primals + nonzero tangents) -> (primal outs + tangents)``.
 
     Returns ``(jvp_closed, consts, out_nonzeros)``: a tangent output is present where
-    ``out_nonzeros`` (float outputs whose tangent is nonzero or instantiated). Cached.
+    ``out_nonzeros`` (float outputs whose tangent is nonzero or instantiated). Cached
+    (``ad.jvp_jaxpr``).
     """
-    return _jvp_jaxpr(closed, tuple(bool(n) for n in nonzeros), tuple(bool(i) for i in instantiate))
-
-
-@functools.lru_cache(maxsize=2048)
-def _jvp_jaxpr(closed: ClosedJaxpr, nonzeros: tuple, instantiate: tuple) -> tuple:
-    from fjax.interpreters import ad  # noqa: PLC0415
-
-    avals = closed.in_avals
-    n = len(avals)
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-    box: list = []
-
-    def f(*args: Any) -> list:
-        it = iter(args[n:])
-        tans = [next(it) if nz else ad.Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-        po, to = ad.jvp_flat(lambda *xs: eval_closed(closed, *xs), list(args[:n]), tans)
-        out_nz = [
-            is_float(core.get_aval(p)) and (inst or type(t) is not ad.Zero) for p, t, inst in zip(po, to, instantiate)
-        ]
-        box.append(out_nz)
-        return list(po) + [ad.instantiate_zeros(t) for t, nz in zip(to, out_nz) if nz]
-
-    new, consts = trace_flat(f, list(avals) + t_avals, "jvp")
-    return new, consts, box[0]
-
-
-def batch_avals(avals: Sequence[ShapedArray], dims: Sequence[int | None], size: int) -> list[ShapedArray]:
-    out = []
-    for a, d in zip(avals, dims):
-        if d is None:
-            out.append(a)
-        else:
-            s = list(a.shape)
-            s.insert(d, size)
-            out.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
-    return out
+    inst = [bool(i) and is_float(a) for i, a in zip(instantiate, closed.out_avals)]
+    return ad.jvp_jaxpr(closed, nonzeros, inst)
 
 
 def batch_jaxpr(closed: ClosedJaxpr, dims: Sequence[int | None], size: int, instantiate: Sequence[bool]) -> tuple:
     """vmap of ``closed`` with inputs batched at ``dims``; batched outputs come at axis 0.
 
     Returns ``(batched_closed, consts, out_batched)``; outputs with ``instantiate`` are always
-    batched (unbatched ones are broadcast). Cached.
+    batched (unbatched ones are broadcast). Cached (``batching.batch_jaxpr``).
     """
-    return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in instantiate), _axis_key())
-
-
-def _axis_key() -> tuple:
-    from fjax.interpreters import batching  # noqa: PLC0415
-
-    return batching.current_axis_key()
-
-
-@functools.lru_cache(maxsize=2048)
-def _batch_jaxpr(closed: ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, axis_key: tuple = ()) -> tuple:
-    from fjax.interpreters import batching  # noqa: PLC0415
-
-    box: list = []
-
-    def f(*args: Any) -> list:
-        with core.new_main(batching.BatchTrace, size, debug_info="vmap") as main:
-            trace = batching.BatchTrace(main)
-            ins = [batching.BatchTracer(trace, x, d) if d is not None else x for x, d in zip(args, dims)]
-            outs = eval_closed(closed, *ins)
-            outs = [core.full_raise(trace, o) for o in outs]
-            vals = [t.val for t in outs]
-            bds = [t.batch_dim for t in outs]
-        out_b = [bd is not None or inst for bd, inst in zip(bds, instantiate)]
-        box.append(out_b)
-        return [batching.bdim_at_front(v, bd, size) if b else v for v, bd, b in zip(vals, bds, out_b)]
-
-    new, consts = trace_flat(f, batch_avals(closed.in_avals, dims, size), "vmap")
-    return new, consts, box[0]
+    return batching.batch_jaxpr(closed, dims, size, instantiate)

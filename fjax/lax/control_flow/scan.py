@@ -637,29 +637,10 @@ def _batch_body(
     """The body batched at axis 0 for the inputs ``in_batched``; carries in ``carry_batched`` are
     forced batched on output; other outputs are batched only if they vary. Returns
     ``(closed, hoisted_consts, out_batched)``."""
-    in_avals = [
-        ShapedArray((size, *a.shape), a.dtype, a.weak_type) if b else a for a, b in zip(jaxpr.in_avals, in_batched)
-    ]
-    box: list = []
-
-    def f(*args: Any) -> list:
-        with core.new_main(batching.BatchTrace, size, debug_info="vmap(scan)") as main:
-            trace = batching.BatchTrace(main)
-            ins = [batching.BatchTracer(trace, x, 0) if b else x for x, b in zip(args, in_batched)]
-            outs = core.eval_jaxpr(jaxpr.jaxpr, [], *ins)
-            outs = [core.full_raise(trace, o) for o in outs]
-            vals = [t.val for t in outs]
-            dims = [t.batch_dim for t in outs]
-        out_b = [d is not None for d in dims]
-        for j, cb in enumerate(carry_batched):
-            out_b[j] = out_b[j] or cb
-        box.append(tuple(d is not None for d in dims))
-        return [batching.move_batch_axis(size, d, 0 if b else None, v) for v, d, b in zip(vals, dims, out_b)]
-
-    closed, hoisted = _trace(f, in_avals, "vmap(scan)")
-    raw_b = box[0]
-    out_b = tuple(raw_b[j] or (j < num_carry and carry_batched[j]) for j in range(len(raw_b)))
-    return closed, hoisted, out_b
+    dims = tuple(0 if b else None for b in in_batched)
+    inst = tuple(carry_batched) + (False,) * (len(jaxpr.out_avals) - num_carry)
+    closed, hoisted, out_b = batching.batch_jaxpr(jaxpr, dims, size, inst, name="vmap(scan)")
+    return closed, hoisted, tuple(out_b)
 
 
 @batching.wants_axis_size
