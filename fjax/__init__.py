@@ -115,3 +115,4 @@ from fjax._devices import (  # noqa: E402
 from fjax._callback import pure_callback  # noqa: E402
 from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
 from fjax import debug  # noqa: E402
+from fjax import tree, typing  # noqa: E402

@@ -21,3 +21,4 @@ from fjax.lax.other import *  # noqa: F401,F403
 from fjax.lax.assoc import associative_scan  # noqa: F401
 from fjax.lax.convolution import *  # noqa: F401,F403
 from fjax.lax.control_flow import *  # noqa: F401,F403
+from fjax.lax._extra import *  # noqa: F401,F403

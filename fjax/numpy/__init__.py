@@ -21,3 +21,5 @@ from fjax.numpy._array_methods import _install
 _install(_Array)
 _install(_Tracer)
 del _install, _Array, _Tracer
+from fjax.numpy._more import *  # noqa: F401,F403
+from fjax.numpy._more2 import *  # noqa: F401,F403
