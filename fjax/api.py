@@ -358,10 +358,9 @@ def value_and_grad(
         flat = [_check_arg(x, f"grad({name})") for x in flat]
         for x in flat:
             a = core.get_aval(x)
-            if a.dtype.kind == "c" and not holomorphic:
+            if holomorphic and a.dtype.kind != "c":
                 raise TypeError(
-                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got "
-                    f"{a.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+                    f"grad with holomorphic=True requires inputs with complex dtype, but got {a.dtype.name}."
                 )
             if a.dtype.kind not in "fc" and not allow_int:
                 raise TypeError(
@@ -385,10 +384,22 @@ def value_and_grad(
             raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out!r}.")
         if oa.shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {oa.shape}.")
-        if oa.dtype.kind not in "fc":
+        if holomorphic:
+            if oa.dtype.kind != "c":
+                raise TypeError(
+                    f"grad with holomorphic=True requires outputs with complex dtype, but got {oa.dtype.name}."
+                )
+        elif oa.dtype.kind == "c":
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
-                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
+                "non-holomorphic functions involving complex outputs, use jax.vjp directly."
+            )
+        elif oa.dtype.kind != "f":
+            raise TypeError(
+                f"grad requires real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact), "
+                f"but got {oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                "differentiating non-holomorphic functions involving complex outputs, use jax.vjp directly."
             )
         ct = core.Array(np.ones((), oa.dtype), oa.weak_type)
         grads = f_vjp(ct)

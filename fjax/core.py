@@ -76,7 +76,15 @@ def merge_lists(bs: Sequence[bool], l0: Sequence, l1: Sequence) -> list:
 # errors
 
 
-class ConcretizationTypeError(TypeError):
+class JAXTypeError(TypeError):
+    """Base of fjax's TypeErrors about tracing (``jax.errors.JAXTypeError``)."""
+
+
+class JAXIndexError(IndexError):
+    """Base of fjax's IndexErrors about tracing (``jax.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     """A traced value was used where a concrete (known at trace time) value is needed."""
 
 
@@ -88,11 +96,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()``/``operator.index`` was applied to a traced value."""
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """``np.asarray`` was applied to a traced value."""
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used after the transform that created it had finished (a leaked tracer)."""
 
 

@@ -198,7 +198,10 @@ ad.defjvp(abs_p, lambda g, x: _abs_jvp(g, x))
 
 def _abs_jvp(g: Any, x: Any) -> Any:
     if core.get_aval(x).dtype.kind == "c":
-        raise NotImplementedError("Differentiation rule for 'abs' of complex inputs not implemented")
+        # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z == 0 (as JAX)
+        ans = abs(x)
+        safe = select(eq(ans, _const(ans, 0)), full_like(ans, 1), ans)
+        return div(real(mul(g, conj(x))), safe)
     return select(ge(x, _const(x, 0)), g, neg(g))  # derivative 1 at x == 0, as JAX
 
 
