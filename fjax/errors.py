@@ -5,8 +5,8 @@ from __future__ import annotations
 from fjax.core import (
     ConcretizationTypeError,
     JAXIndexError,
-    JAXTypeError,
     JaxprTypeError,
+    JAXTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,

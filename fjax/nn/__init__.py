@@ -325,3 +325,4 @@ __all__ += [
     "softmax_cross_entropy_with_integer_labels",
     "squared_error",
 ]
+from fjax.nn._more import *  # noqa: E402,F401,F403

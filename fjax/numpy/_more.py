@@ -401,7 +401,8 @@ def put_along_axis(
     """``arr`` with ``values`` written at ``indices`` along ``axis`` (``inplace=False`` required)."""
     if inplace:
         raise ValueError(
-            "jax.numpy.put_along_axis cannot modify arrays in-place, because JAX arrays are immutable. Pass inplace=False to instead return an updated array."
+            "jax.numpy.put_along_axis cannot modify arrays in-place, because JAX arrays are immutable. "
+            "Pass inplace=False to instead return an updated array."
         )
     arr = _arr(arr, "put_along_axis")
     indices = C.asarray(indices)
@@ -504,7 +505,8 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edg
         return []
     if builtins.min(f.shape[a] for a in axes) < 2:
         raise ValueError(
-            "Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) elements are required."
+            "Shape of array too small to calculate a numerical gradient, "
+            "at least (edge_order + 1) elements are required."
         )
     if len(varargs) == 0:
         spacings = [1.0] * len(axes)
@@ -513,7 +515,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edg
     elif len(varargs) == len(axes):
         spacings = list(varargs)
     else:
-        raise TypeError("Invalid number of spacing arguments %d" % len(varargs))
+        raise TypeError(f"Invalid number of spacing arguments {len(varargs)}")
     outs = []
     for ax, h in zip(axes, spacings):
         n = f.shape[ax]

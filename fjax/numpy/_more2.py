@@ -99,6 +99,7 @@ __all__ = [
     "vectorize",
 ]
 
+
 class bfloat16:  # noqa: N801  (numpy's scalar-type naming)
     """Placeholder for JAX's bfloat16 scalar type: fjax has no bfloat16 arithmetic (it would need
     ml_dtypes), so using it as a dtype raises TypeError naming it and constructing one raises."""
@@ -496,36 +497,27 @@ _UniqueAll = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indic
 
 
 def _conv1d(a: Any, v: Any, mode: str, name: str, flip: bool) -> Any:
-    a, v = _util.promote_dtypes_inexact(name, a, v) if name == "correlate" or True else (a, v)
+    a, v = _util.promote_dtypes_inexact(name, a, v)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"{name}() only support 1-dimensional inputs.")
     if a.shape[0] == 0 or v.shape[0] == 0:
         raise ValueError(f"{name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}.")
-    swapped = v.shape[0] > a.shape[0]
-    if swapped:
-        a, v = v, a
-    if flip:
-        v = v[::-1]
-    if not flip:
-        v = U.conj(v)
     n, m = a.shape[0], v.shape[0]
+    # full cross-correlation c[i] = sum_j a[i + j - (m - 1)] * conj(w[j]); convolution is the
+    # correlation with the reversed (unconjugated) kernel
+    w = U.conj(v[::-1]) if flip else v
+    ap = lax.pad(a, C.asarray(0, dtype=a.dtype), [(m - 1, m - 1, 0)])
+    idx = C.arange(n + m - 1)[:, None] + C.arange(m)[None, :]
+    full = R.sum(U.multiply(ap[idx], U.conj(w)[None, :]), axis=1)
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
     if mode == "valid":
-        pad = (0, 0)
-    elif mode == "same":
-        pad = (m // 2, m - m // 2 - 1) if flip else (m // 2, m - m // 2 - 1)
-    elif mode == "full":
-        pad = (m - 1, m - 1)
-    else:
-        raise ValueError(f"mode={mode!r} must be one of ['full', 'same', 'valid']")
-    ap = lax.pad(a, C.asarray(0, dtype=a.dtype), [(pad[0], pad[1], 0)])
-    out_len = ap.shape[0] - m + 1
-    idx = C.arange(out_len)[:, None] + C.arange(m)[None, :]
-    out = R.sum(U.multiply(ap[idx], v[None, :]), axis=1)
-    if swapped and not flip:
-        out = U.conj(out[::-1])
-    if mode == "same" and swapped:
-        pass
-    return out
+        return full[lo - 1 : hi]
+    if mode == "same":
+        start = (lo - 1) // 2 if flip or n >= m else n // 2
+        return full[start : start + hi]
+    raise ValueError(f"mode={mode!r} must be one of ['full', 'same', 'valid']")
 
 
 def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None, preferred_element_type: Any = None) -> Any:
