@@ -116,3 +116,26 @@ from fjax._callback import pure_callback  # noqa: E402
 from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
 from fjax import debug  # noqa: E402
 from fjax import tree, typing  # noqa: E402
+from fjax._api_more import (  # noqa: E402
+    closure_convert,
+    custom_gradient,
+    debug_nans,
+    default_device,
+    default_matmul_precision,
+    effects_barrier,
+    enable_x64,
+    explain_cache_misses,
+    float0,
+    host_count,
+    host_id,
+    host_ids,
+    jacobian,
+    linear_transpose,
+    named_call,
+    named_scope,
+    numpy_rank_promotion,
+    print_environment_info,
+    process_indices,
+    typeof,
+)
+from fjax import errors, experimental, flatten_util  # noqa: E402
