@@ -80,7 +80,9 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
         for c, a in zip(ct_leaves, out_avals):
             ca = core.get_aval(c)
             if ca.shape != a.shape or ca.dtype != a.dtype:
-                raise TypeError(f"cotangent type does not match function output, expected {a.str_short()} but got {ca.str_short()}")
+                raise TypeError(
+                    f"cotangent type does not match function output, expected {a.str_short()} but got {ca.str_short()}"
+                )
         return f_vjp(out_ct)
 
     return transposed
@@ -100,7 +102,10 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[A
     n_args = in_tree.num_leaves
 
     def converted(*args_and_consts: Any) -> Any:
-        args, hc = args_and_consts[: len(args_and_consts) - len(hoist)], args_and_consts[len(args_and_consts) - len(hoist) :]
+        args, hc = (
+            args_and_consts[: len(args_and_consts) - len(hoist)],
+            args_and_consts[len(args_and_consts) - len(hoist) :],
+        )
         flat, tree = tu.tree_flatten(args)
         if tree != in_tree or len(flat) != n_args:
             raise TypeError(f"closure_convert: arguments must have structure {in_tree}, got {tree}")

@@ -274,7 +274,7 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
     side = "left" if right else "right"
     kw = {} if method is None else {"method": method}
     inc = SO.searchsorted(bins, x, side=side, **kw)
-    dec = U.subtract(bins.shape[0], SO.searchsorted(bins[::-1], x, side="left" if side == "right" else "right", **kw))
+    dec = U.subtract(bins.shape[0], SO.searchsorted(bins[::-1], x, side=side, **kw))
     return U.where(U.greater_equal(bins[-1], bins[0]), inc, dec)
 
 
@@ -589,7 +589,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Any:
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return U.divide(c, c)
-    d = S.diagonal(c)
+    d = C.diagonal(c)
     std = U.sqrt(d)
     c = U.divide(U.divide(c, std[:, None]), std[None, :])
     if np.issubdtype(c.dtype, np.complexfloating):

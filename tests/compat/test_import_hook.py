@@ -85,7 +85,10 @@ def test_runner_runs_a_script(tmp_path):
             """
         )
     )
-    for cmd in ([sys.executable, "-m", "fjax.compat", str(script), "a"], [sys.executable, "-m", "fjax", "run", str(script), "a"]):
+    for cmd in (
+        [sys.executable, "-m", "fjax.compat", str(script), "a"],
+        [sys.executable, "-m", "fjax", "run", str(script), "a"],
+    ):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert out.stdout.split("\n")[:2] == ["jax fjax.numpy ['a']", "6.0"]
