@@ -150,6 +150,13 @@ class ShapedArray:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    @property
+    def sharding(self) -> Any:
+        """Where values of this type live: fjax's one CPU device (``SingleDeviceSharding``)."""
+        from fjax._devices import SingleDeviceSharding  # noqa: PLC0415
+
+        return SingleDeviceSharding()
+
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(
             self.shape if shape is None else shape,
