@@ -131,6 +131,7 @@ from fjax._api_more import (  # noqa: E402
     host_ids,
     jacobian,
     linear_transpose,
+    log_compiles,
     named_call,
     named_scope,
     numpy_rank_promotion,

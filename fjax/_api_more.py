@@ -33,6 +33,7 @@ __all__ = [
     "host_ids",
     "jacobian",
     "linear_transpose",
+    "log_compiles",
     "named_call",
     "named_scope",
     "numpy_rank_promotion",
@@ -206,6 +207,7 @@ class _ConfigContext:
 enable_x64 = _ConfigContext("jax_enable_x64")
 debug_nans = _ConfigContext("jax_debug_nans")
 explain_cache_misses = _ConfigContext("jax_explain_cache_misses")
+log_compiles = _ConfigContext("jax_log_compiles")
 # fjax computes matmuls at the operands' full precision, which satisfies every request
 default_matmul_precision = _ConfigContext("jax_default_matmul_precision", lambda v: True)
 numpy_rank_promotion = _ConfigContext(

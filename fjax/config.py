@@ -25,6 +25,8 @@ class Config:
         "jax_disable_jit": False,
         "jax_explain_cache_misses": False,
         "jax_debug_nans": False,
+        # log a line (on the "jax._src.dispatch" logger, as JAX) each time jit traces anew
+        "jax_log_compiles": False,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/interpreters/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)

@@ -34,12 +34,31 @@ JAX_API_VERSION = "0.10.2"
 _SHIM_PACKAGE = "fjax.compat._shims"
 
 
+class _ArrayMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        from fjax.core import Array, Tracer
+
+        return isinstance(obj, (Array, Tracer))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        from fjax.core import Array, Tracer
+
+        return issubclass(sub, (Array, Tracer))
+
+
+class Array(metaclass=_ArrayMeta):
+    """``jax.Array`` under the hook: ``isinstance(x, jax.Array)`` holds for fjax arrays and for
+    tracers, as JAX's does inside transforms (``fjax.Array`` itself is the concrete class)."""
+
+
 class _JaxView(types.ModuleType):
     """The module object ``sys.modules["jax"]``: attribute reads and writes go to ``fjax``."""
 
     def __getattr__(self, name: str) -> Any:
         import fjax
 
+        if name == "Array":
+            return Array
         try:
             return getattr(fjax, name)
         except AttributeError:
