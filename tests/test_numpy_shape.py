@@ -66,8 +66,9 @@ def test_reshape_errors():
         S.reshape(x, (3, -1))
     with pytest.raises(TypeError, match="only specify one unknown"):
         S.reshape(x, (-1, -1))
-    with pytest.raises(NotImplementedError, match="order"):
-        S.reshape(x, (2, 2), order="F")
+    np.testing.assert_array_equal(S.reshape(x, (2, 2), order="F"), np.reshape(np.arange(4.0), (2, 2), order="F"))
+    with pytest.raises(ValueError, match="order"):
+        S.reshape(x, (2, 2), order="K")
     with pytest.raises(ValueError, match="squeeze"):
         S.squeeze(A(np.ones((2, 3))), 0)
     with pytest.raises(ValueError, match="Incompatible"):
