@@ -271,3 +271,30 @@ def test_top_level_names():
     with fjax.named_scope("block"), fjax.default_device(fjax.devices()[0]):
         assert fjax.named_call(jnp.sin)(0.0) == 0.0
     fjax.effects_barrier()
+
+
+def test_typed_keys_work_where_raw_keys_do():
+    from fjax import random
+
+    k = random.key(0)
+    raw = random.PRNGKey(0)
+    assert jnp.issubdtype(k.dtype, fjax.dtypes.prng_key) and not jnp.issubdtype(jnp.float32, fjax.dtypes.prng_key)
+    ks = random.split(k, 3)
+    np.testing.assert_array_equal(random.key_data(ks), random.split(raw, 3))
+    np.testing.assert_array_equal(random.key_data(random.fold_in(k, 7)), random.fold_in(raw, 7))
+    for sample in (
+        lambda key: random.normal(key, (3,)),
+        lambda key: random.uniform(key, (2,)),
+        lambda key: random.randint(key, (2,), 0, 10),
+        lambda key: random.bernoulli(key, 0.3, (4,)),
+        lambda key: random.permutation(key, 5),
+    ):
+        np.testing.assert_array_equal(sample(ks[1]), sample(random.split(raw, 3)[1]))
+    per_key = fjax.vmap(lambda key: random.normal(key, ()))(ks)
+    np.testing.assert_array_equal(per_key, [random.normal(kk, ()) for kk in random.split(raw, 3)])
+    out = fjax.jit(lambda key: random.split(key))(k)
+    assert out.shape == (2,) and out.dtype == k.dtype
+    total, _ = fjax.lax.scan(lambda c, key: (c + random.uniform(key), None), 0.0, ks)
+    assert abs(float(total) - float(sum(random.uniform(kk) for kk in random.split(raw, 3)))) < 1e-6
+    assert [kk.shape for kk in ks] == [(), (), ()]
+    assert bool(ks[0] == ks[0]) and not bool(ks[0] == ks[1])
