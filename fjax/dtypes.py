@@ -531,7 +531,7 @@ def issubdtype(a: Any, b: Any) -> bool:
     also be an object with a ``.dtype`` (an array)."""
     if not isinstance(a, (type, np.dtype, str)) and isinstance(getattr(a, "dtype", None), np.dtype):
         a = a.dtype
-    from fjax._prng import KeyDtype, extended  # noqa: PLC0415
+    from fjax._prng import KeyDtype  # noqa: PLC0415
 
     if isinstance(a, KeyDtype) or a is KeyDtype:
         # typed PRNG keys: a subdtype of jax.dtypes.prng_key / extended and of themselves only
