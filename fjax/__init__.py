@@ -141,3 +141,4 @@ from fjax._api_more import (  # noqa: E402
 )
 from fjax import errors, experimental, flatten_util  # noqa: E402
 from fjax import ad_checkpoint, ops, stages  # noqa: E402
+from fjax import extend  # noqa: E402
