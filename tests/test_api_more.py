@@ -298,3 +298,33 @@ def test_typed_keys_work_where_raw_keys_do():
     assert abs(float(total) - float(sum(random.uniform(kk) for kk in random.split(raw, 3)))) < 1e-6
     assert [kk.shape for kk in ks] == [(), (), ()]
     assert bool(ks[0] == ks[0]) and not bool(ks[0] == ks[1])
+
+
+def test_example_libraries_train_a_small_cnn():
+    from fjax import random
+    from fjax.example_libraries import optimizers, stax
+
+    init, apply = stax.serial(
+        stax.Conv(3, (3, 3), padding="SAME"),
+        stax.Relu,
+        stax.MaxPool((2, 2), (2, 2)),
+        stax.Flatten,
+        stax.Dense(2),
+        stax.LogSoftmax,
+    )
+    out_shape, params = init(random.key(0), (4, 4, 4, 1))
+    assert out_shape == (4, 2)
+    x = random.normal(random.key(1), (4, 4, 4, 1))
+    y = jnp.array([0, 1, 0, 1])
+    loss = lambda p: -jnp.mean(apply(p, x)[jnp.arange(4), y])  # noqa: E731
+    opt_init, opt_update, get_params = optimizers.adam(0.05)
+    step = fjax.jit(lambda i, st: opt_update(i, fjax.grad(loss)(get_params(st)), st))
+    state = opt_init(params)
+    first = float(loss(params))
+    for i in range(30):
+        state = step(i, state)
+    assert float(loss(get_params(state))) < 0.5 * first
+    packed = optimizers.pack_optimizer_state(optimizers.unpack_optimizer_state(state))
+    assert fjax.tree_util.tree_structure(packed) == fjax.tree_util.tree_structure(state)
+    sched = optimizers.piecewise_constant([10, 20], [1.0, 0.5, 0.1])
+    assert float(sched(15)) == 0.5 and float(optimizers.polynomial_decay(1.0, 10, 0.1)(5)) == 0.55

@@ -55,7 +55,9 @@ def _array_types() -> set[type]:
 array_types = _array_types()
 
 
-def new_jaxpr_eqn(invars: list, outvars: list, primitive: Primitive, params: dict, *args: Any, **kwargs: Any) -> JaxprEqn:
+def new_jaxpr_eqn(
+    invars: list, outvars: list, primitive: Primitive, params: dict, *args: Any, **kwargs: Any
+) -> JaxprEqn:
     """An equation ``outvars = primitive[params] invars`` (JAX's effects/source-info arguments are ignored)."""
     return JaxprEqn(primitive, list(invars), list(outvars), dict(params))
 
