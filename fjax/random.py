@@ -39,6 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fjax import _random_kernels as _kernels  # noqa: E402
 from fjax import core, dtypes, lax
 from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
@@ -171,6 +172,8 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     dt = a.dtype
+    if dt == np.float32 and max(np.size(a), np.size(b), np.size(c)) >= _kernels.MIN_SIZE:
+        return _kernels.fma_f32(a, b, c)
     with np.errstate(all="ignore"):
         if dt == np.float64:
             return _fma64(a, b, c).astype(dt)
@@ -386,6 +389,14 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     """The threefry2x32 hash of the counter pairs ``(x1, x2)`` under key ``(k1, k2)`` (uint32;
     keys rank 0, counters of one shape). A pure composition of lax ops."""
+    if (
+        all(isinstance(v, Array) for v in (k1, k2, x1, x2))
+        and type(core.find_top_trace([k1, k2, x1, x2])) is core.EvalTrace
+        and core.get_aval(x1).size >= _kernels.MIN_SIZE
+    ):
+        # eager and large: one compiled loop instead of ~100 numpy passes (same bits)
+        o1, o2 = _kernels.threefry2x32(k1._value, k2._value, x1._value, x2._value)
+        return Array(o1, False), Array(o2, False)
     ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _c(0x1BD11BDA, _U32)))
     x1 = lax.add(x1, k1)
     x2 = lax.add(x2, k2)

@@ -379,3 +379,16 @@ def test_errors():
         random.fold_in(key, jnp.arange(2))
     assert random.choice(key, 5, (0,)).shape == (0,)
     assert random.split(key, 0).shape == (0, 2)
+
+
+def test_compiled_eager_kernels_match_the_primitive_path(monkeypatch):
+    # large eager samples run threefry and the float32 fma as compiled loops; same bits as the
+    # primitive-by-primitive path (which jit also follows)
+    import fjax._random_kernels as kernels
+
+    k = random.PRNGKey(3)
+    fast = [random.normal(k, (256, 256)), random.uniform(k, (256, 256)), random.split(k, 70000)]
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1 << 40)
+    slow = [random.normal(k, (256, 256)), random.uniform(k, (256, 256)), random.split(k, 70000)]
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
