@@ -15,7 +15,6 @@ from numba import njit
 #: arrays at least this large use the compiled kernels
 MIN_SIZE = 1 << 16
 
-_ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
 @njit(cache=True, nogil=True)
