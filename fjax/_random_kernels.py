@@ -16,7 +16,6 @@ from numba import njit
 MIN_SIZE = 1 << 16
 
 
-
 @njit(cache=True, nogil=True)
 def _rotl(x: np.uint32, d: int) -> np.uint32:
     return np.uint32((x << np.uint32(d)) | (x >> np.uint32(32 - d)))
