@@ -138,3 +138,29 @@ from fjax._shard_map import shard_map  # noqa: E402
 from fjax.sharding import make_mesh  # noqa: E402
 from fjax._multihost import make_array_from_process_local_data  # noqa: E402
 from fjax import image, scipy  # noqa: E402
+from fjax import tree, typing  # noqa: E402
+from fjax._api_more import (  # noqa: E402
+    closure_convert,
+    custom_gradient,
+    default_device,
+    default_matmul_precision,
+    effects_barrier,
+    enable_x64,
+    explain_cache_misses,
+    float0,
+    host_count,
+    host_id,
+    host_ids,
+    jacobian,
+    linear_transpose,
+    log_compiles,
+    named_call,
+    named_scope,
+    numpy_rank_promotion,
+    print_environment_info,
+    process_indices,
+    typeof,
+)
+from fjax import errors, experimental, flatten_util  # noqa: E402
+from fjax import ad_checkpoint, ops, stages  # noqa: E402
+from fjax import extend  # noqa: E402

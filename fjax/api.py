@@ -277,20 +277,45 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
         out_tree_box.append((o_tree, None, len(o_flat)))
         return o_flat
 
-    p_out, f_vjp_flat = ad.vjp_flat(flat_fun, p_flat, f"vjp({_fun_name(fun)})")
+    p_out, lin_jaxpr, lin_consts, diff_mask = ad.linearize_flat(flat_fun, p_flat, f"vjp({_fun_name(fun)})")
     o_tree, a_tree, n = out_tree_box[0]
     out_avals = [core.get_aval(o) for o in p_out[:n]]
-    extra = [Zero(ad.tangent_aval(core.get_aval(a))) for a in p_out[n:]]
+    extra_avals = [ad.tangent_aval(core.get_aval(a)) for a in p_out[n:]]
     in_avals = [core.get_aval(p) for p in p_flat]
+    # a tree_util.Partial whose leaves are the residuals (as JAX's): it can be passed to jit
+    vjp_fn = tu.Partial(_VjpFun(lin_jaxpr, diff_mask, in_avals, out_avals, extra_avals, o_tree, p_tree), lin_consts)
 
-    def vjp_fn(ct: Any) -> tuple:
+    po = tu.tree_unflatten(o_tree, p_out[:n])
+    if has_aux:
+        return po, vjp_fn, tu.tree_unflatten(a_tree, p_out[n:])
+    return po, vjp_fn
+
+
+class _VjpFun:
+    """The static part of a vjp function: the linear jaxpr and the trees; called with the
+    residuals (the dynamic part, leaves of the ``Partial``) and an output cotangent."""
+
+    def __init__(
+        self,
+        jaxpr: core.Jaxpr,
+        diff_mask: list,
+        in_avals: list,
+        out_avals: list,
+        extra_avals: list,
+        o_tree: Any,
+        p_tree: Any,
+    ) -> None:
+        self.jaxpr, self.diff_mask, self.in_avals = jaxpr, diff_mask, in_avals
+        self.out_avals, self.extra_avals, self.o_tree, self.p_tree = out_avals, extra_avals, o_tree, p_tree
+
+    def __call__(self, consts: list, ct: Any) -> tuple:
         ct_flat, ct_tree = tu.tree_flatten(ct)
-        if ct_tree != o_tree:
+        if ct_tree != self.o_tree:
             raise TypeError(
-                f"Tree structure of cotangent input {ct_tree}, does not match structure of primal output {o_tree}."
+                f"Tree structure of cotangent input {ct_tree}, does not match structure of primal output {self.o_tree}."
             )
         cts = []
-        for c, a in zip(ct_flat, out_avals):
+        for c, a in zip(ct_flat, self.out_avals):
             if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
                 cts.append(Zero(ad.tangent_aval(a)))
                 continue
@@ -308,14 +333,15 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
             if ca.dtype != a.dtype:
                 c = core.bind1(_convert_p(), c, new_dtype=a.dtype, weak_type=a.weak_type)
             cts.append(c)
-        res = f_vjp_flat(*cts, *extra)
-        res = [_ct_out(r, a) for r, a in zip(res, in_avals)]
-        return tuple(tu.tree_unflatten(p_tree, res))
+        cts += [Zero(a) for a in self.extra_avals]
+        undefined = [ad.UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+        cts_lin = iter(ad.backward_pass(self.jaxpr, consts, undefined, cts))
+        res = [next(cts_lin) if d else Zero(ad.tangent_aval(a)) for a, d in zip(self.in_avals, self.diff_mask)]
+        res = [_ct_out(r, a) for r, a in zip(res, self.in_avals)]
+        return tuple(tu.tree_unflatten(self.p_tree, res))
 
-    po = tu.tree_unflatten(o_tree, p_out[:n])
-    if has_aux:
-        return po, vjp_fn, tu.tree_unflatten(a_tree, p_out[n:])
-    return po, vjp_fn
+    def __repr__(self) -> str:
+        return "<vjp function>"
 
 
 def _convert_p() -> core.Primitive:
@@ -358,10 +384,9 @@ def value_and_grad(
         flat = [_check_arg(x, f"grad({name})") for x in flat]
         for x in flat:
             a = core.get_aval(x)
-            if a.dtype.kind == "c" and not holomorphic:
+            if holomorphic and a.dtype.kind != "c":
                 raise TypeError(
-                    f"grad requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got "
-                    f"{a.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+                    f"grad with holomorphic=True requires inputs with complex dtype, but got {a.dtype.name}."
                 )
             if a.dtype.kind not in "fc" and not allow_int:
                 raise TypeError(
@@ -385,10 +410,22 @@ def value_and_grad(
             raise TypeError(f"Gradient only defined for scalar-output functions. Output was {out!r}.")
         if oa.shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {oa.shape}.")
-        if oa.dtype.kind not in "fc":
+        if holomorphic:
+            if oa.dtype.kind != "c":
+                raise TypeError(
+                    f"grad with holomorphic=True requires outputs with complex dtype, but got {oa.dtype.name}."
+                )
+        elif oa.dtype.kind == "c":
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
-                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True."
+                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
+                "non-holomorphic functions involving complex outputs, use jax.vjp directly."
+            )
+        elif oa.dtype.kind != "f":
+            raise TypeError(
+                f"grad requires real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact), "
+                f"but got {oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                "differentiating non-holomorphic functions involving complex outputs, use jax.vjp directly."
             )
         ct = core.Array(np.ones((), oa.dtype), oa.weak_type)
         grads = f_vjp(ct)
@@ -471,8 +508,8 @@ def _children(x: Any) -> list:
         return list(x)
     if x is None:
         return []
-    leaves_tree = tu.tree_structure(x)
-    return tu.treedef_children(leaves_tree) if hasattr(tu, "treedef_children") else [x]
+    # a registered custom node (its aux data may be anything, None included)
+    return list(tu.flatten_one_level(x)[0])
 
 
 def vmap(

@@ -34,6 +34,8 @@ class Config:
         # psum/pmean of a pytree across processes: leaves are fused into buckets of this many MB,
         # one MPI Allreduce each (0: one Allreduce per leaf); 25 MB is PyTorch DDP's default
         "fjax_allreduce_bucket_mb": 25.0,
+        # log a line (on the "jax._src.dispatch" logger, as JAX) each time jit traces anew
+        "jax_log_compiles": False,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)

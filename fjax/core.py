@@ -77,7 +77,15 @@ def merge_lists(bs: Sequence[bool], l0: Sequence, l1: Sequence) -> list:
 # errors
 
 
-class ConcretizationTypeError(TypeError):
+class JAXTypeError(TypeError):
+    """Base of fjax's TypeErrors about tracing (``jax.errors.JAXTypeError``)."""
+
+
+class JAXIndexError(IndexError):
+    """Base of fjax's IndexErrors about tracing (``jax.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     """A traced value was used where a concrete (known at trace time) value is needed."""
 
 
@@ -89,11 +97,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()``/``operator.index`` was applied to a traced value."""
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """``np.asarray`` was applied to a traced value."""
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used after the transform that created it had finished (a leaked tracer)."""
 
 
@@ -142,6 +150,13 @@ class ShapedArray:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def sharding(self) -> Any:
+        """Where values of this type live: fjax's one CPU device (``SingleDeviceSharding``)."""
+        from fjax._devices import SingleDeviceSharding  # noqa: PLC0415
+
+        return SingleDeviceSharding()
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(

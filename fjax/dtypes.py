@@ -531,6 +531,13 @@ def issubdtype(a: Any, b: Any) -> bool:
     also be an object with a ``.dtype`` (an array)."""
     if not isinstance(a, (type, np.dtype, str)) and isinstance(getattr(a, "dtype", None), np.dtype):
         a = a.dtype
+    from fjax._prng import KeyDtype  # noqa: PLC0415
+
+    if isinstance(a, KeyDtype) or a is KeyDtype:
+        # typed PRNG keys: a subdtype of jax.dtypes.prng_key / extended and of themselves only
+        return isinstance(b, KeyDtype) or (isinstance(b, type) and issubclass(KeyDtype.type, b))
+    if isinstance(b, type) and issubclass(b, extended):
+        return False
     try:
         return _issubdtype_cached(a, b)
     except TypeError:
@@ -557,3 +564,6 @@ def check_python_int(value: int, dtype: DTypeLike) -> int:
         except OverflowError:
             raise OverflowError(f"Python int {value} too large to convert to {dt}") from None
     return value
+
+
+from fjax._prng import extended, prng_key  # noqa: E402,F401  (jax.dtypes.extended / prng_key)

@@ -27,6 +27,7 @@ from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
 
 log = logging.getLogger("fjax.jit")
+_compile_log = logging.getLogger("jax._src.dispatch")
 
 jit_p = core.Primitive("jit")
 jit_p.multiple_results = True
@@ -408,6 +409,9 @@ class JitWrapped:
             if config.jax_explain_cache_misses and cache:
                 log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, cache))
             entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
+            if config.jax_log_compiles:
+                # JAX's message, on a logger under "jax" so handlers written for JAX see it
+                _compile_log.warning("Finished fjax compilation of jit(%s)", self.name)
             cache[key] = entry
             if not kwargs and not self.static_argnums:
                 cache[(tu.tree_structure(args), sig, config.jax_enable_x64)] = entry

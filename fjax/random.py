@@ -40,7 +40,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from fjax import _debug_nans, core, dtypes, lax
+from fjax import _random_kernels as _kernels  # noqa: E402
 from fjax import numpy as jnp
+from fjax._prng import PRNGKeyArray  # noqa: E402
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
 from fjax.interpreters import ad, batching
@@ -170,6 +172,8 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     dt = a.dtype
+    if dt == np.float32 and max(np.size(a), np.size(b), np.size(c)) >= _kernels.MIN_SIZE:
+        return _kernels.fma_f32(a, b, c)
     with np.errstate(all="ignore"):
         if dt == np.float64:
             return _fma64(a, b, c).astype(dt)
@@ -388,6 +392,14 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     """The threefry2x32 hash of the counter pairs ``(x1, x2)`` under key ``(k1, k2)`` (uint32;
     keys rank 0, counters of one shape). A pure composition of lax ops."""
+    if (
+        all(isinstance(v, Array) for v in (k1, k2, x1, x2))
+        and type(core.find_top_trace([k1, k2, x1, x2])) is core.EvalTrace
+        and core.get_aval(x1).size >= _kernels.MIN_SIZE
+    ):
+        # eager and large: one compiled loop instead of ~100 numpy passes (same bits)
+        o1, o2 = _kernels.threefry2x32(k1._value, k2._value, x1._value, x2._value)
+        return Array(o1, False), Array(o2, False)
     ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _c(0x1BD11BDA, _U32)))
     x1 = lax.add(x1, k1)
     x2 = lax.add(x2, k2)
@@ -445,6 +457,8 @@ def _is_arraylike(x: Any) -> bool:
 
 
 def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
+    if isinstance(key, PRNGKeyArray):
+        key = key._base
     if not _is_arraylike(key):
         raise TypeError(f"{name}: unexpected PRNG key type {type(key)}; make keys with fjax.random.PRNGKey or key")
     aval = core.get_aval(key)
@@ -567,23 +581,25 @@ def PRNGKey(seed: Any) -> Any:  # noqa: N802
 
 
 def key(seed: Any, *, impl: Any = None) -> Any:
-    """A PRNG key from an integer seed. fjax represents keys by their data, so this is the same
-    uint32[2] array as :func:`PRNGKey` (there is no extended key dtype)."""
+    """A typed PRNG key (``dtype=key<fry>``, shape ``()``) from an integer seed; its data is
+    ``PRNGKey(seed)``'s."""
     if impl not in (None, "threefry2x32"):
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
-    return _make_key("key", seed)
+    return PRNGKeyArray(_make_key("key", seed))
 
 
 def key_data(keys: Any) -> Any:
-    """The uint32 data of a key or batch of keys (the keys themselves in fjax)."""
+    """The uint32 data (shape ``(*keys.shape, 2)``) of typed keys; raw keys are returned as they are."""
     return _check_key("key_data", keys, allow_batched=True)
 
 
 def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
-    """Keys from uint32 data of shape (..., 2) (validated and returned unchanged in fjax)."""
+    """Typed keys from uint32 data of shape ``(..., 2)``."""
     if impl not in (None, "threefry2x32"):
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
-    return _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+    if isinstance(key_bits_array, PRNGKeyArray):
+        raise TypeError("wrap_key_data: the argument is already a typed key array")
+    return PRNGKeyArray(_check_key("wrap_key_data", key_bits_array, allow_batched=True))
 
 
 def key_impl(keys: Any) -> str:
@@ -597,19 +613,24 @@ def clone(key: Any) -> Any:
     return key
 
 
+def _like_key(given: Any, data: Any) -> Any:
+    # typed keys in, typed keys out
+    return PRNGKeyArray(data) if isinstance(given, PRNGKeyArray) else data
+
+
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     """``num`` new keys (shape ``(num, 2)``, or ``(*num, 2)`` for a tuple), independent of
     ``key`` and of each other."""
-    key = _check_key("split", key)
+    given, key = key, _check_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (num,)
     shape = _canonicalize_shape(shape, "split")
     b1, b2 = _hash_shape(key, shape)
-    return _stack_last(b1, b2)
+    return _like_key(given, _stack_last(b1, b2))
 
 
 def fold_in(key: Any, data: Any) -> Any:
     """A new key that is a deterministic function of ``key`` and the 32-bit integer ``data``."""
-    key = _check_key("fold_in", key)
+    given, key = key, _check_key("fold_in", key)
     if np.ndim(data) if not isinstance(data, Tracer) else data.ndim:
         raise TypeError(
             f"fold_in accepts a scalar, but was given an array of shape {jnp.shape(data)} != (). "
@@ -622,7 +643,7 @@ def fold_in(key: Any, data: Any) -> Any:
     d = lax.convert_element_type(_asarray(data), _U32)
     k1, k2 = _key_halves(key)
     o1, o2 = threefry2x32(k1, k2, lax.mul(d, _c(0, _U32)), d)
-    return _stack_last(o1, o2)
+    return _like_key(given, _stack_last(o1, o2))
 
 
 # ---------------------------------------------------------------------------------------------

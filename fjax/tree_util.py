@@ -1152,3 +1152,19 @@ register_pytree_node(
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]),
 )
+
+from fjax._tree_extra import (  # noqa: E402
+    default_registry,
+    flatten_one_level_with_keys,
+    is_tree_node,
+    tree_broadcast,
+    tree_reduce_associative,
+)
+
+__all__ += [
+    "default_registry",
+    "flatten_one_level_with_keys",
+    "is_tree_node",
+    "tree_broadcast",
+    "tree_reduce_associative",
+]

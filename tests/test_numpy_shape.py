@@ -66,8 +66,9 @@ def test_reshape_errors():
         S.reshape(x, (3, -1))
     with pytest.raises(TypeError, match="only specify one unknown"):
         S.reshape(x, (-1, -1))
-    with pytest.raises(NotImplementedError, match="order"):
-        S.reshape(x, (2, 2), order="F")
+    np.testing.assert_array_equal(S.reshape(x, (2, 2), order="F"), np.reshape(np.arange(4.0), (2, 2), order="F"))
+    with pytest.raises(ValueError, match="order"):
+        S.reshape(x, (2, 2), order="K")
     with pytest.raises(ValueError, match="squeeze"):
         S.squeeze(A(np.ones((2, 3))), 0)
     with pytest.raises(ValueError, match="Incompatible"):
@@ -214,8 +215,11 @@ def test_pad(shape, data):
     x = val(shape)
     nd = len(shape)
     widths = [tuple(data.draw(st.lists(st.integers(0, 6), min_size=2, max_size=2))) for _ in range(nd)]
-    for mode in ["constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean"]:
+    for mode in ["constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum"]:
         assert_same(S.pad(A(x), widths, mode=mode), np.pad(x, widths, mode=mode))
+    # fjax's eager float32 mean accumulates in double (as accurate as under jit); numpy's float32
+    # accumulation may differ in the last bit
+    np.testing.assert_allclose(S.pad(A(x), widths, mode="mean"), np.pad(x, widths, mode="mean"), rtol=2.5e-7)
     assert_same(S.pad(A(x), 2, constant_values=3.5), np.pad(x, 2, constant_values=3.5))
     cv = [(1.0, 2.0)] * nd
     assert_same(S.pad(A(x), widths, constant_values=cv), np.pad(x, widths, constant_values=cv))

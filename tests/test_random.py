@@ -309,12 +309,19 @@ def test_hypothesis_shapes_dtypes_ranges(seed, shape):
 
 
 def test_key_representation_helpers():
+    # random.key gives a typed key array (dtype key<fry>, shape ()) over PRNGKey's data, as JAX
     k = random.key(42)
-    np.testing.assert_array_equal(np.asarray(k), np.asarray(random.PRNGKey(42)))
-    assert random.key_data(k) is k and random.wrap_key_data(k) is k
+    assert k.shape == () and str(k.dtype) == "key<fry>"
+    assert repr(k) == "Array((), dtype=key<fry>) overlaying:\n[ 0 42]"
+    np.testing.assert_array_equal(random.key_data(k), np.asarray(random.PRNGKey(42)))
+    with pytest.raises(TypeError, match="key_data"):
+        np.asarray(k)
+    assert random.wrap_key_data(random.key_data(k)).shape == ()
     assert random.key_impl(k) == "threefry2x32"
-    assert random.split(k).shape == (2, 2) and random.split(k, (2, 3)).shape == (2, 3, 2)
+    assert random.split(k).shape == (2,) and random.split(k, (2, 3)).shape == (2, 3)
     assert random.key_data(random.split(k, 4)).shape == (4, 2)
+    raw = random.PRNGKey(42)
+    assert random.key_data(raw) is raw and random.split(raw).shape == (2, 2)
     assert random.PRNGKey(-1).tolist() == [0, 2**32 - 1] and random.PRNGKey(2**32 + 5).tolist() == [0, 5]
 
 
@@ -372,3 +379,16 @@ def test_errors():
         random.fold_in(key, jnp.arange(2))
     assert random.choice(key, 5, (0,)).shape == (0,)
     assert random.split(key, 0).shape == (0, 2)
+
+
+def test_compiled_eager_kernels_match_the_primitive_path(monkeypatch):
+    # large eager samples run threefry and the float32 fma as compiled loops; same bits as the
+    # primitive-by-primitive path (which jit also follows)
+    import fjax._random_kernels as kernels
+
+    k = random.PRNGKey(3)
+    fast = [random.normal(k, (256, 256)), random.uniform(k, (256, 256)), random.split(k, 70000)]
+    monkeypatch.setattr(kernels, "MIN_SIZE", 1 << 40)
+    slow = [random.normal(k, (256, 256)), random.uniform(k, (256, 256)), random.split(k, 70000)]
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -1,1 +1,5 @@
-"""``jax.experimental``: APIs JAX keeps outside its stable namespace."""
+"""``jax.experimental``: ``io_callback`` and the ``checkify`` transform (a submodule)."""
+
+from fjax.experimental._io_callback import io_callback
+
+__all__ = ["io_callback"]

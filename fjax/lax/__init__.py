@@ -40,3 +40,4 @@ from fjax.lax.parallel import (  # noqa: F401
     with_sharding_constraint,
 )
 from fjax.lax.special import *  # noqa: F401,F403
+from fjax.lax._extra import *  # noqa: F401,F403

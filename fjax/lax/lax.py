@@ -206,7 +206,10 @@ ad.defjvp(abs_p, lambda g, x: _abs_jvp(g, x))
 
 def _abs_jvp(g: Any, x: Any) -> Any:
     if core.get_aval(x).dtype.kind == "c":
-        raise NotImplementedError("Differentiation rule for 'abs' of complex inputs not implemented")
+        # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z == 0 (as JAX)
+        ans = abs(x)
+        safe = select(eq(ans, _const(ans, 0)), full_like(ans, 1), ans)
+        return div(real(mul(g, conj(x))), safe)
     return select(ge(x, _const(x, 0)), g, neg(g))  # derivative 1 at x == 0, as JAX
 
 
@@ -1101,8 +1104,18 @@ def _reducer(name: str, impl: Callable, kinds: str) -> Primitive:
     return p
 
 
+_WIDER_ACC = {np.dtype(np.float16): np.float64, np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
 def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np.ndarray:
-    return np.sum(x, axis=axes, dtype=x.dtype) if axes else x
+    if not axes:
+        return x
+    acc = _WIDER_ACC.get(x.dtype)
+    if acc is not None and tuple(sorted(axes)) != tuple(range(x.ndim - len(axes), x.ndim)):
+        # numpy sums non-trailing axes by plain accumulation (error ~ n * eps), not pairwise as
+        # it does along contiguous ones; accumulate in double so eager matches jit's accuracy
+        return np.sum(x, axis=axes, dtype=acc).astype(x.dtype)
+    return np.sum(x, axis=axes, dtype=x.dtype)
 
 
 reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num)

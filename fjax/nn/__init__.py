@@ -79,19 +79,32 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
     return out
 
 
-def softmax(x: Any, axis: Any = -1) -> Any:
-    """exp(x) / sum(exp(x)) along ``axis``, shifted by the (stop-gradient) max for stability."""
+def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    """exp(x) / sum(exp(x)) along ``axis``, shifted by the (stop-gradient) max for stability.
+
+    ``where`` masks elements out of the sum; their outputs are 0, as in JAX.
+    """
     x = jnp.asarray(x)
-    # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
-    e = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
+    if where is None:
+        # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
+        e = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
+        return e / jnp.sum(e, axis=axis, keepdims=True)
+    xm = jnp.where(where, x, -jnp.inf)
+    e = jnp.where(where, jnp.exp(xm - _max_stopped(xm, axis)), 0.0)
     return e / jnp.sum(e, axis=axis, keepdims=True)
 
 
-def log_softmax(x: Any, axis: Any = -1) -> Any:
-    """x - logsumexp(x) along ``axis``."""
+def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    """x - logsumexp(x) along ``axis`` (``where`` masks elements out; their outputs are -inf)."""
     x = jnp.asarray(x)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    if where is None:
+        # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
+        shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+        return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    xm = jnp.where(where, x, -jnp.inf)
+    shifted = xm - _max_stopped(xm, axis)
+    out = shifted - jnp.log(jnp.sum(jnp.where(where, jnp.exp(shifted), 0.0), axis=axis, keepdims=True))
+    return jnp.where(where, out, -jnp.inf)
 
 
 def sigmoid(x: Any) -> Any:
@@ -326,3 +339,4 @@ __all__ += [
     "softmax_cross_entropy_with_integer_labels",
     "squared_error",
 ]
+from fjax.nn._more import *  # noqa: E402,F401,F403

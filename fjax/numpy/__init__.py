@@ -19,6 +19,12 @@ from fjax.numpy import fft  # noqa: F401
 from fjax.core import Array as _Array, Tracer as _Tracer
 from fjax.numpy._array_methods import _install
 
+from fjax.numpy._array_methods_more import install_more as _install_more
+
 _install(_Array)
 _install(_Tracer)
-del _install, _Array, _Tracer
+_install_more(_Array)
+_install_more(_Tracer)
+del _install, _install_more, _Array, _Tracer
+from fjax.numpy._more import *  # noqa: F401,F403
+from fjax.numpy._more2 import *  # noqa: F401,F403

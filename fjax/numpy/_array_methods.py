@@ -79,7 +79,9 @@ def _shape_tuple(args: tuple, what: str) -> tuple:
 
 def _reshape(self: Any, *shape: Any, order: str = "C") -> Any:
     if order != "C":
-        raise NotImplementedError(f"reshape: order={order!r} is not supported (only 'C')")
+        from fjax.numpy._shape import reshape  # noqa: PLC0415
+
+        return reshape(self, _shape_tuple(shape, "reshape"), order=order)
     new = list(_shape_tuple(shape, "reshape"))
     size = self.size
     if new.count(-1) > 1:

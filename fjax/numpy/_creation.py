@@ -416,8 +416,12 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
-    check_arraylike(fn, a)
-    a = to_fjax(a, fn)
+    if not isinstance(a, (Array, Tracer, np.ndarray)) and hasattr(a, "shape") and hasattr(a, "dtype"):
+        # a ShapeDtypeStruct (or anything with shape and dtype), as JAX accepts
+        a = core.ShapedArray(tuple(a.shape), np.dtype(a.dtype), bool(getattr(a, "weak_type", False)))
+    else:
+        check_arraylike(fn, a)
+        a = to_fjax(a, fn)
     dt = _canon_dtype_arg(dtype)
     shp = a.shape if shape is None else _shape_arg(shape, fn)
     weak = a.weak_type and dt is None

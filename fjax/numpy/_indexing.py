@@ -24,7 +24,7 @@ from fjax.numpy import _util
 __all__ = ["NonConcreteBooleanIndexError", "argwhere", "flatnonzero", "nonzero"]
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(core.JAXIndexError):
     """A boolean mask used as an index is traced: its number of True entries (and so the
     shape of the result) is not known at trace time."""
 

@@ -107,7 +107,7 @@ def _reduce(
 ) -> Any:
     a = _arr(a, name)
     if dtype is not None:
-        dt = dtypes.canonicalize_dtype(getattr(dtype, "dtype", dtype))
+        dt = dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
     else:
         dt = _upcast_int(a.dtype) if upcast else a.dtype
     a = _strong(a, dt)
@@ -319,7 +319,11 @@ def mean(
     _check_out(out, "mean")
     a = _arr(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
-    dt = _inexact_dtype(a.dtype) if dtype is None else dtypes.canonicalize_dtype(getattr(dtype, "dtype", dtype))
+    dt = (
+        _inexact_dtype(a.dtype)
+        if dtype is None
+        else dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
+    )
     comp = _upcast_f16(_inexact_dtype(dt))
     s = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
     n = _count(a, axes, keepdims, where, np.dtype(comp) if comp.kind != "c" else _real(comp), "mean")
@@ -356,7 +360,7 @@ def var(
         comp = _inexact_dtype(a.dtype)
         out_dt = _real(comp) if comp.kind == "c" else comp
     else:
-        out_dt = dtypes.canonicalize_dtype(getattr(dtype, "dtype", dtype))
+        out_dt = dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
         comp = _inexact_dtype(out_dt) if a.dtype.kind != "c" else dtypes.result_type(a.dtype, out_dt)
     comp = _upcast_f16(comp)
     a = _strong(a, comp)
@@ -456,7 +460,7 @@ def _cumulative(a: Any, axis: Any, dtype: Any, name: str, kind: str) -> Any:
         axis = 0
     ax = canonicalize_axis(axis, a.ndim, name)
     if dtype is not None:
-        dt = dtypes.canonicalize_dtype(getattr(dtype, "dtype", dtype))
+        dt = dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
     elif a.dtype == np.bool_:
         dt = dtypes.default_int_dtype()
     else:

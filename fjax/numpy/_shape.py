@@ -161,14 +161,19 @@ def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple
 def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None) -> Any:
     """Give ``a`` a new shape with the same number of elements; one entry may be -1.
 
-    Only ``order='C'`` is supported (``'F'``/``'A'`` raise NotImplementedError).
+    ``order='F'`` reads and writes elements in column-major order (``'A'`` means ``'C'`` for
+    fjax arrays, which are always C-ordered).
     """
     a = _arr("reshape", a)
-    if order != "C":
-        raise NotImplementedError(f"reshape: order={order!r} is not supported by fjax; only order='C'")
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if shape is None:
         raise TypeError("reshape: the shape argument is required")
     new = _reshape_shape("reshape", tuple(a.shape), _shape_tuple("reshape", shape))
+    if order == "F":
+        rev = lax.transpose(a, tuple(range(a.ndim - 1, -1, -1)))
+        out = lax.reshape(rev, new[::-1])
+        return lax.transpose(out, tuple(range(len(new) - 1, -1, -1)))
     return lax.reshape(a, new)
 
 

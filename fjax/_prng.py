@@ -1,0 +1,136 @@
+"""Typed PRNG keys: ``random.key(0)`` gives a key array of dtype ``key<fry>`` and shape ``()``.
+
+A ``PRNGKeyArray`` wraps the uint32 key data (shape ``(*key_shape, 2)``) and is a pytree whose
+one leaf is that data, so key arrays pass through ``jit``, ``vmap``, ``scan`` and every other
+transform as their data does; ``fjax.random`` functions take typed and raw (``PRNGKey``) keys
+alike and give back the kind they were given. ``jnp`` operations on key arrays other than
+indexing, ``reshape`` and iteration are not supported (use ``random.key_data``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fjax import core
+from fjax import tree_util as tu
+
+__all__ = ["KeyDtype", "PRNGKeyArray", "extended", "prng_key"]
+
+
+class extended:  # noqa: N801 - jax.dtypes.extended
+    """Marker class: the extended (non-numpy) dtypes, of which key dtypes are one kind."""
+
+
+class prng_key(extended):  # noqa: N801 - jax.dtypes.prng_key
+    """Marker class: ``jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)`` is True for key arrays."""
+
+
+class KeyDtype:
+    """The dtype of typed key arrays (``key<fry>``: threefry2x32 keys of two uint32 words)."""
+
+    name = "key<fry>"
+    impl = "threefry2x32"
+    type = prng_key
+    kind = "V"
+    itemsize = 8
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyDtype)
+
+    def __hash__(self) -> int:
+        return hash(KeyDtype)
+
+
+KEY_DTYPE = KeyDtype()
+
+
+class PRNGKeyArray:
+    """An array of typed PRNG keys (``dtype=key<fry>``), wrapping uint32 data of shape ``(*shape, 2)``."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: Any) -> None:
+        self._base = base
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(core.get_aval(self._base).shape[:-1])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> KeyDtype:
+        return KEY_DTYPE
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, idx: Any) -> PRNGKeyArray:
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return PRNGKeyArray(self._base[(*idx, slice(None))])
+
+    def reshape(self, *shape: Any) -> PRNGKeyArray:
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return PRNGKeyArray(self._base.reshape((*tuple(shape), 2)))
+
+    def ravel(self) -> PRNGKeyArray:
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use jax.random.key_data(arr) "
+            "if you wish to extract the underlying integer array."
+        )
+
+    def block_until_ready(self) -> PRNGKeyArray:
+        return self
+
+    def __repr__(self) -> str:
+        if isinstance(self._base, core.Tracer):
+            return f"Traced<{self.dtype}{list(self.shape)}>"
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._base)}"
+
+    def __eq__(self, other: object) -> Any:
+        from fjax import numpy as jnp
+
+        if not isinstance(other, PRNGKeyArray):
+            return NotImplemented
+        return jnp.all(jnp.equal(self._base, other._base), axis=-1)
+
+    def __ne__(self, other: object) -> Any:
+        from fjax import numpy as jnp
+
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else jnp.logical_not(eq)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+tu.register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, ch: PRNGKeyArray(ch[0]))
+
+
+def is_key_dtype(dt: Any) -> bool:
+    """Whether ``dt`` is the key dtype."""
+    return isinstance(dt, KeyDtype)

@@ -1,0 +1,456 @@
+"""Names of ``jax.lax`` built from the existing primitives: precision enums, shape helpers,
+``complex``, ``split``, ``tile``, ``reduce``, ``reduce_window``, bit operations, barriers.
+
+Everything here is a composition of fjax primitives (so jvp/vjp/vmap/jit come from theirs),
+except where a block says otherwise.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Any, Union
+
+import numpy as np
+
+import fjax.lax as lax
+from fjax import core
+from fjax.lax.lax import _const
+
+__all__ = [
+    "DotDimensionNumbers",
+    "Precision",
+    "PrecisionLike",
+    "broadcast_shapes",
+    "reciprocal",
+]
+
+
+class Precision(enum.Enum):
+    """Precision of a matrix product, as ``jax.lax.Precision`` (fjax computes in the operands'
+    dtype on the CPU whatever is asked, which is what ``HIGHEST`` means there)."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value: object) -> Precision | None:
+        names = {"default": 0, "bfloat16": 0, "fastest": 0, "high": 1, "bfloat16_3x": 1, "tensorfloat32": 1}
+        names.update({"highest": 2, "float32": 2})
+        if isinstance(value, str) and value.lower() in names:
+            return cls(names[value.lower()])
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Precision.{self.name}"
+
+
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+
+# ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))
+DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]], tuple[Sequence[int], Sequence[int]]]
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape numpy broadcasting gives ``shapes`` (ValueError naming them if incompatible)."""
+    shapes = [tuple(int(d) for d in s) for s in shapes]
+    if not shapes:
+        return ()
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[list(s) for s in shapes]}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def reciprocal(x: Any) -> Any:
+    """Elementwise ``1 / x``."""
+    return lax.div(_const(x, 1), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# complex, tile, split, collapse, batch_matmul, dtype, empty, barriers
+
+
+def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
+    """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32)."""
+    ax, ay = core.get_aval(x), core.get_aval(y)
+    if ax.dtype != ay.dtype or ax.dtype.kind != "f" or ax.dtype.itemsize < 4:
+        raise TypeError(
+            "complex requires arguments of the same float32 or float64 dtype, got "
+            f"{core.short_dtype_name(ax.dtype)}{list(ax.shape)} and {core.short_dtype_name(ay.dtype)}{list(ay.shape)}"
+        )
+    cdt = np.dtype(np.complex64 if ax.dtype == np.float32 else np.complex128)
+    re = lax.convert_element_type(x, cdt)
+    im = lax.convert_element_type(y, cdt)
+    return lax.add(re, lax.mul(im, core.Array(np.array(1j, cdt), True)))
+
+
+def tile(operand: Any, reps: Sequence[int]) -> Any:
+    """``operand`` repeated ``reps[i]`` times along each axis (``len(reps)`` may exceed its rank)."""
+    from fjax.numpy import tile as _tile
+
+    reps = tuple(int(r) for r in reps)
+    if len(reps) < core.get_aval(operand).ndim:
+        raise ValueError(f"tile: len(reps)={len(reps)} is smaller than the operand's rank")
+    return _tile(operand, reps)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (which must add up)."""
+    aval = core.get_aval(operand)
+    axis = int(axis) % aval.ndim if aval.ndim else 0
+    sizes = [int(s) for s in sizes]
+    if any(s < 0 for s in sizes) or sum(sizes) != aval.shape[axis]:
+        raise ValueError(
+            f"Sum of sizes {sum(sizes)} must be equal to dimension {aval.shape[axis]} of the operand shape "
+            f"{aval.shape}; got sizes {sizes}"
+        )
+    out, start = [], 0
+    for s in sizes:
+        out.append(lax.slice_in_dim(operand, start, start + s, axis=axis))
+        start += s
+    return out
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """Merge dimensions ``start_dimension:stop_dimension`` of ``operand`` into one."""
+    shape = core.get_aval(operand).shape
+    nd = len(shape)
+    lo = start_dimension % nd if nd else 0
+    hi = nd if stop_dimension is None else (stop_dimension % nd if stop_dimension < 0 else stop_dimension)
+    if lo > hi:
+        raise ValueError(f"collapse: start_dimension {start_dimension} is after stop_dimension {stop_dimension}")
+    size = int(np.prod(shape[lo:hi], dtype=np.int64))
+    return lax.reshape(operand, tuple(shape[:lo]) + (size,) + tuple(shape[hi:]))
+
+
+def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
+    """Batched matrix product over leading dimensions: ``(..., m, k) @ (..., k, n)``."""
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2]:
+        raise ValueError(
+            f"batch_matmul requires operands of equal rank >= 2 and batch shapes, got {la.shape} and {ra.shape}"
+        )
+    nb = la.ndim - 2
+    batch = tuple(range(nb))
+    return lax.dot_general(lhs, rhs, (((nb + 1,), (nb,)), (batch, batch)), precision=precision)
+
+
+def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:
+    """The dtype of a value (Python scalars give their default dtype)."""
+    from fjax import dtypes
+
+    dt = dtypes.dtype(x) if hasattr(dtypes, "dtype") else np.result_type(x)
+    return dtypes.canonicalize_dtype(dt) if canonicalize else dt
+
+
+def empty(dtype: Any) -> Any:  # noqa: F811
+    """A scalar of ``dtype`` whose value must not be relied on (fjax gives 0)."""
+    from fjax import dtypes
+
+    return core.Array(np.zeros((), dtypes.canonicalize_dtype(dtype)), False)
+
+
+def optimization_barrier(operand: Any) -> Any:
+    """Returns ``operand`` (a pytree) unchanged. In JAX it stops XLA from moving computations
+    across it; fjax's compiler never reorders across a call boundary, so it is the identity."""
+    return operand
+
+
+def platform_dependent(*args: Any, default: Any = None, **per_platform: Any) -> Any:
+    """Call the branch for the platform fjax runs on (``cpu``), else ``default``."""
+    fn = per_platform.get("cpu", default)
+    if fn is None:
+        raise NotImplementedError("platform_dependent: no branch for platform 'cpu' and no default")
+    return fn(*args)
+
+
+def composite(decomposition: Any, name: str, version: int = 0) -> Any:
+    """A function that runs ``decomposition`` (JAX keeps ``name`` as a hint for its compiler; fjax
+    has no composite lowering, so the decomposition is what runs)."""
+    import functools
+
+    @functools.wraps(decomposition)
+    def f(*args: Any, **kwargs: Any) -> Any:
+        return decomposition(*args, **kwargs)
+
+    return f
+
+
+def approx_max_k(
+    operand: Any, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+    reduction_input_size_override: int = -1, aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:  # fmt: skip
+    """The ``k`` largest values along ``reduction_dimension`` and their indices (exact here)."""
+    nd = core.get_aval(operand).ndim
+    if reduction_dimension % nd != nd - 1:
+        from fjax.numpy import moveaxis
+
+        v, i = lax.top_k(moveaxis(operand, reduction_dimension, -1), k)
+        return moveaxis(v, -1, reduction_dimension), moveaxis(i, -1, reduction_dimension)
+    return lax.top_k(operand, k)
+
+
+def approx_min_k(
+    operand: Any, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+    reduction_input_size_override: int = -1, aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:  # fmt: skip
+    """The ``k`` smallest values along ``reduction_dimension`` and their indices (exact here)."""
+    v, i = approx_max_k(lax.neg(operand), k, reduction_dimension)
+    return lax.neg(v), i
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce and reduce_window (any binary computation; the pooling forms are reduce_window with
+# lax.add / lax.max / lax.min)
+
+
+def _pairwise_fold(computation: Any, xs: list[Any], init: list[Any], n: int) -> list[Any]:
+    # fold axis 0 (length n) of every array in xs with computation, in log2(n) steps
+    while n > 1:
+        half = n // 2
+        lo = [lax.slice_in_dim(x, 0, half, axis=0) for x in xs]
+        hi = [lax.slice_in_dim(x, half, 2 * half, axis=0) for x in xs]
+        comb = _call(computation, lo, hi)
+        if n % 2:
+            comb = [lax.concatenate([c, lax.slice_in_dim(x, n - 1, n, axis=0)], 0) for c, x in zip(comb, xs)]
+        xs = comb
+        n = half + n % 2
+    return xs
+
+
+def _call(computation: Any, a: list[Any], b: list[Any]) -> list[Any]:
+    if len(a) == 1:
+        return [computation(a[0], b[0])]
+    out = computation(tuple(a), tuple(b))
+    return list(out)
+
+
+def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequence[int]) -> Any:
+    """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from ``init_values``.
+
+    ``computation`` must be associative and commutative (as JAX requires); it is applied to
+    whole arrays, so any function of fjax ops works, with every transform. Several operands
+    (a tuple) are reduced together, ``computation`` taking and returning tuples.
+    """
+    from fjax import tree_util as tu
+
+    flat_ops, tree = tu.tree_flatten(operands)
+    flat_init, init_tree = tu.tree_flatten(init_values)
+    if len(flat_ops) != len(flat_init):
+        raise ValueError(f"reduce: {len(flat_ops)} operands but {len(flat_init)} init values")
+    shape = core.get_aval(flat_ops[0]).shape
+    nd = len(shape)
+    dims = tuple(sorted(int(d) % nd for d in dimensions)) if nd else ()
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"reduce: duplicate dimensions {tuple(dimensions)}")
+    keep = tuple(i for i in range(nd) if i not in dims)
+    out_shape = tuple(shape[i] for i in keep)
+    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    xs = [lax.reshape(lax.transpose(x, dims + keep), (n, *out_shape)) for x in flat_ops]
+    inits = [
+        lax.broadcast_in_dim(lax.convert_element_type(i, core.get_aval(x).dtype), out_shape, ())
+        for i, x in zip(flat_init, flat_ops)
+    ]
+    if n == 0:
+        res = inits
+    else:
+        folded = _pairwise_fold(computation, xs, inits, n)
+        res = _call(computation, [lax.reshape(f, out_shape) for f in folded], inits)
+    return tu.tree_unflatten(tree, res)
+
+
+def _window_pads(shape: Sequence[int], window: Sequence[int], strides: Sequence[int], padding: Any) -> list:
+    if isinstance(padding, str):
+        from fjax.lax.convolution import padtype_to_pads
+
+        return padtype_to_pads(shape, window, strides, padding)
+    pads = [tuple(int(v) for v in p) for p in padding]
+    if len(pads) != len(shape):
+        raise ValueError(f"reduce_window: padding {padding} must have one pair per dimension of {tuple(shape)}")
+    return pads
+
+
+def reduce_window(
+    operand: Any,
+    init_value: Any,
+    computation: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+    base_dilation: Sequence[int] | None = None,
+    window_dilation: Sequence[int] | None = None,
+) -> Any:
+    """Reduce each window of ``operand`` with ``computation`` (e.g. ``lax.max`` for max pooling,
+    ``lax.add`` for sum pooling), starting from ``init_value``; padding is filled with it.
+
+    Built from pads and strided slices, one per window position, so jvp, vjp, vmap and jit
+    come from those primitives. ``padding`` is ``"SAME"``, ``"VALID"`` or ``(low, high)`` pairs.
+    """
+    aval = core.get_aval(operand)
+    nd = aval.ndim
+    window = tuple(int(w) for w in window_dimensions)
+    strides = tuple(int(s) for s in window_strides)
+    if len(window) != nd or len(strides) != nd:
+        raise TypeError(
+            f"reduce_window: window_dimensions {window} and window_strides {strides} must have one entry per "
+            f"dimension of the operand {aval.shape}"
+        )
+    base = tuple(base_dilation) if base_dilation is not None else (1,) * nd
+    wdil = tuple(window_dilation) if window_dilation is not None else (1,) * nd
+    init = lax.convert_element_type(init_value, aval.dtype)
+    dilated_shape = tuple((d - 1) * b + 1 if d else 0 for d, b in zip(aval.shape, base))
+    eff_window = tuple((w - 1) * wd + 1 for w, wd in zip(window, wdil))
+    pads = _window_pads(dilated_shape, eff_window, strides, padding)
+    x = lax.pad(operand, init, [(lo, hi, b - 1) for (lo, hi), b in zip(pads, base)])
+    pshape = core.get_aval(x).shape
+    out_shape = tuple(max(0, (p - e) // s + 1) for p, e, s in zip(pshape, eff_window, strides))
+    acc = lax.broadcast_in_dim(init, out_shape, ())
+    for offset in np.ndindex(*window):
+        start = tuple(o * wd for o, wd in zip(offset, wdil))
+        limit = tuple(st + (n - 1) * s + 1 if n else st for st, n, s in zip(start, out_shape, strides))
+        piece = lax.slice(x, start, limit, strides)
+        acc = computation(acc, piece)
+    return acc
+
+
+def reduce_window_shape_tuple(
+    operand_shape: Sequence[int],
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+    base_dilation: Sequence[int] | None = None,
+    window_dilation: Sequence[int] | None = None,
+) -> tuple[int, ...]:
+    """Output shape of ``reduce_window`` with explicit ``padding`` pairs."""
+    nd = len(operand_shape)
+    base = base_dilation or (1,) * nd
+    wdil = window_dilation or (1,) * nd
+    out = []
+    for d, w, s, (lo, hi), b, wd in zip(operand_shape, window_dimensions, window_strides, padding, base, wdil):
+        dd = (d - 1) * b + 1 if d else 0
+        e = (w - 1) * wd + 1
+        out.append(max(0, (dd + lo + hi - e) // s + 1))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# bit operations (integer primitives: no derivative, elementwise batching)
+
+
+def _int_unop(name: str, impl: Any) -> Any:
+    from fjax.core import Primitive, ShapedArray
+    from fjax.interpreters import ad, batching
+
+    def abstract(x: Any) -> ShapedArray:
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes of integer.")
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+    p = Primitive(name)
+    p.def_impl(impl)
+    p.def_abstract_eval(abstract)
+    ad.defzero(p)
+    batching.defvectorized(p)
+    return p
+
+
+def _popcount_impl(x: np.ndarray) -> np.ndarray:
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+    return np.bitwise_count(u).astype(x.dtype)
+
+
+def _clz_impl(x: np.ndarray) -> np.ndarray:
+    bits = 8 * x.dtype.itemsize
+    u = (x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x).astype(np.uint64)
+    n = np.zeros(u.shape, np.int64)
+    for b in range(bits):  # highest set bit position, found by shifting
+        n = np.where(u >> np.uint64(b) != 0, b + 1, n)
+    return (bits - n).astype(x.dtype)
+
+
+population_count_p = _int_unop("population_count", _popcount_impl)
+clz_p = _int_unop("clz", _clz_impl)
+
+
+def population_count(x: Any) -> Any:
+    """Number of set bits in each element (same integer dtype)."""
+    return core.bind1(population_count_p, x)
+
+
+def clz(x: Any) -> Any:
+    """Number of leading zero bits in each element (same integer dtype)."""
+    return core.bind1(clz_p, x)
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+    """Reinterpret the bits of ``operand`` as ``new_dtype`` (equal widths: same shape; a narrower
+    type adds a trailing axis, a wider one consumes it)."""
+    from fjax import dtypes
+    from fjax.random import _bitcast
+
+    new = dtypes.canonicalize_dtype(new_dtype)
+    aval = core.get_aval(operand)
+    old = aval.dtype
+    if new.itemsize == old.itemsize:
+        return _bitcast(operand, new)
+    if new.itemsize < old.itemsize:
+        k = old.itemsize // new.itemsize
+        u = _bitcast(operand, np.dtype(f"u{old.itemsize}"))
+        parts = []
+        mask = (1 << (8 * new.itemsize)) - 1
+        for i in range(k):  # little-endian order, as XLA on x86
+            sh = lax.shift_right_logical(u, lax.full_like(u, 8 * new.itemsize * i))
+            parts.append(
+                lax.convert_element_type(lax.bitwise_and(sh, lax.full_like(u, mask)), np.dtype(f"u{new.itemsize}"))
+            )
+        stacked = lax.concatenate(
+            [lax.broadcast_in_dim(p, (*aval.shape, 1), tuple(range(aval.ndim))) for p in parts], aval.ndim
+        )
+        return _bitcast(stacked, new)
+    k = new.itemsize // old.itemsize
+    if not aval.shape or aval.shape[-1] != k:
+        raise ValueError(
+            f"bitcast_convert_type: converting {old.name}{list(aval.shape)} to the wider {new.name} needs a last "
+            f"axis of size {k}"
+        )
+    u = lax.convert_element_type(_bitcast(operand, np.dtype(f"u{old.itemsize}")), np.dtype(f"u{new.itemsize}"))
+    acc = None
+    for i in range(k):
+        piece = lax.reshape(lax.slice_in_dim(u, i, i + 1, axis=aval.ndim - 1), aval.shape[:-1])
+        piece = lax.shift_left(piece, lax.full_like(piece, 8 * old.itemsize * i))
+        acc = piece if acc is None else lax.bitwise_or(acc, piece)
+    return _bitcast(acc, new)
+
+
+__all__ += [
+    "approx_max_k",
+    "approx_min_k",
+    "batch_matmul",
+    "bitcast_convert_type",
+    "clz",
+    "clz_p",
+    "collapse",
+    "complex",
+    "composite",
+    "dtype",
+    "empty",
+    "optimization_barrier",
+    "platform_dependent",
+    "population_count",
+    "population_count_p",
+    "reduce",
+    "reduce_window",
+    "reduce_window_shape_tuple",
+    "split",
+    "tile",
+]

@@ -1,0 +1,1082 @@
+"""More of ``jax.numpy`` (second part): partitions, counting and histograms, set operations,
+convolution, statistics, interpolation, polynomials, window functions, ``vectorize`` and the
+small predicates and I/O helpers numpy has.
+
+Compositions of other ``fjax.numpy`` functions, so every transform works through them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fjax import core, lax
+from fjax.numpy import _creation as C
+from fjax.numpy import _reductions as R
+from fjax.numpy import _shape as S
+from fjax.numpy import _sorting as SO
+from fjax.numpy import _ufuncs as U
+from fjax.numpy import _util
+
+__all__ = [
+    "ComplexWarning",
+    "argpartition",
+    "array_repr",
+    "array_str",
+    "astype",
+    "bartlett",
+    "bfloat16",
+    "bincount",
+    "bitwise_count",
+    "blackman",
+    "block",
+    "character",
+    "convolve",
+    "corrcoef",
+    "correlate",
+    "cov",
+    "digitize",
+    "einsum_path",
+    "flexible",
+    "frombuffer",
+    "fromfunction",
+    "fromiter",
+    "fromstring",
+    "get_printoptions",
+    "hamming",
+    "hanning",
+    "histogram",
+    "histogram2d",
+    "histogram_bin_edges",
+    "histogramdd",
+    "interp",
+    "intersect1d",
+    "iscomplex",
+    "iscomplexobj",
+    "isin",
+    "isreal",
+    "isrealobj",
+    "isscalar",
+    "iterable",
+    "load",
+    "nanpercentile",
+    "nanquantile",
+    "object_",
+    "packbits",
+    "partition",
+    "poly",
+    "polyadd",
+    "polyder",
+    "polydiv",
+    "polyint",
+    "polymul",
+    "polysub",
+    "polyval",
+    "printoptions",
+    "resize",
+    "save",
+    "savez",
+    "set_printoptions",
+    "setdiff1d",
+    "setxor1d",
+    "sort_complex",
+    "trapezoid",
+    "trim_zeros",
+    "union1d",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "unpackbits",
+    "unstack",
+    "unwrap",
+    "vander",
+    "vectorize",
+]
+
+
+class bfloat16:  # noqa: N801  (numpy's scalar-type naming)
+    """Placeholder for JAX's bfloat16 scalar type: fjax has no bfloat16 arithmetic (it would need
+    ml_dtypes), so using it as a dtype raises TypeError naming it and constructing one raises."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("fjax does not support dtype bfloat16 (no bfloat16 arithmetic on this backend)")
+
+
+ComplexWarning = np.exceptions.ComplexWarning
+character = np.character
+flexible = np.flexible
+object_ = np.object_
+get_printoptions = np.get_printoptions
+printoptions = np.printoptions
+set_printoptions = np.set_printoptions
+einsum_path = np.einsum_path
+iterable = np.iterable
+save = np.save
+savez = np.savez
+
+
+def _arr(x: Any, name: str) -> Any:
+    _util.check_arraylike(name, x)
+    return _util.to_fjax(x, name)
+
+
+def _concrete(x: Any, what: str) -> np.ndarray:
+    return np.asarray(core.concrete_or_error(x, f"The error occurred in {what}"))
+
+
+# ---------------------------------------------------------------------------------------------
+# predicates, conversions, I/O
+
+
+def isscalar(element: Any) -> bool:
+    """True for Python/numpy scalars and rank-0 arrays (as ``jax.numpy.isscalar``)."""
+    if isinstance(element, (bool, int, float, complex, np.generic)):
+        return True
+    return hasattr(element, "shape") and hasattr(element, "dtype") and np.ndim(element) == 0
+
+
+def iscomplexobj(x: Any) -> bool:
+    """True when ``x``'s dtype is complex."""
+    if x is None:
+        return False
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = np.asarray(x).dtype
+    return np.issubdtype(dt, np.complexfloating)
+
+
+def isrealobj(x: Any) -> bool:
+    """True when ``x``'s dtype is not complex."""
+    return not iscomplexobj(x)
+
+
+def iscomplex(x: Any) -> Any:
+    """Elementwise: the imaginary part is nonzero."""
+    return U.not_equal(U.imag(_arr(x, "iscomplex")), 0)
+
+
+def isreal(x: Any) -> Any:
+    """Elementwise: the imaginary part is zero."""
+    return U.equal(U.imag(_arr(x, "isreal")), 0)
+
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
+    """``x`` converted to ``dtype`` (the Array-API function form of ``x.astype``)."""
+    return _arr(x, "astype").astype(dtype)
+
+
+def array_repr(arr: Any, max_line_width: Any = None, precision: Any = None, suppress_small: Any = None) -> str:
+    """``repr`` of the array."""
+    return repr(C.asarray(arr))
+
+
+def array_str(a: Any, max_line_width: Any = None, precision: Any = None, suppress_small: Any = None) -> str:
+    """numpy's ``array_str`` of the array's values."""
+    return np.array_str(np.asarray(a), max_line_width, precision, suppress_small)
+
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    """An array from a bytes-like object."""
+    return C.asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    """An array from text numbers separated by ``sep``."""
+    return C.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+def fromiter(iterable: Any, dtype: Any, count: int = -1) -> Any:
+    """An array from an iterable."""
+    return C.asarray(np.fromiter(iterable, dtype=dtype, count=count))
+
+
+def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: Any = float, **kwargs: Any) -> Any:
+    """``function(*index_arrays)`` over a grid of ``shape`` (the index arrays have ``dtype``)."""
+    from fjax.api import vmap
+
+    shape = tuple(int(d) for d in shape)
+    f = functools.partial(function, **kwargs)
+    for i in range(len(shape) - 1, -1, -1):
+        f = vmap(f, in_axes=tuple(0 if j == i else None for j in range(len(shape))))
+    return f(*[C.arange(n, dtype=dtype) for n in shape])
+
+
+def load(file: Any, *args: Any, **kwargs: Any) -> Any:
+    """``numpy.load``, with arrays returned as fjax arrays."""
+    out = np.load(file, *args, **kwargs)
+    return C.asarray(out) if isinstance(out, np.ndarray) and out.dtype != object else out
+
+
+# ---------------------------------------------------------------------------------------------
+# partitions
+
+
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """``a`` with the ``kth`` element (along ``axis``) in sorted position, smaller before it
+    and larger after (here: the first ``kth`` sorted, as JAX's implementation via top_k)."""
+    a = _arr(a, "partition")
+    axis = _util.canonicalize_axis(axis, a.ndim, "partition")
+    kth = _util.canonicalize_axis(kth, a.shape[axis], "partition")
+    return S.moveaxis(SO.sort(S.moveaxis(a, axis, -1), axis=-1), -1, axis)
+
+
+def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
+    """Indices that would ``partition`` ``a``."""
+    a = _arr(a, "argpartition")
+    axis = _util.canonicalize_axis(axis, a.ndim, "argpartition")
+    kth = _util.canonicalize_axis(kth, a.shape[axis], "argpartition")
+    return S.moveaxis(SO.argsort(S.moveaxis(a, axis, -1), axis=-1), -1, axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# counting and histograms
+
+
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None) -> Any:
+    """Counts (or sums of ``weights``) of each value of the non-negative integer array ``x``.
+
+    Under tracing give ``length`` (the output size); otherwise it is ``max(x) + 1`` computed
+    from the concrete input, at least ``minlength``. Negative values count in bin 0 and values
+    past ``length`` are dropped, as in JAX.
+    """
+    x = _arr(x, "bincount")
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")
+    if x.ndim != 1:
+        raise ValueError("only 1-dimensional input supported.")
+    minlength = core.concrete_or_error(minlength, "The error occurred because of argument 'minlength' of jnp.bincount.")
+    if length is None:
+        c = _concrete(x, "jnp.bincount(): give length= to use it under tracing")
+        length = builtins.max(int(minlength), int(c.max()) + 1 if c.size else 0)
+    else:
+        length = core.concrete_or_error(length, "The error occurred because of argument 'length' of jnp.bincount.")
+    if weights is None:
+        w = C.ones(x.shape, dtype=np.int32)
+    else:
+        w = S.broadcast_to(C.asarray(weights), x.shape)
+    return C.zeros(length, w.dtype).at[U.clip(x, 0, None)].add(w, mode="drop")
+
+
+def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
+    """Indices of the bins (monotonic ``bins``, increasing or decreasing) that ``x`` falls in."""
+    x = _arr(x, "digitize")
+    bins = _arr(bins, "digitize")
+    if bins.ndim != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    if bins.shape[0] == 0:
+        return C.zeros(x.shape, dtype=np.int32)
+    side = "left" if right else "right"
+    kw = {} if method is None else {"method": method}
+    inc = SO.searchsorted(bins, x, side=side, **kw)
+    dec = U.subtract(bins.shape[0], SO.searchsorted(bins[::-1], x, side=side, **kw))
+    return U.where(U.greater_equal(bins[-1], bins[0]), inc, dec)
+
+
+def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = None, weights: Any = None) -> Any:  # noqa: A002
+    """The bin edges ``histogram`` uses (``bins`` an int count or an array of edges)."""
+    if isinstance(bins, str):
+        raise NotImplementedError("string values for `bins` not implemented.")
+    a = _arr(a, "histogram_bin_edges").ravel()
+    (a,) = _util.promote_dtypes_inexact("histogram_bin_edges", a)
+    if np.ndim(bins) == 1:
+        return C.asarray(bins, dtype=a.dtype)
+    bins = int(bins)
+    if range is None:
+        lo, hi = R.min(a), R.max(a)
+    else:
+        lo, hi = C.asarray(range[0], dtype=a.dtype), C.asarray(range[1], dtype=a.dtype)
+    same = U.equal(lo, hi)
+    lo = U.where(same, U.subtract(lo, 0.5), lo)
+    hi = U.where(same, U.add(hi, 0.5), hi)
+    return C.linspace(lo, hi, bins + 1, dtype=a.dtype)
+
+
+def histogram(
+    a: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,  # noqa: A002
+) -> tuple[Any, Any]:
+    """Counts (or weight sums, or densities) of ``a`` in ``bins``, and the bin edges."""
+    if weights is not None and np.shape(weights) != np.shape(a):
+        raise ValueError("weights should have the same shape as a.")
+    a = _arr(a, "histogram").ravel()
+    edges = histogram_bin_edges(a, bins, range, weights)
+    nb = edges.shape[0] - 1
+    idx = U.subtract(SO.searchsorted(edges, a, side="right"), 1)
+    idx = U.where(U.equal(a, edges[-1]), nb - 1, idx)
+    inside = U.logical_and(U.greater_equal(a, edges[0]), U.less_equal(a, edges[-1]))
+    w = C.ones(a.shape, dtype=edges.dtype) if weights is None else C.asarray(weights).ravel().astype(edges.dtype)
+    w = U.where(inside, w, 0)
+    counts = C.zeros(nb, edges.dtype).at[U.clip(idx, 0, nb - 1)].add(w)
+    if density:
+        widths = U.subtract(edges[1:], edges[:-1])
+        counts = U.divide(U.divide(counts, widths), R.sum(counts))
+    return counts, edges
+
+
+def histogramdd(
+    sample: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,  # noqa: A002
+) -> tuple[Any, list[Any]]:
+    """Multidimensional histogram of ``sample`` (shape ``(N, D)``): counts and per-axis edges."""
+    sample = _arr(sample, "histogramdd")
+    (sample,) = _util.promote_dtypes_inexact("histogramdd", sample)
+    if sample.ndim != 2:
+        raise ValueError(f"sample must be 2-dimensional (N, D); got shape {sample.shape}")
+    n, d = sample.shape
+    bins_per = [bins] * d if np.ndim(bins) == 0 else list(bins)
+    if len(bins_per) != d:
+        raise ValueError(f"should be a bin for each dimension: got {len(bins_per)} for {d} dimensions")
+    ranges = [None] * d if range is None else list(range)
+    edges = [histogram_bin_edges(sample[:, i], bins_per[i], ranges[i]) for i in builtins.range(d)]
+    nbins = [e.shape[0] - 1 for e in edges]
+    flat = C.zeros((), dtype=np.int32)
+    inside = C.ones((n,), dtype=bool)
+    for i in builtins.range(d):
+        x = sample[:, i]
+        e = edges[i]
+        idx = U.subtract(SO.searchsorted(e, x, side="right"), 1)
+        idx = U.where(U.equal(x, e[-1]), nbins[i] - 1, idx)
+        inside = U.logical_and(inside, U.logical_and(U.greater_equal(x, e[0]), U.less_equal(x, e[-1])))
+        flat = U.add(U.multiply(flat, nbins[i]), U.clip(idx, 0, nbins[i] - 1))
+    w = C.ones((n,), dtype=sample.dtype) if weights is None else C.asarray(weights).astype(sample.dtype)
+    w = U.where(inside, w, 0)
+    counts = C.zeros(int(np.prod(nbins)), sample.dtype).at[flat].add(w).reshape(tuple(nbins))
+    if density:
+        vol = functools.reduce(
+            lambda acc, i: U.multiply(S.expand_dims(acc, -1), U.subtract(edges[i][1:], edges[i][:-1])),
+            builtins.range(1, d),
+            U.subtract(edges[0][1:], edges[0][:-1]),
+        )
+        counts = U.divide(U.divide(counts, vol), R.sum(counts))
+    return counts, edges
+
+
+def histogram2d(
+    x: Any,
+    y: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,  # noqa: A002
+) -> tuple[Any, Any, Any]:
+    """2-D histogram of the points ``(x, y)``: counts, x edges and y edges."""
+    x, y = _util.promote_dtypes_inexact("histogram2d", x, y)
+    if np.ndim(bins) == 1 and len(bins) != 2:
+        bins = [bins, bins]
+    counts, edges = histogramdd(S.stack([x, y], axis=1), bins, range, weights, density)
+    return counts, edges[0], edges[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# set operations
+
+
+def isin(
+    element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *, method: str = "auto"
+) -> Any:
+    """Elementwise: ``element`` occurs in ``test_elements`` (compared all-pairs)."""
+    element = _arr(element, "isin")
+    test = _arr(test_elements, "isin").ravel()
+    eq = U.equal(element[..., None], test)
+    out = R.any(eq, axis=-1) if test.shape[0] else C.zeros(element.shape, bool)
+    return U.logical_not(out) if invert else out
+
+
+def _unique1d(x: Any, size: int | None, fill_value: Any, name: str) -> Any:
+    return SO.unique(x.ravel(), size=size, fill_value=fill_value)
+
+
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """Sorted unique values in either array."""
+    a1, a2 = _util.promote_dtypes("union1d", ar1, ar2)
+    return SO.unique(S.concatenate([a1.ravel(), a2.ravel()]), size=size, fill_value=fill_value)
+
+
+def setdiff1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None
+) -> Any:
+    """Sorted unique values of ``ar1`` not in ``ar2``."""
+    a1 = _arr(ar1, "setdiff1d").ravel()
+    a2 = _arr(ar2, "setdiff1d").ravel()
+    u = a1 if assume_unique else SO.unique(a1)
+    keep = _concrete(isin(u, a2, invert=True), "jnp.setdiff1d(): the result size depends on the values")
+    out = u[np.nonzero(keep)[0]]
+    return _pad_to(out, size, fill_value)
+
+
+def intersect1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """Sorted unique values in both arrays (and their first indices with ``return_indices``)."""
+    a1, a2 = _util.promote_dtypes("intersect1d", ar1, ar2)
+    a1, a2 = a1.ravel(), a2.ravel()
+    c1 = _concrete(a1, "jnp.intersect1d(): the result size depends on the values")
+    c2 = _concrete(a2, "jnp.intersect1d()")
+    vals, i1, i2 = np.intersect1d(c1, c2, assume_unique=assume_unique, return_indices=True)
+    out = _pad_to(C.asarray(vals.astype(c1.dtype)), size, fill_value)
+    if return_indices:
+        return out, _pad_to(C.asarray(i1.astype(np.int32)), size, 0), _pad_to(C.asarray(i2.astype(np.int32)), size, 0)
+    return out
+
+
+def setxor1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None
+) -> Any:
+    """Sorted values in exactly one of the arrays."""
+    a1, a2 = _util.promote_dtypes("setxor1d", ar1, ar2)
+    c1 = _concrete(a1, "jnp.setxor1d(): the result size depends on the values")
+    c2 = _concrete(a2, "jnp.setxor1d()")
+    return _pad_to(C.asarray(np.setxor1d(c1, c2, assume_unique=assume_unique).astype(c1.dtype)), size, fill_value)
+
+
+def _pad_to(x: Any, size: int | None, fill_value: Any) -> Any:
+    if size is None:
+        return x
+    if x.shape[0] >= size:
+        return x[:size]
+    fill = (R.min(x) if x.shape[0] else 0) if fill_value is None else fill_value
+    return S.concatenate([x, C.full((size - x.shape[0],), fill, dtype=x.dtype)])
+
+
+def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """Sorted unique values of ``x`` (flattened)."""
+    return SO.unique(x, size=size, fill_value=fill_value)
+
+
+def unique_counts(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """``(values, counts)`` of the unique values of ``x``, a named tuple as the Array API has."""
+    values, counts = SO.unique(x, return_counts=True, size=size, fill_value=fill_value)
+    return _UniqueCounts(values, counts)
+
+
+def unique_inverse(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """``(values, inverse_indices)`` with ``values[inverse_indices]`` rebuilding ``x``."""
+    values, inv = SO.unique(x, return_inverse=True, size=size, fill_value=fill_value)
+    return _UniqueInverse(values, inv.reshape(np.shape(x)))
+
+
+def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """``(values, indices, inverse_indices, counts)`` of the unique values of ``x``."""
+    values, idx, inv, counts = SO.unique(
+        x, return_index=True, return_inverse=True, return_counts=True, size=size, fill_value=fill_value
+    )
+    return _UniqueAll(values, idx, inv.reshape(np.shape(x)), counts)
+
+
+def _namedtuple(name: str, fields: list[str]) -> type:
+    import collections
+
+    return collections.namedtuple(name, fields)
+
+
+_UniqueCounts = _namedtuple("UniqueCountsResult", ["values", "counts"])
+_UniqueInverse = _namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+_UniqueAll = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+
+
+# ---------------------------------------------------------------------------------------------
+# convolution and statistics
+
+
+def _conv1d(a: Any, v: Any, mode: str, name: str, flip: bool) -> Any:
+    a, v = _util.promote_dtypes_inexact(name, a, v)
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError(f"{name}() only support 1-dimensional inputs.")
+    if a.shape[0] == 0 or v.shape[0] == 0:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}.")
+    n, m = a.shape[0], v.shape[0]
+    # full cross-correlation c[i] = sum_j a[i + j - (m - 1)] * conj(w[j]); convolution is the
+    # correlation with the reversed (unconjugated) kernel
+    w = U.conj(v[::-1]) if flip else v
+    ap = lax.pad(a, C.asarray(0, dtype=a.dtype), [(m - 1, m - 1, 0)])
+    idx = C.arange(n + m - 1)[:, None] + C.arange(m)[None, :]
+    full = R.sum(U.multiply(ap[idx], U.conj(w)[None, :]), axis=1)
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[lo - 1 : hi]
+    if mode == "same":
+        start = (lo - 1) // 2 if flip or n >= m else n // 2
+        return full[start : start + hi]
+    raise ValueError(f"mode={mode!r} must be one of ['full', 'same', 'valid']")
+
+
+def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """1-D discrete convolution of ``a`` and ``v`` (``mode`` full, same or valid)."""
+    a, v = _arr(a, "convolve"), _arr(v, "convolve")
+    return _conv1d(a, v, mode, "convolve", True)
+
+
+def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """1-D cross-correlation ``c[k] = sum_n a[n + k] * conj(v[n])`` (``mode`` valid, same, full)."""
+    a, v = _arr(a, "correlate"), _arr(v, "correlate")
+    return _conv1d(a, v, mode, "correlate", False)
+
+
+def cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+) -> Any:
+    """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (and ``y``)."""
+    (m,) = _util.promote_dtypes_inexact("cov", m)
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    x = S.atleast_2d(m)
+    if not rowvar and x.shape[0] != 1:
+        x = x.T
+    if x.shape[0] == 0:
+        return C.array([]).reshape(0, 0)
+    if y is not None:
+        (y,) = _util.promote_dtypes_inexact("cov", y)
+        y = S.atleast_2d(y)
+        if not rowvar and y.shape[0] != 1:
+            y = y.T
+        x, y = _util.promote_dtypes_inexact("cov", x, y)
+        x = S.concatenate([x, y], axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    if fweights is not None:
+        w = C.asarray(fweights).astype(x.dtype)
+    if aweights is not None:
+        aw = C.asarray(aweights).astype(x.dtype)
+        w = aw if w is None else U.multiply(w, aw)
+    avg, w_sum = R.average(x, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    if w is None:
+        f = U.subtract(w_sum, ddof)
+    elif ddof == 0:
+        f = w_sum
+    elif aweights is None:
+        f = U.subtract(w_sum, ddof)
+    else:
+        aw = C.asarray(aweights).astype(x.dtype)
+        f = U.subtract(w_sum, U.divide(U.multiply(ddof, R.sum(U.multiply(w, aw))), w_sum))
+    xc = U.subtract(x, avg[:, None])
+    xw = xc if w is None else U.multiply(xc, w)
+    from fjax.numpy import matmul
+
+    c = U.divide(matmul(xw, U.conj(xc).T), f)
+    return S.squeeze(c)
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Any:
+    """Pearson correlation coefficients (``cov`` normalized, real parts clipped to [-1, 1])."""
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return U.divide(c, c)
+    d = C.diagonal(c)
+    std = U.sqrt(d)
+    c = U.divide(U.divide(c, std[:, None]), std[None, :])
+    if np.issubdtype(c.dtype, np.complexfloating):
+        return lax.complex(U.clip(U.real(c), -1, 1), U.clip(U.imag(c), -1, 1))
+    return U.clip(c, -1, 1)
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
+    """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``."""
+    x, xp, fp = _util.promote_dtypes_inexact("interp", x, xp, fp)
+    if xp.ndim != 1 or fp.ndim != 1:
+        raise ValueError("xp and fp must be one-dimensional")
+    if xp.shape[0] != fp.shape[0]:
+        raise ValueError("xp and fp must be of the same length")
+    if period is not None:
+        if left is not None or right is not None:
+            raise ValueError("period argument is only valid when left and right are None")
+        period = U.abs(C.asarray(period, dtype=x.dtype))
+        x = U.remainder(x, period)
+        xp = U.remainder(xp, period)
+        order = SO.argsort(xp)
+        xp, fp = xp[order], fp[order]
+        xp = S.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = S.concatenate([fp[-1:], fp, fp[:1]])
+    i = U.clip(SO.searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
+    x0, x1 = xp[i - 1], xp[i]
+    y0, y1 = fp[i - 1], fp[i]
+    dx = U.subtract(x1, x0)
+    t = U.divide(U.subtract(x, x0), U.where(U.equal(dx, 0), 1, dx))
+    out = U.add(y0, U.multiply(t, U.subtract(y1, y0)))
+    out = U.where(U.equal(dx, 0), y0, out)
+    if period is None:
+        out = U.where(U.less(x, xp[0]), fp[0] if left is None else left, out)
+        out = U.where(U.greater(x, xp[-1]), fp[-1] if right is None else right, out)
+    return out
+
+
+def nanquantile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """``quantile`` ignoring NaNs."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanquantile is not supported.")
+    return R._quantile(a, q, axis, method, keepdims, True, "nanquantile")
+
+
+def nanpercentile(
+    a: Any,
+    q: Any,
+    axis: Any = None,
+    out: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """``percentile`` ignoring NaNs."""
+    (q,) = _util.promote_dtypes_inexact("nanpercentile", q)
+    return nanquantile(a, U.divide(q, 100), axis, out, overwrite_input, method, keepdims)
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    """Integral of ``y`` along ``axis`` by the trapezoid rule (sample points ``x`` or spacing ``dx``)."""
+    (y,) = _util.promote_dtypes_inexact("trapezoid", y)
+    y = S.moveaxis(y, axis, -1)
+    if x is not None:
+        (x,) = _util.promote_dtypes_inexact("trapezoid", x)
+        if x.ndim == 1:
+            d = U.subtract(x[1:], x[:-1])
+        else:
+            x = S.moveaxis(x, axis, -1)
+            d = U.subtract(x[..., 1:], x[..., :-1])
+    else:
+        d = C.asarray(dx, dtype=y.dtype)
+    return R.sum(U.multiply(0.5, U.multiply(d, U.add(y[..., 1:], y[..., :-1]))), axis=-1)
+
+
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    """``p`` with jumps larger than ``discont`` (default ``period / 2``) corrected by multiples of ``period``."""
+    (p,) = _util.promote_dtypes_inexact("unwrap", p)
+    period = C.asarray(period, dtype=p.dtype)
+    if discont is None:
+        discont = U.divide(period, 2)
+    from fjax.numpy._more import diff
+
+    axis = _util.canonicalize_axis(axis, p.ndim, "unwrap")
+    dd = diff(p, axis=axis)
+    half = U.divide(period, 2)
+    ddmod = U.subtract(U.remainder(U.add(dd, half), period), half)
+    ddmod = U.where(U.logical_and(U.equal(ddmod, U.negative(half)), U.greater(dd, 0)), half, ddmod)
+    corr = U.where(U.less(U.abs(dd), discont), 0, U.subtract(ddmod, dd))
+    first = lax.slice_in_dim(p, 0, 1, axis=axis)
+    zeros = C.zeros_like(first)
+    return (
+        S.concatenate(
+            [first, U.add(lax.slice_in_dim(p, 1, p.shape[axis], axis=axis), R.cumsum(corr, axis=axis))], axis=axis
+        )
+        if p.shape[axis]
+        else p + zeros.sum()
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# polynomials (coefficients highest degree first, as numpy's poly1d)
+
+
+def _poly_arg(p: Any, name: str) -> Any:
+    p = _arr(p, name)
+    if p.ndim != 1:
+        raise ValueError(f"{name}: input must be a rank-1 array; got shape {p.shape}")
+    return p
+
+
+def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
+    """Value of the polynomial with coefficients ``p`` (highest first) at ``x`` (Horner)."""
+    p, x = _util.promote_dtypes("polyval", p, x)
+    if p.ndim != 1:
+        raise ValueError(f"polyval: p must be rank 1; got shape {p.shape}")
+    out = C.zeros_like(x)
+    for i in range(p.shape[0]):
+        out = U.add(U.multiply(out, x), p[i])
+    return out
+
+
+def polyadd(a1: Any, a2: Any) -> Any:
+    """Sum of two polynomials."""
+    a1, a2 = _util.promote_dtypes("polyadd", a1, a2)
+    n = builtins.max(a1.shape[0], a2.shape[0])
+    a1 = lax.pad(a1, C.asarray(0, dtype=a1.dtype), [(n - a1.shape[0], 0, 0)])
+    a2 = lax.pad(a2, C.asarray(0, dtype=a2.dtype), [(n - a2.shape[0], 0, 0)])
+    return U.add(a1, a2)
+
+
+def polysub(a1: Any, a2: Any) -> Any:
+    """Difference of two polynomials."""
+    return polyadd(a1, U.negative(C.asarray(a2)))
+
+
+def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
+    """Product of two polynomials."""
+    a1, a2 = _util.promote_dtypes_inexact("polymul", a1, a2)
+    if trim_leading_zeros:
+        a1, a2 = trim_zeros(a1, "f"), trim_zeros(a2, "f")
+    if a1.shape[0] == 0:
+        a1 = C.asarray([0], dtype=a1.dtype)
+    if a2.shape[0] == 0:
+        a2 = C.asarray([0], dtype=a2.dtype)
+    return convolve(a1, a2, mode="full")
+
+
+def polyder(p: Any, m: int = 1) -> Any:
+    """``m``-th derivative of the polynomial ``p``."""
+    (p,) = _util.promote_dtypes_inexact("polyder", p)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive")
+    for _ in range(m):
+        n = p.shape[0] - 1
+        if n <= 0:
+            return C.zeros((0,) if n < 0 else (1,), p.dtype)[:0] if n < 0 else C.zeros((0,), p.dtype)
+        p = U.multiply(p[:-1], C.arange(n, 0, -1, dtype=p.dtype))
+    return p
+
+
+def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    """``m``-th antiderivative of ``p`` with integration constants ``k``."""
+    (p,) = _util.promote_dtypes_inexact("polyint", p)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = C.zeros((m,), p.dtype) if k is None else S.atleast_1d(C.asarray(k, dtype=p.dtype))
+    if k.shape[0] == 1:
+        k = S.broadcast_to(k, (m,))
+    if k.shape[0] != m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+    for i in range(m):
+        n = p.shape[0]
+        p = S.concatenate([U.divide(p, C.arange(n, 0, -1, dtype=p.dtype)), k[i : i + 1]])
+    return p
+
+
+def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
+    """Quotient and remainder of polynomial division ``u / v``."""
+    u, v = _util.promote_dtypes_inexact("polydiv", u, v)
+    m, n = u.shape[0] - 1, v.shape[0] - 1
+    scale = U.divide(1.0, v[0])
+    q = C.zeros((builtins.max(m - n + 1, 1),), u.dtype)
+    r = u
+    for k in range(0, m - n + 1):
+        d = U.multiply(scale, r[k])
+        q = q.at[k].set(d)
+        r = r.at[k : k + n + 1].add(U.negative(U.multiply(d, v)))
+    if trim_leading_zeros:
+        r = trim_zeros(r, trim="f")
+    return q, r
+
+
+def poly(seq_of_zeros: Any) -> Any:
+    """Coefficients of the monic polynomial with the given roots (1-D input)."""
+    a = _arr(seq_of_zeros, "poly")
+    if a.ndim != 1:
+        raise NotImplementedError("jnp.poly of a square matrix (its characteristic polynomial) needs eigvals")
+    (a,) = _util.promote_dtypes_inexact("poly", a)
+    out = C.ones((1,), a.dtype)
+    for i in range(a.shape[0]):
+        out = convolve(out, S.stack([C.asarray(1, a.dtype), U.negative(a[i])]), mode="full")
+    return out
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
+    """Vandermonde matrix: columns are powers of ``x`` (decreasing unless ``increasing``)."""
+    x = _arr(x, "vander")
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array")
+    N = x.shape[0] if N is None else int(N)
+    if N < 0:
+        raise ValueError("N must be nonnegative")
+    powers = C.arange(N, dtype=np.int32)
+    if not increasing:
+        powers = powers[::-1]
+    return U.power(x[:, None], powers[None, :])
+
+
+def trim_zeros(filt: Any, trim: str = "fb") -> Any:
+    """``filt`` (1-D, concrete) without leading (``f``) and/or trailing (``b``) zeros."""
+    filt = _arr(filt, "trim_zeros")
+    c = _concrete(filt, "jnp.trim_zeros(): the result size depends on the values")
+    nz = np.nonzero(c)[0]
+    if nz.size == 0:
+        return filt[:0]
+    start = int(nz[0]) if "f" in trim.lower() else 0
+    end = int(nz[-1]) + 1 if "b" in trim.lower() else c.shape[0]
+    return filt[start:end]
+
+
+# ---------------------------------------------------------------------------------------------
+# window functions
+
+
+def _window(M: int, name: str) -> tuple[int, Any]:
+    M = core.concrete_or_error(M, f"M argument of jnp.{name}")
+    from fjax import dtypes
+
+    return int(M), dtypes.canonicalize_dtype(np.float64)
+
+
+def bartlett(M: int) -> Any:
+    """Bartlett (triangular) window of ``M`` points."""
+    M, dt = _window(M, "bartlett")
+    if M <= 1:
+        return C.ones((builtins.max(M, 0),), dt)
+    n = C.arange(M, dtype=dt)
+    return U.subtract(1, U.abs(U.divide(U.subtract(U.multiply(2, n), M - 1), M - 1)))
+
+
+def _cosine_window(M: int, coeffs: Sequence[float], name: str) -> Any:
+    M, dt = _window(M, name)
+    if M <= 1:
+        return C.ones((builtins.max(M, 0),), dt)
+    n = C.arange(1 - M, M, 2, dtype=dt)
+    out = C.full((M,), coeffs[0], dt)
+    for k, c in enumerate(coeffs[1:], start=1):
+        out = U.add(out, U.multiply(c, U.cos(U.multiply(np.pi * k / (M - 1), n))))
+    return out
+
+
+def hanning(M: int) -> Any:
+    """Hann window of ``M`` points."""
+    return _cosine_window(M, (0.5, 0.5), "hanning")
+
+
+def hamming(M: int) -> Any:
+    """Hamming window of ``M`` points."""
+    return _cosine_window(M, (0.54, 0.46), "hamming")
+
+
+def blackman(M: int) -> Any:
+    """Blackman window of ``M`` points."""
+    return _cosine_window(M, (0.42, 0.5, 0.08), "blackman")
+
+
+# ---------------------------------------------------------------------------------------------
+# misc
+
+
+def sort_complex(a: Any) -> Any:
+    """``a`` sorted (real part first, then imaginary) as a complex array."""
+    a = _arr(a, "sort_complex")
+    out = SO.sort(a)
+    if not np.issubdtype(out.dtype, np.complexfloating):
+        from fjax import dtypes
+
+        out = out.astype(dtypes.result_type(out.dtype, np.complex64))
+    return out
+
+
+def resize(a: Any, new_shape: Any) -> Any:
+    """``a`` flattened, repeated as needed and reshaped to ``new_shape``."""
+    a = _arr(a, "resize")
+    new_shape = (int(new_shape),) if np.ndim(new_shape) == 0 else tuple(int(d) for d in new_shape)
+    if any(d < 0 for d in new_shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    size = int(np.prod(new_shape, dtype=np.int64))
+    flat = a.ravel()
+    if flat.shape[0] == 0 or size == 0:
+        return C.zeros(new_shape, a.dtype)
+    reps = -(-size // flat.shape[0])
+    return S.tile(flat, reps)[:size].reshape(new_shape)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    x = _arr(x, "unstack")
+    if x.ndim == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was passed.")
+    axis = _util.canonicalize_axis(axis, x.ndim, "unstack")
+    return tuple(S.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), axis) for i in range(x.shape[axis]))
+
+
+def block(arrays: Any) -> Any:
+    """Assemble an array from nested lists of blocks (numpy.block)."""
+
+    def depth(x: Any) -> int:
+        return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
+
+    if isinstance(arrays, tuple):
+        raise TypeError("jax.numpy.block does not allow tuples, got {arrays!r}")
+    list_depth = depth(arrays)
+    leaves = []
+
+    def collect(x: Any) -> None:
+        if isinstance(x, list):
+            for y in x:
+                collect(y)
+        else:
+            leaves.append(C.asarray(x))
+
+    collect(arrays)
+    result_ndim = builtins.max([list_depth] + [a.ndim for a in leaves]) if leaves else list_depth
+
+    def rec(x: Any, d: int) -> Any:
+        if isinstance(x, list):
+            parts = [rec(y, d + 1) for y in x]
+            return S.concatenate(parts, axis=-(list_depth - d))
+        a = C.asarray(x)
+        return a.reshape((1,) * (result_ndim - a.ndim) + a.shape)
+
+    return rec(arrays, 0)
+
+
+def bitwise_count(x: Any, /) -> Any:
+    """Number of 1 bits in the absolute value of each integer (uint8)."""
+    x = _arr(x, "bitwise_count")
+    if not np.issubdtype(x.dtype, np.integer) and x.dtype != np.bool_:
+        raise TypeError(f"bitwise_count requires integer inputs; got {x.dtype}")
+    return lax.population_count(U.abs(x) if np.issubdtype(x.dtype, np.signedinteger) else x).astype(np.uint8)
+
+
+def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
+    """Pack the elements of a boolean/integer array into the bits of uint8 values."""
+    a = _arr(a, "packbits")
+    if not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise TypeError("Expected an input array of integer or boolean data type")
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    a = U.greater(a, 0).astype(np.uint8)
+    if axis is None:
+        a = a.ravel()
+        axis = 0
+    a = S.moveaxis(a, axis, -1)
+    n = a.shape[-1]
+    pad = (-n) % 8
+    a = lax.pad(a, C.asarray(0, np.uint8), [(0, 0, 0)] * (a.ndim - 1) + [(0, pad, 0)])
+    a = a.reshape(a.shape[:-1] + (-1, 8))
+    shifts = C.arange(8, dtype=np.uint8)
+    if bitorder == "big":
+        shifts = shifts[::-1]
+    out = R.sum(U.left_shift(a, shifts), axis=-1, dtype=np.uint8)
+    return S.moveaxis(out, -1, axis)
+
+
+def unpackbits(a: Any, axis: int | None = None, count: int | None = None, bitorder: str = "big") -> Any:
+    """Unpack the bits of a uint8 array into a 0/1 uint8 array."""
+    a = _arr(a, "unpackbits")
+    if a.dtype != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    shifts = C.arange(8, dtype=np.uint8)
+    if bitorder == "big":
+        shifts = shifts[::-1]
+    bits = U.bitwise_and(U.right_shift(a[..., None], shifts), 1).astype(np.uint8)
+    if axis is None:
+        bits = bits.ravel()
+        axis = 0
+    else:
+        axis = _util.canonicalize_axis(axis, a.ndim, "unpackbits")
+        bits = S.moveaxis(bits, -1, axis + 1)
+        bits = bits.reshape(a.shape[:axis] + (a.shape[axis] * 8,) + a.shape[axis + 1 :])
+    if count is not None:
+        bits = (
+            lax.slice_in_dim(bits, 0, count, axis=axis)
+            if count >= 0
+            else lax.slice_in_dim(bits, 0, bits.shape[axis] + count, axis=axis)
+        )
+    return bits
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorize
+
+
+_DIMENSION_NAME = r"\w+"
+_CORE_DIMENSION_LIST = f"(?:{_DIMENSION_NAME}(?:,{_DIMENSION_NAME})*)?"
+_ARGUMENT = rf"\({_CORE_DIMENSION_LIST}\)"
+_ARGUMENT_LIST = f"{_ARGUMENT}(?:,{_ARGUMENT})*"
+_SIGNATURE = f"^{_ARGUMENT_LIST}->{_ARGUMENT_LIST}$"
+
+
+def _parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    sig = signature.replace(" ", "")
+    if not re.match(_SIGNATURE, sig):
+        raise ValueError(f"not a valid gufunc signature: {signature}")
+    ins, outs = sig.split("->")
+    parse = lambda s: [tuple(re.findall(_DIMENSION_NAME, arg)) for arg in re.findall(_ARGUMENT, s)]  # noqa: E731
+    return parse(ins), parse(outs)
+
+
+def vectorize(
+    pyfunc: Callable[..., Any], *, excluded: frozenset = frozenset(), signature: str | None = None
+) -> Callable[..., Any]:
+    """Vectorize ``pyfunc`` over the leading (broadcast) dimensions of its arguments, with
+    ``vmap``; ``signature`` (a gufunc signature like ``"(n),(n)->()"``) names core dimensions
+    that ``pyfunc`` sees whole. ``excluded`` argument positions/names pass through unchanged."""
+    from fjax.api import vmap
+
+    if any(not isinstance(e, (int, str)) for e in excluded):
+        raise TypeError(f"jax.numpy.vectorize can only exclude integer or string arguments, but excluded={excluded!r}")
+    in_core, out_core = _parse_signature(signature) if signature is not None else (None, None)
+
+    @functools.wraps(pyfunc)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        excluded_pos = {e for e in excluded if isinstance(e, int)}
+        static_kw = {k: v for k, v in kwargs.items() if k in excluded}
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in excluded}
+        dyn_idx = [i for i in range(len(args)) if i not in excluded_pos]
+        dyn_args = [C.asarray(args[i]) for i in dyn_idx]
+        kw_names = list(dyn_kw)
+        dyn_args += [C.asarray(dyn_kw[k]) for k in kw_names]
+
+        def call(*dyn: Any) -> Any:
+            full = list(args)
+            for i, v in zip(dyn_idx, dyn[: len(dyn_idx)]):
+                full[i] = v
+            kw = dict(static_kw)
+            kw.update(zip(kw_names, dyn[len(dyn_idx) :]))
+            return pyfunc(*full, **kw)
+
+        if in_core is None:
+            cores = [()] * len(dyn_args)
+        else:
+            if len(in_core) != len(dyn_args):
+                raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, got {len(dyn_args)}")
+            cores = in_core
+        sizes: dict[str, int] = {}
+        broadcast_shapes = []
+        for a, core_dims in zip(dyn_args, cores):
+            nc = len(core_dims)
+            if a.ndim < nc:
+                raise ValueError(
+                    f"input with shape {a.shape} does not have enough dimensions for all core dimensions {core_dims!r}"
+                )
+            for d, n in zip(core_dims, a.shape[a.ndim - nc :]):
+                if sizes.setdefault(d, n) != n:
+                    raise ValueError(f"inconsistent size for core dimension {d!r}: {n} vs {sizes[d]}")
+            broadcast_shapes.append(a.shape[: a.ndim - nc])
+        bshape = _util.broadcast_shapes("vectorize", *broadcast_shapes)
+        dyn_args = [S.broadcast_to(a, bshape + a.shape[a.ndim - len(c) :]) for a, c in zip(dyn_args, cores)]
+        f = call
+        for _ in range(len(bshape)):
+            f = vmap(f)
+        out = f(*dyn_args)
+        if out_core is not None and len(out_core) == 1 and isinstance(out, tuple) and len(out) != 1:
+            pass
+        return out
+
+    return wrapped

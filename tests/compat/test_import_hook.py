@@ -1,0 +1,94 @@
+"""``fjax.compat``: ``import jax`` (and ``jax.*``, ``jaxlib``) resolves to fjax's modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import fjax
+import fjax.compat
+
+
+@pytest.fixture
+def hook():
+    if "jax" in sys.modules and not fjax.compat.installed():
+        pytest.skip("the real jax is imported in this process")
+    fjax.compat.install()
+    yield
+    fjax.compat.uninstall()
+
+
+def test_submodules_are_fjax_modules(hook):
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy.special  # noqa: F401  (fjax.scipy, or the stand-in until it exists)
+    from jax import lax, tree_util
+
+    import fjax.numpy
+
+    assert jnp is fjax.numpy
+    assert lax is fjax.lax
+    assert tree_util is fjax.tree_util
+    assert jax.numpy is fjax.numpy
+    assert jax.jit is fjax.jit
+    assert jax.__version__ == fjax.compat.JAX_API_VERSION
+    # the shared module keeps its own name and spec
+    assert jnp.__name__ == "fjax.numpy" and jnp.__spec__.name == "fjax.numpy"
+    x = jnp.arange(3.0)
+    assert float(jax.grad(lambda x: (x * x).sum())(x)[2]) == 4.0
+
+
+def test_attribute_writes_reach_fjax(hook):
+    import jax
+
+    jax.config.update("jax_enable_x64", False)
+    jax._compat_probe = 1
+    try:
+        assert fjax._compat_probe == 1
+    finally:
+        del jax._compat_probe
+    assert not hasattr(fjax, "_compat_probe")
+
+
+def test_missing_module_raises_module_not_found(hook):
+    with pytest.raises(ModuleNotFoundError):
+        import jax.no_such_module  # noqa: F401
+
+
+def test_jaxlib_reports_a_version(hook):
+    import jaxlib
+
+    assert jaxlib.__version__ == fjax.compat.JAX_API_VERSION
+
+
+def test_install_refuses_when_real_jax_is_loaded(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    with pytest.raises(RuntimeError, match="already imported"):
+        fjax.compat.install()
+
+
+def test_runner_runs_a_script(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import jax, jax.numpy as jnp
+            from jax import random
+            print(jax.__name__, jnp.__name__, sys.argv[1:])
+            print(jax.jit(lambda x: x * 2)(jnp.float32(3)))
+            """
+        )
+    )
+    for cmd in (
+        [sys.executable, "-m", "fjax.compat", str(script), "a"],
+        [sys.executable, "-m", "fjax", "run", str(script), "a"],
+    ):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[:2] == ["jax fjax.numpy ['a']", "6.0"]
