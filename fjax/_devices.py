@@ -382,3 +382,6 @@ Array.addressable_shards = property(_array_addressable_shards)
 Array.global_shards = property(_array_addressable_shards)
 Array.is_fully_replicated = property(_array_is_fully_replicated)
 Array.is_fully_addressable = property(lambda self: True)
+
+
+core.default_sharding = SingleDeviceSharding

@@ -19,36 +19,8 @@ from fjax import tree_util as tu
 __all__ = ["KeyDtype", "PRNGKeyArray", "extended", "prng_key"]
 
 
-class extended:  # noqa: N801 - jax.dtypes.extended
-    """Marker class: the extended (non-numpy) dtypes, of which key dtypes are one kind."""
-
-
-class prng_key(extended):  # noqa: N801 - jax.dtypes.prng_key
-    """Marker class: ``jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)`` is True for key arrays."""
-
-
-class KeyDtype:
-    """The dtype of typed key arrays (``key<fry>``: threefry2x32 keys of two uint32 words)."""
-
-    name = "key<fry>"
-    impl = "threefry2x32"
-    type = prng_key
-    kind = "V"
-    itemsize = 8
-
-    def __repr__(self) -> str:
-        return self.name
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeyDtype)
-
-    def __hash__(self) -> int:
-        return hash(KeyDtype)
-
-
-KEY_DTYPE = KeyDtype()
+# the key dtype lives in fjax.dtypes (which imports nothing above core)
+from fjax.dtypes import KEY_DTYPE, KeyDtype, extended, prng_key  # noqa: E402,F401
 
 
 class PRNGKeyArray:

@@ -16,10 +16,14 @@ values is resolved by the sign of the float64 rounding error (what ``random._fma
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import njit
 
+# importing the backend package first gives numba a writable cache directory even for a
+# read-only install without HOME; its disk_cache seals the object code of these kernels
+from fjax.backends.numba import disk_cache
 from fjax.backends.numba.vmath import f32_as_i32, i32_as_f32
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -377,3 +381,6 @@ def sample_poisson(keys: np.ndarray, lam: np.ndarray, dtype: np.dtype) -> np.nda
         return np.zeros(lam.shape, dtype)
     flat_keys = np.ascontiguousarray(keys.reshape(-1, 2), dtype=np.uint32)
     return poisson_f32(flat_keys, flat_lam, max(m, 1)).astype(dtype).reshape(lam.shape)
+
+
+disk_cache.guard_module_caches([sys.modules[__name__]])

@@ -9,8 +9,14 @@ call overhead does not matter; compiled on first use and cached on disk by numba
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+# importing the backend package first gives numba a writable cache directory even for a
+# read-only install without HOME; its disk_cache seals the object code of these kernels
+from fjax.backends.numba import disk_cache
 
 #: arrays at least this large use the compiled kernels
 MIN_SIZE = 1 << 16
@@ -92,3 +98,6 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     out = np.empty(a.shape, np.float32)
     fma_f32_flat(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
     return out
+
+
+disk_cache.guard_module_caches([sys.modules[__name__]])

@@ -132,6 +132,12 @@ def short_dtype_name(dtype: np.dtype) -> str:
     return _short_names.get(dtype.name, dtype.name)
 
 
+def default_sharding() -> Any:
+    """The sharding of a value placed on the default device; set by ``fjax._devices`` when it is
+    imported (core imports nothing above it)."""
+    raise RuntimeError("fjax._devices is not imported")
+
+
 class ShapedArray:
     """The abstract value of an array: shape, dtype and whether it is weakly typed."""
 
@@ -153,10 +159,8 @@ class ShapedArray:
 
     @property
     def sharding(self) -> Any:
-        """Where values of this type live: fjax's one CPU device (``SingleDeviceSharding``)."""
-        from fjax._devices import SingleDeviceSharding  # noqa: PLC0415
-
-        return SingleDeviceSharding()
+        """Where values of this type live: the default device (``SingleDeviceSharding``)."""
+        return default_sharding()
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(

@@ -531,8 +531,6 @@ def issubdtype(a: Any, b: Any) -> bool:
     also be an object with a ``.dtype`` (an array)."""
     if not isinstance(a, (type, np.dtype, str)) and isinstance(getattr(a, "dtype", None), np.dtype):
         a = a.dtype
-    from fjax._prng import KeyDtype  # noqa: PLC0415
-
     if isinstance(a, KeyDtype) or a is KeyDtype:
         # typed PRNG keys: a subdtype of jax.dtypes.prng_key / extended and of themselves only
         return isinstance(b, KeyDtype) or (isinstance(b, type) and issubclass(KeyDtype.type, b))
@@ -566,4 +564,36 @@ def check_python_int(value: int, dtype: DTypeLike) -> int:
     return value
 
 
-from fjax._prng import extended, prng_key  # noqa: E402,F401  (jax.dtypes.extended / prng_key)
+# typed PRNG keys (fjax._prng): jax.dtypes.extended / prng_key and the key dtype itself
+
+
+class extended:  # noqa: N801 - jax.dtypes.extended
+    """Marker class: the extended (non-numpy) dtypes, of which key dtypes are one kind."""
+
+
+class prng_key(extended):  # noqa: N801 - jax.dtypes.prng_key
+    """Marker class: ``jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)`` is True for key arrays."""
+
+
+class KeyDtype:
+    """The dtype of typed key arrays (``key<fry>``: threefry2x32 keys of two uint32 words)."""
+
+    name = "key<fry>"
+    impl = "threefry2x32"
+    type = prng_key
+    kind = "V"
+    itemsize = 8
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeyDtype)
+
+    def __hash__(self) -> int:
+        return hash(KeyDtype)
+
+
+KEY_DTYPE = KeyDtype()

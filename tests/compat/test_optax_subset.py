@@ -19,14 +19,17 @@ import xml.etree.ElementTree as ET
 import pytest
 
 PACKAGES = ["optax==0.2.8", "chex==0.1.92", "absl-py", "toolz"]
-# optax test modules that need neither scipy, scikit-learn nor flax; ~40 s of CPU together
+# optax test modules that need neither scikit-learn nor flax (``schedules/_schedule_test`` imports
+# ``alias_test``, which imports scikit-learn); ~20 s of CPU together
 SUBSET = [
+    "optax/_src/base_test.py",
     "optax/_src/update_test.py",
     "optax/_src/transform_test.py",
-    "optax/schedules/_schedule_test.py",
+    "optax/schedules/_join_test.py",
     "optax/transforms/_clipping_test.py",
     "optax/transforms/_combining_test.py",
     "optax/transforms/_constraining_test.py",
+    "optax/losses/_regression_test.py",
 ]
 
 
@@ -79,4 +82,4 @@ def test_optax_subset_passes_on_fjax(tmp_path):
     passed = sum(1 for c in cases if not any(ch.tag in ("failure", "error", "skipped") for ch in c))
     failed = [f for f in failed if not any(re.search(k, f) for k in KNOWN_CAUSES)]
     assert not failed, f"{len(failed)} of {len(cases)} optax tests failed on fjax:\n" + "\n".join(failed[:30])
-    assert passed >= 127, f"only {passed} optax tests passed (127 did when this test was written)"
+    assert passed >= 90, f"only {passed} optax tests passed (90 did when this test was written)"
