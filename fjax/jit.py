@@ -414,7 +414,7 @@ class JitWrapped:
                 _compile_log.warning("Finished fjax compilation of jit(%s)", self.name)
             cache[key] = entry
             if not kwargs and not self.static_argnums:
-                cache[(tu.tree_structure(args), sig, config.jax_enable_x64)] = entry
+                cache[(tu.tree_structure(args), sig, config.jax_enable_x64, batching.axis_env())] = entry
             return entry
         finally:
             if got:
@@ -493,7 +493,7 @@ class JitWrapped:
 
 
 def _explain_miss(key: tuple, cache: dict) -> str:
-    in_tree, sig, static_pos, static_kw, x64 = key
+    in_tree, sig, static_pos, static_kw = key[:4]
     for k in cache:
         if len(k) != len(key) or k[0] != in_tree:
             continue

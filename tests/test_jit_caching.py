@@ -167,3 +167,19 @@ def test_disk_cache_eviction_and_clear(tmp_path):
         np.testing.assert_allclose(np.asarray(y), np.tanh(np.arange(6.0)) + 7.0, rtol=1e-6)
     finally:
         config.update("fjax_cache_dir", old)
+
+
+def test_explain_cache_misses_and_fast_path(caplog):
+    f = fjax.jit(lambda x: x * 2.0)
+    old = config.jax_explain_cache_misses
+    config.update("jax_explain_cache_misses", True)
+    try:
+        with caplog.at_level("WARNING", logger="fjax.jit"):
+            f(jnp.ones(3))
+            f(jnp.ones(4))
+    finally:
+        config.update("jax_explain_cache_misses", old)
+    assert "TRACING CACHE MISS" in caplog.text and "f32[4] vs cached f32[3]" in caplog.text
+    # a repeated call hits the fast-path key (no static or keyword arguments)
+    flat, in_tree = fjax.tree_util.tree_flatten((jnp.ones(3),))
+    assert any(len(k) == 4 and k[0] == in_tree for k in f._cache)
