@@ -137,7 +137,21 @@ from fjax._pmap import pmap  # noqa: E402
 from fjax._shard_map import shard_map  # noqa: E402
 from fjax.sharding import make_mesh  # noqa: E402
 from fjax._multihost import make_array_from_process_local_data  # noqa: E402
-from fjax import image, scipy  # noqa: E402
+
+
+def __getattr__(name: str):
+    # fjax.scipy and fjax.image load scipy.signal/stats (~0.5 s): imported on first use, as attributes
+    if name in ("scipy", "image"):
+        import importlib
+
+        return importlib.import_module(f"fjax.{name}")
+    raise AttributeError(f"module 'fjax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "scipy", "image"])
+
+
 from fjax import tree, typing  # noqa: E402
 from fjax._api_more import (  # noqa: E402
     closure_convert,

@@ -14,15 +14,18 @@ from enum import IntEnum
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.fft as sfft
 
 from fjax import core
+from fjax._lazy import LazyModule
 from fjax.core import Array, Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 from fjax.lax import lax, slicing
 
 __all__ = ["FftType", "fft", "fft_p"]
+
+
+sfft = LazyModule("scipy.fft")
 
 
 def _desc(x: Any) -> str:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 
 from fjax import core
+from fjax._lazy import LazyModule
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
@@ -49,6 +49,9 @@ __all__ = [
     "tridiagonal_solve",
     "tridiagonal_solve_p",
 ]
+
+
+sla = LazyModule("scipy.linalg")
 
 
 def _desc(x: Any) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import scipy.linalg as sla
 
 from fjax import core
+from fjax._lazy import LazyModule
 from fjax.core import Primitive, ShapedArray
 from fjax.interpreters import ad
 from fjax.interpreters.ad import Zero
@@ -34,6 +34,9 @@ __all__ = [
     "tridiagonal_solve",
     "tridiagonal_solve_p",
 ]
+
+
+sla = LazyModule("scipy.linalg")
 
 
 def _no_jvp(name: str) -> Callable:
