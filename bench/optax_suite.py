@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
         xml_path = os.path.join(tmp, "report.xml")
         cmd = [
             sys.executable, "-m", "pytest", "-p", "fjax.compat.pytest_plugin", "-p", "no:cacheprovider",
-            "-q", "--rootdir", os.path.dirname(root), "-o", "addopts=", "-o", "filterwarnings=",
+            "-q", "--continue-on-collection-errors", "--rootdir", os.path.dirname(root),
+            "-o", "addopts=", "-o", "filterwarnings=",
             f"--junitxml={xml_path}", *opts, *files,
         ]  # fmt: skip
         proc = subprocess.run(cmd, cwd=os.path.dirname(root), stdout=subprocess.DEVNULL)
