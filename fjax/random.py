@@ -46,6 +46,7 @@ from fjax._prng import PRNGKeyArray  # noqa: E402
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
 from fjax.interpreters import ad, batching
+from fjax.backends.registry import ELEMENTWISE, register_lowering
 
 __all__ = [
     "PRNGKey",
@@ -139,6 +140,7 @@ _bitcast_p.def_impl(_bitcast_impl)
 _bitcast_p.def_abstract_eval(_bitcast_abstract)
 batching.defvectorized(_bitcast_p)
 ad.defzero(_bitcast_p)
+register_lowering(_bitcast_p, ELEMENTWISE)
 
 
 def _bitcast(x: Any, new_dtype: Any) -> Any:
@@ -203,6 +205,7 @@ _fma_p = Primitive("random_fma")
 _fma_p.def_impl(_fma_impl)
 _fma_p.def_abstract_eval(_fma_abstract)
 batching.defbroadcasting(_fma_p)
+register_lowering(_fma_p, ELEMENTWISE)  # rt.fma: llvm.fma, rounded once as the impl
 
 
 def _fma_jvp(primals: list, tangents: list) -> tuple:
