@@ -1,7 +1,8 @@
 """Benchmark of sampling 10**6 standard gamma variates (``random.gamma(key, a, (n,))``, float32)
 with fjax and, when jax is importable, with JAX's jitted sampler side by side; also beta (and
-poisson with --poisson, binomial with --binomial) at the same size. fjax's gamma runs a numba loop per sample (Marsaglia-Tsang with JAX's
-key splits, bit-identical to the lax composite); JAX runs its vmapped while loop under XLA.
+poisson with --poisson, binomial with --binomial) at the same size. fjax's gamma, poisson and
+float32 binomial run a numba loop per sample (JAX's algorithms and key splits, bit-identical to
+the lax composites); JAX runs its vmapped while loops under XLA.
 
 Run: ``python bench/bench_random.py [--n 1000000] [--a 2.0] [--repeat 3]``. To compare with JAX
 fairly, unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in that command (they do not affect this

@@ -345,7 +345,7 @@ def _poisson_rejection(chain, lam, j, start, iters, k_out):  # pragma: no cover 
     r1, r2 = np.uint64(0), np.uint64(0)
     if start > chain.shape[0]:
         r1, r2 = chain[chain.shape[0] - 1, 0], chain[chain.shape[0] - 1, 1]
-        for t in range(chain.shape[0], start):
+        for _t in range(chain.shape[0], start):
             r1, r2 = _child(r1, r2, 0)
     elif start > 0:
         r1, r2 = chain[start - 1, 0], chain[start - 1, 1]

@@ -43,10 +43,10 @@ from fjax import _debug_nans, core, dtypes, lax
 from fjax import _random_kernels as _kernels  # noqa: E402
 from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
+from fjax.backends.registry import ELEMENTWISE, register_lowering
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
 from fjax.interpreters import ad, batching
-from fjax.backends.registry import ELEMENTWISE, register_lowering
 
 __all__ = [
     "PRNGKey",
