@@ -28,6 +28,7 @@ from fjax.lax import lax, slicing
 __all__ = [
     "cholesky",
     "cholesky_p",
+    "cholesky_update",
     "eig",
     "eig_p",
     "eigh",
@@ -40,12 +41,14 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "qdwh",
     "qr",
     "qr_p",
     "schur",
     "schur_p",
     "svd",
     "svd_p",
+    "symmetric_product",
     "triangular_solve",
     "triangular_solve_p",
     "tridiagonal_solve",
@@ -860,6 +863,7 @@ def triangular_solve(
 
 
 # the rest of the primitives live in linalg_more (kept apart to keep modules short)
+from fjax.lax.linalg_extra import cholesky_update, qdwh, symmetric_product  # noqa: E402, F401
 from fjax.lax.linalg_more import (  # noqa: E402, F401
     hessenberg,
     hessenberg_p,
