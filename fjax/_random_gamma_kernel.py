@@ -280,8 +280,14 @@ def _unit_at(k1, k2, j):  # pragma: no cover - numba
     return np.float32(np.float32(bits) * np.float32(2.0**-23))
 
 
+_LGAMMA_INT = np.array([np.float32(math.lgamma(i)) if i > 0 else np.inf for i in range(4097)], np.float32)
+
+
 @njit(**_inl)
 def _lgamma32(x):  # pragma: no cover - numba
+    # the rejection loops ask for lgamma(k + 1) of integer k: a table of the same float32 values
+    if x >= np.float32(1) and x <= np.float32(4096) and x == np.floor(x):
+        return _LGAMMA_INT[int(x)]
     v = np.float64(x)
     if v <= 0.0 and math.isfinite(v) and v == math.floor(v):
         return np.float32(np.inf)
@@ -379,7 +385,11 @@ def poisson_f32(keys, lams, m):  # pragma: no cover - numba
     for b in range(n // m):
         chain = _key_chain(np.uint64(keys[b, 0]), np.uint64(keys[b, 1]), _CHAIN, 0, 1, 2)
         total = 0
+        any_rejection = False
         for j in range(m):
+            lam = lams[b * m + j]
+            any_rejection = any_rejection or not (lam != lam or lam < np.float32(10))
+        for j in range(m if any_rejection else 0):  # the loop's length only matters to rejection lanes
             lam = lams[b * m + j]
             knuth = lam != lam or lam < np.float32(10)
             first[j], first_it[j] = _poisson_rejection(chain, big if knuth else lam, j, 0, -1, np.float32(-1))
@@ -462,6 +472,11 @@ def _btrs(chain, count, prob, j, start, iters, k_out):  # pragma: no cover - num
     r = prob / (one - prob)
     alpha = (np.float32(2.83) + np.float32(5.1) / b) * stddev
     m = np.float32(np.floor((count + one) * prob))
+    # the loop-invariant terms of the bound (the same float32 operations, computed once)
+    cm1 = (count - m) + one
+    log_m = xla_log((m + one) / (r * cm1))
+    tail_m = _stirling_tail32(m)
+    tail_cm = _stirling_tail32(count - m)
     it = start
     r1, r2 = np.uint64(0), np.uint64(0)
     if start > chain.shape[0]:
@@ -480,12 +495,11 @@ def _btrs(chain, count, prob, j, start, iters, k_out):  # pragma: no cover - num
         k = np.float32(np.floor(fma32((np.float32(2) * a) / us + b, u, c)))
         reject = k < np.float32(0) or k > count
         v = xla_log((v * alpha) / (a / (us * us) + b))
-        cm1 = (count - m) + one
         ck1 = (count - k) + one
-        ub = fma32(m + half, xla_log((m + one) / (r * cm1)), (count + one) * xla_log(cm1 / ck1))
+        ub = fma32(m + half, log_m, (count + one) * xla_log(cm1 / ck1))
         ub = fma32(k + half, xla_log((r * ck1) / (k + one)), ub)
-        ub = ub + _stirling_tail32(m)
-        ub = ub + _stirling_tail32(count - m)
+        ub = ub + tail_m
+        ub = ub + tail_cm
         ub = ub - _stirling_tail32(k)
         ub = ub - _stirling_tail32(count - k)
         if accept1 or (not reject and v <= ub):
@@ -509,7 +523,15 @@ def binomial_f32(keys, counts, probs, m):  # pragma: no cover - numba
         chain3 = _key_chain(k1, k2, _CHAIN, 0, 1, 2)  # BTRS: rng, sk0, sk1 = split(rng, 3)
         chain2 = _key_chain(k1, k2, _CHAIN, 1, 0, -1)  # inversion: subkey, rng = split(rng)
         total = 0
+        any_btrs = False
         for j in range(m):
+            i = bk * m + j
+            count, p = counts[i], probs[i]
+            q = p if p < np.float32(0.5) else one - p
+            if q != q or q < np.float32(0):
+                q = np.float32(0.01)
+            any_btrs = any_btrs or not (count != count or count < np.float32(0) or count * q <= np.float32(10))
+        for j in range(m if any_btrs else 0):  # the loop's length only matters to BTRS lanes
             i = bk * m + j
             count, p = counts[i], probs[i]
             q = p if p < np.float32(0.5) else one - p
