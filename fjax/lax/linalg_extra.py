@@ -1,8 +1,8 @@
 """``lax.linalg.cholesky_update``, ``symmetric_product`` and ``qdwh``, written with fjax
 primitives (as JAX lowers them), so jvp, vmap and jit come from the primitives they use.
 
-- ``cholesky_update``: JAX's Givens-rotation rank-1 update of an upper Cholesky factor (a
-  ``fori_loop`` over the rows). Differentiable here (JAX has no rule for it).
+- ``cholesky_update``: JAX's Givens-rotation rank-1 update of an upper Cholesky factor (unrolled
+  over the rows, as JAX lowers it). Differentiable here (JAX has no rule for it).
 - ``symmetric_product``: ``alpha * a @ a.T + beta * c``, optionally symmetrized from the lower
   triangle.
 - ``qdwh``: the QR-based dynamically weighted Halley iteration for the polar decomposition
@@ -38,8 +38,6 @@ def _float_operand(name: str, x: Any) -> Any:
 def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
     """Cholesky rank-1 update: given upper-triangular ``R`` with ``A = R^T R`` and a vector ``w``,
     the upper Cholesky factor of ``A + w w^T`` in O(n^2) (Givens rotations, as JAX)."""
-    from fjax.lax.control_flow import fori_loop  # noqa: PLC0415
-
     jnp = _jnp()
     R = _float_operand("cholesky_update", r_matrix)
     z = _float_operand("cholesky_update", w_vector)
@@ -51,8 +49,7 @@ def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
     dt = jnp.result_type(R.dtype, z.dtype)
     R, z = R.astype(dt), z.astype(dt)
 
-    def step(k: Any, carry: tuple) -> tuple:
-        R, z = carry
+    def step(k: int, R: Any, z: Any) -> tuple:
         x, y = R[k, k], z[k]
         ax, ay = jnp.abs(x), jnp.abs(y)
         y_zero = y == 0
@@ -65,7 +62,10 @@ def cholesky_update(r_matrix: Any, w_vector: Any) -> Any:
         R = R.at[k, :].set(c * row - s * z)
         return R, c * z + s * row
 
-    return fori_loop(0, R.shape[0], step, (R, z))[0]
+    # unrolled over the (static) rows, as JAX lowers it: eagerly a few numpy ops per row
+    for k in range(R.shape[0]):
+        R, z = step(k, R, z)
+    return R
 
 
 def symmetric_product(
@@ -133,7 +133,7 @@ def qdwh(
     ``is_hermitian`` is accepted and unused (as in JAX). ``dynamic_shape`` (a padded input's true
     shape) is not supported unless it is the full shape."""
     from fjax.lax import linalg as lax_linalg  # noqa: PLC0415
-    from fjax.lax.control_flow import fori_loop, while_loop  # noqa: PLC0415
+    from fjax.lax.control_flow import while_loop  # noqa: PLC0415
 
     jnp = _jnp()
     x = jnp.asarray(x)
@@ -170,19 +170,13 @@ def qdwh(
         z = lax_linalg.triangular_solve(y, z, left_side=True, lower=True, transpose_a=True, conjugate_a=True)
         return e * u + a_minus_e * jnp.conj(z).T
 
-    if qr_coefs:
-        table = jnp.asarray(np.array(qr_coefs), dtype=dt)
-        u = fori_loop(0, len(qr_coefs), lambda k, u: qr_step(u, table[k]), u)
+    # the weighted steps (a static schedule of a few) unrolled; the Halley tail is a while loop
+    for p in qr_coefs:
+        u = qr_step(u, jnp.asarray(p, dtype=dt))
     not_converged = jnp.array(True)
-    if chol_coefs:
-        table = jnp.asarray(np.array(chol_coefs), dtype=dt)
-
-        def body(k: Any, carry: tuple) -> tuple:
-            u, _ = carry
-            new = chol_step(u, table[k])
-            return new, jnp.linalg.norm(new - u) > tol_norm
-
-        u, not_converged = fori_loop(0, len(chol_coefs), body, (u, not_converged))
+    for p in chol_coefs:
+        new = chol_step(u, jnp.asarray(p, dtype=dt))
+        u, not_converged = new, jnp.linalg.norm(new - u) > tol_norm
 
     halley = jnp.asarray([2.0, 3.0, 1.0 / 3.0], dtype=dt)  # (a - e, c, e) at a, b, c = 3, 1, 3
 
