@@ -22,6 +22,7 @@ import numpy as np
 from numba import types
 
 from fjax.backends import kernel_ir as ir
+from fjax.backends import passes
 
 # nests with at least this much work (elements x body cost) and elements run with prange. A
 # parallel kernel costs ~1 s more to compile (numba outlines the loop into a gufunc), and on 2 cores
@@ -307,7 +308,6 @@ class NumbaRenderer:
         """A shape-generic kernel for ``nest``: extents are arguments, so one compiled kernel serves
         every nest with the same structure (across programs, processes via the disk cache)."""
         loads = [s for s in nest.body if isinstance(s, ir.Load)]
-        iotas = sorted({s.axis for s in nest.body if isinstance(s, ir.Iota)})
         n = len(nest.domain)
         red = tuple(sorted(nest.reduce_axes or ()))
         stores, reds = nest.stores, nest.reductions
@@ -360,18 +360,10 @@ class NumbaRenderer:
         fast_body += body[len(fast_body) :]
         rerun_body += body[len(rerun_body) :]
 
-        simple = not iotas and all(
-            ld.index == () or (ld.index == tuple(range(n)) and ld.buf.shape == nest.domain) for ld in loads
-        )
+        if nest.layout is None:  # not scheduled (a nest rendered on its own)
+            nest.layout, nest.accumulate = passes.nest_layout(nest)
+        mode = nest.layout
         trailing = nest.trailing_reduce()
-        if n == 0:
-            mode = "scalar"
-        elif simple and not red:
-            mode = "flat"
-        elif simple and trailing:
-            mode = "full" if len(red) == n else "rows"
-        else:
-            mode = "nd"
         kept = n - len(red)
         kept_shape = tuple(nest.domain[a] for a in range(n) if a not in red)
         # arguments: input buffers (each once), stores, reduction outputs (or accumulators)
@@ -384,7 +376,7 @@ class NumbaRenderer:
             args.append((lname, buf, view, True, buf.dtype))
         for j, (b, _) in enumerate(stores):
             args.append((f"y{j}", b, "one" if mode == "scalar" else mode, False, b.dtype))
-        acc_mode = bool(mode == "nd" and red and not trailing)
+        acc_mode = nest.accumulate
         for j, r in enumerate(reds):
             view = "acc" if acc_mode else ("one" if kept == 0 else ("keptflat" if mode == "rows" else "nd"))
             args.append((f"z{j}", r.out, view, False, r.acc_dtype if acc_mode else r.out.dtype))
