@@ -143,10 +143,13 @@ class LoopNest:
         self.stores: list[tuple[Buf, str]] = []
         self.reductions: list[Reduction] = []
         # schedule (``passes.schedule``): prange or not; the loop layout ('scalar', 'flat', 'full',
-        # 'rows', 'nd'); whether reductions accumulate in a separate kept-shape buffer
+        # 'rows', 'nd'); whether reductions accumulate in a separate kept-shape buffer; the tile
+        # size of reductions and the number of chunks a parallel reduction is split into
         self.parallel = False
         self.layout: str | None = None
         self.accumulate = False
+        self.tile = 512
+        self.chunks = 1
         self._loads: dict = {}
 
     @property
@@ -329,7 +332,8 @@ def params_text(params: dict) -> str:
 def _nest_text(nest: LoopNest, ind: str) -> list[str]:
     red = f" reduce {list(nest.reduce_axes)}" if nest.reduce_axes else ""
     par = " parallel" if nest.parallel else ""
-    lay = f" layout={nest.layout}" if nest.layout else ""
+    lay = f" layout={nest.layout} tile={nest.tile}" if nest.layout else ""
+    lay += f" chunks={nest.chunks}" if nest.chunks > 1 else ""
     acc = " accumulate" if nest.accumulate else ""
     lines = [f"{ind}nest{nest.index} over {list(nest.domain)}{red}{par}{lay}{acc}:"]
     ind2 = ind + "  "

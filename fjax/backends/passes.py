@@ -55,10 +55,19 @@ def nest_layout(nest: LoopNest) -> tuple[str, bool]:
     return "nd", bool(red and not trailing)
 
 
-def schedule(prog: Program, parallel: Callable[[LoopNest], bool]) -> Program:
-    """Mark each loop nest of ``prog`` parallel where ``parallel(nest)`` says so, and set its
-    layout (``nest_layout``), in place."""
+def schedule_nest(nest: LoopNest, parallel: Callable[[LoopNest], bool], tile: int, chunks: int) -> LoopNest:
+    """Schedule one nest (in place): ``parallel`` from the backend's policy, the layout
+    (``nest_layout``), the ``tile`` size of reductions' pairwise-summed tiles, and the number of
+    ``chunks`` a parallel reduction's range is split into (1 when serial)."""
+    nest.parallel = bool(parallel(nest))
+    nest.layout, nest.accumulate = nest_layout(nest)
+    nest.tile = int(tile)
+    nest.chunks = int(chunks) if nest.parallel else 1
+    return nest
+
+
+def schedule(prog: Program, parallel: Callable[[LoopNest], bool], tile: int = 512, chunks: int = 64) -> Program:
+    """Schedule every loop nest of ``prog`` (``schedule_nest``), in place."""
     for nest in loop_nests(prog):
-        nest.parallel = bool(parallel(nest))
-        nest.layout, nest.accumulate = nest_layout(nest)
+        schedule_nest(nest, parallel, tile, chunks)
     return prog

@@ -25,7 +25,7 @@ class NumbaBackend(Backend):
         )
 
     def prepare(self, prog: Program) -> Program:
-        return passes.schedule(prog, render.parallel_policy)
+        return passes.schedule(prog, render.parallel_policy, tile=render.TILE, chunks=render.REDUCE_CHUNKS)
 
     def compile(self, prog: Program) -> Callable[..., list]:
         return program.compile_program(self.prepare(prog))

@@ -361,8 +361,9 @@ class NumbaRenderer:
         rerun_body += body[len(rerun_body) :]
 
         if nest.layout is None:  # not scheduled (a nest rendered on its own)
-            nest.layout, nest.accumulate = passes.nest_layout(nest)
+            passes.schedule_nest(nest, parallel_policy, TILE, REDUCE_CHUNKS)
         mode = nest.layout
+        tile = nest.tile  # the schedule's tile size
         trailing = nest.trailing_reduce()
         kept = n - len(red)
         kept_shape = tuple(nest.domain[a] for a in range(n) if a not in red)
@@ -458,15 +459,15 @@ class NumbaRenderer:
             for j, r in enumerate(reds):
                 td, ad = tile_dtype(r), r.acc_dtype
                 if td == ad:
-                    out.append(f"{ind}tb{j} = np.empty({TILE + TILE // 2}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:]")
+                    out.append(f"{ind}tb{j} = np.empty({tile + tile // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{tile // 2}:]")
                 elif ad.itemsize % td.itemsize == 0:
-                    out.append(f"{ind}tb{j} = np.empty({TILE // 2 + TILE * td.itemsize // ad.itemsize}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:].view({_T(td)})")
+                    out.append(f"{ind}tb{j} = np.empty({tile // 2 + tile * td.itemsize // ad.itemsize}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{tile // 2}:].view({_T(td)})")
                 else:
-                    out.append(f"{ind}tb{j} = np.empty({TILE // 2}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = np.zeros({TILE}, {_T(td)})")
-                out.append(f"{ind}tw{j} = tb{j}[: {TILE // 2}]")
+                    out.append(f"{ind}tb{j} = np.empty({tile // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = np.zeros({tile}, {_T(td)})")
+                out.append(f"{ind}tw{j} = tb{j}[: {tile // 2}]")
 
         def tile_pass(ind: str, count: str) -> None:
             # the body over one tile: with the fast paths, then exactly if any input was out of range
@@ -487,8 +488,8 @@ class NumbaRenderer:
             # depends only on the tile's length, not on the vector width or thread count)
             for j, r in enumerate(reds):
                 out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
-            out.append(f"{ind}for t0 in range({lo}, {hi}, {TILE}):")
-            out.append(f"{ind}    t1 = min(t0 + {TILE}, {hi})")
+            out.append(f"{ind}for t0 in range({lo}, {hi}, {tile}):")
+            out.append(f"{ind}    t1 = min(t0 + {tile}, {hi})")
             for x in tile_ins:
                 out.append(f"{ind}    {x}t = {view(x)}")
             for j in range(len(stores)):
@@ -496,8 +497,8 @@ class NumbaRenderer:
             tile_pass(ind + "    ", "t1 - t0")
             if not reds:
                 return
-            out.append(f"{ind}    w = {TILE // 2}")
-            out.append(f"{ind}    if t1 - t0 < {TILE}:  # a last short tile: pad to a power of two")
+            out.append(f"{ind}    w = {tile // 2}")
+            out.append(f"{ind}    if t1 - t0 < {tile}:  # a last short tile: pad to a power of two")
             out.append(f"{ind}        w = 1")
             out.append(f"{ind}        while 2 * w < t1 - t0:")
             out.append(f"{ind}            w *= 2")
@@ -534,7 +535,7 @@ class NumbaRenderer:
             out.extend(st_lines("    ", "i"))
         elif mode == "rows":
             # rows in chunks (one chunk per prange iteration), each with its tile buffers
-            nch = REDUCE_CHUNKS if par else 1
+            nch = nest.chunks
             for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
                 out.append(f"{x}f = {x}.reshape(nk * nr)")
             start = len(out)
@@ -545,7 +546,7 @@ class NumbaRenderer:
             out.append(f"    if 0 < nr <= {SHORT_ROWS}:")
             # short rows (softmax over 10 classes): the body runs vectorized over as many whole
             # rows as fit in a tile, then each row is combined in order
-            out.append(f"        rpt = {TILE} // nr")
+            out.append(f"        rpt = {tile} // nr")
             out.append("        for kk in range(klo, khi, rpt):")
             out.append("            m = (min(kk + rpt, khi) - kk) * nr")
             for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
@@ -569,7 +570,7 @@ class NumbaRenderer:
             if nch == 1:  # one chunk: no chunk loop
                 out[start:] = [ln[4:] for ln in out[start + 1 :]]
         elif mode in ("full", "flat"):
-            nch = REDUCE_CHUNKS if par else 1
+            nch = nest.chunks
             if nch == 1:  # one chunk: the tiles of the whole range, no chunk loop or partials
                 tile_bufs("")
                 tiled("", "0", "n", lambda a: f"{a}[t0:t1]")
