@@ -343,3 +343,20 @@ def concat_all_empty_grad(x, y):
 def test_concatenate_of_only_empty_parts(_strict):
     _check(concat_all_empty, f32(0), f32(0))
     _check(concat_all_empty_grad, f32(0), f32(0), native=False)
+
+
+def test_pooled_dot_outputs_of_other_rank():
+    """A GEMM writes its pooled output buffer through its 2-d/3-d shape (matrix-vector and batched
+    dots, whose IR buffers have another rank): regression for 'output array is not acceptable'."""
+
+    def f(w, x):
+        h = jnp.tanh(w @ x)  # (8,) from a (8, 4) x (4,) GEMM
+        b = jnp.einsum("bij,bj->bi", jnp.stack([w, w * 2.0]), jnp.stack([x, x]))  # batched
+        return jnp.sum(h * 2.0) + jnp.sum(jnp.sin(b))
+
+    w = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(fjax.jit(f)(w, x)), np.asarray(f(w, x)), rtol=2e-5)
+    g = fjax.jit(fjax.vmap(fjax.grad(f), in_axes=(None, 0)))(w, np.stack([x, x * 0.5]))
+    want = fjax.vmap(fjax.grad(f), in_axes=(None, 0))(w, np.stack([x, x * 0.5]))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=2e-4, atol=1e-6)
