@@ -257,16 +257,16 @@ def is_batched(shape: tuple) -> bool:
 _ENTRY: dict[str, Callable] = {"cholesky": cholesky, "triangular_solve": triangular_solve, "lu": lu}
 
 
-def host_kernel(node: Any) -> Callable | None:
-    """The jit host step of a ``cholesky`` / ``triangular_solve`` / ``lu`` node (anything with the
-    primitive's ``params`` and its operands' avals: a ``JaxprEqn`` or a ``HostCall``), or None."""
-    prim = getattr(node, "prim", None) or node.primitive
-    in_avals = getattr(node, "in_avals", None) or tuple(v.aval for v in node.invars)
+def host_kernel(step: Any) -> Callable | None:
+    """The jit host step of a ``cholesky`` / ``triangular_solve`` / ``lu`` step node
+    (``kernel_ir.HostCall``: the primitive, its params and operand avals), or None for the impl."""
+    in_avals = step.in_avals
     if any(np.dtype(av.dtype) not in _PREFIX for av in in_avals) or any(0 in av.shape for av in in_avals):
         return None
     if not is_batched(in_avals[0].shape):
         return None  # one matrix: the impl's scipy call (the same numbers eagerly and under jit)
-    fast, impl, params = _ENTRY[prim.name], prim.impl, dict(node.params)
+    prim = step.prim
+    fast, impl, params = _ENTRY[prim.name], prim.impl, dict(step.params)
 
     def run(*args: np.ndarray) -> Any:
         r = fast(*args, **params)
