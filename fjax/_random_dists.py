@@ -681,8 +681,8 @@ def _poisson(key: Any, lam: Any, shape: tuple, dtype: np.dtype) -> Any:
 
 
 def _random_poisson_impl(key: np.ndarray, lam: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
-    # a numba loop per lane, equal to the composite ``_poisson`` (which runs op by op on the
-    # host, its fma primitive having no lowering: ~45 s for 10**6 samples)
+    # a numba loop per lane, equal to the composite ``_poisson`` (whose compiled while loops take
+    # tens of seconds to compile for each shape)
     from fjax import _random_gamma_kernel  # noqa: PLC0415
 
     return _random_gamma_kernel.sample_poisson(np.asarray(key), np.asarray(lam), dtype)

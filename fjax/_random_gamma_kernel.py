@@ -1,11 +1,12 @@
-"""Compiled (numba) float32 gamma and poisson samplers. The gamma sampler reproduces, element
-by element and bit for bit, the lax composite in ``fjax._random_dists._gamma_one`` (JAX's
-Marsaglia-Tsang loop with its key splits, XLA's float32 ``log``/``log1p``/``erf_inv`` and XLA's fused multiply-adds).
+"""Compiled (numba) float32 gamma, poisson and binomial samplers. Each reproduces, element by
+element and bit for bit, its lax composite in ``fjax._random_dists`` (JAX's loops with their key
+splits, XLA's float32 ``log``/``log1p``/``erf_inv`` and XLA's fused multiply-adds).
 
-Why a second implementation: the composite is a vmapped ``while_loop`` whose private ``fma`` and
-``bitcast`` primitives have no lowering rule, so it would run op by op over whole batches (about a
-minute for 10**6 samples). Here each sample is a scalar loop. The composite stays the reference
-semantics and the tests check that both agree exactly.
+Why a second implementation: each composite is a vmapped ``while_loop`` over the whole batch.
+Compiled as a loop (the private ``fma``/``bitcast`` primitives lower to ``rt.fma``/``rt.bitcast``)
+it runs fast but takes tens of seconds to compile for every new shape; op by op on the host it
+takes about a minute for 10**6 samples. Here each sample (lane) is a scalar loop, compiled once.
+The composites stay the reference semantics and the tests check that both agree exactly.
 
 Scalar threefry2x32 runs on uint64 values masked to 32 bits (numba widens uint32 arithmetic). The
 float32 fused multiply-add is LLVM's ``fma`` (rounded once, as ``random._fma_impl``).
