@@ -110,11 +110,13 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """numpy in, numpy out: float64 ``a*b + c`` with one rounding (broadcasting the operands)."""
-    a, b, c = (np.ascontiguousarray(v, np.float64) for v in np.broadcast_arrays(a, b, c))
+    a, b, c = np.broadcast_arrays(a, b, c)
+    shape = a.shape  # (ascontiguousarray makes a 0-d array 1-d)
+    a, b, c = (np.ascontiguousarray(v, np.float64).reshape(-1) for v in (a, b, c))
     out = np.empty(a.shape, np.float64)
     if out.size:
-        fma_f64_flat(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
-    return out
+        fma_f64_flat(a, b, c, out)
+    return out.reshape(shape)
 
 
 disk_cache.guard_module_caches([sys.modules[__name__]])
