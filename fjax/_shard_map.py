@@ -81,8 +81,6 @@ def shard_map(
         )
     if out_specs is None:
         raise TypeError("shard_map() missing required keyword argument: 'out_specs'")
-    if auto:
-        raise NotImplementedError("shard_map: auto (partially automatic sharding) is not supported by fjax")
     check = check_vma if check_rep is None else bool(check_rep)
 
     @functools.wraps(f, updated=())
@@ -93,6 +91,15 @@ def shard_map(
 
         sizes = m.shape
         names = list(m.axis_names)
+        if auto:
+            # the older spelling of axis_names: the mesh axes left automatic; fjax's arrays hold their
+            # global value, so an automatic axis is one the body sees unsplit (no vmap over it)
+            unknown = set(auto) - set(names)
+            if unknown:
+                raise ValueError(f"shard_map: auto names {sorted(map(str, unknown))} are not axes of the mesh {names}")
+            if axis_names and set(axis_names) & set(auto):
+                raise ValueError("shard_map: an axis cannot be both in axis_names and in auto")
+            names = [n for n in names if n not in set(auto)]
         if axis_names:
             names = [n for n in names if n in set(axis_names)]
         nprocs, rank, k_local = _process_layout(m, names)
@@ -232,6 +239,11 @@ def _to_blocks(x: Any, spec: PartitionSpec, names: list, sizes: dict) -> tuple[A
         for a in p:
             if a not in sizes:
                 raise ValueError(f"shard_map: spec {spec!r} names {a!r}, which is not an axis of the mesh {names}")
+            if a not in names:
+                raise NotImplementedError(
+                    f"shard_map: spec {spec!r} splits an argument along mesh axis {a!r}, which is automatic here "
+                    f"(not in axis_names, or in auto); fjax supports specs over the manual axes {names} only"
+                )
             axis_pos[a] = len(new_shape)
             new_shape.append(sizes[a])
         block_pos.append(len(new_shape))
