@@ -6,7 +6,11 @@ mesh axis (the first mesh axis outermost), each named after its axis: every argu
 so that the blocks its ``PartitionSpec`` assigns to the devices of a mesh axis form a leading
 axis of that size (arguments not split along an axis are broadcast along it), and the outputs are
 reassembled from their blocks by ``out_specs``. The computation is one program over all blocks,
-so it composes with ``jit``, ``grad`` and ``vmap`` like any function.
+so it composes with ``jit``, ``grad`` and ``vmap`` like any function. A gradient taken inside
+the body follows JAX's varying-manual-axes rules with ``check_vma=True`` (``fjax._shard_map_vjp``:
+gradients for replicated inputs come out summed over the instances) and ``pmap``'s per-instance
+rules with ``check_vma=False``. ``auto=`` (mesh axes left automatic) is the complement of
+``axis_names=``: the body sees those axes unsplit.
 
 An output whose spec omits a mesh axis must not vary along it (with ``check_vma=True``, the
 default, a varying one raises ``ValueError``, as JAX's check; with ``check_vma=False`` the block
@@ -205,7 +209,9 @@ def _vmap_axis(
                 dims.append(0 if (name in used or not check) else None)
             return dims
 
-        data = batching.AxisData(size, name, None, procs[0], procs[1])
+        from fjax._shard_map_vjp import VmaAxisData  # noqa: PLC0415
+
+        data = (VmaAxisData if check else batching.AxisData)(size, name, None, procs[0], procs[1])
         try:
             return batching.vmap_flat(fn, size, [0 if m else None for m in mapped], list(xs), out_dims, axis_data=data)
         except ValueError as e:

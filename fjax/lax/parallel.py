@@ -15,7 +15,10 @@ finishes with an MPI primitive from ``fjax.lax.parallel_mpi``.
 Differentiation: each collective is linear (``pmax``/``pmin`` are piecewise linear) and its
 transpose is the adjoint collective under per-device cotangents (``psum`` -> ``psum``,
 ``all_gather`` -> ``psum_scatter``, ``all_to_all`` -> ``all_to_all`` with the axes swapped,
-``ppermute`` -> the inverse permutation), as JAX's ``vmap``/``pmap`` semantics have it.
+``ppermute`` -> the inverse permutation), as JAX's ``vmap``/``pmap`` semantics have it (JAX's
+``psum_p``). Inside ``shard_map(check_vma=True)`` JAX instead transposes ``psum`` to ``pvary``
+and the implicit ``pvary`` of a replicated value to ``psum``: ``fjax.vjp`` there differentiates
+the whole-mesh function (``fjax._shard_map_vjp``), which gives those numbers.
 """
 
 from __future__ import annotations
