@@ -122,7 +122,7 @@ def test_unbound_axis_name():
     with pytest.raises(NameError, match="unbound axis name"):
         lax.axis_index("i")
     with pytest.raises(NotImplementedError, match="positional"):
-        fjax.vmap(lambda v: lax.psum(v, 0), axis_name="i")(jnp.ones((3, 2)))
+        fjax.vmap(lambda v: lax.all_gather(v, 0), axis_name="i")(jnp.ones((3, 2)))
     with pytest.raises(NotImplementedError, match="axis_index_groups"):
         fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(2))
 
@@ -197,3 +197,46 @@ def test_grads(x64):
 def test_vmap_spmd_axis_name_accepted():
     out = fjax.vmap(lambda v: lax.psum(v, "i"), axis_name="i", spmd_axis_name="data")(jnp.arange(3.0))
     np.testing.assert_allclose(out, [3.0, 3.0, 3.0])
+
+
+@given(st.integers(0, 2**16))
+def test_positional_axes_and_tuple_names(seed):
+    # psum/pmean/pmax/pmin over positional axes (the operand's own) mixed with names
+    x = np.random.default_rng(seed).standard_normal((2, 3, 12, 2)).astype(np.float32)
+    vv = lambda f: fjax.vmap(fjax.vmap(f, axis_name="j"), axis_name="i")  # noqa: E731
+    np.testing.assert_allclose(
+        vv(lambda v: lax.psum(v, ("i", 0)))(x), np.broadcast_to(x.sum((0, 2)), (2, 3, 2)), rtol=1e-5, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        vv(lambda v: lax.pmean(v, (1, "j")))(x),
+        np.broadcast_to(x.mean((1, 3))[:, None], (2, 3, 12)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    np.testing.assert_array_equal(
+        vv(lambda v: lax.pmax(v, ("i", "j", -1)))(x), np.broadcast_to(x.max((0, 1, 3)), (2, 3, 12))
+    )
+    np.testing.assert_array_equal(lax.pmin(x, (0, 2)), x.min((0, 2)))
+    flat = x.reshape(6, 12, 2)  # members numbered (i, j) with i major
+    # psum_scatter over both names: member (a, b) keeps block a*3+b of the sum
+    out = vv(lambda v: lax.psum_scatter(v, ("i", "j"), tiled=True))(x).reshape(6, 2, 2)
+    np.testing.assert_allclose(out, flat.sum(0).reshape(6, 2, 2), rtol=1e-5, atol=1e-5)
+    out = vv(lambda v: lax.psum_scatter(v[:6], ("i", "j")))(x).reshape(6, 2)
+    np.testing.assert_allclose(out, flat[:, :6].sum(0), rtol=1e-5, atol=1e-5)
+    # ppermute over both names
+    perm = [(0, 5), (5, 2), (2, 0), (1, 3)]
+    ref = np.zeros_like(flat)
+    for src, dst in perm:
+        ref[dst] = flat[src]
+    np.testing.assert_array_equal(vv(lambda v: lax.ppermute(v, ("i", "j"), perm))(x).reshape(6, 12, 2), ref)
+
+
+def test_tuple_names_grads(x64):
+    x = np.random.default_rng(6).standard_normal((2, 3, 12))
+    vv = lambda f: fjax.vmap(fjax.vmap(f, axis_name="j"), axis_name="i")  # noqa: E731
+    perm = [(0, 5), (5, 2), (2, 0), (1, 3)]
+    check_grads(lambda v: vv(lambda u: lax.ppermute(u, ("i", "j"), perm) * u)(v), (x,), order=1, modes=("fwd", "rev"))
+    check_grads(
+        lambda v: vv(lambda u: lax.psum_scatter(u * u, ("i", "j"), tiled=True))(v), (x,), order=1, modes=("fwd", "rev")
+    )
+    check_grads(lambda v: vv(lambda u: lax.pmean(jnp.sin(u), ("i", 0)))(v), (x,), order=2, modes=("fwd", "rev"))

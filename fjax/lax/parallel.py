@@ -68,6 +68,30 @@ def _names(axis_name: Any) -> tuple:
     return names
 
 
+def _split_positional(axis_name: Any) -> tuple[tuple, tuple]:
+    """``(named axes, positional axes)`` of a reduction's ``axis_name``: integers name axes of the
+    operand itself (``psum(x, 0)`` sums over its first axis), as JAX's ``psum``/``pmax``/``pmin``."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    pos = tuple(int(n) for n in names if isinstance(n, (int, np.integer)) and not isinstance(n, bool))
+    named = tuple(n for n in names if not (isinstance(n, (int, np.integer)) and not isinstance(n, bool)))
+    return named, pos
+
+
+def _pos_reduce(x: Any, pos: tuple, kind: str, fn: str) -> Any:
+    """Reduce each leaf of ``x`` over its positional axes ``pos``."""
+    if not pos:
+        return x
+    L = _lax()
+
+    def one(v: Any) -> Any:
+        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, fn)
+        nd = core.get_aval(v).ndim
+        axes = tuple(sorted({_norm_axis(fn, a, nd) for a in pos}))
+        return {"sum": L.reduce_sum, "max": L.reduce_max, "min": L.reduce_min}[kind](v, axes)
+
+    return tu.tree_map(one, x)
+
+
 def _frame(name: Any) -> batching.AxisData:
     fr = batching.axis_frame(name)
     if fr is None:
@@ -262,7 +286,10 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     statically, as in JAX: ``psum(1, 'i')`` is the size of axis ``i``.
     """
     _check_groups("psum", axis_index_groups)
-    axes = _names(axis_name)
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "sum", "psum")
+    if not axes:
+        return x
     leaves = tu.tree_leaves(x)
     if leaves and not any(isinstance(v, core.Tracer) for v in leaves) and all(_frame(a).nprocs == 1 for a in axes):
         n = _size_of(axes)
@@ -316,24 +343,38 @@ def _static_mul(v: Any, n: int) -> Any:
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Maximum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
     _check_groups("pmax", axis_index_groups)
-    return _tree_bind(pmax_p, x, _names(axis_name), "pmax")
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "max", "pmax")
+    return _tree_bind(pmax_p, x, axes, "pmax") if axes else x
 
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Minimum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
     _check_groups("pmin", axis_index_groups)
-    return _tree_bind(pmin_p, x, _names(axis_name), "pmin")
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "min", "pmin")
+    return _tree_bind(pmin_p, x, axes, "pmin") if axes else x
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Mean of ``x`` (a pytree) over the named axis (or axes) ``axis_name``: ``psum(x) / n``."""
     _check_groups("pmean", axis_index_groups)
-    axes = _names(axis_name)
+    axes, pos = _split_positional(axis_name)
     n = _size_of(axes)
-    total = psum(x, axes)
+    if pos:  # the mean also runs over the operand's own axes: count their entries
+        counts = tu.tree_map(
+            lambda v: math.prod(
+                core.get_aval(v).shape[_norm_axis("pmean", a, core.get_aval(v).ndim)] for a in set(pos)
+            ),
+            x,
+        )
+        leaves_n, _ = tu.tree_flatten(counts)
+    total = psum(x, tuple(axes) + pos)
     L = _lax()
+    it = iter(leaves_n) if pos else None
 
     def div(v: Any) -> Any:
+        m = n * (next(it) if it is not None else 1)
         v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
         dt = core.get_aval(v).dtype
         if dt.kind not in "fc":
@@ -341,7 +382,7 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
             v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
             dt = core.get_aval(v).dtype
-        return L.div(v, L.convert_element_type(n, dt))
+        return L.div(v, L.convert_element_type(m, dt))
 
     return tu.tree_map(div, total)
 
@@ -496,13 +537,22 @@ def psum_scatter(
     ``tiled=True``)."""
     _check_groups("psum_scatter", axis_index_groups)
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("psum_scatter over a tuple of axis names is not supported by fjax")
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "psum_scatter")
         sd = _norm_axis("psum_scatter", scatter_dimension, core.get_aval(leaf).ndim)
-        return psum_scatter_p.bind(leaf, axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=_size_of(axes))
+        if len(axes) == 1:
+            return psum_scatter_p.bind(leaf, axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=_size_of(axes))
+        # over several names (the first major): one tiled scatter per name, each keeping the
+        # block of its member within the previous one's block
+        n = _size_of(axes)
+        _scatter_abstract(core.get_aval(leaf), axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=n)
+        y = leaf
+        for name in axes:
+            y = psum_scatter_p.bind(
+                y, axes=(name,), scatter_dimension=sd, tiled=True, axis_size=_frame(name).global_size
+            )
+        return y if tiled else _squeeze(y, sd)
 
     return tu.tree_map(one, x)
 
@@ -682,8 +732,6 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Send ``x`` from member ``src`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
     members that receive nothing get zeros."""
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("ppermute over a tuple of axis names is not supported by fjax")
     n = _size_of(axes)
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
@@ -695,9 +743,29 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "ppermute")
-        return ppermute_p.bind(leaf, axes=axes, perm=perm)
+        if len(axes) == 1:
+            return ppermute_p.bind(leaf, axes=axes, perm=perm)
+        return _ppermute_product(leaf, axes, perm, n)
 
     return tu.tree_map(one, x)
+
+
+def _ppermute_product(x: Any, axes: tuple, perm: tuple, n: int) -> Any:
+    """``ppermute`` over several names (members numbered with the first name major): every member
+    gathers the axis's values and keeps its source's (zeros where nothing is sent to it); linear
+    in ``x``, so its transpose is that of ``all_gather`` and the indexing."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    L = _lax()
+    table = np.full(n, -1, np.int32)
+    for src, dst in perm:
+        table[dst] = src
+    g = all_gather(x, axes)  # (n, ...)
+    me = axis_index(axes)
+    src = slicing.dynamic_index_in_dim(core.to_array(np.maximum(table, 0), "ppermute"), me, 0, keepdims=False)
+    got = slicing.dynamic_index_in_dim(g, src, 0, keepdims=False)
+    has = slicing.dynamic_index_in_dim(core.to_array(table >= 0, "ppermute"), me, 0, keepdims=False)
+    return L.select(L.broadcast_in_dim(has, core.get_aval(got).shape, ()), got, L.full_like(got, 0))
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:
