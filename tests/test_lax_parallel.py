@@ -124,7 +124,9 @@ def test_unbound_axis_name():
     with pytest.raises(NotImplementedError, match="positional"):
         fjax.vmap(lambda v: lax.all_gather(v, 0), axis_name="i")(jnp.ones((3, 2)))
     with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(2))
+        fjax.vmap(lambda v: lax.psum_scatter(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones((2, 2)))
+    with pytest.raises(ValueError, match="cover all indices exactly once"):
+        fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(3))
 
 
 # module-level jitted functions: compiled once for the whole module
@@ -240,3 +242,31 @@ def test_tuple_names_grads(x64):
         lambda v: vv(lambda u: lax.psum_scatter(u * u, ("i", "j"), tiled=True))(v), (x,), order=1, modes=("fwd", "rev")
     )
     check_grads(lambda v: vv(lambda u: lax.pmean(jnp.sin(u), ("i", 0)))(v), (x,), order=2, modes=("fwd", "rev"))
+
+
+@given(stacked(min_n=4, max_n=4, max_rank=1), st.permutations(range(4)), st.booleans())
+def test_axis_index_groups(x, order, tiled):
+    groups = [list(order[:2]), list(order[2:])]
+    group_of = {i: g for g in groups for i in g}
+    for f, red in [
+        (lambda v: lax.psum(v, "i", axis_index_groups=groups), lambda rows: rows.sum(0)),
+        (lambda v: lax.pmean(v, "i", axis_index_groups=groups), lambda rows: rows.mean(0)),
+        (lambda v: lax.pmax(v, "i", axis_index_groups=groups), lambda rows: rows.max(0)),
+        (lambda v: lax.pmin(v, "i", axis_index_groups=groups), lambda rows: rows.min(0)),
+        (lambda v: lax.all_gather(v, "i", axis_index_groups=groups), lambda rows: rows),
+    ]:
+        ref = np.stack([red(x[group_of[i]]) for i in range(4)])
+        np.testing.assert_allclose(vm(f, x), ref, rtol=1e-5, atol=1e-6)
+    if x.ndim == 2:
+        out = vm(lambda v: lax.all_gather(v, "i", axis_index_groups=groups, axis=0, tiled=tiled), x)
+        ref = np.stack([x[group_of[i]] for i in range(4)])
+        np.testing.assert_array_equal(out, ref.reshape(4, -1) if tiled else ref)
+    # the gradient of a grouped psum (a sum within each group)
+    g = fjax.grad(
+        lambda x: fjax.vmap(lambda v: jnp.sum(lax.psum(v * v, "i", axis_index_groups=groups) * v), axis_name="i")(
+            x
+        ).sum()
+    )(x)
+    sums = np.stack([x[group_of[i]].sum(0) for i in range(4)])
+    sq = np.stack([(x[group_of[i]] ** 2).sum(0) for i in range(4)])
+    np.testing.assert_allclose(g, sq + 2 * x * sums, rtol=1e-4, atol=1e-5)

@@ -123,6 +123,60 @@ def _check_groups(fn: str, groups: Any) -> None:
         raise NotImplementedError(f"{fn}: axis_index_groups is not supported by fjax")
 
 
+def _groups(fn: str, axis_name: Any, groups: Any, same_size: bool = False) -> tuple[Any, tuple]:
+    """``(name, groups as tuples)`` for a collective over ``axis_index_groups`` of one named axis;
+    the groups must cover the axis's indices exactly once (as JAX checks)."""
+    named, pos = _split_positional(axis_name)
+    if pos:
+        raise ValueError("axis_index_groups only supported for sums over just named axes")
+    if len(named) != 1:
+        raise NotImplementedError(f"{fn}: axis_index_groups over several axis names is not supported by fjax")
+    groups = tuple(tuple(int(i) for i in g) for g in groups)
+    n = _size_of(named)
+    if sorted(i for g in groups for i in g) != list(range(n)):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    if same_size and len({len(g) for g in groups}) != 1:
+        raise ValueError(f"{fn}: all axis_index_groups must be the same size, got {[len(g) for g in groups]}")
+    return named[0], groups
+
+
+def _grouped_reduce(x: Any, name: Any, groups: tuple, kind: str, fn: str) -> Any:
+    """Each member reduces over the members of its group: every member gathers the axis and
+    masks out the other groups (a linear map of ``x`` for sums: its transpose is that of
+    ``all_gather`` and the mask)."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    L = _lax()
+    n = _frame(name).global_size
+    mask = np.zeros((n, n), np.bool_)
+    for g in groups:
+        for i in g:
+            mask[i, list(g)] = True
+
+    def one(v: Any) -> Any:
+        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, fn)
+        dt = core.get_aval(v).dtype
+        if dt == np.bool_ and kind == "sum":
+            v = L.convert_element_type(v, np.int32)
+            dt = np.dtype(np.int32)
+        g = all_gather(v, name)  # (n, ...)
+        row = slicing.dynamic_index_in_dim(core.to_array(mask, fn), axis_index(name), 0, keepdims=False)
+        keep = L.broadcast_in_dim(row, core.get_aval(g).shape, (0,))
+        if kind == "sum":
+            return L.reduce_sum(L.select(keep, g, L.full_like(g, 0)), (0,))
+        if dt.kind == "f":
+            fill = -np.inf if kind == "max" else np.inf
+        elif dt == np.bool_:
+            fill = kind != "max"
+        else:
+            info = np.iinfo(dt)
+            fill = info.min if kind == "max" else info.max
+        red = L.reduce_max if kind == "max" else L.reduce_min
+        return red(L.select(keep, g, L.full_like(g, fill)), (0,))
+
+    return tu.tree_map(one, x)
+
+
 def _collective(name: str) -> core.Primitive:
     p = core.Primitive(name)
     p.axis_main = _axis_main
@@ -285,7 +339,9 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     Concrete inputs (Python/numpy scalars and arrays that no transform traces) are summed
     statically, as in JAX: ``psum(1, 'i')`` is the size of axis ``i``.
     """
-    _check_groups("psum", axis_index_groups)
+    if axis_index_groups is not None:
+        name, groups = _groups("psum", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "sum", "psum")
     axes, pos = _split_positional(axis_name)
     x = _pos_reduce(x, pos, "sum", "psum")
     if not axes:
@@ -342,7 +398,9 @@ def _static_mul(v: Any, n: int) -> Any:
 
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Maximum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
-    _check_groups("pmax", axis_index_groups)
+    if axis_index_groups is not None:
+        name, groups = _groups("pmax", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "max", "pmax")
     axes, pos = _split_positional(axis_name)
     x = _pos_reduce(x, pos, "max", "pmax")
     return _tree_bind(pmax_p, x, axes, "pmax") if axes else x
@@ -350,7 +408,9 @@ def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Minimum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
-    _check_groups("pmin", axis_index_groups)
+    if axis_index_groups is not None:
+        name, groups = _groups("pmin", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "min", "pmin")
     axes, pos = _split_positional(axis_name)
     x = _pos_reduce(x, pos, "min", "pmin")
     return _tree_bind(pmin_p, x, axes, "pmin") if axes else x
@@ -358,7 +418,11 @@ def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Mean of ``x`` (a pytree) over the named axis (or axes) ``axis_name``: ``psum(x) / n``."""
-    _check_groups("pmean", axis_index_groups)
+    if axis_index_groups is not None:
+        # (JAX divides by the size of the first group: the groups must be the same size)
+        name, groups = _groups("pmean", axis_name, axis_index_groups, same_size=True)
+        total = _grouped_reduce(x, name, groups, "sum", "pmean")
+        return tu.tree_map(lambda v: _mean_div(v, len(groups[0])), total)
     axes, pos = _split_positional(axis_name)
     n = _size_of(axes)
     if pos:  # the mean also runs over the operand's own axes: count their entries
@@ -370,21 +434,25 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
         )
         leaves_n, _ = tu.tree_flatten(counts)
     total = psum(x, tuple(axes) + pos)
-    L = _lax()
     it = iter(leaves_n) if pos else None
 
     def div(v: Any) -> Any:
-        m = n * (next(it) if it is not None else 1)
-        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
-        dt = core.get_aval(v).dtype
-        if dt.kind not in "fc":
-            from fjax import dtypes  # noqa: PLC0415
-
-            v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
-            dt = core.get_aval(v).dtype
-        return L.div(v, L.convert_element_type(m, dt))
+        return _mean_div(v, n * (next(it) if it is not None else 1))
 
     return tu.tree_map(div, total)
+
+
+def _mean_div(v: Any, m: int) -> Any:
+    """``v / m`` (integer and bool sums become floats, as JAX's ``pmean``)."""
+    L = _lax()
+    v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
+    dt = core.get_aval(v).dtype
+    if dt.kind not in "fc":
+        from fjax import dtypes  # noqa: PLC0415
+
+        v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
+        dt = core.get_aval(v).dtype
+    return L.div(v, L.convert_element_type(m, dt))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,7 +578,8 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
     """Gather ``x`` (a pytree) from every member of the named axis: a new axis ``axis`` of the
     axis size (``tiled=True``: concatenated along ``axis``). A tuple of names gathers over their
     product, the first name major."""
-    _check_groups("all_gather", axis_index_groups)
+    if axis_index_groups is not None:
+        return _grouped_gather(x, axis_name, axis_index_groups, axis, tiled)
     axes = _names(axis_name)
 
     def one(leaf: Any) -> Any:
@@ -525,6 +594,31 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         if tiled:
             g = _merge(g, ax)
         return g
+
+    return tu.tree_map(one, x)
+
+
+def _grouped_gather(x: Any, axis_name: Any, groups: Any, axis: int, tiled: bool) -> Any:
+    """``all_gather`` within ``axis_index_groups``: each member stacks its group's values in the
+    group's order."""
+    from fjax import numpy as jnp  # noqa: PLC0415
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    name, groups = _groups("all_gather", axis_name, groups, same_size=True)
+    n = _frame(name).global_size
+    table = np.zeros((n, len(groups[0])), np.int32)
+    for g in groups:
+        for i in g:
+            table[i] = g
+
+    def one(leaf: Any) -> Any:
+        leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "all_gather")
+        nd = core.get_aval(leaf).ndim
+        ax = _norm_axis("all_gather", axis, nd + (0 if tiled else 1))
+        g = all_gather(leaf, name)  # (n, ...)
+        rows = slicing.dynamic_index_in_dim(core.to_array(table, "all_gather"), axis_index(name), 0, keepdims=False)
+        out = _moveaxis(jnp.take(g, rows, axis=0), 0, ax)
+        return _merge(out, ax) if tiled else out
 
     return tu.tree_map(one, x)
 
