@@ -66,9 +66,9 @@ def _empty(shape: tuple, dtype: Any) -> np.ndarray:
 
 
 def _guard(what: str) -> Any:
-    from fjax import distributed  # noqa: PLC0415
+    from fjax.distributed import collective  # noqa: PLC0415
 
-    return distributed.collective(what)
+    return collective(what)
 
 
 def _comm() -> Any:
@@ -94,10 +94,15 @@ def _check_same(comm: Any, what: str, x: np.ndarray) -> None:
         raise ValueError(f"{what}: the operands differ in shape or dtype across processes ({desc})")
 
 
-def _mpi_op(kind: str) -> Any:
-    from mpi4py import MPI  # noqa: PLC0415
+_OPS: dict = {}
 
-    return {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[kind]
+
+def _mpi_op(kind: str) -> Any:
+    if not _OPS:
+        from mpi4py import MPI  # noqa: PLC0415
+
+        _OPS.update(sum=MPI.SUM, max=MPI.MAX, min=MPI.MIN)
+    return _OPS[kind]
 
 
 # ---------------------------------------------------------------------------------------------
