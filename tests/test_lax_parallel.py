@@ -231,6 +231,14 @@ def test_positional_axes_and_tuple_names(seed):
     for src, dst in perm:
         ref[dst] = flat[src]
     np.testing.assert_array_equal(vv(lambda v: lax.ppermute(v, ("i", "j"), perm))(x).reshape(6, 12, 2), ref)
+    # all_to_all over both names = the single-axis all_to_all over the flattened members
+    for tiled, sa, ca in [(True, 0, 1), (True, 0, 0), (False, 0, 1)]:
+        v6 = x[:, :, :6] if not tiled else x
+        one = lambda v: lax.all_to_all(v, ("i", "j"), sa, ca, tiled=tiled)  # noqa: E731
+        flat_ref = fjax.vmap(lambda v: lax.all_to_all(v, "k", sa, ca, tiled=tiled), axis_name="k")(
+            v6.reshape((6,) + v6.shape[2:])
+        )
+        np.testing.assert_array_equal(np.asarray(vv(one)(v6)).reshape(np.shape(flat_ref)), flat_ref)
 
 
 def test_tuple_names_grads(x64):
@@ -242,6 +250,12 @@ def test_tuple_names_grads(x64):
         lambda v: vv(lambda u: lax.psum_scatter(u * u, ("i", "j"), tiled=True))(v), (x,), order=1, modes=("fwd", "rev")
     )
     check_grads(lambda v: vv(lambda u: lax.pmean(jnp.sin(u), ("i", 0)))(v), (x,), order=2, modes=("fwd", "rev"))
+    check_grads(
+        lambda v: vv(lambda u: lax.all_to_all(u * u, ("i", "j"), 0, 0, tiled=True))(v),
+        (x,),
+        order=1,
+        modes=("fwd", "rev"),
+    )
 
 
 @given(stacked(min_n=4, max_n=4, max_rank=1), st.permutations(range(4)), st.booleans())

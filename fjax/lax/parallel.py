@@ -758,19 +758,35 @@ def all_to_all(
     along ``concat_axis`` in member order (``tiled=True``: concatenated)."""
     _check_groups("all_to_all", axis_index_groups)
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("all_to_all over a tuple of axis names is not supported by fjax")
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "all_to_all")
         nd = core.get_aval(leaf).ndim
         sa = _norm_axis("all_to_all", split_axis, nd)
         ca = _norm_axis("all_to_all", concat_axis, nd)
+        if len(axes) > 1:
+            return _a2a_product(leaf, axes, sa, ca, bool(tiled))
         return all_to_all_p.bind(
             leaf, axes=axes, split_axis=sa, concat_axis=ca, tiled=bool(tiled), axis_size=_size_of(axes)
         )
 
     return tu.tree_map(one, x)
+
+
+def _a2a_product(x: Any, axes: tuple, sa: int, ca: int, tiled: bool) -> Any:
+    """``all_to_all`` over several names (members numbered first name major): every member
+    gathers the axis and keeps its own chunk of each member's value (linear: it transposes as
+    ``all_gather`` and the indexing do)."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    n = _size_of(axes)
+    _a2a_abstract(core.get_aval(x), axes=axes, split_axis=sa, concat_axis=ca, tiled=tiled, axis_size=n)
+    g = all_gather(x, axes)  # (n senders, ...)
+    if tiled:
+        g = _split(g, sa + 1, n)  # the split axis becomes (n receivers, chunk)
+    y = slicing.dynamic_index_in_dim(g, axis_index(axes), sa + 1, keepdims=False)
+    y = _moveaxis(y, 0, ca)  # the senders, in member order, at the concat axis
+    return _merge(y, ca) if tiled else y
 
 
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
