@@ -175,4 +175,11 @@ inner = fjax.shard_map(
 g_sum, g_mean = inner(w0, arr)
 close(g_sum, per.sum(0), rtol=1e-4)
 close(g_mean, per.mean(0) + w0, rtol=1e-4)
+# jit with in/out shardings over the global mesh: the numbers of the global computation, results
+# laid out on every process's devices
+rows = NamedSharding(mesh, PartitionSpec("b"))
+jitted = fjax.jit(lambda x: jnp.sin(x) * 2, in_shardings=rows, out_shardings=rows)
+out = jitted(arr)
+close(out, np.sin(G) * 2)
+assert out.sharding == rows and [s.device for s in out.addressable_shards] == fjax.local_devices()
 print(f"OK {r}", flush=True)
