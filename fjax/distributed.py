@@ -215,7 +215,7 @@ class collective:  # noqa: N801
 
 def _at_exit() -> None:
     w = state.watchdog
-    if w is None:
+    if w is None or w.MPI.Is_finalized():  # (the program may have finalized MPI itself)
         return
     state.watchdog = None
     try:
