@@ -146,11 +146,10 @@ def _vjp_levels(run: Callable, args: list, n_diff: int, n_out: int) -> tuple:
 
     outs_low, back_low = _vjp_levels(mapped, vals, n_diff, n_out)
     outs = [o if bd is None else batching.BatchTracer(trace, o, 0) for o, bd in zip(outs_low, out_bdims)]
-    n_in_out = [core.get_aval(o) for o in outs[:n_out]]
 
     def back(cts: list) -> list:
         low = []
-        for c, o, bd, aval in zip(cts, outs_low, out_bdims, n_in_out):
+        for c, o, bd in zip(cts, outs_low[:n_out], out_bdims[:n_out]):
             if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
                 low.append(np.zeros(core.get_aval(o).shape, dtypes.float0))
                 continue
@@ -170,7 +169,6 @@ def _vjp_levels(run: Callable, args: list, n_diff: int, n_out: int) -> tuple:
             else:  # one cotangent for every instance of a varying output
                 c = c.val if isinstance(c, core.Tracer) and c._trace.main is top else c
                 low.append(batching.bdim_at_front(c, None, data.size))
-            del aval
         res = back_low(low)
         up = []
         for r, d in zip(res, dims[:n_diff]):
