@@ -330,7 +330,10 @@ class ProgramSource:
         plan = memory.plan_memory(self.prog)
         for ln in self.lines:
             if isinstance(ln, _Alloc) and ln.key in plan.slot:
-                ln.slot = f"_m{plan.slot[ln.key]}"
+                k = plan.slot[ln.key]
+                # the slot has the IR buffer's shape; a dot writes (with out=) in its 2-d/3-d shape
+                same = tuple(plan.slots[k][0]) == ln.shape
+                ln.slot = f"_m{k}" if same else f"_m{k}.reshape({_shape(ln.shape)})"
         return plan.slots
 
     def _kernel(self, si: int, k: ir.Kernel, ins: list, outs: list, prefix: str | None = None) -> None:
