@@ -261,6 +261,10 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()) -> Any:
     """Evaluate ``fun`` and return ``(primals_out, vjp_fn)``; ``vjp_fn(ct)`` gives a tuple of
     cotangents, one per primal argument (plus ``aux`` with ``has_aux=True``)."""
+    from fjax import _shard_map_vjp  # noqa: PLC0415
+
+    if _shard_map_vjp.vma_active():  # inside shard_map(check_vma=True): JAX's psum/pvary transposes
+        return _shard_map_vjp.vma_vjp(fun, primals, has_aux)
     p_flat, p_tree = tu.tree_flatten(primals)
     p_flat = [_check_arg(p, "vjp") for p in p_flat]
     out_tree_box: list = []

@@ -34,6 +34,9 @@ class Config:
         # psum/pmean of a pytree across processes: leaves are fused into buckets of this many MB,
         # one MPI Allreduce each (0: one Allreduce per leaf); 25 MB is PyTorch DDP's default
         "fjax_allreduce_bucket_mb": 25.0,
+        # seconds a process may wait in one collective across processes before the job is aborted
+        # with an error naming the collective (0: no limit); 30 minutes, torch.distributed's default
+        "fjax_mpi_timeout": 1800.0,
         # log a line (on the "jax._src.dispatch" logger, as JAX) each time jit traces anew
         "jax_log_compiles": False,
         "fjax_disk_cache": True,

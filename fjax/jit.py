@@ -486,11 +486,16 @@ def jit(
     static argument values), then run the compiled function on later calls."""
     if fun is None:
         return lambda f: jit(
-            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums
+            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums, **kwargs
         )
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
     sn, sa, dn = _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums)
+    in_sh, out_sh = kwargs.get("in_shardings"), kwargs.get("out_shardings")
+    if in_sh is not None or out_sh is not None:
+        from fjax.sharding import jit_with_shardings  # noqa: PLC0415
+
+        return jit_with_shardings(JitWrapped(fun, sn, sa, dn), in_sh, out_sh)
     return JitWrapped(fun, sn, sa, dn)
 
 
