@@ -681,8 +681,8 @@ def _poisson(key: Any, lam: Any, shape: tuple, dtype: np.dtype) -> Any:
 
 
 def _random_poisson_impl(key: np.ndarray, lam: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
-    # a numba loop per lane, equal to the composite ``_poisson`` (which runs op by op on the
-    # host, its fma primitive having no lowering: ~45 s for 10**6 samples)
+    # a numba loop per lane, equal to the composite ``_poisson`` (whose compiled while loops take
+    # tens of seconds to compile for each shape)
     from fjax import _random_gamma_kernel  # noqa: PLC0415
 
     return _random_gamma_kernel.sample_poisson(np.asarray(key), np.asarray(lam), dtype)
@@ -861,12 +861,62 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Any, dtype: np.dtype) -> A
     return lax.select(keep, samples, lax.sub(lax.convert_element_type(count, dtype), samples))
 
 
+def _random_binomial_impl(key: np.ndarray, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    # a numba loop per lane, equal to the float32 composite ``_binomial`` (whose compiled while
+    # loops take tens of seconds to compile for each shape)
+    from fjax import _random_gamma_kernel  # noqa: PLC0415
+
+    return _random_gamma_kernel.sample_binomial(np.asarray(key), np.asarray(count), np.asarray(prob))
+
+
+def _random_binomial_abstract(key: Any, count: Any, prob: Any) -> ShapedArray:
+    if (
+        key.dtype != np.uint32
+        or key.shape[-1:] != (2,)
+        or count.shape != prob.shape
+        or tuple(key.shape[:-1]) != prob.shape[: key.ndim - 1]
+        or count.dtype != np.float32
+        or prob.dtype != np.float32
+    ):
+        raise TypeError(
+            "random_binomial: expected uint32 keys of shape (*batch, 2) leading float32 count and prob of one "
+            f"shape, got keys {key.dtype.name}{list(key.shape)}, count {count.dtype.name}{list(count.shape)} "
+            f"and prob {prob.dtype.name}{list(prob.shape)}"
+        )
+    return ShapedArray(prob.shape, np.dtype(np.float32), False)
+
+
+def _random_binomial_batch(vals: list, dims: list) -> tuple:
+    size = next(core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not batching.not_mapped)
+    vals = [batching.bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+    return random_binomial_p.bind(*vals), 0
+
+
+random_binomial_p = Primitive("random_binomial")
+random_binomial_p.def_impl(_random_binomial_impl)
+random_binomial_p.def_abstract_eval(_random_binomial_abstract)
+batching.primitive_batchers[random_binomial_p] = _random_binomial_batch
+ad.defzero(random_binomial_p)
+
+
 def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Binomial(n, p) samples (float dtype), by inversion for n*p <= 10 and BTRS above."""
     key = _check_key("binomial", key)
     dt = _float_dtype("binomial", dtype)
     if shape is not None:
         shape = _canonicalize_shape(shape, "binomial")
+    pdt = _asarray(p).dtype
+    if pdt.kind not in "fc":
+        pdt = dtypes.default_float_dtype()
+    if dt == np.float32 and pdt == np.float32:
+        # float32: one compiled loop per lane (``random_binomial`` primitive), the same numbers
+        if shape is None:
+            shape = tuple(np.broadcast_shapes(_shape_of(n), _shape_of(p)))
+        else:
+            _check_shape("binomial", shape, _shape_of(n), _shape_of(p))
+        count = _bcast(_to(n, np.dtype(np.float32)), shape)
+        prob = _bcast(_to(p, np.dtype(np.float32)), shape)
+        return random_binomial_p.bind(key, count, prob)
     return _binomial(key, n, p, shape, dt)
 
 

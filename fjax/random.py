@@ -26,7 +26,8 @@ Floating point
     ``erf_inv`` are XLA's float32 polynomial approximations written with lax ops (they read
     float bits through a private ``bitcast`` primitive). Both private primitives have numpy
     impls, abstract-eval, batching and JVP rules, so everything still composes with every
-    transform. Other float widths use ``fma`` and fjax's own ``lax.log``/``lax.erf_inv`` and
+    transform, and lower under ``jit`` (``rt.fma``: LLVM's fma; ``rt.bitcast``). Other float
+    widths use ``fma`` and fjax's own ``lax.log``/``lax.erf_inv`` and
     agree with JAX to within an ulp or so (see the tests for what is checked bit for bit).
 """
 
@@ -43,6 +44,7 @@ from fjax import _debug_nans, core, dtypes, lax
 from fjax import _random_kernels as _kernels  # noqa: E402
 from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
+from fjax.backends.registry import ELEMENTWISE, register_lowering
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
 from fjax.interpreters import ad, batching
@@ -139,6 +141,7 @@ _bitcast_p.def_impl(_bitcast_impl)
 _bitcast_p.def_abstract_eval(_bitcast_abstract)
 batching.defvectorized(_bitcast_p)
 ad.defzero(_bitcast_p)
+register_lowering(_bitcast_p, ELEMENTWISE)
 
 
 def _bitcast(x: Any, new_dtype: Any) -> Any:
@@ -151,32 +154,14 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, (a - (s - bv)) + (b - bv)
 
 
-def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    # Dekker's exact product and Knuth's two-sum: a*b+c with one final rounding in all but
-    # extremely rare cases (and away from overflow/underflow)
-    p = a * b
-    split = 134217729.0  # 2**27 + 1
-
-    def halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        t = split * x
-        hi = t - (t - x)
-        return hi, x - hi
-
-    ah, al = halves(a)
-    bh, bl = halves(b)
-    pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    s, se = _two_sum(p, c)
-    out = s + (se + pe)
-    return np.where(np.isfinite(out), out, p + c)
-
-
 def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     dt = a.dtype
     if dt == np.float32 and max(np.size(a), np.size(b), np.size(c)) >= _kernels.MIN_SIZE:
         return _kernels.fma_f32(a, b, c)
+    if dt == np.float64:
+        # compiled: LLVM's fma (exact; what jit lowers the primitive to)
+        return _kernels.fma_f64(a, b, c)
     with np.errstate(all="ignore"):
-        if dt == np.float64:
-            return _fma64(a, b, c).astype(dt)
         # float16/float32: the product is exact in float64; the sum is rounded to float64 and
         # then to dt, which could round twice, so a float64 sum that lands exactly on a
         # midpoint of dt is nudged towards the true value first
@@ -203,6 +188,7 @@ _fma_p = Primitive("random_fma")
 _fma_p.def_impl(_fma_impl)
 _fma_p.def_abstract_eval(_fma_abstract)
 batching.defbroadcasting(_fma_p)
+register_lowering(_fma_p, ELEMENTWISE)  # rt.fma: llvm.fma, rounded once as the impl
 
 
 def _fma_jvp(primals: list, tangents: list) -> tuple:

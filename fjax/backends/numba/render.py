@@ -293,6 +293,9 @@ class NumbaRenderer:
             "convert_element_type": convert,
             "select_n": select_n,
             "clamp": clamp,
+            # fjax.random's private primitives: a fused multiply-add rounded once, a bit cast
+            "random_fma": lambda a, op: f"rt.fma({', '.join(f(x, op) for x in a)})",
+            "random_bitcast": lambda a, op: f"rt.bitcast({a[0]}, {op.dtype.name!r})",
         }
 
     def const(self, c: ir.Const) -> str:
