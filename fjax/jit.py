@@ -276,6 +276,16 @@ class Lowered:
             return str(self.jaxpr)
         raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'ir' or 'jaxpr')")
 
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        """The lowered module as ``jax.stages.Lowered.compiler_ir``: an object whose ``str`` (and
+        ``as_hlo_text()``) is an HLO-style text rendering of the jaxpr (``dialect`` ``"hlo"`` or
+        ``"stablehlo"``, the default); fjax compiles with numba, not XLA (see ``fjax._hlo_text``)."""
+        from fjax import _hlo_text  # noqa: PLC0415
+
+        if dialect not in (None, "hlo", "stablehlo", "mhlo"):
+            raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r} (expected 'hlo' or 'stablehlo')")
+        return _hlo_text.CompilerIR(_hlo_text.hlo_text(self.jaxpr, self.name), dialect or "stablehlo")
+
     def compile(self) -> Any:
         from fjax.backends import dispatch  # noqa: PLC0415
 
