@@ -58,25 +58,16 @@ def _max_stopped(x: Any, axis: Any) -> Any:
     return lax.stop_gradient(m)
 
 
-def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
-    """log(sum(b * exp(a))) over ``axis``, computed without overflow (as jax.nn.logsumexp)."""
-    a = jnp.asarray(a)
-    if not jnp.issubdtype(a.dtype, jnp.inexact):
-        a = a.astype(jnp.float32)
-    m = _max_stopped(a, axis)
-    e = jnp.exp(a - m)
-    if b is not None:
-        e = e * b
-    s = jnp.sum(e, axis=axis, keepdims=True)
-    sign = jnp.sign(s)
-    out = jnp.log(jnp.abs(s)) + m
-    if not keepdims:
-        axes = tuple(range(a.ndim)) if axis is None else axis
-        out = jnp.squeeze(out, axis=axes)
-        sign = jnp.squeeze(sign, axis=axes)
-    if return_sign:
-        return out, sign
-    return out
+def logsumexp(
+    a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False, where: Any = None
+) -> Any:
+    """log(sum(b * exp(a))) over ``axis`` (only where ``where`` is true), computed without overflow.
+
+    The same function as ``fjax.scipy.special.logsumexp``, as ``jax.nn.logsumexp`` is in JAX.
+    """
+    from fjax.scipy import special  # loaded on first use (fjax.scipy is lazy)
+
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
 
 
 def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
