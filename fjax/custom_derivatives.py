@@ -31,6 +31,7 @@ import numpy as np
 from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import Zero, is_undefined_primal
@@ -959,7 +960,7 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
                     f"corresponding to an input of type {a.str_short()}, so the shapes do not match"
                 )
             if ca.dtype != ct_aval.dtype:
-                if ca.dtype.kind in "fc" and ct_aval.dtype.kind in "fc":
+                if _dkind(ca.dtype) in "fc" and _dkind(ct_aval.dtype) in "fc":
                     from fjax import lax  # noqa: PLC0415
 
                     ct = lax.convert_element_type(ct, ct_aval.dtype)

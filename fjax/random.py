@@ -45,6 +45,7 @@ from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 
 __all__ = [
@@ -90,17 +91,17 @@ def _c(value: Any, dtype: Any) -> Any:
     val = np.array(value, dt)
     if core.is_eager():
         return val
-    if dt.kind == "b":
+    if _dkind(dt) == "b":
         return val
-    if dt.kind in "iu":
+    if _dkind(dt) in "iu":
         src = dtypes.default_int_dtype()
         wide = val.astype(np.int64) if dt.itemsize < 8 else val.view(np.int64)
         if src.itemsize == 4:
             wide = wide.astype(np.uint64).astype(np.uint32).view(np.int32)  # wrap to 32 bits
         return lax.convert_element_type(np.array(wide, src), dt)
-    src = dtypes.default_float_dtype() if dt.kind == "f" else dtypes.default_complex_dtype()
+    src = dtypes.default_float_dtype() if _dkind(dt) == "f" else dtypes.default_complex_dtype()
     if dt == src:
-        return lax.convert_element_type(np.array(val.astype(np.float64) if dt.kind == "f" else val, src), dt)
+        return lax.convert_element_type(np.array(val.astype(np.float64) if _dkind(dt) == "f" else val, src), dt)
     return lax.convert_element_type(np.array(val, src), dt)
 
 
@@ -191,7 +192,7 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _fma_abstract(a: Any, b: Any, c: Any) -> ShapedArray:
     shapes = {x.shape for x in (a, b, c) if x.shape}
-    if len({a.dtype, b.dtype, c.dtype}) != 1 or a.dtype.kind != "f" or len(shapes) > 1:
+    if len({a.dtype, b.dtype, c.dtype}) != 1 or _dkind(a.dtype) != "f" or len(shapes) > 1:
         raise TypeError(
             "fma requires floating operands of one dtype and equal shapes (or rank 0), got "
             + ", ".join(f"{x.dtype.name}{list(x.shape)}" for x in (a, b, c))
@@ -540,7 +541,7 @@ def _bcast(x: Any, shape: tuple) -> Any:
 
 def _seed_to_key(seed: Any) -> Any:
     aval = core.get_aval(seed)
-    if aval.dtype.kind not in "iu":
+    if _dkind(aval.dtype) not in "iu":
         raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name}{list(aval.shape)}")
     lo = lax.convert_element_type(seed, _U32)
     if aval.dtype.itemsize == 8:
@@ -654,7 +655,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Uniform random bits as unsigned integers (uint32, or uint64 under x64, by default)."""
     key = _check_key("bits", key)
     dt = dtypes.default_uint_dtype() if dtype is None else _user_dtype(dtype, None)
-    if dt.kind != "u":
+    if _dkind(dt) != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     shape = _canonicalize_shape(shape, "bits")
     return _random_bits(key, dt.itemsize * 8, shape)
@@ -680,7 +681,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0, m
     key = _check_key("uniform", key)
     dt = _user_dtype(dtype, float)
     shape = _canonicalize_shape(shape, "uniform")
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
     return _uniform(key, shape, dt, minval, maxval)
 
@@ -696,9 +697,9 @@ def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     key = _check_key("normal", key)
     shape = _canonicalize_shape(shape, "normal")
     dt = _user_dtype(dtype, float)
-    if dt.kind not in "fc":
+    if _dkind(dt) not in "fc":
         raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
-    if dt.kind == "c":
+    if _dkind(dt) == "c":
         real_dt = np.dtype(f"float{dt.itemsize * 4}")
         k_re, k_im = _split2(key)
         re = lax.convert_element_type(_normal_real(k_re, shape, real_dt), dt)
@@ -718,7 +719,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = Non
         shape = _canonicalize_shape(shape, "truncated_normal")
     key = _check_key("truncated_normal", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `truncated_normal` must be a float dtype, got {dt}")
     if shape is None:
         shape = tuple(np.broadcast_shapes(jnp.shape(lower), jnp.shape(upper)))
@@ -744,7 +745,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     key = _check_key("bernoulli", key)
     dt = dtypes.dtype(p, canonicalize=True)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     p = _convert(p, dt)
     if shape is None:
@@ -770,7 +771,7 @@ def _convert_and_clip_integer(val: Any, dtype: np.dtype) -> Any:
 
 def _to_int_array(x: Any) -> Any:
     x = _asarray(x)
-    if x.dtype.kind not in "iu":
+    if _dkind(x.dtype) not in "iu":
         x = lax.convert_element_type(x, dtypes.default_int_dtype())
     return x
 
@@ -781,7 +782,7 @@ def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None)
     key = _check_key("randint", key)
     dt = _user_dtype(dtype, int)
     shape = _canonicalize_shape(shape, "randint")
-    if dt.kind not in "iu":
+    if _dkind(dt) not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     for v in (minval, maxval):
         if not _is_arraylike(v):
@@ -855,7 +856,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     nd = jnp.ndim(x)
     axis = _canon_axis(axis, nd or 1, "permutation")
     if not nd:
-        if dtypes.dtype(x).kind not in "iu":
+        if _dkind(dtypes.dtype(x)) not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(core.concrete_or_error(x, "argument x of fjax.random.permutation()"))
         return _shuffle(key, jnp.arange(r), 0)
@@ -898,7 +899,7 @@ def choice(
             result = lax.slice_in_dim(perm, 0, n_draws, axis=axis if arr.ndim else 0)
     else:
         p_arr = _asarray(p)
-        if p_arr.dtype.kind not in "fc":
+        if _dkind(p_arr.dtype) not in "fc":
             p_arr = lax.convert_element_type(p_arr, dtypes.default_float_dtype())
         if p_arr.shape != (n_inputs,):
             raise ValueError(
@@ -923,7 +924,7 @@ def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str | None = No
     """Standard Gumbel samples (``mode='high'`` uses two uniforms for a finer left tail)."""
     key = _check_key("gumbel", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "gumbel")
     mode = "low" if mode is None else mode
@@ -982,7 +983,7 @@ def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard exponential samples, ``-log1p(-u)``."""
     key = _check_key("exponential", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `exponential` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "exponential")
     u = _uniform(key, shape, dt, 0.0, 1.0)
@@ -993,7 +994,7 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard Laplace samples."""
     key = _check_key("laplace", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `laplace` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "laplace")
     u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)

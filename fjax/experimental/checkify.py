@@ -29,6 +29,7 @@ import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 from fjax.errors import JaxRuntimeError
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
@@ -304,15 +305,15 @@ def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
                             raise NotImplementedError(
                                 f"checkify: checks inside a {name} body are not implemented in fjax"
                             )
-            if _DIV in st.errors and name in ("div", "rem") and np.dtype(eqn.invars[1].aval.dtype).kind in "iu":
+            if _DIV in st.errors and name in ("div", "rem") and _dkind(np.dtype(eqn.invars[1].aval.dtype)) in "iu":
                 st.add(_DIV_SITE, jnp.any(jnp.equal(ins[1], 0)), [])
             outs = core.bind(eqn.primitive, ins, eqn.params)
             if _NAN in st.errors:
                 outs_l = outs if eqn.primitive.multiple_results else [outs]
-                fl = [o for o in outs_l if np.dtype(core.get_aval(o).dtype).kind in "fc"]
+                fl = [o for o in outs_l if _dkind(np.dtype(core.get_aval(o).dtype)) in "fc"]
                 if fl:
                     any_nan_out = functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(o)) for o in fl])
-                    fin = [x for x in ins if np.dtype(core.get_aval(x).dtype).kind in "fc"]
+                    fin = [x for x in ins if _dkind(np.dtype(core.get_aval(x).dtype)) in "fc"]
                     any_nan_in = functools.reduce(
                         jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in fin], jnp.asarray(False)
                     )

@@ -27,6 +27,7 @@ import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
@@ -333,7 +334,7 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     def div(v: Any) -> Any:
         v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
         dt = core.get_aval(v).dtype
-        if dt.kind not in "fc":
+        if _dkind(dt) not in "fc":
             from fjax import dtypes  # noqa: PLC0415
 
             v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))

@@ -17,6 +17,7 @@ import numpy as np
 from fjax import core
 from fjax.core import Array
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import kind as _dkind
 from fjax.lax import _linalg_util as u
 from fjax.lax import lax
 from fjax.lax import linalg as lax_linalg
@@ -223,7 +224,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     logdet = jnp.sum(jnp.log(absd), axis=-1)
     parity = _lu_parity(piv)
     sign0 = jnp.where(parity == 1, -1, 1).astype(a.dtype)
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         ph = jnp.prod(d / jnp.where(absd == 0, 1, absd).astype(a.dtype), axis=-1)
     else:
         ph = jnp.prod(jnp.sign(d), axis=-1)
