@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from fjax import core
+from fjax.dtypes import finfo as _finfo
 
 _OPCODES = {
     "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "neg": "negate", "max": "maximum",
@@ -98,9 +99,9 @@ class _Printer:
             self.names[outs[0]] = self.emit("compare", outs[0].aval, args, f"direction={_COMPARE[name]}")
             return
         if name == "conj":
-            re = self.emit("real", outs[0].aval.update(dtype=np.finfo(outs[0].aval.dtype).dtype), args)
-            im = self.emit("imag", outs[0].aval.update(dtype=np.finfo(outs[0].aval.dtype).dtype), args)
-            nim = self.emit("negate", outs[0].aval.update(dtype=np.finfo(outs[0].aval.dtype).dtype), [im])
+            re = self.emit("real", outs[0].aval.update(dtype=_finfo(outs[0].aval.dtype).dtype), args)
+            im = self.emit("imag", outs[0].aval.update(dtype=_finfo(outs[0].aval.dtype).dtype), args)
+            nim = self.emit("negate", outs[0].aval.update(dtype=_finfo(outs[0].aval.dtype).dtype), [im])
             self.names[outs[0]] = self.emit("complex", outs[0].aval, [re, nim])
             return
         opcode = _OPCODES.get(name, name.replace("_", "-"))

@@ -34,6 +34,7 @@ from fjax import core, dtypes, lax
 from fjax import numpy as jnp
 from fjax import random as _r
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.jit import jit
@@ -214,7 +215,7 @@ def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
         # d log(x) / da = (dx / da) / x; an x that underflows to 0 is taken as the smallest float
         x = lax.exp(sample)
         dt = core.get_aval(x).dtype
-        x = lax.select(lax.eq(x, _c(0, dt)), lax.full_like(x, float(np.finfo(dt).tiny)), x)
+        x = lax.select(lax.eq(x, _c(0, dt)), lax.full_like(x, float(_finfo(dt).tiny)), x)
         return lax.div(random_gamma_grad(a, x), x)
     return random_gamma_grad(a, sample)
 
@@ -421,7 +422,7 @@ def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 @partial(jit, static_argnums=(1, 2))
 def _cauchy(key: Any, shape: tuple, dtype: np.dtype) -> Any:
-    u = uniform(key, shape, dtype, minval=float(np.finfo(dtype).eps), maxval=1.0)
+    u = uniform(key, shape, dtype, minval=float(_finfo(dtype).eps), maxval=1.0)
     return lax.tan(lax.mul(_c(np.pi, dtype), lax.sub(u, _c(0.5, dtype))))
 
 
@@ -433,7 +434,7 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 @partial(jit, static_argnums=(1, 2))
 def _logistic(key: Any, shape: tuple, dtype: np.dtype) -> Any:
-    x = uniform(key, shape, dtype, minval=float(np.finfo(dtype).tiny), maxval=1.0)
+    x = uniform(key, shape, dtype, minval=float(_finfo(dtype).tiny), maxval=1.0)
     return lax.sub(_log(x), _log1p(lax.neg(x)))
 
 
@@ -848,7 +849,7 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Any, dtype: np.dtype) -> A
     count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
     count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
     q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
-    max_iters = _c(np.finfo(dtype).max, pdt) if np.finfo(dtype).bits <= np.finfo(pdt).bits else _c(np.inf, pdt)
+    max_iters = _c(_finfo(dtype).max, pdt) if _finfo(dtype).bits <= _finfo(pdt).bits else _c(np.inf, pdt)
     samples = lax.select(
         use_inversion,
         _binomial_inversion(key, count_inv, q, shape, max_iters),

@@ -45,6 +45,7 @@ from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 
@@ -183,7 +184,7 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         # midpoint of dt is nudged towards the true value first
         x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
         s, err = _two_sum(x * y, z)
-        drop = 52 - np.finfo(dt).nmant
+        drop = 52 - _finfo(dt).nmant
         low = np.asarray(s).view(np.uint64) & np.uint64((1 << drop) - 1)
         mid = (low == np.uint64(1 << (drop - 1))) & (err != 0) & np.isfinite(err)
         s = np.where(mid, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
@@ -248,7 +249,7 @@ def _f32(v: Any) -> Any:
     return _c(_h(v), np.float32)
 
 
-_TINY32 = float(np.finfo(np.float32).tiny)
+_TINY32 = float(_finfo(np.float32).tiny)
 
 
 def _flush(x: Any) -> Any:
@@ -662,7 +663,7 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
 
 
 def _uniform(key: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) -> Any:
-    finfo = np.finfo(dtype)
+    finfo = _finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     minval = _convert(minval, dtype)
     maxval = _convert(maxval, dtype)
@@ -756,7 +757,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
     if mode == "high":
         u = uniform(key, (2, *shape), dt)
         u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
-        u2 = lax.mul(lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape), _c(2.0 ** -np.finfo(dt).nmant, dt))
+        u2 = lax.mul(lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape), _c(2.0 ** -_finfo(dt).nmant, dt))
         return lax.lt(u2, lax.sub(pb, u1))
     return lax.lt(uniform(key, shape, dt), pb)
 
@@ -930,7 +931,7 @@ def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str | None = No
     mode = "low" if mode is None else mode
     if mode not in ("high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode} (fjax supports 'low' and 'high')")
-    info = np.finfo(dt)
+    info = _finfo(dt)
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, 0.0, 1.0)
         high = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
@@ -997,7 +998,7 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `laplace` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "laplace")
-    u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
+    u = _uniform(key, shape, dt, -1.0 + _finfo(dt).epsneg, 1.0)
     return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from fjax import core
 from fjax._lazy import LazyModule
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
@@ -78,7 +79,7 @@ def _check_square(name: str, aval: Any) -> int:
 
 
 def _real_dtype(dt: Any) -> np.dtype:
-    return np.finfo(np.dtype(dt)).dtype
+    return _finfo(np.dtype(dt)).dtype
 
 
 def _complex_dtype(dt: Any) -> np.dtype:

@@ -17,6 +17,7 @@ tails: ``logsumexp`` and ``softmax`` subtract a stop-gradient max, ``softplus`` 
 
 from __future__ import annotations
 
+from fjax.dtypes import finfo as _finfo
 from typing import Any
 
 import numpy as np
@@ -275,7 +276,7 @@ def dot_product_attention(
         causal = jnp.tril(jnp.ones((q_len, k_len), dtype=bool))
         mask = causal if mask is None else jnp.logical_and(mask, causal)
     if mask is not None:
-        big_neg = np.array(np.finfo(np.dtype(logits.dtype)).min, logits.dtype)
+        big_neg = np.array(_finfo(np.dtype(logits.dtype)).min, logits.dtype)
         logits = jnp.where(mask, logits, big_neg)
     weights = softmax(logits, axis=-1)
     return jnp.einsum("...hqk,...khd->...qhd", weights, value)

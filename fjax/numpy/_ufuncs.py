@@ -17,6 +17,7 @@ import numpy as np
 
 from fjax import _debug_nans, core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy._util import (
@@ -916,7 +917,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         )
     if k != "f":
         return x
-    info = np.finfo(x.dtype)
+    info = _finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import scipy.signal as _ss
 
+from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.numpy import _util
 
@@ -107,7 +108,7 @@ def _spectral_helper(
         msg = f"nperseg = {nperseg} is greater than input length = {length}, using nperseg = {length}"
         warnings.warn(msg, stacklevel=3)
         nperseg = length
-    real_dt = np.finfo(x.dtype).dtype
+    real_dt = _finfo(x.dtype).dtype
     win = _window(window, nperseg, real_dt)
     nfft = nperseg if nfft is None else int(nfft)
     if nfft < nperseg:
@@ -253,7 +254,7 @@ def istft(
     if noverlap >= nperseg:
         raise ValueError("noverlap must be less than nperseg.")
     nstep = nperseg - noverlap
-    real_dt = np.finfo(Z.dtype).dtype
+    real_dt = _finfo(Z.dtype).dtype
     win = _window(window, nperseg, real_dt)
     if input_onesided:
         frames = jnp.fft.irfft(Z, n=nfft, axis=-2)[..., :nperseg, :]
