@@ -142,8 +142,9 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
         lead = int(
             core.concrete_or_error(
                 lead,
-                "The error occurred in the jnp.roots() function. To use this within a JIT-compiled context, pass "
-                "strip_zeros=False, but be aware that leading zeros will result in some returned roots being set to NaN.",
+                "The error occurred in the jnp.roots() function. To use this within a JIT-compiled context, "
+                "pass strip_zeros=False, but be aware that leading zeros will result in some returned roots "
+                "being set to NaN.",
             )
         )
         return _roots_no_zeros(p_arr[lead:])
