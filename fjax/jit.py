@@ -249,6 +249,11 @@ def _leaf_signature(x: Any) -> Any:
         return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
         return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
+    if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
+        raise NotImplementedError(
+            "fjax.jit: passing a Ref (jax.new_ref) as an argument of a jitted function is not implemented; "
+            "pass its value ref[...] and write the result back"
+        )
     raise TypeError(
         f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
         "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
