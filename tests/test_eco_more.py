@@ -217,3 +217,83 @@ def test_vmap_over_empty_axis_of_gathers():
     ds = fjax.vmap(lambda x, i: lax.dynamic_slice(x, (i,), (2,)))
     assert ds(jnp.zeros((0, 5)), jnp.zeros((0,), jnp.int32)).shape == (0, 2)
     np.testing.assert_array_equal(ds(jnp.arange(10.0).reshape(2, 5), jnp.array([1, 3])), [[1, 2], [8, 9]])
+
+
+# ------------------------------------------------------------------------------------------
+# mutable refs
+
+
+def test_ref_eager_api():
+    ref = fjax.new_ref(jnp.arange(5))
+    ref[3] = 100
+    assert repr(ref) == "Ref([  0,   1,   2, 100,   4], dtype=int32)"
+    np.testing.assert_array_equal(ref[1:3], [1, 2])
+    assert isinstance(ref, fjax.Ref) and ref.shape == (5,) and ref.dtype == np.int32
+    assert int(fjax.ref.swap(ref, 3, 10)) == 100 and int(ref[3]) == 10
+    fjax.ref.addupdate(ref, slice(0, 2), 5)
+    fjax.ref.set(ref, 4, 7)
+    np.testing.assert_array_equal(fjax.freeze(ref), [5, 6, 2, 10, 7])
+    with pytest.raises(RuntimeError, match="frozen or freed"):
+        ref[0]
+    s = fjax.new_ref(0.0)
+    s[...] += 1
+    assert repr(s) == "Ref(1., dtype=float32)"
+    with pytest.raises(TypeError, match="dtype int32"):
+        s[...] = jnp.ones((), jnp.int32)
+    e = fjax.empty_ref(fjax.ShapeDtypeStruct((2, 3), jnp.float32))
+    assert e.shape == (2, 3) and e[...].dtype == np.float32
+    fjax.free_ref(e)
+    with pytest.raises(RuntimeError):
+        e[...] = 1.0
+
+
+def _ref_sin(x):
+    x_ref = fjax.new_ref(0.0)
+    x_ref[...] = jnp.sin(x)
+    x_ref[...] += x * x
+    return x_ref[...]
+
+
+def _ref_scan(xs):
+    def body(c, x):
+        r = fjax.new_ref(c)
+        r[...] += jnp.sin(x) * c + x
+        return r[...], r[...]
+
+    return lax.scan(body, 1.0, xs)[0]
+
+
+_ref_sin_jit = fjax.jit(_ref_sin)
+
+
+@given(st.floats(-3, 3))
+def test_ref_inside_transforms(x):
+    x = np.float32(x)
+    np.testing.assert_allclose(_ref_sin_jit(x), np.sin(x) + x * x, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fjax.grad(_ref_sin)(x), np.cos(x) + 2 * x, rtol=1e-5, atol=1e-6)
+    xs = np.array([x, 0.5 * x, 1.0], np.float32)
+    np.testing.assert_allclose(fjax.vmap(_ref_sin)(xs), np.sin(xs) + xs * xs, rtol=1e-6, atol=1e-6)
+
+
+def test_ref_grads_through_scan(x64):
+    xs = np.array([1.5, 0.75, -1.0])
+    check_grads(_ref_scan, (xs,), order=1, rtol=1e-5, atol=1e-6)
+    check_grads(_ref_sin, (0.3,), order=2, rtol=1e-5, atol=1e-6)
+
+
+def test_ref_across_transform_boundary_raises():
+    x_ref = fjax.new_ref(jnp.zeros(3))
+
+    @fjax.jit
+    def f():
+        x_ref[1] += 1.0
+
+    with pytest.raises(NotImplementedError, match="Ref created outside"):
+        f()
+    with pytest.raises(NotImplementedError, match="passing a Ref"):
+        fjax.jit(lambda r: r[...])(x_ref)
+    with pytest.raises(NotImplementedError, match="Ref created outside"):
+        fjax.grad(lambda v: x_ref.__setitem__(0, v) or v)(1.0)
+    # reading under grad (nothing staged) sees the current value, as a closed-over constant
+    x_ref[1] = 3.0
+    assert float(fjax.grad(lambda v: v * x_ref[1])(2.0)) == 3.0
