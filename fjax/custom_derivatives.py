@@ -1016,3 +1016,13 @@ def _custom_vjp_bind(
             name=name, bwd=bwd_flat, call_jaxpr=closed, fwd=fwd_c, num_consts=len(consts), symbolic_zeros=symbolic_zeros
         ),
     )
+
+
+def __getattr__(name: str) -> Any:
+    # jax.custom_derivatives also exports these two; they live in fjax._api_more (which imports
+    # this module), so they are looked up on first use
+    if name in ("closure_convert", "custom_gradient"):
+        from fjax import _api_more  # noqa: PLC0415
+
+        return getattr(_api_more, name)
+    raise AttributeError(f"module 'fjax.custom_derivatives' has no attribute {name!r}")

@@ -67,7 +67,9 @@ __all__ = [
     "is_python_scalar",
     "is_weakly_typed",
     "issubdtype",
+    "itemsize_bits",
     "kind",
+    "scalar_type_of",
     "promote_types",
     "result_type",
     "supported_dtypes",
@@ -595,6 +597,29 @@ def check_python_int(value: int, dtype: DTypeLike) -> int:
         except OverflowError:
             raise OverflowError(f"Python int {value} too large to convert to {dt}") from None
     return value
+
+
+def itemsize_bits(dtype: DTypeLike) -> int:
+    """Bits per element of ``dtype`` (as ``jax.dtypes.itemsize_bits``)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    dt = _as_np_dtype(dtype)
+    return 1 if dt == _B else 8 * dt.itemsize
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of the kind of ``x``'s dtype."""
+    dt = dtype(x)
+    k = kind(dt)
+    if k == "b":
+        return bool
+    if k in "iu":
+        return int
+    if k == "f":
+        return float
+    if k == "c":
+        return complex
+    raise TypeError(f"Invalid scalar value {x}")
 
 
 # typed PRNG keys (fjax._prng): jax.dtypes.extended / prng_key and the key dtype itself

@@ -22,6 +22,7 @@ from fjax.interpreters import ad, batching
 from fjax.lax.convolution import ConvDimensionNumbers, _conv_transpose_padding, conv_dimension_numbers, padtype_to_pads
 
 __all__ = [
+    "conv_general_permutations",
     "conv_general_shape_tuple",
     "conv_shape_tuple",
     "conv_transpose_shape_tuple",
@@ -138,6 +139,17 @@ def conv_shape_tuple(
             raise ValueError(f"lhs batch dimension {n} is not divisible by batch_group_count {batch_group_count}")
         n //= batch_group_count
     return (n, rhs_shape[0], *out_space)
+
+
+def conv_general_permutations(dimension_numbers: tuple[str, str, str]) -> tuple[tuple[int, ...], ...]:
+    """The (lhs, rhs, out) permutations to canonical (N, C, spatial...) / (O, I, spatial...)
+    order for three spec strings such as ``('NHWC', 'HWIO', 'NHWC')``; spatial dims in rhs order."""
+    from fjax.lax.convolution import _spec_from_strings  # noqa: PLC0415
+
+    if len(dimension_numbers) != 3 or not all(isinstance(s, str) for s in dimension_numbers):
+        raise TypeError(f"conv_general_permutations: expected three spec strings, got {dimension_numbers!r}")
+    nd = len(dimension_numbers[0])
+    return tuple(_spec_from_strings((0,) * nd, (0,) * nd, dimension_numbers))
 
 
 def _perms(lhs_shape: Sequence[int], rhs_shape: Sequence[int], dimension_numbers: Any) -> ConvDimensionNumbers:

@@ -18,7 +18,7 @@ from fjax.numpy import _creation as C
 from fjax.numpy import _ufuncs as U
 from fjax.numpy import _util
 
-__all__ = ["i0", "kaiser", "polyfit", "roots"]
+__all__ = ["i0", "kaiser", "place", "polyfit", "put", "roots", "spacing"]
 
 
 @custom_jvp
@@ -153,3 +153,69 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     r = lax.sort_key_val(U.equal(r, 0), r)[1]  # the zero roots (from the rolled-in zeros) go last
     nan = np.array(complex(np.nan, np.nan), r.dtype)
     return U.where(C.arange(r.size) < r.size - lead, r, nan)
+
+
+def spacing(x: Any, /) -> Any:
+    """Distance from ``x`` to the adjacent float away from zero (as ``jnp.spacing``)."""
+    (arr,) = _util.promote_dtypes_inexact("spacing", x)
+    if dtypes.kind(np.dtype(arr.dtype)) == "c":
+        raise ValueError("spacing is not implemented for complex arrays")
+    inf = C.full_like(arr, np.inf)
+    toward = U.where(U.greater_equal(arr, 0), inf, -inf)
+    return lax.sub(lax.nextafter(arr, toward), arr)
+
+
+def _tile_to_size(v: Any, n: int) -> Any:
+    import fjax.numpy as jnp  # noqa: PLC0415
+
+    reps = -(-n // v.size) if v.size else 0
+    return jnp.tile(v, reps)[:n] if reps > 1 else v[:n]
+
+
+def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
+    """``arr`` with its entries where ``mask`` is true replaced by ``vals`` (repeated as needed),
+    as ``jnp.place``; JAX arrays are immutable, so ``inplace=False`` is required."""
+    import fjax.numpy as jnp  # noqa: PLC0415
+
+    _util.check_arraylike("place", arr, mask, vals)
+    data, mask_arr, vals_arr = jnp.asarray(arr), jnp.asarray(mask).astype(bool), jnp.ravel(jnp.asarray(vals))
+    if inplace:
+        raise ValueError(
+            "jax.numpy.place cannot modify arrays in-place, because JAX arrays are immutable. "
+            "Pass inplace=False to instead return an updated array."
+        )
+    if data.size == 0 or vals_arr.size == 0:
+        return data
+    if mask_arr.shape != data.shape:
+        raise ValueError(f"place: mask of shape {mask_arr.shape} does not match arr of shape {data.shape}")
+    indices = jnp.where(mask_arr.ravel(), size=mask_arr.size, fill_value=mask_arr.size)[0]
+    vals_arr = _tile_to_size(vals_arr.astype(data.dtype), indices.size)
+    return data.ravel().at[indices].set(vals_arr, mode="drop").reshape(data.shape)
+
+
+def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = True) -> Any:
+    """``a`` with the flat positions ``ind`` set to ``v`` (repeated as needed), as ``jnp.put``;
+    ``inplace=False`` is required."""
+    import fjax.numpy as jnp  # noqa: PLC0415
+
+    _util.check_arraylike("put", a, ind, v)
+    arr, ind_arr, v_arr = jnp.asarray(a), jnp.ravel(jnp.asarray(ind)), jnp.ravel(jnp.asarray(v))
+    if inplace:
+        raise ValueError(
+            "jax.numpy.put cannot modify arrays in-place, because JAX arrays are immutable. "
+            "Pass inplace=False to instead return an updated array."
+        )
+    if mode is None:
+        scatter_mode = "drop"
+    elif mode == "clip":
+        ind_arr, scatter_mode = U.clip(ind_arr, 0, arr.size - 1), "promise_in_bounds"
+    elif mode == "wrap":
+        ind_arr, scatter_mode = ind_arr % arr.size, "promise_in_bounds"
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
+    else:
+        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got {mode=}")
+    if ind_arr.size == 0 or v_arr.size == 0:
+        return arr
+    v_arr = _tile_to_size(v_arr.astype(arr.dtype), ind_arr.size)
+    return arr.ravel().at[ind_arr].set(v_arr, mode=scatter_mode).reshape(arr.shape)
