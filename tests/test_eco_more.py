@@ -297,3 +297,36 @@ def test_ref_across_transform_boundary_raises():
     # reading under grad (nothing staged) sees the current value, as a closed-over constant
     x_ref[1] = 3.0
     assert float(fjax.grad(lambda v: v * x_ref[1])(2.0)) == 3.0
+
+
+# ------------------------------------------------------------------------------------------
+# small API additions
+
+
+@given(hnp.arrays(np.float32, 6, elements=st.floats(-1e30, 1e30, allow_subnormal=False).map(np.float32)))
+def test_spacing_against_numpy(v):
+    np.testing.assert_array_equal(jnp.spacing(v), np.spacing(v))
+
+
+@given(hnp.arrays(np.int32, (3, 4), elements=st.integers(-9, 9)), st.sampled_from([None, "clip", "wrap"]))
+def test_put_and_place_against_numpy(a, mode):
+    ind, vals = np.array([0, 11, 5, 13]), np.array([-1, -2, -3], np.int32)
+    ref = a.copy()
+    if mode is None:
+        np.put(ref, ind[ind < a.size], np.resize(vals, 4)[ind < a.size])
+    else:
+        np.put(ref, ind, vals, mode=mode)
+    np.testing.assert_array_equal(jnp.put(a, ind, vals, mode=mode, inplace=False), ref)
+    mask = a > 0
+    ref = a.copy()
+    np.place(ref, mask, vals)
+    np.testing.assert_array_equal(jnp.place(a, mask, vals, inplace=False), ref)
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.put(a, ind, vals)
+
+
+def test_dtype_helpers_and_conv_permutations():
+    assert lax.conv_general_permutations(("NHWC", "HWIO", "NHWC")) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    assert dtypes.itemsize_bits(jnp.bfloat16) == 16 and dtypes.itemsize_bits(np.bool_) == 1
+    assert dtypes.scalar_type_of(jnp.ones(2, jnp.bfloat16)) is float and dtypes.scalar_type_of(np.uint8(1)) is int
+    assert fjax.custom_derivatives.custom_gradient is fjax.custom_gradient
