@@ -12,6 +12,7 @@ import fjax
 import fjax.numpy as jnp
 from fjax import dtypes, lax
 from fjax import random as jr
+from fjax.experimental import checkify
 from fjax.nn import initializers
 from fjax.test_util import check_grads
 
@@ -330,3 +331,30 @@ def test_dtype_helpers_and_conv_permutations():
     assert dtypes.itemsize_bits(jnp.bfloat16) == 16 and dtypes.itemsize_bits(np.bool_) == 1
     assert dtypes.scalar_type_of(jnp.ones(2, jnp.bfloat16)) is float and dtypes.scalar_type_of(np.uint8(1)) is int
     assert fjax.custom_derivatives.custom_gradient is fjax.custom_gradient
+
+
+_checked_take = fjax.jit(checkify.checkify(lambda x, i: x[i], errors=checkify.index_checks))
+
+
+@given(st.integers(-12, 12))
+def test_checkify_index_checks(i):
+    err, out = _checked_take(jnp.arange(5.0), i)
+    if -5 <= i < 5:
+        assert err.get() is None and float(out) == float(np.arange(5.0)[i])
+    else:  # jnp wraps a negative index once (i + 5): still out of bounds here
+        j = i if i >= 5 else i + 5
+        msg = f"out-of-bounds indexing for array of shape (5,): index {j} is out of bounds for axis 0 with size 5."
+        assert err.get() == msg
+
+
+def test_checkify_index_checks_gather_scatter_dus():
+    take = checkify.checkify(lambda x, i: x[i], errors=checkify.index_checks)
+    err, _ = take(jnp.ones((3, 4)), jnp.array([1, 7, 2]))
+    assert "index 7 is out of bounds for axis 0 with size 3" in err.get()
+    setter = checkify.checkify(lambda x, i: x.at[:, i].set(2.0), errors=checkify.all_checks)
+    assert "index 4 is out of bounds for axis 1 with size 4" in setter(jnp.ones((3, 4)), jnp.array([1, 4]))[0].get()
+    assert setter(jnp.ones((3, 4)), jnp.array([1, 3]))[0].get() is None
+    dus = checkify.checkify(lambda x, i: lax.dynamic_update_slice(x, jnp.ones(2), (i,)), errors=checkify.index_checks)
+    assert "index 3 is out of bounds" in dus(jnp.zeros(4), 3)[0].get()
+    with pytest.raises(fjax.errors.JaxRuntimeError, match="out-of-bounds"):
+        dus(jnp.zeros(4), 3)[0].throw()

@@ -9,8 +9,9 @@ How: ``checkify`` traces ``f`` to a jaxpr and evaluates it with an interpreter t
 ``jit``). ``check`` is a primitive (``check_p``, effectful); the interpreter turns each of its
 equations into an update of its slot. Nested ``jit`` calls are inlined. Automatic checks:
 ``nan_checks`` (a primitive produced a NaN from NaN-free inputs) and ``div_checks`` (integer
-division or remainder by zero); ``index_checks`` are not implemented (``NotImplementedError``).
-Checks inside ``cond``/``while_loop``/``scan`` bodies raise ``NotImplementedError`` under
+division or remainder by zero) and ``index_checks`` (out-of-bounds start indices of gather,
+scatter, dynamic_slice and dynamic_update_slice: ``fjax.experimental._checkify_index``; not inside
+``cond``/``while_loop``/``scan`` bodies). Checks inside those bodies raise ``NotImplementedError`` under
 ``checkify``; with nan checks those primitives' outputs are checked as a whole.
 
 Outside ``checkify`` a ``check`` raises ``JaxRuntimeError`` when it fails: eagerly at once, and
@@ -31,6 +32,7 @@ from fjax import core
 from fjax import tree_util as tu
 from fjax.dtypes import kind as _dkind
 from fjax.errors import JaxRuntimeError
+from fjax.experimental import _checkify_index as _ci
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 
@@ -305,6 +307,11 @@ def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
                             raise NotImplementedError(
                                 f"checkify: checks inside a {name} body are not implemented in fjax"
                             )
+            if _INDEX in st.errors and (name in _ci.INDEX_PRIMS or name.startswith("scatter")):
+                found = _ci.index_check(eqn, ins)
+                if found is not None:
+                    msg, failed, payload = found
+                    st.add(_Site(msg, _ci.payload_tree(), _INDEX), failed, payload)
             if _DIV in st.errors and name in ("div", "rem") and _dkind(np.dtype(eqn.invars[1].aval.dtype)) in "iu":
                 st.add(_DIV_SITE, jnp.any(jnp.equal(ins[1], 0)), [])
             outs = core.bind(eqn.primitive, ins, eqn.params)
@@ -330,8 +337,6 @@ def checkify(f: Callable[..., Any], errors: frozenset = user_checks) -> Callable
     """Return ``f`` changed to return ``(error, out)``: ``error`` records the first failed check
     (user ``check`` calls and the automatic checks in ``errors``) instead of raising."""
     errors = frozenset(errors)
-    if _INDEX in errors:
-        raise NotImplementedError("checkify: index_checks (out-of-bounds indexing) are not implemented in fjax")
 
     @functools.wraps(f)
     def checked(*args: Any, **kwargs: Any) -> tuple[Error, Any]:
