@@ -360,8 +360,19 @@ def clear_caches(*, disk: bool = False) -> None:
 class JitWrapped:
     """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
 
-    def __init__(self, fun: Callable, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple):
+    def __init__(
+        self,
+        fun: Callable,
+        static_argnums: tuple,
+        static_argnames: tuple,
+        donate_argnums: tuple,
+        retry_refs: bool = True,
+    ):
         functools.update_wrapper(self, fun, updated=())
+        # refs (fjax.ref) the function closes over, found while tracing; threaded through the call
+        self._refs: tuple = ()
+        self._ref_jit: Any = None
+        self._retry_refs = retry_refs
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
@@ -463,7 +474,18 @@ class JitWrapped:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        (closed, consts, out_tree), flat = self._get(args, kwargs)
+        if self._refs:
+            from fjax import ref  # noqa: PLC0415
+
+            return ref.call_with_refs(self, args, kwargs)
+        try:
+            (closed, consts, out_tree), flat = self._get(args, kwargs)
+        except NotImplementedError as e:
+            r = getattr(e, "fjax_ref", None)
+            if r is None or not self._retry_refs:
+                raise
+            self._refs = (r,)  # the function uses a ref created outside it: thread it (fjax.ref)
+            return self(*args, **kwargs)
         if (
             core.is_eager()
             and not any(isinstance(x, core.Tracer) for x in consts + flat)

@@ -8,11 +8,16 @@ created *in that same function* simply carries traced values through the jaxpr, 
 through reads and writes works (``grad(lambda x: (r := new_ref(0.), r.__setitem__(..., sin(x)),
 r[...])[-1])``).
 
-Not supported (each raises ``NotImplementedError`` naming it): using a ref created *outside* a
-transform from inside it (a jitted function closing over a global ref and incrementing it, a ref
-carried into a ``scan`` body from outside, writes under ``grad`` to an outer ref) and passing refs as
-arguments to ``jit``; JAX threads those as state effects of the jaxpr. Reads of an outer ref under
-``grad``/``vmap`` (which stage nothing) see its current value, as a closed-over constant.
+A jitted function may close over refs created outside it (the first example of JAX's Ref guide: a
+global ref incremented by ``jit(f)``): ``jit`` threads them, their current values become extra
+inputs of the compiled function and their final values extra outputs, written back after each
+call (:func:`call_with_refs`).
+
+Not supported (each raises ``NotImplementedError`` naming it): using a ref created outside a
+``grad``/``vmap``/``scan``/``cond`` body from inside it (a ref carried into a ``scan`` body from
+outside, writes under ``grad`` to an outer ref) and passing refs as arguments to ``jit``; JAX
+threads those as state effects of the jaxpr. Reads of an outer ref under ``grad``/``vmap`` (which
+stage nothing) see its current value, as a closed-over constant.
 """
 
 from __future__ import annotations
@@ -51,6 +56,15 @@ class AbstractRef:
         return hash((AbstractRef, self.inner_aval))
 
 
+class _OuterRefAccess(NotImplementedError):
+    """Raised when a ref is used inside a transform begun after its creation; ``jit`` catches it
+    and threads the ref through the compiled function (see :func:`call_with_refs`)."""
+
+    def __init__(self, msg: str, ref: Ref) -> None:
+        super().__init__(msg)
+        self.fjax_ref = ref
+
+
 def _stack_state() -> tuple[int, Any, Any]:
     st = core._state
     return len(st.stack), st.stack[-1], st.dynamic[-1]
@@ -75,16 +89,18 @@ class Ref:
         st = core._state
         same = len(st.stack) == depth and st.stack[-1] is top
         if write and not same:
-            raise NotImplementedError(
-                f"fjax: {what} of a Ref created outside the current jit/grad/vmap/scan (ref state effects "
-                "across a transform boundary are not implemented); create the ref inside the transformed "
-                "function, or pass its value in and write the result back outside"
+            raise _OuterRefAccess(
+                f"fjax: {what} of a Ref created outside the current grad/vmap/scan/cond body (ref state effects "
+                "across those transform boundaries are not implemented; jit threads them); create the ref "
+                "inside the transformed function, or pass its value in and write the result back outside",
+                self,
             )
         if not write and st.dynamic[-1] is not dyn:
-            raise NotImplementedError(
-                f"fjax: {what} of a Ref created outside the current jit/make_jaxpr/scan body (its value would "
-                "be baked in as a constant; ref state effects across a transform boundary are not implemented); "
-                "pass the value ref[...] in as an argument instead"
+            raise _OuterRefAccess(
+                f"fjax: {what} of a Ref created outside the current make_jaxpr/scan/cond body (its value would "
+                "be baked in as a constant; ref state effects across those boundaries are not implemented, jit "
+                "threads them); pass the value ref[...] in as an argument instead",
+                self,
             )
 
     # -- array-like metadata -------------------------------------------------------------------
@@ -233,3 +249,49 @@ def addupdate(ref: Ref, idx: Any, x: Any) -> None:
 def _expect_ref(ref: Any, name: str) -> None:
     if not isinstance(ref, Ref):
         raise TypeError(f"{name}: expected a Ref, got {type(ref).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# jit with refs it closes over: their values become extra inputs and outputs of the compiled
+# function, and the results are written back after each call
+
+
+def call_with_refs(jw: Any, args: tuple, kwargs: dict) -> Any:
+    """Call the ``JitWrapped`` ``jw`` whose function reads or writes the refs ``jw._refs``
+    (created outside it): the refs' current values go in, their final values are stored back."""
+    while True:
+        refs = jw._refs
+        inner = jw._ref_jit
+        if inner is None:
+            inner = jw._ref_jit = _ref_jit(jw, refs)
+        vals = [r[...] for r in refs]
+        try:
+            out, new = inner(*args, __fjax_ref_values__=vals, **kwargs)
+        except _OuterRefAccess as e:
+            if e.fjax_ref in refs:
+                raise
+            jw._refs, jw._ref_jit = (*refs, e.fjax_ref), None  # one more ref found: trace again
+            continue
+        for r, v in zip(refs, new):
+            r[...] = v
+        return out
+
+
+def _ref_jit(jw: Any, refs: tuple) -> Any:
+    fun = jw.fun
+
+    def with_refs(*args: Any, __fjax_ref_values__: list, **kwargs: Any) -> Any:
+        saved = [(r._value, r._where) for r in refs]
+        here = _stack_state()
+        for r, v in zip(refs, __fjax_ref_values__):
+            r._value, r._where = v, here
+        try:
+            out = fun(*args, **kwargs)
+            new = [r._value for r in refs]
+        finally:
+            for r, (v, w) in zip(refs, saved):
+                r._value, r._where = v, w
+        return out, new
+
+    with_refs.__name__ = jw.name
+    return type(jw)(with_refs, jw.static_argnums, jw.static_argnames, jw.donate_argnums, retry_refs=False)

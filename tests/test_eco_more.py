@@ -282,15 +282,40 @@ def test_ref_grads_through_scan(x64):
     check_grads(_ref_sin, (0.3,), order=2, rtol=1e-5, atol=1e-6)
 
 
-def test_ref_across_transform_boundary_raises():
+def test_jit_threads_refs_it_closes_over():
+    # the first example of JAX's Ref guide
     x_ref = fjax.new_ref(jnp.zeros(3))
 
     @fjax.jit
     def f():
         x_ref[1] += 1.0
 
+    assert repr(x_ref) == "Ref([0., 0., 0.], dtype=float32)"
+    f()
+    f()
+    assert repr(x_ref) == "Ref([0., 2., 0.], dtype=float32)"
+    a, b = fjax.new_ref(1.0), fjax.new_ref(jnp.arange(3.0))
+
+    @fjax.jit
+    def g(x):
+        b[...] = b[...] * a[...] + x
+        a[...] += 1
+        return fjax.jit(lambda v: v + a[...])(b[...].sum())  # a nested jit reads it too
+
+    assert float(g(1.0)) == 8.0 and float(g(2.0)) == 21.0
+    np.testing.assert_array_equal(b[...], [4.0, 6.0, 8.0])
+    assert float(a[...]) == 3.0
+
+
+def test_ref_across_transform_boundary_raises():
+    x_ref = fjax.new_ref(jnp.zeros(3))
+
+    @fjax.jit
+    def h(v):
+        return lax.scan(lambda c, _: (c + x_ref[0], None), v, None, length=2)[0]
+
     with pytest.raises(NotImplementedError, match="Ref created outside"):
-        f()
+        h(1.0)
     with pytest.raises(NotImplementedError, match="passing a Ref"):
         fjax.jit(lambda r: r[...])(x_ref)
     with pytest.raises(NotImplementedError, match="Ref created outside"):
