@@ -104,30 +104,13 @@ def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) ->
 ad.primitive_jvps[jit_p] = _jit_jvp
 
 
-@functools.lru_cache(maxsize=4096)
-def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[ClosedJaxpr, list]:
-    in_avals = []
-    for a, d in zip(jaxpr.in_avals, dims):
-        if d is None:
-            in_avals.append(a)
-        else:
-            s = list(a.shape)
-            s.insert(d, size)
-            in_avals.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
-
-    def f(*args: Any) -> list:
-        return batching.vmap_flat(
-            lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), size, list(dims), list(args), lambda n: [0] * n
-        )
-
-    return trace_flat(f, in_avals, "vmap")
-
-
 @batching.wants_axis_size
 def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
-    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size, batching.current_axis_key())
+    # outputs that do not vary along the batch stay unbatched (as JAX's pjit rule): jacfwd of a
+    # jitted function vmaps a jvp whose primal outputs must come back unmapped
+    new, consts, out_b = batching.batch_jaxpr(jaxpr, dims, axis_size, False, "vmap")
     outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
-    return outs, [0] * len(outs)
+    return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
 batching.primitive_batchers[jit_p] = _jit_batch

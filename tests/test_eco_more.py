@@ -383,3 +383,15 @@ def test_checkify_index_checks_gather_scatter_dus():
     assert "index 3 is out of bounds" in dus(jnp.zeros(4), 3)[0].get()
     with pytest.raises(fjax.errors.JaxRuntimeError, match="out-of-bounds"):
         dus(jnp.zeros(4), 3)[0].throw()
+
+
+_jit_inner = fjax.jit(lambda y: jnp.sin(y) ** 2 * 3)
+
+
+def test_hessian_through_jit_keeps_primal_unbatched():
+    # jacfwd vmaps a jvp with out_axes=(None, -1): the jitted call's primal outputs must stay unmapped
+    x = np.array([0.0, 1.0, 2.0], np.float32)
+    h = fjax.hessian(lambda v: jnp.sum(_jit_inner(v)))(x)
+    np.testing.assert_allclose(h, np.diag(6 * np.cos(2 * x)), rtol=1e-5, atol=1e-6)
+    a, b = fjax.vmap(fjax.jit(lambda p, q: (p + 1, q * 2)), in_axes=(0, None))(jnp.arange(3.0), 2.0)
+    np.testing.assert_array_equal(b, [4.0, 4.0, 4.0])
