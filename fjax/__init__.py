@@ -178,3 +178,5 @@ from fjax._api_more import (  # noqa: E402
 from fjax import errors, experimental, flatten_util  # noqa: E402
 from fjax import ad_checkpoint, ops, stages  # noqa: E402
 from fjax import extend  # noqa: E402
+from fjax import ref  # noqa: E402
+from fjax.ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402

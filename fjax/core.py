@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from fjax import dtypes
+from fjax.dtypes import kind as _dkind
 
 # ---------------------------------------------------------------------------------------------
 # strict helpers
@@ -119,6 +120,7 @@ _short_names = {
     "uint32": "u32",
     "uint64": "u64",
     "float16": "f16",
+    "bfloat16": "bf16",
     "float32": "f32",
     "float64": "f64",
     "complex64": "c64",
@@ -379,7 +381,7 @@ def to_array(x: Any, fn_name: str = "fjax") -> Array:
     if t in _python_scalar_types:
         return array_from_python_scalar(x)
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind in "OUSVMm" and x.dtype != dtypes.float0:
+        if _dkind(x.dtype) in "OUSVMm" and x.dtype != dtypes.float0:
             raise TypeError(f"{fn_name}: arrays of dtype {x.dtype} are not supported by fjax")
         dt = dtypes.canonicalize_dtype(x.dtype)
         v = np.array(x, dtype=dt) if (dt != x.dtype or isinstance(x, np.generic)) else x
@@ -1023,11 +1025,11 @@ def _pp_literal(x: Literal) -> str:
     v = np.asarray(x.val) if not isinstance(x.val, Array) else x.val._value
     if v.dtype == np.bool_:
         s = str(bool(v))
-    elif v.dtype.kind == "f":
+    elif _dkind(v.dtype) == "f":
         s = repr(float(v))
         if s in ("inf", "-inf", "nan"):
             s = s
-    elif v.dtype.kind in "iu":
+    elif _dkind(v.dtype) in "iu":
         s = str(int(v))
     else:
         s = str(v.item())

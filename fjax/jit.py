@@ -90,9 +90,11 @@ ad.primitive_jvps[jit_p] = _jit_jvp
 
 @batching.wants_axis_size
 def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
-    new, consts, _ = batching.batch_jaxpr(jaxpr, dims, axis_size, True)  # every output batched at 0
+    # outputs that do not vary along the batch stay unbatched (as JAX's pjit rule): jacfwd of a
+    # jitted function vmaps a jvp whose primal outputs must come back unmapped
+    new, consts, out_b = batching.batch_jaxpr(jaxpr, dims, axis_size, False, "vmap")
     outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
-    return outs, [0] * len(outs)
+    return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
 batching.primitive_batchers[jit_p] = _jit_batch
@@ -214,6 +216,11 @@ def _leaf_signature(x: Any) -> Any:
         return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
         return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
+    if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
+        raise NotImplementedError(
+            "fjax.jit: passing a Ref (jax.new_ref) as an argument of a jitted function is not implemented; "
+            "pass its value ref[...] and write the result back"
+        )
     raise TypeError(
         f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
         "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
@@ -240,6 +247,16 @@ class Lowered:
         if dialect == "jaxpr":
             return str(self.jaxpr)
         raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'ir' or 'jaxpr')")
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        """The lowered module as ``jax.stages.Lowered.compiler_ir``: an object whose ``str`` (and
+        ``as_hlo_text()``) is an HLO-style text rendering of the jaxpr (``dialect`` ``"hlo"`` or
+        ``"stablehlo"``, the default); fjax compiles with numba, not XLA (see ``fjax._hlo_text``)."""
+        from fjax import _hlo_text  # noqa: PLC0415
+
+        if dialect not in (None, "hlo", "stablehlo", "mhlo"):
+            raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r} (expected 'hlo' or 'stablehlo')")
+        return _hlo_text.CompilerIR(_hlo_text.hlo_text(self.jaxpr, self.name), dialect or "stablehlo")
 
     def compile(self) -> Any:
         from fjax.backends import dispatch  # noqa: PLC0415
@@ -310,8 +327,19 @@ def clear_caches(*, disk: bool = False) -> None:
 class JitWrapped:
     """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
 
-    def __init__(self, fun: Callable, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple):
+    def __init__(
+        self,
+        fun: Callable,
+        static_argnums: tuple,
+        static_argnames: tuple,
+        donate_argnums: tuple,
+        retry_refs: bool = True,
+    ):
         functools.update_wrapper(self, fun, updated=())
+        # refs (fjax.ref) the function closes over, found while tracing; threaded through the call
+        self._refs: tuple = ()
+        self._ref_jit: Any = None
+        self._retry_refs = retry_refs
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
@@ -413,7 +441,18 @@ class JitWrapped:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        (closed, consts, out_tree), flat = self._get(args, kwargs)
+        if self._refs:
+            from fjax import ref  # noqa: PLC0415
+
+            return ref.call_with_refs(self, args, kwargs)
+        try:
+            (closed, consts, out_tree), flat = self._get(args, kwargs)
+        except NotImplementedError as e:
+            r = getattr(e, "fjax_ref", None)
+            if r is None or not self._retry_refs:
+                raise
+            self._refs = (r,)  # the function uses a ref created outside it: thread it (fjax.ref)
+            return self(*args, **kwargs)
         if (
             core.is_eager()
             and not any(isinstance(x, core.Tracer) for x in consts + flat)

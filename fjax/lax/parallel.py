@@ -30,6 +30,7 @@ import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
@@ -447,7 +448,7 @@ def _mean_div(v: Any, m: int) -> Any:
     L = _lax()
     v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
     dt = core.get_aval(v).dtype
-    if dt.kind not in "fc":
+    if _dkind(dt) not in "fc":
         from fjax import dtypes  # noqa: PLC0415
 
         v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
