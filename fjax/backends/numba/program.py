@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from numba import types
 
-from fjax import core
+from fjax import _blas, core
 from fjax.backends import kernel_ir as ir
 from fjax.backends import lowering as L
 from fjax.backends.numba import disk_cache
@@ -381,6 +381,8 @@ class ProgramSource:
                 continue
             self._kernel(si, step, ins, outs)
         outs = ", ".join(self._var(v) for v in prog.out_slots)
+        if "_blas" in self.ns:
+            body.append("_blas.restore()  # numpy's BLAS threads as they were (see _dot)")
         body.append(f"return [{outs}]")
         self.slots = plan_memory(body) if POOL_BUFFERS else []
         if self.slots:
@@ -464,6 +466,11 @@ class ProgramSource:
         if d.rhs_perm is not None:
             rhs = f"np.transpose({rhs}, {d.rhs_perm})"
         o = bn(d.out)
+        macs = nb * nl * nk * nr
+        if macs > _blas.SERIAL_MACS:
+            # small and medium GEMMs single-threaded (fjax._blas: OpenBLAS's team spins under load)
+            self.ns["_blas"] = _blas
+            body.append(f"_blas.for_gemm({macs})")
         if nb == 1:
             lx = f"{lhs}.reshape({nk}, {nl}).T" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
             rx = f"{rhs}.reshape({nr}, {nk}).T" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"

@@ -1,0 +1,115 @@
+"""How many threads numpy's OpenBLAS may use for one GEMM, chosen by the GEMM's size.
+
+OpenBLAS parallelizes a GEMM over its whole thread team once it has more than ~262k
+multiply-adds (m*n*k), and its worker threads busy-wait for each other. A small or medium GEMM
+gains little from that on an idle machine, and on a loaded one (other processes on the cores)
+it loses badly: the step waits for a descheduled worker. Measured here (2 cores, two other busy
+processes), the digits MLP + Adam train step (64-128-64-10, batch 64, 8 GEMMs of ~0.5M
+multiply-adds) took 25 ms with OpenBLAS's default team of 2 and 0.75 ms with one thread.
+
+So fjax runs the GEMMs it issues through numpy (``jit``'s ``Dot`` steps, eager ``dot_general``)
+single-threaded below ``PARALLEL_MACS`` multiply-adds and with the library's default team above
+(``threads_for``); the count is set through the library's own ``openblas_set_num_threads``
+(found by symbol name in the OpenBLAS that numpy has loaded, located through /proc/self/maps
+or numpy's wheel directory) and put back when fjax's call returns (``restore``). When no
+OpenBLAS is found (another BLAS, a platform without /proc), nothing is changed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+# below this many multiply-adds OpenBLAS itself runs single-threaded: nothing to choose
+SERIAL_MACS = 1 << 18
+# from this many multiply-adds (256^3) a GEMM uses the library's default thread team
+PARALLEL_MACS = 1 << 24
+
+# (set, get) symbol names: numpy's wheels (scipy-openblas, ILP64 suffix), scipy's, plain OpenBLAS
+_SYMBOLS = (
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+)
+
+
+def _candidate_libs() -> list[str]:
+    """Paths of the OpenBLAS libraries loaded in this process, numpy's own first."""
+    paths: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for ln in f:
+                p = ln.split()[-1] if ln.strip() else ""
+                if "openblas" in os.path.basename(p).lower() and p not in paths:
+                    paths.append(p)
+    except OSError:
+        pass
+    libs = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
+    for p in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+        p = os.path.realpath(p)
+        if p not in paths:
+            paths.append(p)
+    numpy_dir = os.path.realpath(os.path.join(os.path.dirname(np.__file__), ".."))
+    return sorted(paths, key=lambda p: not os.path.realpath(p).startswith(numpy_dir))
+
+
+def _find() -> tuple[Callable | None, Callable | None, str | None]:
+    for path in _candidate_libs():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for set_name, get_name in _SYMBOLS:
+            s, g = getattr(lib, set_name, None), getattr(lib, get_name, None)
+            if s is not None and g is not None:
+                s.argtypes, s.restype = [ctypes.c_int], None
+                g.argtypes, g.restype = [], ctypes.c_int
+                return s, g, os.path.basename(path)
+    return None, None, None
+
+
+_set, _get, LIBRARY = _find()
+DEFAULT = max(1, int(_get())) if _get is not None else 1  # the team size numpy's BLAS starts with
+_current = DEFAULT
+
+
+def threads_for(macs: int, max_threads: int | None = None) -> int:
+    """Threads for a GEMM of ``macs`` multiply-adds (m*n*k, times the batch): one below
+    ``PARALLEL_MACS``, else ``max_threads`` (the library's default team)."""
+    max_threads = DEFAULT if max_threads is None else max_threads
+    return max_threads if macs >= PARALLEL_MACS else 1
+
+
+def use(n: int) -> None:
+    """Let numpy's OpenBLAS use ``n`` threads (a no-op when it already does, or without one)."""
+    global _current
+    if n != _current and _set is not None:
+        _set(int(n))
+        _current = n
+
+
+def for_gemm(macs: int) -> None:
+    """Set the thread count for a GEMM of ``macs`` multiply-adds (``threads_for``)."""
+    use(threads_for(macs))
+
+
+def restore() -> None:
+    """Give numpy's OpenBLAS back its default thread count (after fjax's GEMMs)."""
+    if _current != DEFAULT:
+        use(DEFAULT)
+
+
+def matmul(x: np.ndarray, y: np.ndarray, macs: int) -> Any:
+    """``np.matmul(x, y)`` with the thread count for its size, restored afterwards."""
+    if macs <= SERIAL_MACS or DEFAULT <= 1:
+        return np.matmul(x, y)
+    for_gemm(macs)
+    try:
+        return np.matmul(x, y)
+    finally:
+        restore()

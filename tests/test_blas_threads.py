@@ -1,0 +1,85 @@
+"""fjax._blas: numpy's OpenBLAS runs fjax's small and medium GEMMs single-threaded, large ones with
+its default team, and gets its thread count back after each jitted call or eager dot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fjax
+from fjax import _blas, lax
+
+fjax.config.update("fjax_jit_backend", "numba")
+
+needs_team = pytest.mark.skipif(
+    _blas._get is None or _blas.DEFAULT < 2, reason="needs numpy's OpenBLAS with a default team of 2+ threads"
+)
+
+
+def test_threads_for_by_size():
+    assert _blas.threads_for(1, 8) == 1
+    assert _blas.threads_for(64 * 64 * 128, 8) == 1  # the digits MLP's GEMMs
+    assert _blas.threads_for(_blas.PARALLEL_MACS - 1, 8) == 1
+    assert _blas.threads_for(_blas.PARALLEL_MACS, 8) == 8
+    assert _blas.threads_for(256 * 784 * 512, 4) == 4  # a 784-512 MLP layer on batch 256
+    assert _blas.threads_for(10**12, 1) == 1
+    assert _blas.threads_for(10**12) == _blas.DEFAULT
+
+
+def test_use_and_restore_track_the_library():
+    if _blas._get is None:
+        pytest.skip("no OpenBLAS found in this process")
+    try:
+        _blas.use(1)
+        assert _blas._get() == 1
+        _blas.use(1)  # cached: no call, same state
+        assert _blas._get() == 1
+    finally:
+        _blas.restore()
+    assert _blas._get() == _blas.DEFAULT
+
+
+def _mm(a, b):
+    return lax.dot_general(a, b, (((1,), (0,)), ((), ())))
+
+
+_seen: list = []
+
+
+def _record(x):
+    _seen.append(_blas._get())
+    return x
+
+
+def _two_gemms(a, b, big_a, big_b):
+    # a medium GEMM, a host callback that reads the thread count, then a large GEMM
+    m = _mm(a, b)
+    m = fjax.pure_callback(_record, fjax.ShapeDtypeStruct(m.shape, m.dtype), m)
+    return m, _mm(big_a, big_b)
+
+
+_two_gemms_jit = fjax.jit(_two_gemms)
+
+
+@needs_team
+def test_jit_gemm_threads_chosen_by_size_and_restored():
+    rng = np.random.RandomState(0)
+    a, b = rng.randn(128, 128).astype(np.float32), rng.randn(128, 128).astype(np.float32)
+    big_a, big_b = rng.randn(256, 256).astype(np.float32), rng.randn(256, 256).astype(np.float32)
+    ir = _two_gemms_jit.lower(a, b, big_a, big_b).as_text(dialect="ir")
+    assert ir.count("= dot(") == 2, ir
+    _seen.clear()
+    m, big = _two_gemms_jit(a, b, big_a, big_b)
+    assert _seen == [1]  # during the call, after the 2M multiply-add GEMM
+    assert _blas._get() == _blas.DEFAULT  # after it
+    np.testing.assert_allclose(np.asarray(m), a @ b, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(big), big_a @ big_b, rtol=1e-5, atol=1e-4)
+
+
+@needs_team
+def test_eager_dot_unchanged_and_restored():
+    rng = np.random.RandomState(1)
+    a, b = rng.randn(3, 100, 90).astype(np.float32), rng.randn(3, 90, 80).astype(np.float32)
+    out = lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))
+    np.testing.assert_allclose(np.asarray(out), np.matmul(a, b), rtol=1e-5, atol=1e-4)
+    assert _blas._get() == _blas.DEFAULT
