@@ -43,6 +43,7 @@ from fjax import _debug_nans, core, dtypes, lax
 from fjax import _random_kernels as _kernels  # noqa: E402
 from fjax import numpy as jnp
 from fjax._prng import PRNGKeyArray  # noqa: E402
+from fjax.backends.registry import ELEMENTWISE, register_lowering
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
 from fjax.interpreters import ad, batching
@@ -141,6 +142,16 @@ batching.defvectorized(_bitcast_p)
 ad.defzero(_bitcast_p)
 
 
+def _bitcast_lowering_check(eqn: core.JaxprEqn) -> str | None:
+    src, dst = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
+    if src.itemsize not in (4, 8) or src.kind not in "iuf" or dst.kind not in "iuf":
+        return f"random_bitcast {src.name} -> {dst.name} (compiled for 32/64-bit ints and floats)"
+    return None
+
+
+register_lowering(_bitcast_p, ELEMENTWISE, check=_bitcast_lowering_check)
+
+
 def _bitcast(x: Any, new_dtype: Any) -> Any:
     return core.bind1(_bitcast_p, x, new_dtype=np.dtype(new_dtype))
 
@@ -226,6 +237,7 @@ def _fma_jvp(primals: list, tangents: list) -> tuple:
 
 
 ad.primitive_jvps[_fma_p] = _fma_jvp
+register_lowering(_fma_p, ELEMENTWISE)  # float32/float64 only (the abstract eval's check)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
@@ -1010,3 +1022,23 @@ from fjax._random_dists import *  # noqa: E402,F401,F403
 from fjax._random_dists import __all__ as _dist_names  # noqa: E402
 
 __all__ += _dist_names
+
+# eager calls on large shapes run compiled (fjax/_random_eager.py); keys, splits and the samplers
+# built on linear algebra or sorting (choice, permutation, multivariate_normal, orthogonal) do not
+from fjax._random_eager import compiled_when_large as _compiled_when_large  # noqa: E402
+
+for _name in [
+    "bernoulli",
+    "bits",
+    "categorical",
+    "exponential",
+    "gumbel",
+    "laplace",
+    "normal",
+    "randint",
+    "truncated_normal",
+    "uniform",
+    *_dist_names,
+]:
+    globals()[_name] = _compiled_when_large(globals()[_name])
+del _name

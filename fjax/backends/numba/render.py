@@ -233,7 +233,20 @@ class NumbaRenderer:
                 return f"vm.erf_f32({a[0]})"
             return f(f"math.erf({a[0]})", op)
 
+        def bitcast(a: list, op: ir.Op) -> str:
+            # same-width bit reinterpretation; ints of one width convert modularly (no saturation)
+            src, dst = np.dtype(op.in_dtypes[0]), op.dtype
+            bits = dst.itemsize * 8
+            if src.kind == "f":
+                u = f"rt.f{bits}_bits({a[0]})"
+                return u if dst.kind == "u" else (f"rt.bits_f{bits}({u})" if dst.kind == "f" else f(u, op))
+            if dst.kind == "f":
+                return f"rt.bits_f{bits}(np.uint{bits}({a[0]}))"
+            return f(a[0], op)
+
         self.code_for_op: dict[str, Callable] = {
+            "random_bitcast": bitcast,
+            "random_fma": lambda a, op: f"rt.fma({a[0]}, {a[1]}, {a[2]})",
             "add": arith("+"),
             "sub": arith("-"),
             "mul": arith("*"),

@@ -9,7 +9,10 @@ this file into every kernel's source so editing a helper recompiles the kernels 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -103,3 +106,42 @@ def shra(x, y, bits):
     if y >= 0 and y < bits:
         return x >> y
     return x - x - 1 if x < 0 else x - x
+
+
+# ---------------------------------------------------------------------------------------------
+# bit casts and a fused multiply-add (``fjax.random``'s private primitives)
+
+
+def _bitcast(src: types.Type, dst: types.Type, llty: Any) -> Any:
+    @intrinsic
+    def cast(typingctx, val):  # noqa: ARG001
+        if val != src:
+            return None
+
+        def codegen(context, builder, signature, args):  # noqa: ARG001
+            return builder.bitcast(args[0], llty)
+
+        return dst(src), codegen
+
+    return cast
+
+
+f32_bits = _bitcast(types.float32, types.uint32, ir.IntType(32))
+bits_f32 = _bitcast(types.uint32, types.float32, ir.FloatType())
+f64_bits = _bitcast(types.float64, types.uint64, ir.IntType(64))
+bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # noqa: ARG001
+    """``a * b + c`` rounded once (LLVM's ``llvm.fma``: the FMA instruction, or libm's exact
+    ``fma`` where the CPU has none); what XLA's CPU backend computes for a contracted multiply-add."""
+    if not (a == b == c and a in (types.float32, types.float64)):
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ARG001
+        t = args[0].type
+        fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
+        return builder.call(fn, args)
+
+    return a(a, a, a), codegen
