@@ -52,6 +52,8 @@ def pair(fns: dict[str, Callable | None], quick: bool, seconds: float = 0.6) -> 
         f()
         per[k] = max(time.perf_counter() - t0, 1e-7)
     rounds = 5 if quick else 15
+    if max(per.values()) * rounds > 4 * seconds:  # slow calls: fewer rounds (at least 3)
+        rounds = max(3, int(4 * seconds / max(per.values())))
     budget = (seconds / 3 if quick else seconds) / rounds
     number = {k: max(1, min(2000, int(budget / per[k]))) for k in fns}
     ts: dict[str, list] = {k: [] for k in fns}

@@ -88,7 +88,7 @@ def run(quick: bool = False) -> list:
         "uniform": lambda r, k: r.uniform(k, shape),
         "bernoulli(0.3)": lambda r, k: r.bernoulli(k, 0.3, shape),
         "categorical (10 classes)": lambda r, k: r.categorical(k, logits),
-        "gamma(2.0)": lambda r, k: r.gamma(k, 2.0, shape),
+        "gamma(2.0) (10^6 samples)": lambda r, k: r.gamma(k, 2.0, (10**6,)),
     }
     jax = jax_or_none()
     rows = []
@@ -97,9 +97,10 @@ def run(quick: bool = False) -> list:
         if jax is not None:
             jkey = jax.random.PRNGKey(0)
             jf = lambda f=f: f(jax.random, jkey).block_until_ready()  # noqa: E731
+        size = "10^6" if "10^6" in name else f"{shape[0]}x{shape[1]}"
         rows.append(
             row(
-                f"eager random.{name}, {shape[0]}x{shape[1]}",
+                f"eager random.{name.replace(' (10^6 samples)', '')}, {size}",
                 lambda f=f: np.asarray(f(random, key)),
                 jf,
                 quick,

@@ -8,11 +8,12 @@ processes), the digits MLP + Adam train step (64-128-64-10, batch 64, 8 GEMMs of
 multiply-adds) took 25 ms with OpenBLAS's default team of 2 and 0.75 ms with one thread.
 
 So fjax runs the GEMMs it issues through numpy (``jit``'s ``Dot`` steps, eager ``dot_general``)
-single-threaded below ``PARALLEL_MACS`` multiply-adds and with the library's default team above
-(``threads_for``); the count is set through the library's own ``openblas_set_num_threads``
-(found by symbol name in the OpenBLAS that numpy has loaded, located through /proc/self/maps
-or numpy's wheel directory) and put back when fjax's call returns (``restore``). When no
-OpenBLAS is found (another BLAS, a platform without /proc), nothing is changed.
+single-threaded below ``PARALLEL_MACS`` multiply-adds, and above it with the library's default
+team unless the load average says other processes occupy the cores (``threads_for``). The count
+is set through the library's own ``openblas_set_num_threads`` (found by symbol name in the
+OpenBLAS that numpy has loaded, located through /proc/self/maps or numpy's wheel directory) and
+put back when fjax's call returns (``restore``). When no OpenBLAS is found (another BLAS, a
+platform without /proc), nothing is changed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -78,11 +80,33 @@ DEFAULT = max(1, int(_get())) if _get is not None else 1  # the team size numpy'
 _current = DEFAULT
 
 
-def threads_for(macs: int, max_threads: int | None = None) -> int:
+_load = [0.0, -1.0]  # (1-minute load average, when it was read)
+
+
+def machine_busy(now: float | None = None) -> bool:
+    """Whether other work keeps the cores busy: the 1-minute load average exceeds the core count
+    by more than half a core (this process's own GEMM team counts for up to the core count). Read
+    at most once a second."""
+    now = time.monotonic() if now is None else now
+    if now - _load[1] >= 1.0:
+        try:
+            _load[0] = os.getloadavg()[0]
+        except OSError:
+            _load[0] = 0.0
+        _load[1] = now
+    return _load[0] > (os.cpu_count() or 1) + 0.5
+
+
+def threads_for(macs: int, max_threads: int | None = None, busy: bool | None = None) -> int:
     """Threads for a GEMM of ``macs`` multiply-adds (m*n*k, times the batch): one below
-    ``PARALLEL_MACS``, else ``max_threads`` (the library's default team)."""
+    ``PARALLEL_MACS`` or while the machine is busy (``machine_busy``: a team then waits for
+    descheduled workers -- 256x784 @ 784x512 took 26 ms with 2 threads, 3.6 ms with one, beside
+    other sessions' work here), else ``max_threads`` (the library's default team)."""
     max_threads = DEFAULT if max_threads is None else max_threads
-    return max_threads if macs >= PARALLEL_MACS else 1
+    if macs < PARALLEL_MACS:
+        return 1
+    busy = machine_busy() if busy is None else busy
+    return 1 if busy else max_threads
 
 
 def use(n: int) -> None:

@@ -3,6 +3,8 @@ its default team, and gets its thread count back after each jitted call or eager
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,14 +18,26 @@ needs_team = pytest.mark.skipif(
 )
 
 
-def test_threads_for_by_size():
-    assert _blas.threads_for(1, 8) == 1
-    assert _blas.threads_for(64 * 64 * 128, 8) == 1  # the digits MLP's GEMMs
-    assert _blas.threads_for(_blas.PARALLEL_MACS - 1, 8) == 1
-    assert _blas.threads_for(_blas.PARALLEL_MACS, 8) == 8
-    assert _blas.threads_for(256 * 784 * 512, 4) == 4  # a 784-512 MLP layer on batch 256
-    assert _blas.threads_for(10**12, 1) == 1
-    assert _blas.threads_for(10**12) == _blas.DEFAULT
+def test_threads_for_by_size_and_load():
+    for busy in (False, True):
+        assert _blas.threads_for(1, 8, busy) == 1
+        assert _blas.threads_for(64 * 64 * 128, 8, busy) == 1  # the digits MLP's GEMMs
+        assert _blas.threads_for(_blas.PARALLEL_MACS - 1, 8, busy) == 1
+        assert _blas.threads_for(10**12, 1, busy) == 1
+    assert _blas.threads_for(_blas.PARALLEL_MACS, 8, False) == 8
+    assert _blas.threads_for(256 * 784 * 512, 4, False) == 4  # a 784-512 MLP layer on batch 256
+    assert _blas.threads_for(256 * 784 * 512, 4, True) == 1  # ... while other work holds the cores
+    assert _blas.threads_for(10**12, None, False) == _blas.DEFAULT
+
+
+def test_machine_busy_reads_the_load_average(monkeypatch):
+    ncpu = os.cpu_count() or 1
+    monkeypatch.setattr(_blas, "_load", [0.0, -10.0])
+    monkeypatch.setattr(os, "getloadavg", lambda: (ncpu + 2.0, 0.0, 0.0))
+    assert _blas.machine_busy(now=0.0)
+    monkeypatch.setattr(os, "getloadavg", lambda: (ncpu * 1.0, 0.0, 0.0))
+    assert _blas.machine_busy(now=0.5)  # read at most once a second: still the old value
+    assert not _blas.machine_busy(now=1.5)
 
 
 def test_use_and_restore_track_the_library():
