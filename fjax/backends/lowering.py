@@ -1,6 +1,6 @@
 """Lowering of jaxprs to the backend-neutral kernel IR (``fjax.backends.kernel_ir``).
 
-Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit``) -> segments -> ``Program`` of ``Kernel`` IR,
+Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit`` and custom_jvp/custom_vjp calls) -> segments -> ``Program`` of ``Kernel`` IR,
 control steps and host steps -> a backend renders and compiles it (``fjax.backends.dispatch``).
 
 Fusion: equations are taken in order; an elementwise op joins the most recent loop nest with the
@@ -745,30 +745,14 @@ def _inlinable(eqn: JaxprEqn) -> Jaxpr | None:
     if name in ("custom_jvp_call", "custom_vjp_call"):
         # under jit only the primal computation runs (the rules were used by the transforms that
         # produced this jaxpr), so its equations fuse with their neighbours like any others
-        return _closed_as_open(eqn.params["call_jaxpr"])
+        closed = eqn.params["call_jaxpr"]  # closed-over values arrive as leading args (num_consts)
+        return closed.jaxpr if not closed.consts else None
     return None
 
 
-def _closed_as_open(closed: ClosedJaxpr) -> Jaxpr | None:
-    """``closed`` as a jaxpr without constvars (0-d consts become literals), or None when it
-    closes over arrays."""
-    jaxpr = closed.jaxpr
-    if not jaxpr.constvars:
-        return jaxpr
-    if any(np.ndim(c) != 0 for c in closed.consts):
-        return None
-    vals = [np.asarray(getattr(c, "_value", c)).item() for c in closed.consts]
-    sub = {v: Literal(c, v.aval) for v, c in zip(jaxpr.constvars, vals)}
-
-    def rd(a: Any) -> Any:
-        return a if type(a) is Literal else sub.get(a, a)
-
-    eqns = [JaxprEqn(e.primitive, [rd(a) for a in e.invars], e.outvars, e.params) for e in jaxpr.eqns]
-    return Jaxpr([], list(jaxpr.invars), [rd(v) for v in jaxpr.outvars], eqns)
-
-
 def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
-    """Equations of ``jaxpr`` with nested ``jit`` and ``remat2`` equations replaced by their bodies."""
+    """Equations of ``jaxpr`` with nested ``jit``, ``remat2`` and custom-derivative call equations
+    replaced by their bodies."""
     out: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
         inner = _inlinable(eqn)
