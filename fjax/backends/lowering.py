@@ -1,7 +1,8 @@
 """Lowering of jaxprs to the backend-neutral kernel IR (``fjax.backends.kernel_ir``).
 
-Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit`` and custom_jvp/custom_vjp calls) -> segments -> ``Program`` of ``Kernel`` IR,
-control steps and host steps -> a backend renders and compiles it (``fjax.backends.dispatch``).
+Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit`` and custom_jvp/custom_vjp calls) -> segments
+-> ``Program`` of ``Kernel`` IR, control steps and host steps -> a backend renders and compiles it
+(``fjax.backends.dispatch``).
 
 Fusion: equations are taken in order; an elementwise op joins the most recent loop nest with the
 same domain when that nest may read all its inputs (a value produced in another nest is stored
