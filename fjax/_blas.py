@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import importlib.util
 import os
 import time
 from typing import Any, Callable
@@ -60,24 +61,58 @@ def _candidate_libs() -> list[str]:
     return sorted(paths, key=lambda p: not os.path.realpath(p).startswith(numpy_dir))
 
 
+def _bind(path: str) -> tuple[Callable | None, Callable | None]:
+    """(set_num_threads, get_num_threads) of the OpenBLAS at ``path``, or (None, None)."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None, None
+    for set_name, get_name in _SYMBOLS:
+        s, g = getattr(lib, set_name, None), getattr(lib, get_name, None)
+        if s is not None and g is not None:
+            s.argtypes, s.restype = [ctypes.c_int], None
+            g.argtypes, g.restype = [], ctypes.c_int
+            return s, g
+    return None, None
+
+
 def _find() -> tuple[Callable | None, Callable | None, str | None]:
     for path in _candidate_libs():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in _SYMBOLS:
-            s, g = getattr(lib, set_name, None), getattr(lib, get_name, None)
-            if s is not None and g is not None:
-                s.argtypes, s.restype = [ctypes.c_int], None
-                g.argtypes, g.restype = [], ctypes.c_int
-                return s, g, os.path.basename(path)
+        s, g = _bind(path)
+        if s is not None:
+            return s, g, os.path.basename(path)
     return None, None, None
 
 
 _set, _get, LIBRARY = _find()
 DEFAULT = max(1, int(_get())) if _get is not None else 1  # the team size numpy's BLAS starts with
 _current = DEFAULT
+# other OpenBLAS libraries whose thread count follows numpy's: (set, get, default team size)
+_others: list = []
+_scipy_looked = [False]
+
+
+def include_scipy() -> None:
+    """Also set the thread count of scipy's OpenBLAS (the one numba's ``np.dot`` calls, e.g. in
+    the compiled conv kernels), found in scipy's wheel directory without importing scipy."""
+    if _scipy_looked[0]:
+        return
+    _scipy_looked[0] = True
+    try:
+        spec = importlib.util.find_spec("scipy")
+    except (ImportError, ValueError):
+        return
+    for d in list(spec.submodule_search_locations or []) if spec is not None else []:
+        for path in sorted(glob.glob(os.path.join(d, "..", "scipy.libs", "*openblas*"))):
+            if os.path.basename(path) == LIBRARY:
+                continue
+            s, g = _bind(path)
+            if s is not None:
+                default = max(1, int(g()))
+                if _current != default:
+                    s(int(_current))
+                _others.append((s, g, default))
+                return
 
 
 _load = [0.0, -1.0]  # (1-minute load average, when it was read)
@@ -110,10 +145,13 @@ def threads_for(macs: int, max_threads: int | None = None, busy: bool | None = N
 
 
 def use(n: int) -> None:
-    """Let numpy's OpenBLAS use ``n`` threads (a no-op when it already does, or without one)."""
+    """Let numpy's OpenBLAS (and scipy's, after ``include_scipy``) use ``n`` threads (a no-op
+    when they already do, or without one)."""
     global _current
     if n != _current and _set is not None:
         _set(int(n))
+        for s, _, _ in _others:
+            s(int(n))
         _current = n
 
 
@@ -123,9 +161,12 @@ def for_gemm(macs: int) -> None:
 
 
 def restore() -> None:
-    """Give numpy's OpenBLAS back its default thread count (after fjax's GEMMs)."""
+    """Give numpy's OpenBLAS (and the others) back their default thread counts (after fjax's GEMMs)."""
     if _current != DEFAULT:
         use(DEFAULT)
+        for s, _, default in _others:
+            if default != DEFAULT:
+                s(default)
 
 
 def matmul(x: np.ndarray, y: np.ndarray, macs: int) -> Any:

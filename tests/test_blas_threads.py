@@ -97,3 +97,30 @@ def test_eager_dot_unchanged_and_restored():
     out = lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))
     np.testing.assert_allclose(np.asarray(out), np.matmul(a, b), rtol=1e-5, atol=1e-4)
     assert _blas._get() == _blas.DEFAULT
+
+
+_conv_seen: list = []
+
+
+def _record_conv(x):
+    _conv_seen.append([_blas._get()] + [g() for _, g, _ in _blas._others])
+    return x
+
+
+def _conv_then_callback(x, w):
+    y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return fjax.pure_callback(_record_conv, fjax.ShapeDtypeStruct(y.shape, y.dtype), y)
+
+
+@needs_team
+def test_compiled_conv_gemms_single_threaded_and_restored():
+    rng = np.random.RandomState(2)
+    x = rng.randn(8, 16, 16, 8).astype(np.float32)  # 2.4M multiply-adds
+    w = rng.randn(3, 3, 8, 16).astype(np.float32)
+    _conv_seen.clear()
+    y = fjax.jit(_conv_then_callback)(x, w)
+    assert _conv_seen and all(n == 1 for n in _conv_seen[0])
+    assert _blas._get() == _blas.DEFAULT
+    assert all(g() == d for _, g, d in _blas._others)
+    ref = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_allclose(np.asarray(y), np.asarray(ref), rtol=1e-4, atol=1e-4)

@@ -297,6 +297,7 @@ class ProgramSource:
                 kern = host_kernel(step)
                 if kern is not None:
                     call = f"{self._const(kern)}({', '.join(self._var(a) for a in ins)})"
+                    self._blas_threads_for_host(step)
                 else:
                     f = self._const(step.prim.impl)
                     p = self._const(dict(step.params))
@@ -396,6 +397,19 @@ class ProgramSource:
             n = bn(o)
             if n != self._var(v):
                 body.append(f"{self._var(v)} = {n}")
+
+    def _blas_threads_for_host(self, step: ir.HostCall) -> None:
+        """A compiled conv's GEMMs (numba's ``np.dot``: scipy's OpenBLAS) get threads by their
+        size and the machine's load, as ``Dot`` steps do (``fjax._blas``)."""
+        if step.op != "conv_general_dilated":
+            return
+        rhs, out = step.in_avals[1], step.out_avals[0]
+        cout = rhs.shape[tuple(step.params["dimension_numbers"][1])[0]]
+        macs = math.prod(out.shape) * (math.prod(rhs.shape) // max(cout, 1))
+        if macs > _blas.SERIAL_MACS:
+            _blas.include_scipy()
+            self.ns["_blas"] = _blas
+            self.lines.append(f"_blas.for_gemm({macs})")
 
     def _dot(self, d: ir.Dot, bn: Callable, key: Any = None) -> None:
         if self.nopython:
