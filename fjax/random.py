@@ -998,3 +998,23 @@ from fjax._random_dists import *  # noqa: E402,F401,F403
 from fjax._random_dists import __all__ as _dist_names  # noqa: E402
 
 __all__ += _dist_names
+
+# eager calls on large shapes run compiled (fjax/_random_eager.py); keys, splits and the samplers
+# built on linear algebra or sorting (choice, permutation, multivariate_normal, orthogonal) do not
+from fjax._random_eager import compiled_when_large as _compiled_when_large  # noqa: E402
+
+for _name in [
+    "bernoulli",
+    "bits",
+    "categorical",
+    "exponential",
+    "gumbel",
+    "laplace",
+    "normal",
+    "randint",
+    "truncated_normal",
+    "uniform",
+    *_dist_names,
+]:
+    globals()[_name] = _compiled_when_large(globals()[_name])
+del _name

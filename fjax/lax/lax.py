@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _blas, core, dtypes
 from fjax.backends.registry import ELEMENTWISE, INDEXING, ITERATION, LAYOUT, LIBRARY, REDUCTION, register_lowering
 from fjax.core import Primitive, ShapedArray
 from fjax.dtypes import kind as _dkind
@@ -1337,7 +1337,7 @@ def _dot_general_impl(
         x = x.transpose(xperm)
     if yperm is not None:
         y = y.transpose(yperm)
-    out = np.matmul(x.reshape(xs3), y.reshape(ys3))
+    out = _blas.matmul(x.reshape(xs3), y.reshape(ys3), math.prod(xs3) * ys3[-1])
     return out.reshape(out_shape)
 
 
