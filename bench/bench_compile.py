@@ -4,8 +4,10 @@ against program size.
 Each program runs in a fresh Python process with an empty fjax kernel cache (``FJAX_CACHE_DIR``
 set to a new temporary directory): the figure is the wall time of the first call of the jitted
 function, from the call to the result materialized (trace, lowering, kernel compiles and the run),
-after imports and data creation. The same program source runs under JAX (``import jax``) when it
-is installed, also in a fresh process, so the ratios compare like with like. numba's own caches of
+after imports and data creation (wall time, and the process's CPU time, which on a loaded machine
+says more about the work done: JAX's CPU time counts all its threads). The same program source
+runs under JAX (``import jax``) when it is installed, also in a fresh process, so the ratios
+compare like with like. numba's own caches of
 fjax's helper modules (``vmath``, ``loops``, ...) are part of the installed package and stay warm
 after their first use on a machine; only the cache of generated kernels starts empty.
 
@@ -143,13 +145,13 @@ else:
     ready = lambda r: jax.tree_util.tree_map(np.asarray, r)
 t_import = time.perf_counter() - t0
 {program}
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 ready(fn(*args))
-t_first = time.perf_counter() - t1
+t_first, c_first = time.perf_counter() - t1, time.process_time() - c1
 t2 = time.perf_counter()
 ready(fn(*args))
 t_second = time.perf_counter() - t2
-print("RESULT " + json.dumps(dict(import_s=t_import, first_s=t_first, second_s=t_second)))
+print("RESULT " + json.dumps(dict(import_s=t_import, first_s=t_first, first_cpu_s=c_first, second_s=t_second)))
 """
 
 
@@ -182,12 +184,18 @@ def have_jax() -> bool:
     return True
 
 
-def fmt(r: dict | None) -> str:
+def fmt(r: dict | None, key: str = "first_s") -> str:
     if r is None:
         return "-"
     if "error" in r:
         return r["error"][:40]
-    return f"{r['first_s']:.2f} s"
+    return f"{r[key]:.2f} s"
+
+
+def ratio(f: dict | None, j: dict | None, key: str) -> str:
+    if f and j and "error" not in f and "error" not in j:
+        return f"{f[key] / j[key]:.2f}"
+    return "-"
 
 
 def main() -> None:
@@ -200,16 +208,21 @@ def main() -> None:
     names = args.only or list(PROGRAMS)
     use_jax = have_jax() and not args.no_jax
     results = {}
-    print(f"{'program':18s} {'fjax first call':>16s} {'JAX first call':>15s} {'fjax/JAX':>9s} {'fjax 2nd call':>14s}")
+    print(
+        f"{'program':18s} {'fjax first':>11s} {'JAX first':>11s} {'ratio':>6s}   "
+        f"{'fjax CPU':>9s} {'JAX CPU':>9s} {'ratio':>6s}   {'fjax 2nd call':>13s}"
+    )
     for name in names:
         f = run_child(name, False, args.timeout)
         j = run_child(name, True, args.timeout) if use_jax else None
         results[name] = {"fjax": f, "jax": j}
-        ratio = "-"
-        if f and j and "error" not in f and "error" not in j:
-            ratio = f"{f['first_s'] / j['first_s']:.2f}"
         second = f"{f['second_s'] * 1e3:.2f} ms" if f and "error" not in f else "-"
-        print(f"{name:18s} {fmt(f):>16s} {fmt(j):>15s} {ratio:>9s} {second:>14s}", flush=True)
+        print(
+            f"{name:18s} {fmt(f):>11s} {fmt(j):>11s} {ratio(f, j, 'first_s'):>6s}   "
+            f"{fmt(f, 'first_cpu_s'):>9s} {fmt(j, 'first_cpu_s'):>9s} {ratio(f, j, 'first_cpu_s'):>6s}   "
+            f"{second:>13s}",
+            flush=True,
+        )
     sizes = [(int(n.split("_")[1]), results[n]["fjax"]) for n in names if n.startswith("elementwise_")]
     sizes = [(n, r["first_s"]) for n, r in sizes if r and "error" not in r]
     if len(sizes) >= 2:

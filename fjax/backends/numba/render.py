@@ -117,7 +117,13 @@ class NumbaRenderer:
             return r
 
         def arith(sym: str) -> Callable:
-            return lambda a, op: f(f"{a[0]} {sym} {a[1]}", op)
+            def r(a: list, op: ir.Op) -> str:
+                if op.dtype in _ARG_FLOATS and all(d == op.dtype for d in op.in_dtypes):
+                    # float32 op float32 is float32 in numba already: no cast call to type and lower
+                    return f"({a[0]} {sym} {a[1]})"
+                return f(f"{a[0]} {sym} {a[1]}", op)
+
+            return r
 
         def cmp(sym: str) -> Callable:
             return lambda a, op: f"{a[0]} {sym} {a[1]}"
@@ -142,6 +148,8 @@ class NumbaRenderer:
             return r
 
         def div(a: list, op: ir.Op) -> str:
+            if op.dtype in _ARG_FLOATS and all(d == op.dtype for d in op.in_dtypes):
+                return f"({a[0]} / {a[1]})"
             if op.dtype.kind == "f":
                 return f(f"{a[0]} / {a[1]}", op)
             return f(f"rt.idiv({a[0]}, {a[1]})", op)
