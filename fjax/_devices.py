@@ -166,6 +166,8 @@ def _topology_changed() -> None:
 
 
 def _on_config(name: str, value: Any) -> None:
+    if name in ("jax_default_device", "jax_platforms", "jax_num_cpu_devices"):
+        _default_cache[0] = None
     if name == "jax_default_device":
         if value is not None and not isinstance(value, (Device, str)):
             raise ValueError(f"jax_default_device must be a Device, a platform name or None, got {value!r}")
@@ -206,6 +208,7 @@ def _reset_platforms() -> None:
     global _gpus, _platforms_cache
     _gpus = None
     _platforms_cache = None
+    _default_cache[0] = None
     _shardings.clear()
 
 
@@ -360,24 +363,34 @@ def _resolve_device(d: Any) -> Device:
     raise TypeError(f"default_device: expected a Device or a platform name, got {d!r}")
 
 
+# the default device outside ``default_device`` blocks (None: resolve again); reset whenever what
+# decides it changes (jax_platforms, jax_default_device, the topology), so the placement check of
+# every eager primitive reads one list item
+_default_cache: list = [None]
+
+
 def get_default_device() -> Device:
     """The device computations on uncommitted arrays run on, and plain arrays report."""
     st = _default_stack.stack
     if st:
         d = st[-1]
-    else:
+        return _system_default_device() if d is None else _resolve_device(d)
+    d = _default_cache[0]
+    if d is None:
         from fjax.config import config  # noqa: PLC0415
 
-        d = config.jax_default_device
-    if d is not None:
-        return _resolve_device(d)
-    plat = _platforms()[0]
-    if plat == "cpu":
-        return _get_topology()[1][0]
-    me = _get_topology()[2]
-    for g in _gpu_devices():
-        if g.process_index == me:
-            return g
+        c = config.jax_default_device
+        d = _default_cache[0] = _system_default_device() if c is None else _resolve_device(c)
+    return d
+
+
+def _system_default_device() -> Device:
+    """The default backend's first local device."""
+    if _platforms()[0] == "gpu":
+        me = _get_topology()[2]
+        for g in _gpu_devices():
+            if g.process_index == me:
+                return g
     return _get_topology()[1][0]
 
 

@@ -245,7 +245,7 @@ def target_device(args: Sequence[Any], name: str) -> tuple | None:
     if committed_dev is not None:
         return committed_dev, True
     d = _devices.get_default_device()
-    if d == _devices.host_default_device():
+    if d is _devices.host_default_device() or (d.platform == "cpu" and d.id == _devices.host_default_device().id):
         return None
     return d, False
 

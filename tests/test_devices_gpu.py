@@ -353,3 +353,32 @@ def test_real_gpu_runtime_roundtrip():
     x = fjax.device_put(a, g)
     assert x.devices() == {g} and g.device_kind
     np.testing.assert_array_equal(np.asarray(x), a)
+
+
+def test_fake_gpu_digits_mlp_example_device_gpu(fake_gpu):
+    """examples/digits_mlp.py's ``train(..., device=gpu)`` (what ``--device gpu`` runs), on the test double."""
+    fake, backend = fake_gpu
+    backend.unsupported = frozenset()  # the shuffling sorts (random.permutation)
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    sys.path.insert(0, examples)
+    try:
+        import _common
+        import digits_mlp
+    finally:
+        sys.path.remove(examples)
+    from fjax import random, tree_util
+
+    x, y = _common.load_digits()
+    x, y = (x[:96] - 8.0) / 8.0, y[:96]
+    data = (x[:64], y[:64], x[64:], y[64:])
+    g0 = fjax.devices()[1]
+    with fjax.default_device(fjax.devices("cpu")[0]):
+        model = digits_mlp.init_model(random.PRNGKey(0), (16,))
+    model, hist = digits_mlp.train(
+        model, data, random.PRNGKey(1), epochs=2, batch_size=32, show_progress=False, device=g0
+    )
+    leaves = tree_util.tree_leaves(model)
+    assert leaves and all(isinstance(v, _placement.GpuArray) and _committed(v, g0) for v in leaves)
+    assert all(np.isfinite(hist["train_loss"])) and hist["train_loss"][1] < hist["train_loss"][0]
+    assert backend.calls > 0
+    print("downloads", fake.downloads, "uploads", fake.uploads, "calls", backend.calls)
