@@ -175,13 +175,12 @@ def default_device(device: Any) -> Iterator[None]:
         raise TypeError(f"default_device: expected a Device or a platform name, got {device!r}")
     if isinstance(device, str):
         _devices.local_devices(backend=device)  # an absent platform raises JAX's RuntimeError here
-    stack = _devices._default_stack.stack
-    stack.append(device)
+    _devices._enter_default_block(device)
     _placement.rearm()
     try:
         yield
     finally:
-        stack.pop()
+        _devices._exit_default_block()
 
 
 class _ConfigContext:

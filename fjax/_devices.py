@@ -353,6 +353,21 @@ class _DefaultDeviceStack(threading.local):
 
 
 _default_stack = _DefaultDeviceStack()
+# ``default_device`` blocks open in any thread (the placement hook stays armed while one is)
+_default_blocks = [0]
+_default_blocks_lock = threading.Lock()
+
+
+def _enter_default_block(device: Any) -> None:
+    with _default_blocks_lock:
+        _default_blocks[0] += 1
+    _default_stack.stack.append(device)
+
+
+def _exit_default_block() -> None:
+    _default_stack.stack.pop()
+    with _default_blocks_lock:
+        _default_blocks[0] -= 1
 
 
 def _resolve_device(d: Any) -> Device:

@@ -299,7 +299,8 @@ def _hook(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
 
 
 def _default_stack_active() -> bool:
-    return bool(_devices._default_stack.stack) or config.jax_default_device is not None
+    # any thread's default_device block, not only this one's: the hook is global
+    return _devices._default_blocks[0] > 0 or config.jax_default_device is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,8 +349,9 @@ def _prim_jaxpr(prim: core.Primitive, args: Sequence[Any], params: dict) -> tupl
 # host arrays uploaded for a GPU: id -> (array, device, buffer); plain Arrays are immutable, so an
 # entry stays right while it holds the array (jit constants and closed-over values upload once)
 _uploads: OrderedDict = OrderedDict()
-_MAX_UPLOADS = 256
-_MAX_UPLOAD_BYTES = 1 << 20  # small values only: constants, scalars, closed-over biases
+_MAX_UPLOAD_BYTES = 1 << 20  # values up to this size are kept: constants, scalars, closed-over biases
+_MAX_UPLOADS_TOTAL = 64 << 20  # the cache holds at most this much device memory
+_upload_bytes = [0]
 
 
 def _buffer_for(x: Any, device: Any) -> Any:
@@ -362,9 +364,13 @@ def _buffer_for(x: Any, device: Any) -> Any:
             return hit[2]
         buf = _to_gpu(x, device)
         with _lock:
+            old = _uploads.pop(id(x), None)
+            if old is not None:
+                _upload_bytes[0] -= old[0]._value.nbytes
             _uploads[id(x)] = (x, device, buf)
-            if len(_uploads) > _MAX_UPLOADS:
-                _uploads.popitem(last=False)
+            _upload_bytes[0] += x._value.nbytes
+            while _upload_bytes[0] > _MAX_UPLOADS_TOTAL and _uploads:
+                _upload_bytes[0] -= _uploads.popitem(last=False)[1][0]._value.nbytes
         return buf
     arr = x if isinstance(x, Array) else core.to_array(x)
     return _to_gpu(arr, device)
@@ -414,6 +420,7 @@ def _clear(disk: bool = False) -> None:
     with _lock:
         _prim_jaxprs.clear()
         _uploads.clear()
+        _upload_bytes[0] = 0
 
 
 def _install() -> None:

@@ -15,6 +15,7 @@ Three kinds of tests:
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -167,6 +168,12 @@ def test_default_device_context(four_cpus):
         assert _committed(fjax.device_put(1.0, devices[1]) + 1, devices[1])
         with fjax.default_device("cpu"):
             assert fjax.numpy.zeros(2).devices() == {devices[0]}
+    # another thread's computations (on the host default) leave this thread's block in force
+    with fjax.default_device(devices[2]):
+        t = threading.Thread(target=lambda: (jnp.ones(2) + 1).block_until_ready())
+        t.start()
+        t.join()
+        assert _uncommitted(jnp.ones(2) * 3, devices[2])
     y = x + 1  # uncommitted: goes to the (new) default device
     assert y.devices() == {devices[0]}
     np.testing.assert_array_equal(y, [3.0, 3.0, 3.0])

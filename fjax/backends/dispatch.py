@@ -14,7 +14,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from fjax.backends.backend import Backend
+from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
 from fjax.backends.lowering import _has_control_flow, build_program
 from fjax.config import config
@@ -186,7 +186,11 @@ def compile_for_device(closed: ClosedJaxpr, backend_name: str, runtime: Any) -> 
         return per[key]
     b = get_backend(backend_name)
     # every host step counts as compiled, so only a jaxpr without any work lowers to None
-    caps = dataclasses.replace(b.capabilities, host_kernels=_ANY)
+    c = b.capabilities
+    try:
+        caps = dataclasses.replace(c, host_kernels=_ANY)
+    except TypeError:  # capabilities given as another object with the same fields
+        caps = Capabilities(ops=c.ops, loop_ops=c.loop_ops, loop_op_reason=c.loop_op_reason, host_kernels=_ANY)
     prog = build_program(closed, caps)
     fn = None if prog is None else b.compile(prog, runtime=runtime)
     _stats["compiles"] += 1
