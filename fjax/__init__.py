@@ -129,6 +129,7 @@ from fjax._devices import (  # noqa: E402
     process_count,
     process_index,
 )
+from fjax import _placement  # noqa: E402  (GPU arrays, committed placement, dispatch by device)
 from fjax._callback import pure_callback  # noqa: E402
 from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
 from fjax import debug  # noqa: E402

@@ -167,14 +167,21 @@ def effects_barrier() -> None:
 
 @contextlib.contextmanager
 def default_device(device: Any) -> Iterator[None]:
-    """Context choosing the device for new arrays; fjax has one CPU device, the only choice."""
-    from fjax._devices import Device
+    """Context in which computations on uncommitted arrays (and new arrays) go to ``device`` (a
+    ``Device``, a platform name such as ``"cpu"``, or None for the default backend's first
+    device), as ``jax.default_device``; per thread, overriding ``jax_default_device``."""
+    from fjax import _devices, _placement
 
-    if device is not None and not isinstance(device, (Device, str)):
+    if device is not None and not isinstance(device, (_devices.Device, str)):
         raise TypeError(f"default_device: expected a Device or a platform name, got {device!r}")
-    if isinstance(device, str) and device != "cpu":
-        raise RuntimeError(f"Unknown backend {device}; fjax has only 'cpu'")
-    yield
+    if isinstance(device, str):
+        _devices.local_devices(backend=device)  # an absent platform raises JAX's RuntimeError here
+    _devices._enter_default_block(device)
+    _placement.rearm()
+    try:
+        yield
+    finally:
+        _devices._exit_default_block()
 
 
 class _ConfigContext:

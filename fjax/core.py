@@ -469,6 +469,25 @@ class Primitive:
         return rule
 
 
+# Device placement (``fjax._placement``) sets this to a function ``(prim, args, params)`` run before
+# a primitive is evaluated eagerly: it runs computations on arrays that live on a GPU, or are
+# committed to a device, where they live, and returns ``NOT_HANDLED`` for the plain host case.
+# None while nothing is placed and the default device is the host's (then eager evaluation costs
+# nothing more than this check).
+placement_hook: Callable | None = None
+NOT_HANDLED = object()
+
+
+def eval_placed(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    """Evaluate ``prim`` eagerly where its arguments are placed (``placement_hook``), else on the host."""
+    hook = placement_hook
+    if hook is not None:
+        out = hook(prim, args, params)
+        if out is not NOT_HANDLED:
+            return out
+    return eval_primitive(prim, args, params)
+
+
 def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy.
 
@@ -534,6 +553,8 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> Any:
+        if placement_hook is not None:
+            return eval_placed(primitive, tracers, params)
         return eval_primitive(primitive, tracers, params)
 
 
@@ -645,6 +666,8 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
             break
     else:
         if top_main is _eval_main and axis_main is None:
+            if placement_hook is not None:
+                return eval_placed(prim, args, params)
             return eval_primitive(prim, args, params)
     trace = find_top_trace(args, axis_main)
     tracers = [full_raise(trace, a) for a in args]

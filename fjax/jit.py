@@ -204,9 +204,11 @@ pe.dce_rules[jit_p] = _jit_dce
 
 def _leaf_signature(x: Any) -> Any:
     t = type(x)
-    if t is core.Array or isinstance(x, core.Array):  # sharded arrays subclass Array
+    if t is core.Array:
         v = x._value
         return (v.shape, v.dtype, x.weak_type)
+    if isinstance(x, core.Array):  # sharded and device arrays subclass Array (never read their values here)
+        return (x.shape, x.dtype, x.weak_type)
     if isinstance(x, core.Tracer):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type)
@@ -458,6 +460,12 @@ class JitWrapped:
             and not any(isinstance(x, core.Tracer) for x in consts + flat)
             and (len(core._state.stack) == 1 or batching.params_axis_main({"jaxpr": closed}) is None)
         ):
+            if core.placement_hook is not None:
+                # inputs on a GPU or committed to a device, or a default device that is not the
+                # host's: run where they live (fjax._placement)
+                outs = core.placement_hook(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
+                if outs is not core.NOT_HANDLED:
+                    return tu.tree_unflatten(out_tree, outs)
             # eager fast path: skip bind and the abstract re-check (the signature already matched)
             vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)

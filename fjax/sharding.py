@@ -315,16 +315,25 @@ class PmapSharding(Sharding):
 
 
 class ShardedArray(core.Array):
-    """An ``Array`` with a sharding (its value is the global array, kept in one buffer)."""
+    """An ``Array`` with a sharding (its value is the global array, kept in one buffer).
 
-    __slots__ = ("_sharding",)
+    ``_committed``: placed explicitly (``device_put`` with a device or sharding), so computations
+    on it run on its device(s), as JAX's committed arrays; False for a result placed on a
+    ``fjax.default_device`` that is not the host's first device."""
 
-    def __init__(self, value: np.ndarray, weak_type: bool, sharding: Any):
+    __slots__ = ("_sharding", "_committed")
+
+    def __init__(self, value: np.ndarray, weak_type: bool, sharding: Any, committed: bool = True):
         super().__init__(value, weak_type)
         self._sharding = sharding
+        self._committed = committed
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
 
     def __reduce__(self) -> tuple:
-        return (ShardedArray, (np.asarray(self._value), self.weak_type, self._sharding))
+        return (ShardedArray, (np.asarray(self._value), self.weak_type, self._sharding, self._committed))
 
 
 class Shard:
