@@ -365,7 +365,6 @@ def test_real_gpu_runtime_roundtrip():
 def test_fake_gpu_digits_mlp_example_device_gpu(fake_gpu):
     """examples/digits_mlp.py's ``train(..., device=gpu)`` (what ``--device gpu`` runs), on the test double."""
     fake, backend = fake_gpu
-    backend.unsupported = frozenset()  # the shuffling sorts (random.permutation)
     examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     sys.path.insert(0, examples)
     try:
@@ -379,13 +378,61 @@ def test_fake_gpu_digits_mlp_example_device_gpu(fake_gpu):
     x, y = (x[:96] - 8.0) / 8.0, y[:96]
     data = (x[:64], y[:64], x[64:], y[64:])
     g0 = fjax.devices()[1]
+    # the keys and the shuffling stay on the host (uncommitted, default device CPU); the model and
+    # the batches are committed to the GPU, so the train step and the optimizer run there
     with fjax.default_device(fjax.devices("cpu")[0]):
         model = digits_mlp.init_model(random.PRNGKey(0), (16,))
-    model, hist = digits_mlp.train(
-        model, data, random.PRNGKey(1), epochs=2, batch_size=32, show_progress=False, device=g0
-    )
+        model, hist = digits_mlp.train(
+            model, data, random.PRNGKey(1), epochs=2, batch_size=32, show_progress=False, device=g0
+        )
     leaves = tree_util.tree_leaves(model)
     assert leaves and all(isinstance(v, _placement.GpuArray) and _committed(v, g0) for v in leaves)
     assert all(np.isfinite(hist["train_loss"])) and hist["train_loss"][1] < hist["train_loss"][0]
     assert backend.calls > 0
-    print("downloads", fake.downloads, "uploads", fake.uploads, "calls", backend.calls)
+
+
+# ---- the real CUDA backend, its kernels run by the CPU emulator --------------------------------
+
+
+@pytest.fixture
+def emulated_gpu(monkeypatch):
+    """One pretend GPU whose kernels are the real ``CudaBackend``'s CUDA C, compiled and run on the
+    CPU by ``fjax.backends.cuda.emulate`` (device enumeration from the test double). Nothing runs
+    on a GPU; this checks that placement, dispatch and the CUDA backend fit together."""
+    emulate = pytest.importorskip("fjax.backends.cuda.emulate")
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    from fjax.backends import dispatch
+
+    fake, emu = FakeRuntime(n_devices=1), emulate.EmulatedRuntime()
+    old = fjax.config.jax_platforms
+    fjax.config.update("jax_platforms", None)
+    for name in ("available", "unavailable_reason", "device_count", "device_kind", "device", "synchronize"):
+        monkeypatch.setattr(cuda_runtime, name, getattr(fake, name))
+    for name in ("module", "launch", "empty", "to_device", "to_host", "matmul"):
+        monkeypatch.setattr(cuda_runtime, name, getattr(emu, name))
+    dispatch.register_backend("cuda", "fjax.backends.cuda.backend:CudaBackend")
+    _devices._reset_platforms()
+    _placement._clear()
+    _placement.rearm()
+    yield
+    monkeypatch.undo()
+    fjax.config.update("jax_platforms", old)
+    uninstall()
+
+
+def test_emulated_cuda_backend_end_to_end(emulated_gpu):
+    g = fjax.devices()[0]
+    assert fjax.default_backend() == "gpu"
+    rng = np.random.default_rng(0)
+    w, xb = rng.standard_normal((4, 3), np.float32), rng.standard_normal((5, 4), np.float32)
+    wd, xd = fjax.device_put(w, g), fjax.device_put(xb, g)
+    out = _layer(wd, xd)
+    assert isinstance(out, _placement.GpuArray) and _committed(out, g)
+    np.testing.assert_allclose(np.asarray(out), np.tanh(xb @ w).sum(axis=0), rtol=1e-5)
+    gw = _loss_grad(wd, xd)
+    assert isinstance(gw, _placement.GpuArray) and _committed(gw, g)
+    np.testing.assert_allclose(np.asarray(gw), xb.T @ (1 - np.tanh(xb @ w) ** 2), rtol=1e-4, atol=1e-5)
+    y = jnp.sin(xd) * 2  # eager primitives, each a one-primitive program of the CUDA backend
+    assert isinstance(y, _placement.GpuArray)
+    np.testing.assert_allclose(np.asarray(y), np.sin(xb) * 2, rtol=1e-5, atol=1e-6)
