@@ -35,11 +35,16 @@ def get_backend(name: str = "numba") -> Backend:
     """The backend called ``name`` (created on first use: importing numba takes a while)."""
     b = _backends.get(name)
     if b is None:
-        if name != "numba":
-            raise NotImplementedError(f"fjax has no backend named {name!r} (available: 'numba')")
-        from fjax.backends.numba.backend import NumbaBackend  # noqa: PLC0415
+        if name == "numba":
+            from fjax.backends.numba.backend import NumbaBackend  # noqa: PLC0415
 
-        b = _backends[name] = NumbaBackend()
+            b = _backends[name] = NumbaBackend()
+        elif name == "cuda":
+            from fjax.backends.cuda.backend import CudaBackend  # noqa: PLC0415
+
+            b = _backends[name] = CudaBackend()
+        else:
+            raise NotImplementedError(f"fjax has no backend named {name!r} (available: 'numba', 'cuda')")
     return b
 
 
@@ -129,21 +134,23 @@ def _compile_uncached(closed: ClosedJaxpr, warn: bool = True) -> tuple[Callable 
         return fn, True
 
 
-def source_for(closed: ClosedJaxpr) -> str:
-    """The generated source of ``closed`` (kernels, and the host steps as comments)."""
-    prog = lower(closed)
+def source_for(closed: ClosedJaxpr, backend: str = "numba") -> str:
+    """The generated source of ``closed`` for ``backend`` (kernels, and the host steps as comments)."""
+    b = get_backend(backend)
+    prog = lower(closed, b)
     if prog is None:
         return "# nothing to compile: evaluated eagerly\n"
-    return _backend().source(prog)
+    return b.source(prog)
 
 
-def ir_text(closed: ClosedJaxpr) -> str:
-    """The kernel IR program of ``closed`` as text (``Program.as_text``), after the backend's
+def ir_text(closed: ClosedJaxpr, backend: str = "numba") -> str:
+    """The kernel IR program of ``closed`` as text (``Program.as_text``), after ``backend``'s
     passes (so it shows the schedule the backend renders)."""
-    prog = lower(closed)
+    b = get_backend(backend)
+    prog = lower(closed, b)
     if prog is None:
         return "# nothing to compile: evaluated eagerly\n"
-    return _backend().prepare(prog).as_text()
+    return b.prepare(prog).as_text()
 
 
 def clear_cache(disk: bool = False) -> None:

@@ -1,0 +1,259 @@
+"""CUDA kernels for the steps that do not fuse into loop nests (the numba backend's host steps and
+inline loop updates): each becomes launches in the plan, so its data never leaves the device.
+
+- ``random_fma``: ``fmaf``/``fma`` (one rounding: bit-identical to the CPU impl, which emulates a
+  correctly rounded fma);
+- ``cumsum``/``cumprod``/``cummax``/``cummin``: one thread per line along the axis, the same
+  sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating);
+- ``argmax``/``argmin``: one thread per output, NaN counting as the extreme (first NaN wins);
+- ``dynamic_update_slice``, ``scatter``, ``scatter-add`` (and mul/min/max on integers): a copy of the
+  operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
+  indices then depend on the order threads run: not bit-reproducible run to run).
+
+Everything else raises ``NotImplementedError`` naming the primitive (sort, convolution, FFT,
+linear algebra, ... have no CUDA form here).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fjax.backends.cuda.ops import ctype, utype
+from fjax.backends.cuda.render import CudaKernel
+
+_CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+# the host-step primitives rendered here as kernels
+HOST_OPS = frozenset(
+    {"random_fma", "argmax", "argmin", "dynamic_update_slice", "scatter", "scatter-add", "scatter-min", "scatter-max"}
+    | set(_CUM)
+)
+
+
+def _grid(n: int, block: int) -> tuple:
+    return (max(1, min(4096, -(-n // block))), 1, 1)
+
+
+def _block(n: int) -> int:
+    return 256 if n >= 256 else max(32, -(-n // 32) * 32)
+
+
+def _loop(n: int, block: int) -> str:
+    return f"for (long long t = (long long)blockIdx.x * {block} + threadIdx.x; t < {n}LL; t += (long long){block} * gridDim.x)"
+
+
+def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
+    """Plan records computing the step ``name`` on device buffers ``ins`` into ``outs``."""
+    from fjax.backends.cuda.plan import Alloc, Launch  # noqa: PLC0415 - plan imports this module
+
+    def launch(kind: str, src: str, n: int, block: int, args: tuple, comment: str) -> list:
+        k = b.module.add(CudaKernel(kind, src))
+        return [Launch(k, _grid(n, block), (block, 1, 1), args, 0, comment)]
+
+    def alloc(i: int) -> list:
+        a = out_avals[i]
+        return [Alloc(outs[i], tuple(a.shape), np.dtype(a.dtype))]
+
+    for a in list(in_avals) + list(out_avals):
+        try:
+            ctype(a.dtype)
+        except NotImplementedError:
+            raise NotImplementedError(f"CUDA backend: primitive {name} on dtype {np.dtype(a.dtype).name}") from None
+
+    if name == "random_fma":
+        a = out_avals[0]
+        T = ctype(a.dtype)
+        if np.dtype(a.dtype).kind != "f":
+            raise NotImplementedError(f"CUDA backend: random_fma on {np.dtype(a.dtype).name}")
+        n = math.prod(a.shape)
+        f = "fmaf" if np.dtype(a.dtype) == np.float32 else "fma"
+        idx = ["t" if tuple(x.shape) else "0" for x in in_avals]
+        blk = _block(n)
+        src = (
+            f"// random_fma: one rounding (as the CPU impl)\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ a, '
+            f"const {T}* __restrict__ b, const {T}* __restrict__ c, {T}* __restrict__ o) {{\n"
+            f"  {_loop(n, blk)}\n    o[t] = {f}(a[{idx[0]}], b[{idx[1]}], c[{idx[2]}]);\n}}\n"
+        )
+        return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
+
+    if name in _CUM:
+        a = in_avals[0]
+        T = ctype(a.dtype)
+        axis, reverse = int(params["axis"]), bool(params["reverse"])
+        shape = tuple(a.shape)
+        n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+        kind = _CUM[name]
+        d = np.dtype(a.dtype)
+        if kind in ("max", "min"):
+            comb = f"fj_f{kind}(acc, v)" if d.kind == "f" else f"fj_i{kind}(acc, v)"
+            if d == np.bool_:
+                comb = "(acc || v)" if kind == "max" else "(acc && v)"
+        elif d.kind == "f":
+            comb = "acc + v" if kind == "sum" else "acc * v"
+        elif d == np.bool_:
+            comb = "(acc || v)" if kind == "sum" else "(acc && v)"
+        else:
+            u = utype(d)
+            comb = f"({T})(({u})acc {'+' if kind == 'sum' else '*'} ({u})v)"
+        lines = n0 * n2
+        blk = _block(lines)
+        j = f"{n - 1} - jj" if reverse else "jj"
+        src = (
+            f"// {name} along axis {axis}{' (reverse)' if reverse else ''}: the sequential recurrence\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, {T}* __restrict__ o) {{\n'
+            f"  {_loop(lines, blk)} {{\n"
+            f"    const long long i = t / {n2}, k = t % {n2};\n"
+            f"    {T} acc = ({T})0;\n"
+            f"    for (long long jj = 0; jj < {n}; ++jj) {{\n"
+            f"      const long long p = (i * {n} + ({j})) * {n2} + k;\n"
+            f"      const {T} v = x[p];\n"
+            f"      acc = jj == 0 ? v : ({T})({comb});\n"
+            f"      o[p] = acc;\n    }}\n  }}\n}}\n"
+        )
+        return alloc(0) + (launch("op", src, lines, blk, (ins[0], outs[0]), name) if lines and n else [])
+
+    if name in ("argmax", "argmin"):
+        a = in_avals[0]
+        T = ctype(a.dtype)
+        (axis,) = params["axes"]
+        shape = tuple(a.shape)
+        n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+        I = ctype(out_avals[0].dtype)  # noqa: E741
+        d = np.dtype(a.dtype)
+        better = ">" if name == "argmax" else "<"
+        nan = "v != v" if d.kind == "f" else "false"
+        lines = n0 * n2
+        blk = _block(lines)
+        src = (
+            f"// {name} along axis {axis}: NaN is the extreme (first NaN wins)\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, {I}* __restrict__ o) {{\n'
+            f"  {_loop(lines, blk)} {{\n"
+            f"    const long long i = t / {n2}, k = t % {n2};\n"
+            f"    {T} best = x[i * {n} * {n2} + k];\n    long long bi = 0;\n"
+            f"    if (!(best != best)) {{\n"
+            f"      for (long long j = 1; j < {n}; ++j) {{\n"
+            f"        const {T} v = x[(i * {n} + j) * {n2} + k];\n"
+            f"        if ({nan}) {{ bi = j; break; }}\n"
+            f"        if (v {better} best) {{ best = v; bi = j; }}\n      }}\n    }}\n"
+            f"    o[t] = ({I})bi;\n  }}\n}}\n"
+        )
+        return alloc(0) + (launch("op", src, lines, blk, (ins[0], outs[0]), name) if lines and n else [])
+
+    if name in ("dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
+        return _update(name, params, in_avals, out_avals, aux, ins, outs, b, launch, alloc)
+
+    raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")
+
+
+def _update(
+    name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any, launch, alloc
+) -> list:  # noqa: ANN001
+    """An indexed update: the operand copied into the output, then one thread per update element."""
+    a = out_avals[0]
+    d = np.dtype(a.dtype)
+    T = ctype(d)
+    D = tuple(a.shape)
+    nd = len(D)
+    size = math.prod(D)
+    kname, blk = b.copy_kernel(d, size)
+    from fjax.backends.cuda.plan import Launch  # noqa: PLC0415
+
+    recs = alloc(0)
+    if size:
+        recs.append(Launch(kname, _grid(size, blk), (blk, 1, 1), (ins[0], outs[0]), 0, f"{name}: copy of the operand"))
+    ostr = [math.prod(D[k + 1 :]) for k in range(nd)]
+    if name == "dynamic_update_slice":
+        U = tuple(in_avals[1].shape)
+        nu = math.prod(U)
+        if not nu or not size:
+            return recs
+        its = [ctype(x.dtype) for x in in_avals[2:]]
+        ps = ", ".join(f"const {t}* __restrict__ s{k}" for k, t in enumerate(its))
+        body = ["    long long r = t;"]
+        for k in range(nd - 1, -1, -1):
+            body.append(f"    const long long j{k} = r % {U[k]}; r /= {U[k]};")
+        for k in range(nd):
+            body.append(f"    const long long st{k} = fj_imin(fj_imax((long long)s{k}[0], 0LL), {D[k] - U[k]}LL);")
+        off = " + ".join(f"(st{k} + j{k}) * {ostr[k]}" for k in range(nd)) or "0"
+        blk2 = _block(nu)
+        src = (
+            f"// dynamic_update_slice of {list(U)} into {list(D)} (start indices clamped)\n"
+            f'extern "C" __global__ void __launch_bounds__({blk2}) __NAME__(const {T}* __restrict__ u, '
+            f"{ps + ', ' if ps else ''}{T}* __restrict__ o) {{\n  {_loop(nu, blk2)} {{\n"
+            + "\n".join(body)
+            + f"\n    o[{off}] = u[t];\n  }}\n}}\n"
+        )
+        return recs + launch("op", src, nu, blk2, (ins[1], *ins[2:], outs[0]), name)
+    dn = params["dimension_numbers"]
+    if getattr(dn, "operand_batching_dims", ()):
+        raise NotImplementedError(f"CUDA backend: {name} with operand_batching_dims")
+    I_shape = tuple(in_avals[1].shape)
+    U_shape = tuple(in_avals[2].shape)
+    win = list(dn.update_window_dims)
+    body_dims = [k for k in range(nd) if k not in dn.inserted_window_dims]
+    sizes = [1] * nd
+    for k, u in zip(body_dims, win):
+        sizes[k] = U_shape[u]
+    clip = "CLIP" in str(params.get("mode"))
+    nu = math.prod(U_shape)
+    if not nu or not size:
+        return recs
+    IT = ctype(in_avals[1].dtype)
+    nk = I_shape[-1] if I_shape else 0
+    # update element t -> its position in every update dim
+    lines = ["    long long r = t;"]
+    for k in range(len(U_shape) - 1, -1, -1):
+        lines.append(f"    const long long u{k} = r % {U_shape[k]}; r /= {U_shape[k]};")
+    scat = [k for k in range(len(U_shape)) if k not in win]  # the index-row dims, in order
+    row = " + ".join(f"u{k} * {math.prod([U_shape[j] for j in scat[scat.index(k) + 1 :]])}" for k in scat) or "0"
+    lines.append(f"    const long long row = {row};")
+    ok = []
+    for k in range(nd):
+        if k in dn.scatter_dims_to_operand_dims:
+            c = list(dn.scatter_dims_to_operand_dims).index(k)
+            v = f"(long long)idx[row * {nk} + {c}]"
+            if clip:
+                lines.append(f"    const long long st{k} = fj_imin(fj_imax({v}, 0LL), {D[k] - sizes[k]}LL);")
+            else:
+                lines.append(f"    const long long st{k} = {v};")
+                ok.append(f"st{k} >= 0 && st{k} <= {D[k] - sizes[k]}")
+        else:
+            lines.append(f"    const long long st{k} = 0;")
+    off = []
+    for k in range(nd):
+        w = f" + u{win[body_dims.index(k)]}" if k in body_dims else ""
+        off.append(f"(st{k}{w}) * {ostr[k]}")
+    offs = " + ".join(off) or "0"
+    if ok:
+        lines.append(f"    if (!({' && '.join(ok)})) continue;")
+    tgt = f"o[{offs}]"
+    if name == "scatter":
+        upd = f"{tgt} = u[t];"
+    elif name == "scatter-add":
+        if d.kind == "f" or d in (np.dtype(np.int32), np.dtype(np.uint32)):
+            upd = f"atomicAdd(&{tgt}, u[t]);"
+        elif d.itemsize == 8 and d.kind in "iu":
+            upd = f"atomicAdd((unsigned long long*)&{tgt}, (unsigned long long)u[t]);"
+        else:
+            raise NotImplementedError(f"CUDA backend: scatter-add on dtype {d.name} (no atomicAdd)")
+    else:
+        op = name.split("-")[1]
+        if d.kind == "f" or d == np.bool_:
+            raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name}")
+        fn = {"mul": None, "min": "atomicMin", "max": "atomicMax"}[op]
+        if fn is None or d.itemsize not in (4, 8):
+            raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name} (no atomic form)")
+        upd = f"{fn}(&{tgt}, u[t]);"
+    blk2 = _block(nu)
+    src = (
+        f"// {name}: operand {list(D)}, indices {list(I_shape)}, updates {list(U_shape)}"
+        f" ({'clamped' if clip else 'out-of-bounds windows dropped'})\n"
+        f'extern "C" __global__ void __launch_bounds__({blk2}) __NAME__(const {IT}* __restrict__ idx, '
+        f"const {T}* __restrict__ u, {T}* o) {{\n  {_loop(nu, blk2)} {{\n"
+        + "\n".join(lines)
+        + f"\n    {upd}\n  }}\n}}\n"
+    )
+    return recs + launch("op", src, nu, blk2, (ins[1], ins[2], outs[0]), name)
