@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from fjax.backends.backend import Backend, Capabilities
-from fjax.backends.cuda import host_ops
 from fjax.backends.cuda import plan as cplan
 from fjax.backends.cuda.ops import CUDA_OPS
 from fjax.backends.kernel_ir import Program
@@ -25,6 +24,15 @@ def _loop_op_reason(step: Any) -> str | None:
     return None
 
 
+class _EveryPrimitive:
+    """``Capabilities.host_kernels`` of the CUDA backend: every host step is either rendered as
+    kernels (``host_ops``) or an error naming it, never evaluated on the host, so a program made
+    only of host steps is still lowered (and raises for what has no CUDA form)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
 class CudaBackend(Backend):
     """Loop nests as CUDA C ``__global__`` kernels in one translation unit, GEMMs on cuBLAS, control
     flow as a host-driven launch sequence; run through a runtime (cupy's, or the CPU emulator)."""
@@ -33,13 +41,13 @@ class CudaBackend(Backend):
 
     def __init__(self) -> None:
         self.capabilities = Capabilities(
-            ops=CUDA_OPS, loop_ops=LOOP_OPS, loop_op_reason=_loop_op_reason, host_kernels=host_ops.HOST_OPS
+            ops=CUDA_OPS, loop_ops=LOOP_OPS, loop_op_reason=_loop_op_reason, host_kernels=_EveryPrimitive()
         )
 
     def source(self, program: Program) -> str:
         """One CUDA C++ translation unit with every kernel of ``program`` and the host-side launch
         sequence as comments. NotImplementedError names a step with no CUDA form."""
-        return cplan.source(self.prepare(program))
+        return cplan.source(self.prepare(program), self.capabilities)
 
     def plan(self, program: Program) -> list:
         """The launch plan of ``program`` as data (``plan.Plan.steps``: ``Alloc``, ``View``,
@@ -48,7 +56,7 @@ class CudaBackend(Backend):
 
     def build(self, program: Program) -> tuple[cplan.Plan, cplan.Module]:
         """The full ``Plan`` (inputs, outputs, constants, steps) and the ``Module`` of kernels."""
-        return cplan.build(self.prepare(program))
+        return cplan.build(self.prepare(program), self.capabilities)
 
     def compile(self, program: Program, runtime: Any = None) -> Callable[..., list]:
         """A callable on device buffers of ``runtime`` (default: the cupy runtime) that runs the plan

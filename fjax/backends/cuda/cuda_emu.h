@@ -52,10 +52,15 @@ static thread_local unsigned int generation = 0;
 static thread_local int warp_alive[32], warp_arrived[32];
 static thread_local unsigned int warp_gen[32];
 static thread_local unsigned long long slots[1024];
+// bumped by every barrier arrival, release and thread exit: a scheduler pass over the block that
+// leaves it unchanged means every live thread waits at a barrier no other can reach (a deadlock,
+// e.g. a shuffle some lanes of a warp skip); the launch then fails instead of hanging
+static thread_local unsigned long long events = 0;
 
 inline void yield() { swapcontext(&cur->ctx, &sched); }
 
 inline void release_if_complete() {
+  ++events;
   if (arrived > 0 && arrived >= alive) {
     arrived = 0;
     ++generation;
@@ -63,6 +68,7 @@ inline void release_if_complete() {
 }
 
 inline void release_warp_if_complete(int w) {
+  ++events;
   if (warp_arrived[w] > 0 && warp_arrived[w] >= warp_alive[w]) {
     warp_arrived[w] = 0;
     ++warp_gen[w];
@@ -96,10 +102,11 @@ inline void entry() {
 
 static const size_t kStack = 64 * 1024;
 
-// Run ``f`` as every thread of every block of a grid.
-inline void launch(dim3 g, dim3 b, const std::function<void()>& f) {
+// Run ``f`` as every thread of every block of a grid: 0, or 1 for a barrier deadlock, 2 for a
+// block size out of range.
+inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
   int n = (int)(b.x * b.y * b.z);
-  if (n <= 0 || n > 1024) std::abort();
+  if (n <= 0 || n > 1024) return 2;
   std::vector<Fiber> fibers(n);
   std::vector<char> stacks((size_t)n * kStack);
   body = &f;
@@ -129,17 +136,25 @@ inline void launch(dim3 g, dim3 b, const std::function<void()>& f) {
           makecontext(&fb.ctx, (void (*)())entry, 0);
         }
         int left = n;
+        int idle_passes = 0;
         while (left > 0) {
           left = 0;
+          unsigned long long before = events;
           for (int i = 0; i < n; ++i) {
             if (fibers[i].done) continue;
             cur = &fibers[i];
             swapcontext(&sched, &fibers[i].ctx);
             if (!fibers[i].done) ++left;
           }
+          idle_passes = (events == before) ? idle_passes + 1 : 0;
+          if (left > 0 && idle_passes >= 2) {
+            cur = nullptr;
+            return 1;
+          }
         }
       }
   cur = nullptr;
+  return 0;
 }
 
 }  // namespace fjemu

@@ -64,9 +64,10 @@ def _wrapper(source_path: str, kernels: dict) -> str:
     for name, types in kernels.items():
         args = ", ".join(f"*({t}*)a[{i}]" for i, t in enumerate(types))
         lines.append(
-            f'extern "C" void fjemu_{name}(const unsigned* g, const unsigned* b, void** a) {{\n'
+            f'extern "C" int fjemu_{name}(const unsigned* g, const unsigned* b, void** a) {{\n'
             f"  (void)a;\n"
-            f"  fjemu::launch(dim3{{g[0], g[1], g[2]}}, dim3{{b[0], b[1], b[2]}}, [&]() {{ {name}({args}); }});\n}}"
+            f"  return fjemu::launch(dim3{{g[0], g[1], g[2]}}, dim3{{b[0], b[1], b[2]}},\n"
+            f"                       [&]() {{ {name}({args}); }});\n}}"
         )
     return "\n".join(lines) + "\n"
 
@@ -90,7 +91,7 @@ class EmulatedModule:
         if name not in self.kernels:
             raise KeyError(f"CUDA emulator: no kernel {name!r} in this module")
         fn = getattr(self.lib, f"fjemu_{name}")
-        fn.restype = None
+        fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_void_p)]
         return fn
 
@@ -185,7 +186,14 @@ class EmulatedRuntime:
         b = (ctypes.c_uint * 3)(*(tuple(block) + (1, 1))[:3])
         if min(g) == 0:
             return
-        fn(g, b, ptrs)
+        rc = fn(g, b, ptrs)
+        if rc == 1:
+            raise RuntimeError(
+                f"CUDA emulator: {kernel_name}<<<{tuple(grid)}, {tuple(block)}>>> deadlocked: every live thread "
+                "waits at a barrier (__syncthreads or a warp shuffle) that the others never reach"
+            )
+        if rc:
+            raise RuntimeError(f"CUDA emulator: {kernel_name}: block {tuple(block)} out of range (1..1024 threads)")
         self.launches += 1
 
     def empty(self, shape: tuple, dtype: Any) -> np.ndarray:

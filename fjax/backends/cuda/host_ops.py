@@ -27,7 +27,8 @@ from fjax.backends.cuda.render import CudaKernel
 _CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 # the host-step primitives rendered here as kernels
 HOST_OPS = frozenset(
-    {"random_fma", "argmax", "argmin", "dynamic_update_slice", "scatter", "scatter-add", "scatter-min", "scatter-max"}
+    {"random_fma", "random_bitcast", "argmax", "argmin", "gather", "dynamic_update_slice"}
+    | {"scatter", "scatter-add", "scatter-min", "scatter-max"}
     | set(_CUM)
 )
 
@@ -41,7 +42,8 @@ def _block(n: int) -> int:
 
 
 def _loop(n: int, block: int) -> str:
-    return f"for (long long t = (long long)blockIdx.x * {block} + threadIdx.x; t < {n}LL; t += (long long){block} * gridDim.x)"
+    start = f"(long long)blockIdx.x * {block} + threadIdx.x"
+    return f"for (long long t = {start}; t < {n}LL; t += (long long){block} * gridDim.x)"
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
@@ -103,7 +105,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         j = f"{n - 1} - jj" if reverse else "jj"
         src = (
             f"// {name} along axis {axis}{' (reverse)' if reverse else ''}: the sequential recurrence\n"
-            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, {T}* __restrict__ o) {{\n'
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__('
+            f"const {T}* __restrict__ x, {T}* __restrict__ o) {{\n"
             f"  {_loop(lines, blk)} {{\n"
             f"    const long long i = t / {n2}, k = t % {n2};\n"
             f"    {T} acc = ({T})0;\n"
@@ -129,7 +132,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         blk = _block(lines)
         src = (
             f"// {name} along axis {axis}: NaN is the extreme (first NaN wins)\n"
-            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, {I}* __restrict__ o) {{\n'
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__('
+            f"const {T}* __restrict__ x, {I}* __restrict__ o) {{\n"
             f"  {_loop(lines, blk)} {{\n"
             f"    const long long i = t / {n2}, k = t % {n2};\n"
             f"    {T} best = x[i * {n} * {n2} + k];\n    long long bi = 0;\n"
@@ -141,6 +145,24 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
             f"    o[t] = ({I})bi;\n  }}\n}}\n"
         )
         return alloc(0) + (launch("op", src, lines, blk, (ins[0], outs[0]), name) if lines and n else [])
+
+    if name == "random_bitcast":
+        src, dst = np.dtype(in_avals[0].dtype), np.dtype(out_avals[0].dtype)
+        if src.itemsize != dst.itemsize:
+            raise NotImplementedError(f"CUDA backend: random_bitcast {src.name} -> {dst.name}")
+        n = math.prod(out_avals[0].shape)
+        blk = _block(n)
+        S, Dt = ctype(src), ctype(dst)
+        src_ = (
+            f"// bitcast {src.name} -> {dst.name}\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {S}* __restrict__ x, '
+            f"{Dt}* __restrict__ o) {{\n  {_loop(n, blk)} {{\n"
+            f"    union {{ {S} s; {Dt} d; }} c;\n    c.s = x[t];\n    o[t] = c.d;\n  }}\n}}\n"
+        )
+        return alloc(0) + (launch("op", src_, n, blk, (ins[0], outs[0]), name) if n else [])
+
+    if name == "gather":
+        return _gather(params, in_avals, out_avals, aux, ins, outs, launch, alloc)
 
     if name in ("dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         return _update(name, params, in_avals, out_avals, aux, ins, outs, b, launch, alloc)
@@ -257,3 +279,66 @@ def _update(
         + f"\n    {upd}\n  }}\n}}\n"
     )
     return recs + launch("op", src, nu, blk2, (ins[1], ins[2], outs[0]), name)
+
+
+def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, launch, alloc) -> list:  # noqa: ANN001
+    """A general (windowed, batched) gather: one thread per output element; starts clamped, or in
+    ``FILL_OR_DROP`` mode an out-of-range window reads the fill value (as the impl)."""
+    dn = params["dimension_numbers"]
+    sizes = tuple(params["slice_sizes"])
+    D = tuple(in_avals[0].shape)
+    I_shape = tuple(in_avals[1].shape)
+    O = tuple(out_avals[0].shape)
+    d = np.dtype(out_avals[0].dtype)
+    T, IT = ctype(d), ctype(in_avals[1].dtype)
+    nd = len(D)
+    n = math.prod(O)
+    win = [k for k in range(nd) if k not in dn.collapsed_slice_dims and k not in dn.operand_batching_dims]
+    if any(sizes[k] == 0 for k in range(nd) if k not in win):
+        raise NotImplementedError("CUDA backend: gather with an empty collapsed slice")
+    if not n:
+        return alloc(0)
+    nk = I_shape[-1]
+    ostr = [math.prod(D[k + 1 :]) for k in range(nd)]
+    lines = ["    long long r = t;"]
+    for p in range(len(O) - 1, -1, -1):
+        lines.append(f"    const long long o{p} = r % {O[p]}; r /= {O[p]};")
+    bpos = [p for p in range(len(O)) if p not in dn.offset_dims]  # batch coordinates, in order
+    bshape = I_shape[:-1]
+    row = " + ".join(f"o{p} * {math.prod(bshape[j + 1 :])}" for j, p in enumerate(bpos)) or "0"
+    lines.append(f"    const long long row = {row};")
+    fill = bool(aux.get("fill_or_drop")) and bool(dn.start_index_map)
+    oob = []
+    for k in range(nd):
+        if k in dn.start_index_map:
+            c = list(dn.start_index_map).index(k)
+            lines.append(f"    const long long raw{k} = (long long)idx[row * {nk} + {c}];")
+            lines.append(f"    const long long st{k} = fj_imin(fj_imax(raw{k}, 0LL), {D[k] - sizes[k]}LL);")
+            oob.append(f"raw{k} != st{k}")
+        elif k in dn.operand_batching_dims:
+            i = dn.start_indices_batching_dims[list(dn.operand_batching_dims).index(k)]
+            lines.append(f"    const long long st{k} = o{bpos[i]};")
+        else:
+            lines.append(f"    const long long st{k} = 0;")
+    terms = []
+    for k in range(nd):
+        w = f" + o{dn.offset_dims[win.index(k)]}" if k in win else ""
+        terms.append(f"(st{k}{w}) * {ostr[k]}")
+    off = " + ".join(terms) or "0"
+    if fill:
+        from fjax.backends.cuda.ops import const_expr  # noqa: PLC0415
+
+        fv = const_expr(np.asarray(aux["fill_value"]).astype(d).item(), d)
+        lines.append(f"    o[t] = ({' || '.join(oob)}) ? {fv} : x[{off}];")
+    else:
+        lines.append(f"    o[t] = x[{off}];")
+    blk = _block(n)
+    src = (
+        f"// gather: operand {list(D)}, indices {list(I_shape)}, slice sizes {list(sizes)} -> {list(O)}"
+        f" ({'fill out-of-range windows' if fill else 'starts clamped'})\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, '
+        f"const {IT}* __restrict__ idx, {T}* __restrict__ o) {{\n  {_loop(n, blk)} {{\n"
+        + "\n".join(lines)
+        + "\n  }\n}\n"
+    )
+    return alloc(0) + launch("op", src, n, blk, (ins[0], ins[1], outs[0]), "gather")

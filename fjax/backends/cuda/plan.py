@@ -159,8 +159,9 @@ class Module:
 
 
 class _Builder:
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, caps: Any):
         self.module = module
+        self.caps = caps
         self.count = 0
 
     def fresh(self, prefix: str) -> str:
@@ -190,13 +191,18 @@ class _Builder:
                 if in_names is not None:
                     names[v] = in_names[j - nconst]
                 plan.inputs.append(nm(v))
-        for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
+        for step, (ins, outs) in zip(prog.steps, prog.step_io):
             if isinstance(step, ir.Kernel):
                 self._kernel(plan, step, [nm(a) for a in ins], outs, names)
             elif isinstance(step, ir.ControlStep):
                 self._control(plan, step, (ins, outs), [nm(a) for a in ins], [nm(o) for o in outs])
             elif isinstance(step, (ir.HostCall, ir.InlineStep)):
                 name, params, in_avals, out_avals = step_info(step, (ins, outs))
+                closed = params.get("call_jaxpr")
+                if isinstance(closed, core.ClosedJaxpr):
+                    # a call (custom_jvp_call, custom_vjp_call): its body, lowered and inlined
+                    self._inline_call(plan, name, closed, [nm(a) for a in ins], outs, names)
+                    continue
                 out_names = [nm(o) for o in outs]
                 recs = host_ops.render(
                     name, params, in_avals, out_avals, step_aux(step), [nm(a) for a in ins], out_names, self
@@ -206,6 +212,21 @@ class _Builder:
                 raise NotImplementedError(f"CUDA backend: program step {type(step).__name__}")
         plan.outputs = [nm(v) for v in prog.out_slots]
         return plan
+
+    def _inline_call(self, plan: Plan, name: str, closed: Any, in_names: list, outs: list, names: dict) -> None:
+        from fjax.backends import lowering  # noqa: PLC0415
+
+        sub = lowering.build_program(closed, self.caps)
+        if sub is None:
+            raise NotImplementedError(f"CUDA backend: the body of {name} has nothing that compiles")
+        splan = self.build(sub, in_names)
+        plan.steps.extend(splan.steps)
+        plan.consts.update(splan.consts)
+        for o, n in zip(outs, splan.outputs):
+            if o not in names:
+                names[o] = n
+            elif names[o] != n:
+                plan.steps.append(View(names[o], n, tuple(o.aval.shape)))
 
     def _kernel(self, plan: Plan, k: ir.Kernel, in_names: list, outs: list, names: dict) -> None:
         tag = self.fresh("k")
@@ -309,7 +330,8 @@ class _Builder:
             f"// copy of {n} {T}\n"
             f'extern "C" __global__ void __launch_bounds__({block}) __NAME__(const {T}* __restrict__ src, '
             f"{T}* __restrict__ dst) {{\n"
-            f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {n}LL; i += (long long){block} * gridDim.x)\n"
+            f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {n}LL;"
+            f" i += (long long){block} * gridDim.x)\n"
             "    dst[i] = src[i];\n}\n"
         )
         return self.module.add(CudaKernel("copy", src)), block
@@ -319,10 +341,15 @@ def launch_grid(n: int, block: int) -> tuple:
     return (max(1, min(4096, -(-n // block))), 1, 1)
 
 
-def build(prog: ir.Program) -> tuple[Plan, Module]:
-    """The launch plan of ``prog`` and the module holding its kernels."""
+def build(prog: ir.Program, caps: Any = None) -> tuple[Plan, Module]:
+    """The launch plan of ``prog`` and the module holding its kernels (``caps``: the backend's
+    capabilities, for lowering the bodies of calls)."""
+    if caps is None:
+        from fjax.backends.dispatch import get_backend  # noqa: PLC0415
+
+        caps = get_backend("cuda").capabilities
     module = Module()
-    plan = _Builder(module).build(prog)
+    plan = _Builder(module, caps).build(prog)
     return plan, module
 
 
@@ -382,9 +409,9 @@ def plan_text(plan: Plan, ind: str = "") -> list[str]:
     return lines
 
 
-def source(prog: ir.Program) -> str:
+def source(prog: ir.Program, caps: Any = None) -> str:
     """One CUDA C++ translation unit: every kernel of ``prog`` and its launch sequence as comments."""
-    plan, module = build(prog)
+    plan, module = build(prog, caps)
     return module.source(plan_text(plan))
 
 

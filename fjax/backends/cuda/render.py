@@ -246,8 +246,13 @@ def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaun
 
 
 def _warp_reduce(kind: str, acc: str, dt: np.dtype, ind: str) -> list:
+    # the shuffle is its own statement: inside ``a && b`` a lane could skip it, and every lane of
+    # the warp must take part in ``__shfl_down_sync(0xffffffff, ...)``
     return [
-        f"{ind}for (int o = 16; o > 0; o >>= 1) {acc} = {combine_expr(kind, acc, f'fj_shfl_down({acc}, o)', dt)};",
+        f"{ind}for (int o = 16; o > 0; o >>= 1) {{",
+        f"{ind}  const {ctype(dt)} other = fj_shfl_down({acc}, o);",
+        f"{ind}  {acc} = {combine_expr(kind, acc, 'other', dt)};",
+        f"{ind}}}",
     ]
 
 
@@ -343,7 +348,7 @@ def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestL
     if split == 1:
         args += [("out", r.out) for r in reds]
     else:
-        for j, r in enumerate(reds):
+        for r in reds:
             t = (f"{r.out.name}_part", (nk * split,), r.acc_dtype)
             temps.append(t)
             args.append(("tmp", t))
