@@ -14,13 +14,11 @@ LOOP_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add"})
 
 
 def _loop_op_reason(step: Any) -> str | None:
-    eqn = getattr(step, "eqn", step)
-    name = eqn.primitive.name if hasattr(eqn, "primitive") else step.prim.name
-    if name not in LOOP_OPS:
-        return f"no lowering rule for primitive {name}"
-    params = eqn.params
-    if name != "dynamic_update_slice" and params["dimension_numbers"].operand_batching_dims:
-        return f"{name} with operand_batching_dims"
+    """None when the ``InlineStep`` renders as kernels of a loop body's plan, else why not."""
+    if step.op not in LOOP_OPS:
+        return f"no lowering rule for primitive {step.op}"
+    if step.op != "dynamic_update_slice" and step.params["dimension_numbers"].operand_batching_dims:
+        return f"{step.op} with operand_batching_dims"
     return None
 
 

@@ -115,19 +115,12 @@ class Branch:
 
 def step_info(step: Any, io: tuple) -> tuple[str, dict, list, list]:
     """``(primitive name, params, input avals, output avals)`` of a host/inline/control step."""
-    if getattr(step, "eqn", None) is not None:
-        e = step.eqn
-        return e.primitive.name, e.params, [v.aval for v in e.invars], [v.aval for v in e.outvars]
-    name = getattr(step, "kind", None) or step.prim.name
-    return name, step.params, list(step.in_avals), list(step.out_avals)
+    return step.op, step.params, list(step.in_avals), list(step.out_avals)
 
 
 def step_aux(step: Any) -> dict:
-    if getattr(step, "eqn", None) is not None:
-        from fjax.backends import registry  # noqa: PLC0415
-
-        return registry.aux(step.eqn)
-    return dict(getattr(step, "aux", None) or {})
+    """The backend-neutral facts the step's lowering rule declares (``registry.aux``)."""
+    return dict(step.aux or {})
 
 
 # ---------------------------------------------------------------------------------------------
