@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fjax.backends.cuda.ops import ctype, utype
+from fjax.backends.cuda.records import Alloc, Launch
 from fjax.backends.cuda.render import CudaKernel
 
 _CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
@@ -48,7 +49,6 @@ def _loop(n: int, block: int) -> str:
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
     """Plan records computing the step ``name`` on device buffers ``ins`` into ``outs``."""
-    from fjax.backends.cuda.plan import Alloc, Launch  # noqa: PLC0415 - plan imports this module
 
     def launch(kind: str, src: str, n: int, block: int, args: tuple, comment: str) -> list:
         k = b.module.add(CudaKernel(kind, src))
@@ -181,8 +181,6 @@ def _update(
     nd = len(D)
     size = math.prod(D)
     kname, blk = b.copy_kernel(d, size)
-    from fjax.backends.cuda.plan import Launch  # noqa: PLC0415
-
     recs = alloc(0)
     if size:
         recs.append(Launch(kname, _grid(size, blk), (blk, 1, 1), (ins[0], outs[0]), 0, f"{name}: copy of the operand"))

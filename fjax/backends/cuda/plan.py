@@ -19,7 +19,6 @@ plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,84 +27,10 @@ from fjax import core
 from fjax.backends import kernel_ir as ir
 from fjax.backends.cuda import host_ops
 from fjax.backends.cuda.ops import PRELUDE, ctype
+from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
 from fjax.backends.cuda.render import CudaKernel, describe, render_nest
 
-
-@dataclass
-class Alloc:
-    name: str
-    shape: tuple
-    dtype: np.dtype
-
-
-@dataclass
-class View:
-    name: str
-    src: str
-    shape: tuple
-
-
-@dataclass
-class Launch:
-    kernel: str
-    grid: tuple
-    block: tuple
-    args: tuple  # buffer names (str) and scalars (numpy scalars of the kernel's parameter dtype)
-    shared_mem: int = 0
-    comment: str = ""
-
-
-@dataclass
-class MatMul:
-    """``out = lhs @ rhs`` as ``nb`` GEMMs of (nl, nk) x (nk, nr); ``*_perm`` transposes an operand
-    first, ``*_t`` uses its 2-D blocks transposed (a view, no copy)."""
-
-    out: str
-    lhs: str
-    rhs: str
-    dims: tuple
-    lhs_perm: tuple | None
-    rhs_perm: tuple | None
-    lhs_t: bool
-    rhs_t: bool
-    out_shape: tuple
-    dtype: np.dtype
-    comment: str = ""
-
-
-@dataclass
-class Plan:
-    inputs: list
-    outputs: list
-    steps: list
-    consts: dict = field(default_factory=dict)  # name -> numpy array (uploaded once)
-
-
-@dataclass
-class Loop:
-    """``scan`` (``length`` steps, ``reverse``) or ``while`` (``cond`` plan's 0-d bool output).
-    The body plan takes ``consts + carries (+ x slices)`` and returns ``carries (+ y slices)``; ys
-    are written into ``ys`` buffers (allocated before the loop) by ``copy kernels``."""
-
-    kind: str
-    consts: list
-    carries: list
-    xs: list
-    body: Plan
-    outs: list
-    length: int = 0
-    reverse: bool = False
-    cond: Plan | None = None
-    cond_consts: list = field(default_factory=list)
-    ys: list = field(default_factory=list)  # (name, shape, dtype, copy kernel name, block)
-
-
-@dataclass
-class Branch:
-    index: str
-    ins: list
-    branches: list
-    outs: list
+__all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source", "Executor"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,13 +259,9 @@ def launch_grid(n: int, block: int) -> tuple:
     return (max(1, min(4096, -(-n // block))), 1, 1)
 
 
-def build(prog: ir.Program, caps: Any = None) -> tuple[Plan, Module]:
+def build(prog: ir.Program, caps: Any) -> tuple[Plan, Module]:
     """The launch plan of ``prog`` and the module holding its kernels (``caps``: the backend's
     capabilities, for lowering the bodies of calls)."""
-    if caps is None:
-        from fjax.backends.dispatch import get_backend  # noqa: PLC0415
-
-        caps = get_backend("cuda").capabilities
     module = Module()
     plan = _Builder(module, caps).build(prog)
     return plan, module
@@ -402,7 +323,7 @@ def plan_text(plan: Plan, ind: str = "") -> list[str]:
     return lines
 
 
-def source(prog: ir.Program, caps: Any = None) -> str:
+def source(prog: ir.Program, caps: Any) -> str:
     """One CUDA C++ translation unit: every kernel of ``prog`` and its launch sequence as comments."""
     plan, module = build(prog, caps)
     return module.source(plan_text(plan))
