@@ -321,3 +321,49 @@ def test_compile_without_cupy_is_a_clear_error():
             b.compile(prog)
     plan = b.plan(prog)
     assert any(type(s).__name__ == "Launch" for s in plan)
+
+
+# ---------------------------------------------------------------------------------------------
+# the emulator itself: barriers, shuffles and deadlocks behave as on a GPU
+
+_EMU_SRC = r"""
+#ifdef FJAX_EMULATE
+#include "cuda_emu.h"
+#endif
+// each thread writes its id to shared memory; after the barrier it reads its neighbour's slot
+// (only correct if every thread's write happened before any read: phases, not thread order)
+extern "C" __global__ void __launch_bounds__(64) emu_rotate(int* out) {
+  __shared__ int sh[64];
+  sh[threadIdx.x] = (int)(blockIdx.x * 1000 + threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * 64 + threadIdx.x] = sh[(threadIdx.x + 1) % 64];
+}
+// a warp sum by shuffles: lane 0 gets the sum of its warp
+extern "C" __global__ void __launch_bounds__(64) emu_warp_sum(const float* x, float* out) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) out[threadIdx.x >> 5] = v;
+}
+// lanes 0..15 shuffle, the others do not: a deadlock (undefined on a GPU)
+extern "C" __global__ void __launch_bounds__(32) emu_divergent(float* out) {
+  float v = 1.0f;
+  if (threadIdx.x < 16) v = __shfl_down_sync(0xffffffffu, v, 1);
+  out[threadIdx.x] = v;
+}
+"""
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+def test_emulator_barriers_shuffles_deadlocks():
+    rt = emulate.EmulatedRuntime()
+    mod = rt.module(_EMU_SRC)
+    out = rt.empty((3 * 64,), np.int32)
+    rt.launch(mod, "emu_rotate", (3, 1, 1), (64, 1, 1), (out,))
+    want = np.array([b * 1000 + (t + 1) % 64 for b in range(3) for t in range(64)], np.int32)
+    np.testing.assert_array_equal(out, want)
+    x = rt.to_device(np.arange(64, dtype=np.float32))
+    s = rt.empty((2,), np.float32)
+    rt.launch(mod, "emu_warp_sum", (1, 1, 1), (64, 1, 1), (x, s))
+    np.testing.assert_array_equal(s, [sum(range(32)), sum(range(32, 64))])
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        rt.launch(mod, "emu_divergent", (1, 1, 1), (32, 1, 1), (rt.empty((32,), np.float32),))

@@ -6,7 +6,7 @@
 // reaches one yields to the block's scheduler until every live thread of the block (warp) has
 // arrived, so code between barriers runs in the same phases as on a GPU, and shared memory
 // (__shared__ = a static local: one copy, shared by the block's fibers) sees the same values.
-// Threads that have exited no longer count at a barrier. Atomics are plain read-modify-writes
+// Threads that have exited no longer count at __syncthreads; a warp shuffle needs all its lanes. Atomics are plain read-modify-writes
 // (fibers never interleave inside one). Device math names are the C library's.
 #ifndef FJAX_CUDA_EMU_H
 #define FJAX_CUDA_EMU_H
@@ -49,7 +49,7 @@ static thread_local const std::function<void()>* body = nullptr;
 static thread_local dim3 block_idx, block_dim, grid_dim;
 static thread_local int nthreads = 0, alive = 0, arrived = 0;
 static thread_local unsigned int generation = 0;
-static thread_local int warp_alive[32], warp_arrived[32];
+static thread_local int warp_size[32], warp_arrived[32];
 static thread_local unsigned int warp_gen[32];
 static thread_local unsigned long long slots[1024];
 // bumped by every barrier arrival, release and thread exit: a scheduler pass over the block that
@@ -67,9 +67,11 @@ inline void release_if_complete() {
   }
 }
 
+// a warp-synchronous operation (full mask) needs every lane of the warp: a lane that has exited
+// never arrives, so its warp deadlocks (reported), as it is undefined on a GPU
 inline void release_warp_if_complete(int w) {
   ++events;
-  if (warp_arrived[w] > 0 && warp_arrived[w] >= warp_alive[w]) {
+  if (warp_arrived[w] > 0 && warp_arrived[w] >= warp_size[w]) {
     warp_arrived[w] = 0;
     ++warp_gen[w];
   }
@@ -94,9 +96,7 @@ inline void entry() {
   (*body)();
   cur->done = true;
   --alive;
-  --warp_alive[cur->linear >> 5];
   release_if_complete();
-  release_warp_if_complete(cur->linear >> 5);
   // returning resumes ``sched`` (uc_link)
 }
 
@@ -120,7 +120,7 @@ inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
         alive = n;
         arrived = 0;
         for (int w = 0; w < 32; ++w) {
-          warp_alive[w] = 0;
+          warp_size[w] = 0;
           warp_arrived[w] = 0;
         }
         for (int i = 0; i < n; ++i) {
@@ -128,7 +128,7 @@ inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
           fb.linear = i;
           fb.done = false;
           fb.tid = dim3{(unsigned)i % b.x, ((unsigned)i / b.x) % b.y, (unsigned)i / (b.x * b.y)};
-          ++warp_alive[i >> 5];
+          ++warp_size[i >> 5];
           getcontext(&fb.ctx);
           fb.ctx.uc_stack.ss_sp = &stacks[(size_t)i * kStack];
           fb.ctx.uc_stack.ss_size = kStack;

@@ -102,7 +102,10 @@ def compile_source(source: str, extra: tuple = ()) -> EmulatedModule:
     if cxx is None:
         raise RuntimeError("the CUDA emulator needs a C++ compiler (g++ or $CXX)")
     kernels = kernels_of(source)
-    h = hashlib.sha256((source + "\0" + " ".join(CXXFLAGS + tuple(extra))).encode()).hexdigest()[:24]
+    with open(os.path.join(HEADER_DIR, "cuda_emu.h")) as f:
+        header = f.read()  # part of the key: a changed header recompiles
+    key = "\0".join([source, header, " ".join(CXXFLAGS + tuple(extra))])
+    h = hashlib.sha256(key.encode()).hexdigest()[:24]
     d = _cache_dir()
     so = os.path.join(d, f"emu_{h}.so")
     if not os.path.exists(so):
