@@ -116,6 +116,21 @@ def cumsum(x):
     return jnp.cumsum(x, axis=1), lax.cummax(x, axis=0, reverse=True), jnp.argmax(x, axis=0)
 
 
+def conv_nhwc_strided(x, k):
+    y = lax.conv_general_dilated(
+        x, k, (2, 2), ((1, 0), (0, 1)), rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+    return y, fjax.grad(
+        lambda x: (
+            lax.conv_general_dilated(x, k, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2
+        ).sum()
+    )(x)
+
+
+def grouped_conv(x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=4)
+
+
 def sort(x):
     return jnp.sort(x, axis=-1)
 
@@ -183,11 +198,13 @@ CORPUS = {
     "dus_loop": (dus_loop, (_f32(6, 3),)),
     "random": (random_bits, (fjax.random.PRNGKey(42),)),
     "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
+    "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
+    "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
+    "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
-    "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3)), "conv_general_dilated"),
-    "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3)), "conv_general_dilated"),
+    "grouped_conv": (grouped_conv, (_f32(2, 4, 8, 8), _f32(4, 1, 3, 3)), "conv_general_dilated with feature"),
     "sort": (sort, (_f32(4, 9),), "sort"),
 }
 

@@ -6,11 +6,14 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 - ``cumsum``/``cumprod``/``cummax``/``cummin``: one thread per line along the axis, the same
   sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating);
 - ``argmax``/``argmin``: one thread per output, NaN counting as the extreme (first NaN wins);
+- ``conv_general_dilated`` (no feature/batch groups): an im2col kernel, the kernel's weights
+  permuted to (out features, in features x window), one cuBLAS GEMM, and a kernel writing the
+  product in the output's dimension order;
 - ``dynamic_update_slice``, ``scatter``, ``scatter-add`` (and mul/min/max on integers): a copy of the
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
   indices then depend on the order threads run: not bit-reproducible run to run).
 
-Everything else raises ``NotImplementedError`` naming the primitive (sort, convolution, FFT,
+Everything else raises ``NotImplementedError`` naming the primitive (sort, grouped convolution, FFT,
 linear algebra, ... have no CUDA form here).
 """
 
@@ -22,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from fjax.backends.cuda.ops import ctype, utype
-from fjax.backends.cuda.records import Alloc, Launch
+from fjax.backends.cuda.records import Alloc, Launch, MatMul
 from fjax.backends.cuda.render import CudaKernel
 
 _CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 # the host-step primitives rendered here as kernels
 HOST_OPS = frozenset(
-    {"random_fma", "random_bitcast", "argmax", "argmin", "gather", "dynamic_update_slice"}
+    {"random_fma", "random_bitcast", "argmax", "argmin", "gather", "dynamic_update_slice", "conv_general_dilated"}
     | {"scatter", "scatter-add", "scatter-min", "scatter-max"}
     | set(_CUM)
 )
@@ -160,6 +163,9 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
             f"    union {{ {S} s; {Dt} d; }} c;\n    c.s = x[t];\n    o[t] = c.d;\n  }}\n}}\n"
         )
         return alloc(0) + (launch("op", src_, n, blk, (ins[0], outs[0]), name) if n else [])
+
+    if name == "conv_general_dilated":
+        return _conv(params, in_avals, out_avals, ins, outs, launch)
 
     if name == "gather":
         return _gather(params, in_avals, out_avals, aux, ins, outs, launch, alloc)
@@ -340,3 +346,93 @@ def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list,
         + "\n  }\n}\n"
     )
     return alloc(0) + launch("op", src, n, blk, (ins[0], ins[1], outs[0]), "gather")
+
+
+def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    """``conv_general_dilated`` as im2col + one GEMM (cuBLAS) + a layout kernel."""
+    if int(params["feature_group_count"]) != 1 or int(params["batch_group_count"]) != 1:
+        raise NotImplementedError("CUDA backend: conv_general_dilated with feature or batch groups")
+    lspec, rspec, ospec = (tuple(x) for x in params["dimension_numbers"])
+    la, ra, oa = in_avals[0], in_avals[1], out_avals[0]
+    dt = np.dtype(oa.dtype)
+    if dt.kind != "f":
+        raise NotImplementedError(f"CUDA backend: conv_general_dilated on dtype {dt.name} (cuBLAS: floats)")
+    T, LT, RT = ctype(dt), ctype(la.dtype), ctype(ra.dtype)
+    L, R, O_shape = tuple(la.shape), tuple(ra.shape), tuple(oa.shape)
+    nsp = len(L) - 2
+    N, C = L[lspec[0]], L[lspec[1]]
+    S = [L[d] for d in lspec[2:]]
+    OC = R[rspec[0]]
+    K = [R[d] for d in rspec[2:]]
+    So = [O_shape[d] for d in ospec[2:]]
+    strides, pads = tuple(params["window_strides"]), tuple(tuple(p) for p in params["padding"])
+    ld, rd = tuple(params["lhs_dilation"]), tuple(params["rhs_dilation"])
+    nso, nk = math.prod(So), math.prod(K)
+    rows, cols = N * nso, C * nk
+    n_out = math.prod(O_shape)
+    recs = [Alloc(outs[0], O_shape, dt)]
+    if not n_out:
+        return recs
+    lst = [math.prod(L[d + 1 :]) for d in range(len(L))]
+    rst = [math.prod(R[d + 1 :]) for d in range(len(R))]
+    ost = [math.prod(O_shape[d + 1 :]) for d in range(len(O_shape))]
+    pn, wn, gn = f"{outs[0]}_patches", f"{outs[0]}_w", f"{outs[0]}_gemm"
+    recs += [Alloc(pn, (rows, cols), dt), Alloc(wn, (OC, cols), dt)]
+
+    def split(var: str, names: list, extents: list) -> list:
+        out, r = [], var
+        for j in range(len(names) - 1, -1, -1):
+            out.append(f"    const long long {names[j]} = {r} % {extents[j]};")
+            nxt = f"{var}_{j}"
+            out.append(f"    const long long {nxt} = {r} / {extents[j]};")
+            r = nxt
+        return out
+
+    # im2col: patches[(n, o...), (c, k...)] = the dilated, padded lhs at o * stride + k * rhs_dilation
+    lines = ["    const long long row = t / " + str(cols) + ", col = t % " + str(cols) + ";"]
+    lines += split("row", ["n"] + [f"o{i}" for i in range(nsp)], [N] + So)
+    lines += split("col", ["c"] + [f"k{i}" for i in range(nsp)], [C] + K)
+    ok, src_terms = [], [f"n * {lst[lspec[0]]}", f"c * {lst[lspec[1]]}"]
+    for i in range(nsp):
+        lines.append(f"    const long long q{i} = o{i} * {strides[i]} + k{i} * {rd[i]} - ({pads[i][0]});")
+        ok.append(f"q{i} >= 0 && q{i} <= {(S[i] - 1) * ld[i]}" + (f" && q{i} % {ld[i]} == 0" if ld[i] != 1 else ""))
+        src_terms.append(f"(q{i} / {ld[i]}) * {lst[lspec[2 + i]]}" if ld[i] != 1 else f"q{i} * {lst[lspec[2 + i]]}")
+    cond = " && ".join(ok) or "true"
+    lines.append(f"    p[t] = ({cond}) ? ({T})x[{' + '.join(src_terms)}] : ({T})0;")
+    blk = _block(rows * cols)
+    src = (
+        f"// conv_general_dilated im2col: {rows} x {cols} patches (strides {list(strides)}, padding {list(pads)},"
+        f" lhs dilation {list(ld)}, rhs dilation {list(rd)})\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {LT}* __restrict__ x, '
+        f"{T}* __restrict__ p) {{\n  {_loop(rows * cols, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
+    )
+    recs += launch("op", src, rows * cols, blk, (ins[0], pn), "conv im2col") if rows * cols else []
+    # weights as (out features, in features x window)
+    lines = [f"    const long long oc = t / {cols}, col = t % {cols};"]
+    lines += split("col", ["c"] + [f"k{i}" for i in range(nsp)], [C] + K)
+    terms = [f"oc * {rst[rspec[0]]}", f"c * {rst[rspec[1]]}"] + [f"k{i} * {rst[rspec[2 + i]]}" for i in range(nsp)]
+    lines.append(f"    w[t] = ({T})r[{' + '.join(terms)}];")
+    blk = _block(OC * cols)
+    src = (
+        f"// conv_general_dilated weights as ({OC}, {cols})\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {RT}* __restrict__ r, '
+        f"{T}* __restrict__ w) {{\n  {_loop(OC * cols, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
+    )
+    recs += launch("op", src, OC * cols, blk, (ins[1], wn), "conv weights") if OC * cols else []
+    if cols == 0:
+        raise NotImplementedError("CUDA backend: conv_general_dilated with an empty window or no input features")
+    recs.append(MatMul(gn, pn, wn, (1, rows, cols, OC), None, None, False, True, (rows, OC), dt, "conv GEMM"))
+    # the product (n, o..., oc) in the output's dimension order
+    lines = ["    long long r = t;"]
+    for d in range(len(O_shape) - 1, -1, -1):
+        lines.append(f"    const long long d{d} = r % {O_shape[d]}; r /= {O_shape[d]};")
+    so_flat = " + ".join(f"d{ospec[2 + i]} * {math.prod(So[i + 1 :])}" for i in range(nsp)) or "0"
+    lines.append(f"    o[t] = g[(d{ospec[0]} * {nso} + {so_flat}) * {OC} + d{ospec[1]}];")
+    del ost
+    blk = _block(n_out)
+    src = (
+        f"// conv_general_dilated: GEMM product -> output layout {list(O_shape)}\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ g, '
+        f"{T}* __restrict__ o) {{\n  {_loop(n_out, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
+    )
+    return recs + launch("op", src, n_out, blk, (gn, outs[0]), "conv output layout")
