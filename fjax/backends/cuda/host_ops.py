@@ -6,6 +6,9 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 - ``cumsum``/``cumprod``/``cummax``/``cummin``: one thread per line along the axis, the same
   sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating);
 - ``argmax``/``argmin``: one thread per output, NaN counting as the extreme (first NaN wins);
+- ``sort`` (any number of keys and operands, along any axis): each element's output position is
+  its rank (elements ordered before it, plus equal ones earlier in the input), so the sort is stable
+  with the impl's order (NaNs last, -0.0 equal to 0.0); O(n) work per element, one thread each;
 - ``conv_general_dilated`` (no feature/batch groups): an im2col kernel, the kernel's weights
   permuted to (out features, in features x window), one cuBLAS GEMM, and a kernel writing the
   product in the output's dimension order;
@@ -13,7 +16,7 @@ inline loop updates): each becomes launches in the plan, so its data never leave
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
   indices then depend on the order threads run: not bit-reproducible run to run).
 
-Everything else raises ``NotImplementedError`` naming the primitive (sort, grouped convolution, FFT,
+Everything else raises ``NotImplementedError`` naming the primitive (grouped convolution, FFT,
 linear algebra, ... have no CUDA form here).
 """
 
@@ -31,7 +34,16 @@ from fjax.backends.cuda.render import CudaKernel
 _CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
 # the host-step primitives rendered here as kernels
 HOST_OPS = frozenset(
-    {"random_fma", "random_bitcast", "argmax", "argmin", "gather", "dynamic_update_slice", "conv_general_dilated"}
+    {
+        "random_fma",
+        "random_bitcast",
+        "argmax",
+        "argmin",
+        "gather",
+        "dynamic_update_slice",
+        "conv_general_dilated",
+        "sort",
+    }
     | {"scatter", "scatter-add", "scatter-min", "scatter-max"}
     | set(_CUM)
 )
@@ -163,6 +175,9 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
             f"    union {{ {S} s; {Dt} d; }} c;\n    c.s = x[t];\n    o[t] = c.d;\n  }}\n}}\n"
         )
         return alloc(0) + (launch("op", src_, n, blk, (ins[0], outs[0]), name) if n else [])
+
+    if name == "sort":
+        return _sort(params, in_avals, out_avals, ins, outs, launch)
 
     if name == "conv_general_dilated":
         return _conv(params, in_avals, out_avals, ins, outs, launch)
@@ -436,3 +451,45 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
         f"{T}* __restrict__ o) {{\n  {_loop(n_out, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
     )
     return recs + launch("op", src, n_out, blk, (gn, outs[0]), "conv output layout")
+
+
+def _sort(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    """A stable sort by rank: element i of a line goes to #(elements before it in the order)."""
+    axis, nkeys = int(params["dimension"]), int(params["num_keys"])
+    shape = tuple(in_avals[0].shape)
+    n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+    recs = [Alloc(o, tuple(a.shape), np.dtype(a.dtype)) for o, a in zip(outs, out_avals)]
+    total = n0 * n * n2
+    if not total:
+        return recs
+    cmp = []  # lexicographic over the keys: NaNs last, then by value
+    for k in range(nkeys):
+        fl = np.dtype(in_avals[k].dtype).kind == "f"
+        a, b = f"x{k}[base + j * {n2}]", f"x{k}[base + i * {n2}]"
+        cmp.append(f"        {{ const auto a = {a}; const auto b = {b};")
+        if fl:
+            cmp.append("          const bool an = a != a, bn = b != b;")
+            cmp.append("          if (an != bn) { less = bn; goto done; }")
+            cmp.append("          if (!an && a < b) { less = true; goto done; }")
+            cmp.append("          if (!an && b < a) { less = false; goto done; }")
+        else:
+            cmp.append("          if (a < b) { less = true; goto done; }")
+            cmp.append("          if (b < a) { less = false; goto done; }")
+        cmp.append("        }")
+    ps = [f"const {ctype(a.dtype)}* __restrict__ x{m}" for m, a in enumerate(in_avals)]
+    ps += [f"{ctype(a.dtype)}* __restrict__ o{m}" for m, a in enumerate(out_avals)]
+    moves = "\n".join(f"    o{m}[base + rank * {n2}] = x{m}[base + i * {n2}];" for m in range(len(in_avals)))
+    blk = _block(total)
+    src = (
+        f"// sort along axis {axis} of {list(shape)} by {nkeys} key(s), stable: each element to its rank\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({", ".join(ps)}) {{\n'
+        f"  {_loop(total, blk)} {{\n"
+        f"    const long long line = t / {n}, i = t % {n};\n"
+        f"    const long long base = (line / {n2}) * {n * n2} + line % {n2};\n"
+        f"    long long rank = 0;\n"
+        f"    for (long long j = 0; j < {n}; ++j) {{\n"
+        f"      bool less = j < i;  // equal keys: input order\n" + "\n".join(cmp) + "\n      done:\n"
+        f"      rank += less ? 1 : 0;\n    }}\n"
+        f"{moves}\n  }}\n}}\n"
+    )
+    return recs + launch("op", src, total, blk, (*ins, *outs), "sort")
