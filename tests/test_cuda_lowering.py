@@ -128,7 +128,12 @@ def conv_nhwc_strided(x, k):
 
 
 def grouped_conv(x, k):
-    return lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=4)
+    y = lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=2)
+    return y, fjax.grad(lambda k: (lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=2) ** 2).sum())(k)
+
+
+def batch_grouped_conv(x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", batch_group_count=2)
 
 
 def sort(x, i):
@@ -201,12 +206,15 @@ CORPUS = {
     "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
     "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "sort": (sort, (_f32(4, 9), rng.integers(0, 3, (4, 9)).astype(np.int32))),
+    "grouped_conv": (grouped_conv, (_f32(2, 4, 6, 6), _f32(6, 2, 3, 3))),
+    "batch_grouped_conv": (batch_grouped_conv, (_f32(4, 2, 6, 6), _f32(4, 2, 3, 3))),
     "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
-    "grouped_conv": (grouped_conv, (_f32(2, 4, 8, 8), _f32(4, 1, 3, 3)), "conv_general_dilated with feature"),
+    "fft": (lambda x: jnp.fft.fft(x), (_f32(8),), "complex64"),
+    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (_f32(8),), "cumlogsumexp"),
 }
 
 

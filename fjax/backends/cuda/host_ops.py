@@ -9,14 +9,14 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 - ``sort`` (any number of keys and operands, along any axis): each element's output position is
   its rank (elements ordered before it, plus equal ones earlier in the input), so the sort is stable
   with the impl's order (NaNs last, -0.0 equal to 0.0); O(n) work per element, one thread each;
-- ``conv_general_dilated`` (no feature/batch groups): an im2col kernel, the kernel's weights
-  permuted to (out features, in features x window), one cuBLAS GEMM, and a kernel writing the
+- ``conv_general_dilated`` (feature and batch groups): an im2col kernel, the weights permuted to
+  (groups, out features, in features x window), one (batched) cuBLAS GEMM, and a kernel writing the
   product in the output's dimension order;
 - ``dynamic_update_slice``, ``scatter``, ``scatter-add`` (and mul/min/max on integers): a copy of the
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
   indices then depend on the order threads run: not bit-reproducible run to run).
 
-Everything else raises ``NotImplementedError`` naming the primitive (grouped convolution, FFT,
+Everything else raises ``NotImplementedError`` naming the primitive (FFT, complex dtypes,
 linear algebra, ... have no CUDA form here).
 """
 
@@ -365,8 +365,7 @@ def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list,
 
 def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
     """``conv_general_dilated`` as im2col + one GEMM (cuBLAS) + a layout kernel."""
-    if int(params["feature_group_count"]) != 1 or int(params["batch_group_count"]) != 1:
-        raise NotImplementedError("CUDA backend: conv_general_dilated with feature or batch groups")
+    G, B = int(params["feature_group_count"]), int(params["batch_group_count"])
     lspec, rspec, ospec = (tuple(x) for x in params["dimension_numbers"])
     la, ra, oa = in_avals[0], in_avals[1], out_avals[0]
     dt = np.dtype(oa.dtype)
@@ -383,7 +382,10 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     strides, pads = tuple(params["window_strides"]), tuple(tuple(p) for p in params["padding"])
     ld, rd = tuple(params["lhs_dilation"]), tuple(params["rhs_dilation"])
     nso, nk = math.prod(So), math.prod(K)
-    rows, cols = N * nso, C * nk
+    # GEMM batch q = (batch group b, feature group g): rows (N / B images x output positions),
+    # columns (C / G in features x window), Og = OC / (B G) out features each
+    Q, Nb, Cg, Og = B * G, N // B, C // G, OC // (B * G)
+    rows, cols = Nb * nso, Cg * nk
     n_out = math.prod(O_shape)
     recs = [Alloc(outs[0], O_shape, dt)]
     if not n_out:
@@ -392,7 +394,7 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     rst = [math.prod(R[d + 1 :]) for d in range(len(R))]
     ost = [math.prod(O_shape[d + 1 :]) for d in range(len(O_shape))]
     pn, wn, gn = f"{outs[0]}_patches", f"{outs[0]}_w", f"{outs[0]}_gemm"
-    recs += [Alloc(pn, (rows, cols), dt), Alloc(wn, (OC, cols), dt)]
+    recs += [Alloc(pn, (Q, rows, cols), dt), Alloc(wn, (Q, Og, cols), dt)]
 
     def split(var: str, names: list, extents: list) -> list:
         out, r = [], var
@@ -403,10 +405,11 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
             r = nxt
         return out
 
-    # im2col: patches[(n, o...), (c, k...)] = the dilated, padded lhs at o * stride + k * rhs_dilation
-    lines = ["    const long long row = t / " + str(cols) + ", col = t % " + str(cols) + ";"]
-    lines += split("row", ["n"] + [f"o{i}" for i in range(nsp)], [N] + So)
-    lines += split("col", ["c"] + [f"k{i}" for i in range(nsp)], [C] + K)
+    # im2col: patches[g, (n, o...), (c, k...)] = the dilated, padded lhs at o * stride + k * rhs_dilation
+    lines = [f"    const long long q = t / {rows * cols}, row = (t / {cols}) % {rows}, col = t % {cols};"]
+    lines += split("row", ["nb"] + [f"o{i}" for i in range(nsp)], [Nb] + So)
+    lines += split("col", ["cg"] + [f"k{i}" for i in range(nsp)], [Cg] + K)
+    lines.append(f"    const long long n = (q / {G}) * {Nb} + nb, c = (q % {G}) * {Cg} + cg;")
     ok, src_terms = [], [f"n * {lst[lspec[0]]}", f"c * {lst[lspec[1]]}"]
     for i in range(nsp):
         lines.append(f"    const long long q{i} = o{i} * {strides[i]} + k{i} * {rd[i]} - ({pads[i][0]});")
@@ -414,35 +417,37 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
         src_terms.append(f"(q{i} / {ld[i]}) * {lst[lspec[2 + i]]}" if ld[i] != 1 else f"q{i} * {lst[lspec[2 + i]]}")
     cond = " && ".join(ok) or "true"
     lines.append(f"    p[t] = ({cond}) ? ({T})x[{' + '.join(src_terms)}] : ({T})0;")
-    blk = _block(rows * cols)
+    blk = _block(Q * rows * cols)
     src = (
-        f"// conv_general_dilated im2col: {rows} x {cols} patches (strides {list(strides)}, padding {list(pads)},"
+        f"// conv_general_dilated im2col: {Q} x {rows} x {cols} patches (strides {list(strides)}, padding {list(pads)},"
         f" lhs dilation {list(ld)}, rhs dilation {list(rd)})\n"
         f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {LT}* __restrict__ x, '
-        f"{T}* __restrict__ p) {{\n  {_loop(rows * cols, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
+        f"{T}* __restrict__ p) {{\n  {_loop(Q * rows * cols, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
     )
-    recs += launch("op", src, rows * cols, blk, (ins[0], pn), "conv im2col") if rows * cols else []
-    # weights as (out features, in features x window)
+    recs += launch("op", src, Q * rows * cols, blk, (ins[0], pn), "conv im2col") if rows * cols else []
+    # weights as (groups, out features, in features x window)
     lines = [f"    const long long oc = t / {cols}, col = t % {cols};"]
-    lines += split("col", ["c"] + [f"k{i}" for i in range(nsp)], [C] + K)
-    terms = [f"oc * {rst[rspec[0]]}", f"c * {rst[rspec[1]]}"] + [f"k{i} * {rst[rspec[2 + i]]}" for i in range(nsp)]
+    lines += split("col", ["cg"] + [f"k{i}" for i in range(nsp)], [Cg] + K)
+    terms = [f"oc * {rst[rspec[0]]}", f"cg * {rst[rspec[1]]}"] + [f"k{i} * {rst[rspec[2 + i]]}" for i in range(nsp)]
     lines.append(f"    w[t] = ({T})r[{' + '.join(terms)}];")
     blk = _block(OC * cols)
     src = (
-        f"// conv_general_dilated weights as ({OC}, {cols})\n"
+        f"// conv_general_dilated weights as ({Q}, {Og}, {cols})\n"
         f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {RT}* __restrict__ r, '
         f"{T}* __restrict__ w) {{\n  {_loop(OC * cols, blk)} {{\n" + "\n".join(lines) + "\n  }\n}\n"
     )
     recs += launch("op", src, OC * cols, blk, (ins[1], wn), "conv weights") if OC * cols else []
     if cols == 0:
         raise NotImplementedError("CUDA backend: conv_general_dilated with an empty window or no input features")
-    recs.append(MatMul(gn, pn, wn, (1, rows, cols, OC), None, None, False, True, (rows, OC), dt, "conv GEMM"))
+    recs.append(MatMul(gn, pn, wn, (Q, rows, cols, Og), None, None, False, True, (Q, rows, Og), dt, "conv GEMM"))
     # the product (n, o..., oc) in the output's dimension order
     lines = ["    long long r = t;"]
     for d in range(len(O_shape) - 1, -1, -1):
         lines.append(f"    const long long d{d} = r % {O_shape[d]}; r /= {O_shape[d]};")
     so_flat = " + ".join(f"d{ospec[2 + i]} * {math.prod(So[i + 1 :])}" for i in range(nsp)) or "0"
-    lines.append(f"    o[t] = g[(d{ospec[0]} * {nso} + {so_flat}) * {OC} + d{ospec[1]}];")
+    row = f"d{ospec[0]} * {nso} + {so_flat}"
+    lines.append(f"    const long long grp = d{ospec[1]} / {Og}, og = d{ospec[1]} % {Og};")
+    lines.append(f"    o[t] = g[(grp * {rows} + {row}) * {Og} + og];")
     del ost
     blk = _block(n_out)
     src = (
