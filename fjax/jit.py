@@ -229,26 +229,49 @@ def _leaf_signature(x: Any) -> Any:
     )
 
 
+# lowering platform -> backend rendering it
+_PLATFORM_BACKENDS = {"cpu": "numba", "cuda": "cuda", "gpu": "cuda"}
+
+
 class Lowered:
     """The result of ``jit(f).lower(*args)``: the jaxpr and the generated source."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str):
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str, platform: str = "cpu"):
         self.jaxpr = jaxpr
         self.consts = consts
         self.name = name
+        self.platform = platform
+
+    def lower(self, *, lowering_platforms: tuple | None = None, _private_parameters: Any = None) -> Lowered:
+        """``jit(f).trace(*args).lower(lowering_platforms=("cuda",))`` (JAX's spelling): the same
+        trace lowered for another platform. ``"cpu"`` renders numba source, ``"cuda"`` (or
+        ``"gpu"``) one CUDA C++ translation unit; lowering needs no GPU and no cupy."""
+        platforms = tuple(lowering_platforms) if lowering_platforms else ("cpu",)
+        if len(platforms) != 1:
+            raise NotImplementedError(f"lower: one lowering platform at a time, got {platforms}")
+        p = str(platforms[0]).lower()
+        if p not in _PLATFORM_BACKENDS:
+            raise ValueError(
+                f"lower: unknown lowering platform {platforms[0]!r} (expected one of 'cpu', 'cuda', 'gpu')"
+            )
+        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p)
 
     def as_text(self, dialect: str | None = None) -> str:
-        """What ``jit`` compiles: ``dialect=None`` (or ``"numba"``) the generated source,
-        ``"ir"`` the kernel IR program, ``"jaxpr"`` the jaxpr."""
+        """What ``jit`` compiles: ``dialect=None`` the generated source for the lowering platform
+        (numba source for ``cpu``, a CUDA C++ translation unit for ``cuda``), ``"numba"`` or
+        ``"cuda"`` that backend's source, ``"ir"`` the kernel IR program, ``"jaxpr"`` the jaxpr."""
         from fjax.backends import dispatch  # noqa: PLC0415
 
-        if dialect in (None, "numba"):
-            return dispatch.source_for(self.jaxpr)
+        backend = _PLATFORM_BACKENDS[self.platform]
+        if dialect is None or dialect in ("numba", "cuda"):
+            return dispatch.source_for(self.jaxpr, dialect or backend)
         if dialect == "ir":
-            return dispatch.ir_text(self.jaxpr)
+            return dispatch.ir_text(self.jaxpr, backend)
         if dialect == "jaxpr":
             return str(self.jaxpr)
-        raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'ir' or 'jaxpr')")
+        raise ValueError(
+            f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'cuda', 'ir' or 'jaxpr')"
+        )
 
     def compiler_ir(self, dialect: str | None = None) -> Any:
         """The lowered module as ``jax.stages.Lowered.compiler_ir``: an object whose ``str`` (and

@@ -72,6 +72,7 @@ def test_backend_interface():
     assert "def program(" in b.source(prog)
     with pytest.raises(NotImplementedError, match="no backend named 'tpu'"):
         dispatch.get_backend("tpu")
+    assert dispatch.get_backend("cuda").name == "cuda"  # renders without cupy or a GPU
     with pytest.raises(NotImplementedError, match="does not implement compile"):
         Backend().compile(prog)
 

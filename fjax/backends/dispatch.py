@@ -59,6 +59,15 @@ def register_backend(name: str, backend: Backend | Callable[[], Backend] | str) 
     _generation[0] += 1
 
 
+def _cuda_backend() -> Backend:
+    from fjax.backends.cuda.backend import CudaBackend  # noqa: PLC0415 - renders without cupy or a GPU
+
+    return CudaBackend()
+
+
+register_backend("cuda", _cuda_backend)
+
+
 def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
     """The backend called ``name`` (created on first use: importing numba, or cupy, takes a while)."""
     b = _backends.get(name)

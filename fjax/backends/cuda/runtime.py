@@ -56,8 +56,13 @@ _MAX_MODULES = 1024
 
 
 def _cupy() -> Any:
-    import cupy  # noqa: PLC0415 - imported only when a GPU is asked for
-
+    try:
+        import cupy  # noqa: PLC0415 - imported only when a GPU is asked for
+    except ImportError as e:
+        raise RuntimeError(
+            "fjax's CUDA backend needs cupy and an NVIDIA GPU: pip install 'fjax[gpu]' "
+            f"(cupy for CUDA 12; see the README for CUDA 13) ({type(e).__name__}: {e})"
+        ) from e
     return cupy
 
 
