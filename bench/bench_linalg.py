@@ -2,6 +2,7 @@
 fjax itself never imports jax): fjax eager and fjax.jit against jax.jit, as time ratios.
 
 1. batched cholesky + solve: 256 SPD 64x64 matrices, L = cholesky(A), x = cho_solve(L, b)
+1b. batched general solve (LU): 1000 64x64 matrices, ``jnp.linalg.solve``
 2. eigh of one 512x512 symmetric matrix
 3. svd of one 512x512 matrix (singular values and vectors)
 4. rfft of 2^20 float32 points
@@ -61,6 +62,8 @@ def cases():
     a = rng.standard_normal((256, 64, 64)).astype(np.float32)
     spd = (a @ np.swapaxes(a, -1, -2) + 64 * np.eye(64, dtype=np.float32)).astype(np.float32)
     rhs = rng.standard_normal((256, 64, 1)).astype(np.float32)
+    g = rng.standard_normal((1000, 64, 64)).astype(np.float32) + 8 * np.eye(64, dtype=np.float32)
+    g_rhs = rng.standard_normal((1000, 64, 1)).astype(np.float32)
     s512 = rng.standard_normal((512, 512)).astype(np.float32)
     sym = ((s512 + s512.T) / 2).astype(np.float32)
     sig = rng.standard_normal(2**20).astype(np.float32)
@@ -82,6 +85,7 @@ def cases():
             lambda np_, sl_: lambda A, b: sl_.cho_solve(sl_.cho_factor(A), b),
             (spd, rhs),
         ),
+        ("solve 1000x64x64 f32", lambda np_, sl_: lambda A, b: np_.linalg.solve(A, b), (g, g_rhs)),
         ("eigh 512x512 f32", lambda np_, sl_: lambda A: np_.linalg.eigh(A), (sym,)),
         ("svd 512x512 f32", lambda np_, sl_: lambda A: np_.linalg.svd(A), (s512,)),
         ("rfft 2^20 f32", lambda np_, sl_: lambda x: np_.fft.rfft(x), (sig,)),

@@ -1,7 +1,8 @@
 """Benchmark of sampling 10**6 standard gamma variates (``random.gamma(key, a, (n,))``, float32)
 with fjax and, when jax is importable, with JAX's jitted sampler side by side; also beta (and
-poisson with --poisson) at the same size. fjax's gamma runs a numba loop per sample (Marsaglia-Tsang with JAX's
-key splits, bit-identical to the lax composite); JAX runs its vmapped while loop under XLA.
+poisson with --poisson, binomial with --binomial) at the same size. fjax's gamma, poisson and
+float32 binomial run a numba loop per sample (JAX's algorithms and key splits, bit-identical to
+the lax composites); JAX runs its vmapped while loops under XLA.
 
 Run: ``python bench/bench_random.py [--n 1000000] [--a 2.0] [--repeat 3]``. To compare with JAX
 fairly, unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in that command (they do not affect this
@@ -38,7 +39,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--a", type=float, default=2.0)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--poisson", action="store_true", help="also poisson(4)")
+    ap.add_argument("--poisson", action="store_true", help="also poisson(4) and poisson(30)")
+    ap.add_argument("--binomial", action="store_true", help="also binomial(5, 0.3) and binomial(100, 0.4)")
     args = ap.parse_args()
     n, a = args.n, args.a
     key = random.PRNGKey(0)
@@ -49,6 +51,10 @@ def main() -> None:
     }
     if args.poisson:
         rows["poisson(4)"] = fjax.jit(lambda k: random.poisson(k, 4.0, (n,)))
+        rows["poisson(30)"] = fjax.jit(lambda k: random.poisson(k, 30.0, (n,)))
+    if args.binomial:
+        rows["binomial(5,.3)"] = fjax.jit(lambda k: random.binomial(k, 5.0, 0.3, (n,)))
+        rows["binomial(100,.4)"] = fjax.jit(lambda k: random.binomial(k, 100.0, 0.4, (n,)))
     fj = {name: best_of(lambda f=f: f(key), args.repeat) for name, f in rows.items()}
     jx: dict = {}
     try:
@@ -60,6 +66,9 @@ def main() -> None:
             "gamma(a=0.3)": jax.jit(lambda k: jax.random.gamma(k, 0.3, (n,))),
             "beta(2, 3)": jax.jit(lambda k: jax.random.beta(k, 2.0, 3.0, (n,))),
             "poisson(4)": jax.jit(lambda k: jax.random.poisson(k, 4.0, (n,))),
+            "poisson(30)": jax.jit(lambda k: jax.random.poisson(k, 30.0, (n,))),
+            "binomial(5,.3)": jax.jit(lambda k: jax.random.binomial(k, 5.0, 0.3, (n,))),
+            "binomial(100,.4)": jax.jit(lambda k: jax.random.binomial(k, 100.0, 0.4, (n,))),
         }
         jrows = {k: v for k, v in jrows.items() if k in rows}
         jx = {name: best_of(lambda f=f: f(jkey).block_until_ready(), args.repeat) for name, f in jrows.items()}

@@ -1,5 +1,5 @@
 """Compiled eager kernels for ``fjax.random``: threefry2x32 over counter arrays and the
-correctly rounded float32 fused multiply-add that the samplers' polynomials use.
+correctly rounded float32/float64 fused multiply-adds that the samplers' polynomials use.
 
 Eagerly, these primitives otherwise run as chains of numpy ops with float64 temporaries
 (a 5000x5000 ``random.normal`` took ~28 s); one compiled loop each does the same arithmetic,
@@ -17,6 +17,7 @@ from numba import njit
 # importing the backend package first gives numba a writable cache directory even for a
 # read-only install without HOME; its disk_cache seals the object code of these kernels
 from fjax.backends.numba import disk_cache
+from fjax.backends.numba.runtime import fma as _hw_fma
 
 #: arrays at least this large use the compiled kernels
 MIN_SIZE = 1 << 16
@@ -82,6 +83,13 @@ def fma_f32_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -
         out[i] = r
 
 
+@njit(cache=True, nogil=True)
+def fma_f64_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+    """``a*b + c`` rounded once in float64 (LLVM's fma, as jit lowers the primitive)."""
+    for i in range(out.size):
+        out[i] = _hw_fma(a[i], b[i], c[i])
+
+
 def threefry2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """numpy in, numpy out: the threefry2x32 hash (keys rank 0, counters of one shape)."""
     x1 = np.ascontiguousarray(x1, np.uint32)
@@ -97,6 +105,15 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     a, b, c = (np.ascontiguousarray(v, np.float32) for v in np.broadcast_arrays(a, b, c))
     out = np.empty(a.shape, np.float32)
     fma_f32_flat(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
+    return out
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """numpy in, numpy out: float64 ``a*b + c`` with one rounding (broadcasting the operands)."""
+    a, b, c = (np.ascontiguousarray(v, np.float64) for v in np.broadcast_arrays(a, b, c))
+    out = np.empty(a.shape, np.float64)
+    if out.size:
+        fma_f64_flat(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
     return out
 
 

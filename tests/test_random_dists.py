@@ -95,8 +95,22 @@ def test_poisson_kernel_matches_composite():
     k = random.PRNGKey(9)
     lam = np.array([0.0, 0.3, 4.0, 9.99, 10.0, 37.5, 1000.0, np.nan, -1.0] * 8, np.float32)
     kernel = np.asarray(random.poisson(k, lam))
-    composite = np.asarray(rd._poisson(k, jnp.asarray(lam), lam.shape, np.dtype(np.int32)))
+    with fjax.disable_jit():  # the composite op by op
+        composite = np.asarray(rd._poisson(k, jnp.asarray(lam), lam.shape, np.dtype(np.int32)))
     np.testing.assert_array_equal(kernel, composite)
+
+
+def test_binomial_kernel_matches_composite():
+    # the float32 numba kernel (impl of random_binomial_p) against the lax composite: both branches
+    # (inversion, BTRS), p above and below 1/2, zero/infinite/NaN/negative counts, NaN p
+    k = random.PRNGKey(7)
+    n = np.array([0, 1, 5, 20, 100, 1e6, np.inf, -np.inf, np.nan, -3, 7.5, 30], np.float32)
+    p = np.array([0.3, 0.0, 1.0, 0.7, 0.4, 0.01, 0.3, 0.2, 0.9, 0.5, 0.6, np.nan], np.float32)
+    for pp in (p, np.roll(p, 3)):
+        kernel = np.asarray(random.binomial(k, n, pp))
+        with fjax.disable_jit():
+            composite = np.asarray(rd._binomial(k, jnp.asarray(n), jnp.asarray(pp), n.shape, np.dtype(np.float32)))
+        np.testing.assert_array_equal(kernel, composite)
 
 
 def test_gamma_float64_path_under_x64():

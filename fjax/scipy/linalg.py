@@ -16,6 +16,7 @@ import numpy as np
 
 from fjax import core
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import kind as _dkind
 from fjax.lax import _linalg_util as u
 from fjax.lax import linalg as lax_linalg
 from fjax.numpy import _linalg_decomp as nla
@@ -31,6 +32,7 @@ __all__ = [
     "eigh_tridiagonal",
     "expm",
     "expm_frechet",
+    "funm",
     "hessenberg",
     "hilbert",
     "inv",
@@ -41,6 +43,7 @@ __all__ = [
     "qr",
     "schur",
     "solve",
+    "solve_sylvester",
     "solve_triangular",
     "sqrtm",
     "svd",
@@ -198,13 +201,17 @@ def eigh(
     check_finite: bool = True,
 ) -> Any:
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (``w`` or ``(w, v)``).
-    ``eigvals=(lo, hi)`` selects eigenvalues by (inclusive) index."""
-    if b is not None:
-        raise NotImplementedError("Only the b=None case of eigh is implemented (as in JAX)")
-    if type != 1:
-        raise NotImplementedError("Only the type=1 case of eigh is implemented (as in JAX)")
-    (a,) = _prep("eigh", a)
+    ``eigvals=(lo, hi)`` selects eigenvalues by (inclusive) index. With ``b`` (Hermitian positive
+    definite): the generalized problem of ``type`` 1 (``a v = w b v``), 2 (``a b v = w v``) or 3
+    (``b a v = w v``), eigenvectors normalized as scipy's (``v^H b v = I`` for types 1 and 2)."""
     sub = None if eigvals is None else (int(eigvals[0]), int(eigvals[1]) + 1)
+    if b is not None:
+        # generalized problem (JAX raises NotImplementedError here; scipy's semantics)
+        a, b = _prep("eigh", a, b)
+        return _linalg_extra.generalized_eigh(a, b, lower, eigvals_only, sub, type)
+    if type != 1:
+        raise ValueError(f"eigh: type={type} needs b (type 1 is the standard problem)")
+    (a,) = _prep("eigh", a)
     v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False, subset_by_index=sub)
     return w if eigvals_only else (w, v)
 
@@ -262,7 +269,7 @@ def schur(a: Any, output: str = "real") -> tuple:
     (a,) = _prep("schur", a)
     if output not in ("real", "complex"):
         raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
-    if output == "complex" and a.dtype.kind != "c":
+    if output == "complex" and _dkind(a.dtype) != "c":
         a = a.astype(np.result_type(a.dtype, np.complex64))
     t, z = lax_linalg.schur(a)
     return t, z
@@ -511,3 +518,7 @@ def hilbert(n: int) -> Any:
     jnp = _jnp()
     a = np.arange(n)
     return jnp.asarray(1.0 / (a[:, None] + a[None, :] + 1.0), dtype=jnp.zeros(()).dtype)
+
+
+from fjax.scipy import _linalg_extra  # noqa: E402
+from fjax.scipy._linalg_extra import funm, solve_sylvester  # noqa: E402, F401

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fjax import core
+from fjax.dtypes import kind as _dkind
 from fjax.lax import convolution as lax_conv
 from fjax.numpy import _util
 
@@ -61,7 +62,7 @@ def _direct_full(a: Any, b: Any) -> Any:
     """Full N-d convolution by one conv_general_dilated (correlation with the flipped kernel)."""
     jnp = _jnp()
     nd = a.ndim
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         ar, ai, br, bi = jnp.real(a), jnp.imag(a), jnp.real(b), jnp.imag(b)
         re = _direct_full(ar, br) - _direct_full(ai, bi)
         im = _direct_full(ar, bi) + _direct_full(ai, br)
@@ -77,19 +78,55 @@ def _direct_full(a: Any, b: Any) -> Any:
 
 
 def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
-    """Convolution by FFT (``axes=None``: all axes)."""
-    if axes is not None:
-        raise NotImplementedError("fftconvolve: only axes=None is supported")
+    """Convolution by FFT over ``axes`` (default: all axes). As in JAX, the other axes are
+    batch axes and must have equal sizes in both inputs."""
     a, b = _prep("fftconvolve", in1, in2)
     jnp = _jnp()
-    if a.size == 0 or b.size == 0:
-        return jnp.zeros((0,) * a.ndim, a.dtype)
-    shape = tuple(p + q - 1 for p, q in zip(a.shape, b.shape))
-    if a.dtype.kind == "c":
-        full = jnp.fft.ifftn(jnp.fft.fftn(a, shape) * jnp.fft.fftn(b, shape), shape)
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"fftconvolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    if axes is None:
+        ax = tuple(range(a.ndim))
     else:
-        full = jnp.fft.irfftn(jnp.fft.rfftn(a, shape) * jnp.fft.rfftn(b, shape), shape)
-    return _crop(full.astype(a.dtype), tuple(a.shape), tuple(b.shape), mode, "fftconvolve")
+        ax = (axes,) if isinstance(axes, int) else tuple(axes)
+        ax = tuple(_util.canonicalize_axis(int(i), a.ndim, "fftconvolve") for i in ax)
+        if len(set(ax)) != len(ax):
+            raise ValueError(f"fftconvolve: repeated axis in axes={axes!r}")
+        other = [i for i in range(a.ndim) if i not in ax]
+        if any(a.shape[i] != b.shape[i] for i in other):
+            raise ValueError(
+                f"fftconvolve: mapped axes must have same shape; got in1.shape={tuple(a.shape)} "
+                f"in2.shape={tuple(b.shape)} axes={ax}"
+            )
+    if mode == "valid" and not (all(a.shape[i] >= b.shape[i] for i in ax) or all(b.shape[i] >= a.shape[i] for i in ax)):
+        raise ValueError("fftconvolve: for 'valid' mode, one must be at least as large as the other in every axis")
+    if a.size == 0 or b.size == 0:
+        return jnp.zeros((0,) * a.ndim, a.dtype)  # scipy returns an empty array
+    if mode == "valid" and all(b.shape[i] >= a.shape[i] for i in ax) and any(b.shape[i] > a.shape[i] for i in ax):
+        a, b = b, a  # scipy (and JAX) swap the inputs when the second is the larger
+    s = tuple(a.shape[i] + b.shape[i] - 1 for i in ax)
+    if not ax:
+        full = a * b
+    elif _dkind(a.dtype) == "c":
+        full = jnp.fft.ifftn(jnp.fft.fftn(a, s, axes=ax) * jnp.fft.fftn(b, s, axes=ax), s, axes=ax)
+    else:
+        full = jnp.fft.irfftn(jnp.fft.rfftn(a, s, axes=ax) * jnp.fft.rfftn(b, s, axes=ax), s, axes=ax)
+    return _crop_axes(full.astype(a.dtype), a.shape, b.shape, mode, ax)
+
+
+def _crop_axes(full: Any, s1: tuple, s2: tuple, mode: str, ax: tuple) -> Any:
+    """scipy's 'same' / 'valid' window of a 'full' convolution along ``ax`` (centred: the start is
+    half the size difference, rounded down); for 'valid' ``s1`` is the larger input."""
+    if mode == "full":
+        return full
+    idx = []
+    for i in range(full.ndim):
+        if i not in ax:
+            idx.append(slice(None))
+            continue
+        size = s1[i] if mode == "same" else s1[i] - s2[i] + 1
+        start = (full.shape[i] - size) // 2
+        idx.append(slice(start, start + size))
+    return full[tuple(idx)]
 
 
 def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto", precision: Any = None) -> Any:
@@ -113,7 +150,7 @@ def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto", prec
     """N-dimensional cross-correlation: ``convolve(in1, flip(conj(in2)))``."""
     a, b = _prep("correlate", in1, in2)
     jnp = _jnp()
-    flipped = jnp.flip(jnp.conj(b) if b.dtype.kind == "c" else b, axis=tuple(range(b.ndim)))
+    flipped = jnp.flip(jnp.conj(b) if _dkind(b.dtype) == "c" else b, axis=tuple(range(b.ndim)))
     return convolve(a, flipped, mode, method)
 
 
@@ -142,7 +179,7 @@ def correlate2d(
     if mode == "same":
         # scipy centres correlate2d's 'same' window from the other end than correlate's
         jnp = _jnp()
-        kern = jnp.conj(b) if b.dtype.kind == "c" else b
+        kern = jnp.conj(b) if _dkind(b.dtype) == "c" else b
         return jnp.flip(convolve(jnp.flip(a), kern, "same"))
     if mode == "valid" and all(q >= p for p, q in zip(a.shape, b.shape)) and a.shape != b.shape:
         # scipy swaps the operands and reverses the result (no conjugation)

@@ -271,3 +271,11 @@ def _register_conv() -> None:
 
 
 _register_conv()
+
+
+@_register("cholesky", "triangular_solve", "lu")
+def _build_linalg(step: Step) -> Callable | None:
+    # batched LAPACK loops (linalg_kernels), imported on first use: it loads scipy's LAPACK symbols
+    from fjax.backends.numba import linalg_kernels  # noqa: PLC0415
+
+    return linalg_kernels.host_kernel(step)

@@ -9,11 +9,10 @@ this file into every kernel's source so editing a helper recompiles the kernels 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import from_dtype, njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 _opts = dict(nogil=True, cache=True, error_model="numpy", inline="always")
@@ -34,6 +33,38 @@ def wide_vectors(typingctx, bits):  # noqa: ARG001
         return context.get_dummy_value()
 
     return types.none(bits), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # noqa: ARG001
+    """``a * b + c`` rounded once (LLVM's ``llvm.fma``: the FMA instruction, or libm's ``fma``)
+    for float32/float64 operands of one type: the private ``random_fma`` primitive."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ARG001
+        t = args[0].type
+        name = "llvm.fma.f32" if a.bitwidth == 32 else "llvm.fma.f64"
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(t, [t, t, t]), name)
+        return builder.call(fn, args)
+
+    return a(a, b, c), codegen
+
+
+@intrinsic(prefer_literal=True)
+def bitcast(typingctx, x, dtype_name):  # noqa: ARG001
+    """``x``'s bits as the same-width scalar type named by the literal ``dtype_name`` (the private
+    ``random_bitcast`` primitive)."""
+    if not isinstance(dtype_name, types.StringLiteral) or not isinstance(x, (types.Float, types.Integer)):
+        return None
+    dst = from_dtype(np.dtype(dtype_name.literal_value))
+    if np.dtype(dtype_name.literal_value).itemsize * 8 != x.bitwidth:
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ARG001
+        return builder.bitcast(args[0], context.get_value_type(dst))
+
+    return dst(x, dtype_name), codegen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,42 +137,3 @@ def shra(x, y, bits):
     if y >= 0 and y < bits:
         return x >> y
     return x - x - 1 if x < 0 else x - x
-
-
-# ---------------------------------------------------------------------------------------------
-# bit casts and a fused multiply-add (``fjax.random``'s private primitives)
-
-
-def _bitcast(src: types.Type, dst: types.Type, llty: Any) -> Any:
-    @intrinsic
-    def cast(typingctx, val):  # noqa: ARG001
-        if val != src:
-            return None
-
-        def codegen(context, builder, signature, args):  # noqa: ARG001
-            return builder.bitcast(args[0], llty)
-
-        return dst(src), codegen
-
-    return cast
-
-
-f32_bits = _bitcast(types.float32, types.uint32, ir.IntType(32))
-bits_f32 = _bitcast(types.uint32, types.float32, ir.FloatType())
-f64_bits = _bitcast(types.float64, types.uint64, ir.IntType(64))
-bits_f64 = _bitcast(types.uint64, types.float64, ir.DoubleType())
-
-
-@intrinsic
-def fma(typingctx, a, b, c):  # noqa: ARG001
-    """``a * b + c`` rounded once (LLVM's ``llvm.fma``: the FMA instruction, or libm's exact
-    ``fma`` where the CPU has none); what XLA's CPU backend computes for a contracted multiply-add."""
-    if not (a == b == c and a in (types.float32, types.float64)):
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ARG001
-        t = args[0].type
-        fn = builder.module.declare_intrinsic("llvm.fma", [t], ir.FunctionType(t, [t, t, t]))
-        return builder.call(fn, args)
-
-    return a(a, a, a), codegen
