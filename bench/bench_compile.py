@@ -237,5 +237,30 @@ def main() -> None:
             json.dump(results, fh, indent=1)
 
 
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: the first call (cold kernel cache, fresh process) of each
+    program, fjax vs JAX (``--quick``: the digits step, the RNN and conv gradients, the 200-step
+    chain)."""
+    from _pairs import Row  # noqa: PLC0415
+
+    names = ["mlp_adam", "rnn_scan_grad", "conv_grad", "sin_chain_200"] if quick else list(PROGRAMS)
+    use_jax = have_jax()
+    rows = []
+    for name in names:
+        f = run_child(name, False, 600.0)
+        j = run_child(name, True, 600.0) if use_jax else None
+        ok = lambda r: r is not None and "error" not in r  # noqa: E731
+        note = "" if ok(f) else (f or {}).get("error", "")
+        rows.append(
+            Row(
+                f"first call, cold cache: {name}",
+                f["first_s"] if ok(f) else None,
+                j["first_s"] if ok(j) else None,
+                note=note,
+            )
+        )
+    return rows
+
+
 if __name__ == "__main__":
     main()

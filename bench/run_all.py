@@ -79,8 +79,9 @@ def table(rows: list[dict]) -> list[tuple]:
         if r.get("value") is not None:
             out.append((r["name"], f"{r['value']:.2f}{r.get('unit', '')}", "", ""))
             continue
-        ratio = r["fjax"] / r["jax"] if r.get("jax") else None
-        out.append((r["name"], _fmt_t(r["fjax"]), _fmt_t(r.get("jax")), f"{ratio:.2f}" if ratio else "-"))
+        ratio = r["fjax"] / r["jax"] if r.get("fjax") and r.get("jax") else None
+        fj = _fmt_t(r.get("fjax")) if r.get("fjax") is not None else (r.get("note") or "-")[:30]
+        out.append((r["name"], fj, _fmt_t(r.get("jax")), f"{ratio:.2f}" if ratio else "-"))
     return out
 
 

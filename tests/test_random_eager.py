@@ -22,12 +22,9 @@ def _op_by_op(f):
 
 def test_large_eager_samplers_compile_and_match_op_by_op(small_threshold):
     k = random.PRNGKey(7)
-    cases = [
-        lambda: random.normal(k, (40, 50)),
-        lambda: random.uniform(k, (2000,), minval=-2.0, maxval=3.0),
-        lambda: random.bernoulli(k, 0.3, (2000,)),
-        lambda: random.randint(k, (2000,), -5, 9),
-    ]
+    # two samplers (each compiles a program cold in CI): threefry + the inverse-erf polynomial
+    # with the fma and bit casts, and the uniform path behind bernoulli
+    cases = [lambda: random.normal(k, (40, 50)), lambda: random.bernoulli(k, 0.3, (2000,))]
     before = _random_eager._jitted.cache_info().currsize
     for f in cases:
         got = np.asarray(f())
@@ -49,8 +46,8 @@ def test_small_and_traced_calls_stay_op_by_op():
 
 def test_typed_key_and_errors_pass_through(small_threshold):
     k = random.key(3)
-    got = np.asarray(random.normal(k, (2000,)))
-    np.testing.assert_array_equal(got, _op_by_op(lambda: random.normal(k, (2000,))))
+    got = np.asarray(random.normal(k, (40, 50)))
+    np.testing.assert_array_equal(got, _op_by_op(lambda: random.normal(k, (40, 50))))
     with pytest.raises(ValueError, match="must be a float"):
         random.uniform(k, (2000,), dtype=np.int32)
 
