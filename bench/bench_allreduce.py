@@ -56,6 +56,23 @@ def timed(fn, repeat: int, comm) -> float:
     return 1e3 * float(np.median(ts))
 
 
+def timed_interleaved(fns: list, repeat: int, comm) -> list:
+    """Median (ms) of each of ``fns`` over ``repeat`` rounds, each round calling every function
+    once in turn (each call's time is the slowest rank's): load from other processes on a shared
+    machine then falls on all of them alike instead of on whichever ran during a busy spell."""
+    for fn in fns:
+        fn()  # warm up (compiles, first-touch of buffers)
+    ts: list = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            comm.Barrier()
+            t = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t
+            ts[k].append(comm.allreduce(dt, op=_max()))
+    return [1e3 * float(np.median(t)) for t in ts]
+
+
 def _max():
     from mpi4py import MPI  # noqa: PLC0415
 
@@ -73,7 +90,7 @@ def main() -> None:
     say = print if rank == 0 else (lambda *a, **k: None)
     say(f"fjax allreduce across {nproc} process(es), float32, median of {args.repeat} (ms)")
     if comm is not None:
-        say(f"{'size':>8} {'mpi4py':>9} {'prim':>9} {'nocheck':>9} {'pmap':>9} {'pmap/mpi4py':>12}")
+        say(f"{'size':>8} {'mpi4py':>9} {'prim':>9} {'nocheck':>9} {'pmap':>9} {'prim/mpi4py':>12} {'pmap/mpi4py':>12}")
         psum = fjax.pmap(lambda g: lax.psum(g, "i"), axis_name="i")
         size = 1024
         while size <= args.max_mb * 2**20:
@@ -82,16 +99,25 @@ def main() -> None:
             out = np.empty_like(x)
             xa = jnp.asarray(x)
             xb = jnp.asarray(x[None])
-            reps = args.repeat if size < 2**24 else max(5, args.repeat // 4)
-            t_raw = timed(lambda: comm.Allreduce(x, out), reps, comm)
-            fjax.config.update("fjax_mpi_check_shapes", True)
-            t_prim = timed(lambda: parallel_mpi.allreduce(xa, "sum"), reps, comm)
-            fjax.config.update("fjax_mpi_check_shapes", False)
-            t_nochk = timed(lambda: parallel_mpi.allreduce(xa, "sum"), reps, comm)
-            fjax.config.update("fjax_mpi_check_shapes", True)
-            t_pmap = timed(lambda: psum(xb), reps, comm)
+            reps = args.repeat if size < 2**24 else max(10, args.repeat // 2)
+
+            def prim_check():
+                fjax.config.update("fjax_mpi_check_shapes", True)
+                parallel_mpi.allreduce(xa, "sum")
+
+            def prim_nocheck():
+                fjax.config.update("fjax_mpi_check_shapes", False)
+                parallel_mpi.allreduce(xa, "sum")
+                fjax.config.update("fjax_mpi_check_shapes", True)
+
+            t_raw, t_prim, t_nochk, t_pmap = timed_interleaved(
+                [lambda: comm.Allreduce(x, out), prim_check, prim_nocheck, lambda: psum(xb)], reps, comm
+            )
             label = f"{size // 1024} KB" if size < 2**20 else f"{size // 2**20} MB"
-            say(f"{label:>8} {t_raw:9.3f} {t_prim:9.3f} {t_nochk:9.3f} {t_pmap:9.3f} {t_pmap / t_raw:12.2f}")
+            say(
+                f"{label:>8} {t_raw:9.3f} {t_prim:9.3f} {t_nochk:9.3f} {t_pmap:9.3f} {t_prim / t_raw:12.2f} "
+                f"{t_pmap / t_raw:12.2f}"
+            )
             size *= 4
     if not args.no_step:
         from digits_dp import make_dp_step  # noqa: PLC0415

@@ -239,6 +239,58 @@ def bench_per_example() -> None:
     )
 
 
+def _logistic_per_example(np_, nn_, grad, vmap):
+    """Per-example gradients of a logistic regression written with jnp.dot and nn.log_sigmoid
+    (a custom_jvp in both libraries) -- the form the issue measured."""
+
+    def loss(w, b, x, y):
+        z = np_.dot(x, w) + b
+        return -(y * nn_.log_sigmoid(z) + (1 - y) * nn_.log_sigmoid(-z))
+
+    return vmap(grad(loss), in_axes=(None, None, 0, 0))
+
+
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: HVP on 100k and per-example gradients (512x100), jitted, fjax
+    vs JAX side by side."""
+    from _pairs import jax_or_none, row  # noqa: PLC0415
+
+    import fjax.numpy as fnp  # noqa: PLC0415
+    from fjax import nn  # noqa: PLC0415
+
+    jax = jax_or_none()
+    rng = np.random.RandomState(1)
+    xn, vn = rng.randn(100_000).astype(np.float32), rng.randn(100_000).astype(np.float32)
+
+    def f(x):
+        return lax.reduce_sum(lax.mul(lax.sin(x), lax.exp(lax.mul(x, 0.1))), (0,))
+
+    hvp = fjax.jit(lambda x, v: fjax.jvp(fjax.grad(f), (x,), (v,))[1])
+    x, v = fjax.numpy.asarray(xn), fjax.numpy.asarray(vn)
+    jhvp = None
+    if jax is not None:
+        jnp = jax.numpy
+        jh = jax.jit(lambda x, v: jax.jvp(jax.grad(lambda x: jnp.sum(jnp.sin(x) * jnp.exp(x * 0.1))), (x,), (v,))[1])
+        jx, jv = jax.device_put(xn), jax.device_put(vn)
+        jhvp = lambda: jh(jx, jv).block_until_ready()  # noqa: E731
+    rows = [row("HVP (jvp of grad), 100k f32", lambda: hvp(x, v), jhvp, quick)]
+
+    xs = rng.randn(512, 100).astype(np.float32)
+    ys = (rng.rand(512) > 0.5).astype(np.float32)
+    w = (rng.randn(100) * 0.1).astype(np.float32)
+    b = np.float32(0.1)
+    pe = fjax.jit(_logistic_per_example(fnp, nn, fjax.grad, fjax.vmap))
+    fargs = [fnp.asarray(a) for a in (w, b, xs, ys)]
+    jpe = None
+    if jax is not None:
+        jf = jax.jit(_logistic_per_example(jax.numpy, jax.nn, jax.grad, jax.vmap))
+        jargs = [jax.device_put(a) for a in (w, b, xs, ys)]
+        np.testing.assert_allclose(np.asarray(pe(*fargs)), np.asarray(jf(*jargs)), rtol=1e-4, atol=1e-6)
+        jpe = lambda: jf(*jargs).block_until_ready()  # noqa: E731
+    rows.append(row("per-example grads jit(vmap(grad)), 512x100", lambda: pe(*fargs), jpe, quick))
+    return rows
+
+
 if __name__ == "__main__":
     bench_mlp()
     bench_hvp()

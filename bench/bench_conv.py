@@ -208,5 +208,29 @@ def main() -> None:
             print(f"{xs} * {ws}  {what:7s}: {line}   {ratios}")
 
 
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: the second conv layer (3x3, 16 -> 32 channels, 14x14, batch 128)
+    forward and gradient, jitted, fjax vs JAX."""
+    from _pairs import row  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    xs, ws = (128, 14, 14, 16), (3, 3, 16, 32)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[:3]))).astype(np.float32)
+    g = rng.standard_normal(xs[:3] + ws[3:]).astype(np.float32)
+    f, gr = fjax_fns()
+    jx = jax_fns()
+    jf = jg = None
+    if jx is not None:
+        jfwd, jgrad, jax = jx
+        xj, wj, gj = (jax.device_put(v) for v in (x, w, g))
+        jf = lambda: jfwd(xj, wj).block_until_ready()  # noqa: E731
+        jg = lambda: jax.block_until_ready(jgrad(xj, wj, gj))  # noqa: E731
+    return [
+        row("conv 3x3 16->32 ch, 14x14, b128: forward", lambda: f(x, w), jf, quick),
+        row("conv 3x3 16->32 ch, 14x14, b128: grad", lambda: gr(x, w, g), jg, quick),
+    ]
+
+
 if __name__ == "__main__":
     main()

@@ -243,5 +243,32 @@ def main() -> None:
     )
 
 
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: the 4M-element transcendental chain, forward and jit(grad),
+    fjax (numba backend) vs JAX."""
+    from _pairs import jax_or_none, row  # noqa: PLC0415
+
+    config.update("fjax_jit_backend", "numba")
+    x = np.random.default_rng(0).standard_normal(4_000_000).astype(np.float32)
+    xa = fjax.numpy.asarray(x)
+    jf, jg = fjax.jit(chain), fjax.jit(fjax.grad(chain))
+    jax = jax_or_none()
+    jjf = jjg = None
+    if jax is not None:
+        jnp = jax.numpy
+        xj = jnp.asarray(x)
+
+        def jchain(v):
+            return jnp.sum(jnp.tanh(v) * jnp.exp(-v * v) + jnp.sin(v) * 0.5)
+
+        f1, f2 = jax.jit(jchain), jax.jit(jax.grad(jchain))
+        jjf = lambda: f1(xj).block_until_ready()  # noqa: E731
+        jjg = lambda: f2(xj).block_until_ready()  # noqa: E731
+    return [
+        row("4M transcendental chain: forward", lambda: jf(xa), jjf, quick),
+        row("4M transcendental chain: jit(grad)", lambda: jg(xa), jjg, quick),
+    ]
+
+
 if __name__ == "__main__":
     main()

@@ -325,5 +325,47 @@ def main() -> None:
         )
 
 
+def _jax_step(jax):
+    jnp = jax.numpy
+
+    def jloss(params, x, y):
+        for w, b in params[:-1]:
+            x = jnp.tanh(x @ w + b)
+        w, b = params[-1]
+        logits = x @ w + b
+        logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+        return -jnp.mean(jnp.sum(logp * y, axis=1))
+
+    @jax.jit
+    def jstep(params, x, y):
+        val, grads = jax.value_and_grad(jloss)(params, x, y)
+        return val, jax.tree_util.tree_map(lambda p, g: p - LR * g, params, grads)
+
+    return jstep
+
+
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: the MLP train step, fjax.jit (numba backend) vs jax.jit."""
+    from _pairs import jax_or_none, row  # noqa: PLC0415
+
+    import fjax  # noqa: PLC0415
+
+    fjax.config.update("fjax_jit_backend", "numba")
+    rng = np.random.default_rng(0)
+    params = init_params(rng)
+    x, y = make_data(rng)
+    step = make_fjax_step()
+    to_arr = fjax.jit(lambda t: t)
+    fparams, fx, fy = to_arr(params), to_arr(x), to_arr(y)
+    jax = jax_or_none()
+    jfn = None
+    if jax is not None:
+        jstep = _jax_step(jax)
+        jp, jx, jy = jax.device_put(params), jax.device_put(x), jax.device_put(y)
+        jfn = lambda: jax.block_until_ready(jstep(jp, jx, jy))  # noqa: E731
+    name = f"MLP {'-'.join(map(str, SIZES))} batch {BATCH} train step"
+    return [row(name, lambda: step(fparams, fx, fy), jfn, quick, seconds=1.5)]
+
+
 if __name__ == "__main__":
     main()

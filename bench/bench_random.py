@@ -83,5 +83,41 @@ def main() -> None:
         print(f"{name:16s} {t * 1e3:8.1f}ms {jcol} {ratio}")
 
 
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: eager samplers as a user calls them (no jit around them) on a
+    (5000, 5000) shape ((1000, 1000) with --quick), fjax vs JAX; steady state (fjax compiles a
+    large eager sampler once per shape and dtype, as JAX's jitted samplers do)."""
+    from _pairs import jax_or_none, row  # noqa: PLC0415
+
+    shape = (1000, 1000) if quick else (5000, 5000)
+    logits = np.zeros((shape[0] * shape[1] // 10, 10), np.float32)
+    key = random.PRNGKey(0)
+    cases = {
+        "normal": lambda r, k: r.normal(k, shape),
+        "uniform": lambda r, k: r.uniform(k, shape),
+        "bernoulli(0.3)": lambda r, k: r.bernoulli(k, 0.3, shape),
+        "categorical (10 classes)": lambda r, k: r.categorical(k, logits),
+        "gamma(2.0) (10^6 samples)": lambda r, k: r.gamma(k, 2.0, (10**6,)),
+    }
+    jax = jax_or_none()
+    rows = []
+    for name, f in cases.items():
+        jf = None
+        if jax is not None:
+            jkey = jax.random.PRNGKey(0)
+            jf = lambda f=f: f(jax.random, jkey).block_until_ready()  # noqa: E731
+        size = "10^6" if "10^6" in name else f"{shape[0]}x{shape[1]}"
+        rows.append(
+            row(
+                f"eager random.{name.replace(' (10^6 samples)', '')}, {size}",
+                lambda f=f: np.asarray(f(random, key)),
+                jf,
+                quick,
+                seconds=0.5,
+            )
+        )
+    return rows
+
+
 if __name__ == "__main__":
     main()

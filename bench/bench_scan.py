@@ -157,5 +157,34 @@ def main() -> None:
         )
 
 
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: the tanh RNN scan (hidden 64, 1,000 steps), forward and
+    gradient, fjax.jit (numba backend) vs jax.jit."""
+    from _pairs import jax_or_none, row  # noqa: PLC0415
+
+    config.update("fjax_jit_backend", "numba")
+    T, H, D = 1000, 64, 16
+    rng = np.random.RandomState(0)
+    W = (rng.randn(H, H) / np.sqrt(H)).astype(np.float32)
+    U = (rng.randn(D, H) / np.sqrt(D)).astype(np.float32)
+    h0 = np.zeros(H, np.float32)
+    xs = rng.randn(T, D).astype(np.float32)
+    fargs = [jnp.asarray(a) for a in (W, U, h0, xs)]
+    loss = make_loss(scan, jnp.tanh, jnp.sum)
+    fl, fg = fjax.jit(loss), fjax.jit(fjax.grad(loss, (0, 1)))
+    jax = jax_or_none()
+    jf = jg = None
+    if jax is not None:
+        jl = make_loss(jax.lax.scan, jax.numpy.tanh, jax.numpy.sum)
+        j1, j2 = jax.jit(jl), jax.jit(jax.grad(jl, (0, 1)))
+        jargs = [jax.numpy.asarray(a) for a in (W, U, h0, xs)]
+        jf = lambda: j1(*jargs).block_until_ready()  # noqa: E731
+        jg = lambda: jax.block_until_ready(j2(*jargs))  # noqa: E731
+    return [
+        row("scan tanh RNN h64, 1000 steps: forward", lambda: fl(*fargs), jf, quick),
+        row("scan tanh RNN h64, 1000 steps: grad", lambda: fg(*fargs), jg, quick),
+    ]
+
+
 if __name__ == "__main__":
     main()

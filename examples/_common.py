@@ -8,9 +8,10 @@ when run as ``python examples/NAME.py``, which Python does by itself).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,13 @@ def base_parser(description: str) -> argparse.ArgumentParser:
         default=None,
         help="fjax.jit backend (default: fjax.config's, i.e. 'interpret' unless FJAX_JIT_BACKEND is set)",
     )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="where to train: 'gpu' puts the parameters and batches on the first GPU (needs cupy and a CUDA "
+        "GPU: pip install -e '.[gpu]'); 'cpu' (default) keeps fjax on the CPU",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the fjax.random key (default 0)")
     p.add_argument("--no-plot", action="store_true", help="do not write a PNG")
     p.add_argument("--out", default=OUT_DIR, help=f"folder for PNGs (default {OUT_DIR})")
@@ -50,6 +58,34 @@ def set_backend(name: str | None) -> str:
     if name is not None:
         fjax.config.update("fjax_jit_backend", name)
     return str(fjax.config.fjax_jit_backend)
+
+
+@contextlib.contextmanager
+def device_scope(name: str) -> Iterator[Any]:
+    """Run the block on ``name`` ("cpu" or "gpu"), yielding the device to ``device_put`` onto.
+
+    "cpu" sets ``jax_platforms="cpu"`` for the block (fjax then never asks for a GPU); "gpu"
+    yields the first GPU (the default backend then, so uncommitted arrays go there too) and exits
+    with a clear message when there is none."""
+    old = fjax.config.jax_platforms
+    if name == "cpu":
+        fjax.config.update("jax_platforms", "cpu")
+        try:
+            yield fjax.devices("cpu")[0]
+        finally:
+            fjax.config.update("jax_platforms", old)
+        return
+    try:
+        dev = fjax.devices("gpu")[0]
+    except RuntimeError as e:
+        from fjax.backends.cuda import runtime
+
+        raise SystemExit(
+            f"--device gpu: no GPU is available ({runtime.unavailable_reason() or e}). Install cupy for your "
+            "CUDA (pip install -e '.[gpu]' for CUDA 12, '.[cuda13]' for CUDA 13) on a machine with an NVIDIA GPU, "
+            "or use --device cpu."
+        ) from None
+    yield dev
 
 
 class Timer:

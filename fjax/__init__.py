@@ -129,6 +129,7 @@ from fjax._devices import (  # noqa: E402
     process_count,
     process_index,
 )
+from fjax import _placement  # noqa: E402  (GPU arrays, committed placement, dispatch by device)
 from fjax._callback import pure_callback  # noqa: E402
 from fjax._compile_time import ensure_compile_time_eval  # noqa: E402
 from fjax import debug  # noqa: E402
@@ -178,3 +179,5 @@ from fjax._api_more import (  # noqa: E402
 from fjax import errors, experimental, flatten_util  # noqa: E402
 from fjax import ad_checkpoint, ops, stages  # noqa: E402
 from fjax import extend  # noqa: E402
+from fjax import ref  # noqa: E402
+from fjax.ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402

@@ -17,6 +17,7 @@ from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.api import ShapeDtypeStruct, jacrev, make_jaxpr, vjp
 from fjax.config import config
+from fjax.dtypes import kind as _dkind
 
 __all__ = [
     "closure_convert",
@@ -67,7 +68,7 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
     leaves, tree = tu.tree_flatten(primals)
     avals = [core.get_aval(x) for x in leaves]
     for a in avals:
-        if a.dtype.kind not in "fc":
+        if _dkind(a.dtype) not in "fc":
             raise TypeError(f"linear_transpose only supports [float or complex] -> [float or complex], got {a.dtype}")
     zeros = tu.tree_unflatten(tree, [core.Array(np.zeros(a.shape, a.dtype), a.weak_type) for a in avals])
     out, f_vjp = vjp(fun, *zeros)
@@ -95,7 +96,7 @@ def closure_convert(fun: Callable, *example_args: Any) -> tuple[Callable, list[A
     equal to ``fun(*args)``. Used to pass closures to ``custom_vjp`` rules and solvers."""
     closed, out_shape = make_jaxpr(fun, return_shape=True)(*example_args)
     jaxpr, consts = closed.jaxpr, list(closed.consts)
-    hoist = [i for i, c in enumerate(consts) if np.dtype(core.get_aval(c).dtype).kind in "fc"]
+    hoist = [i for i, c in enumerate(consts) if _dkind(np.dtype(core.get_aval(c).dtype)) in "fc"]
     kept = {i: c for i, c in enumerate(consts) if i not in set(hoist)}
     hoisted = [consts[i] for i in hoist]
     _, in_tree = tu.tree_flatten(example_args)
@@ -166,14 +167,21 @@ def effects_barrier() -> None:
 
 @contextlib.contextmanager
 def default_device(device: Any) -> Iterator[None]:
-    """Context choosing the device for new arrays; fjax has one CPU device, the only choice."""
-    from fjax._devices import Device
+    """Context in which computations on uncommitted arrays (and new arrays) go to ``device`` (a
+    ``Device``, a platform name such as ``"cpu"``, or None for the default backend's first
+    device), as ``jax.default_device``; per thread, overriding ``jax_default_device``."""
+    from fjax import _devices, _placement
 
-    if device is not None and not isinstance(device, (Device, str)):
+    if device is not None and not isinstance(device, (_devices.Device, str)):
         raise TypeError(f"default_device: expected a Device or a platform name, got {device!r}")
-    if isinstance(device, str) and device != "cpu":
-        raise RuntimeError(f"Unknown backend {device}; fjax has only 'cpu'")
-    yield
+    if isinstance(device, str):
+        _devices.local_devices(backend=device)  # an absent platform raises JAX's RuntimeError here
+    _devices._enter_default_block(device)
+    _placement.rearm()
+    try:
+        yield
+    finally:
+        _devices._exit_default_block()
 
 
 class _ConfigContext:

@@ -24,6 +24,7 @@ import numpy as np
 from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.core import Array, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
@@ -192,7 +193,7 @@ def _pure_callback_impl(*args: Any, callback: _PureCallback, result_avals: tuple
                 f"pure_callback: incorrect output shape for return value #{i}: "
                 f"Expected: {aval.shape}, Actual: {o.shape}"
             )
-        if o.dtype.kind in "OUSVMm":
+        if _dkind(o.dtype) in "OUSVMm":
             raise RuntimeError(
                 f"pure_callback: incorrect output dtype for return value #{i}: "
                 f"Expected: {aval.dtype.name}, Actual: {o.dtype}"

@@ -23,6 +23,7 @@ import numpy as np
 
 from fjax import core
 from fjax.config import config
+from fjax.dtypes import kind as _dkind
 
 __all__ = ["debug_infs", "debug_nans"]
 
@@ -48,7 +49,7 @@ def _effective() -> tuple[bool, bool]:
 def _invalid(x: Any, nans: bool, infs: bool) -> str | None:
     """'nan' or 'inf' when the float array ``x`` holds one that is checked for, else None."""
     a = x if type(x) is np.ndarray else np.asarray(x)
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return None
     if nans and np.isnan(a).any():
         return "nan"

@@ -3,16 +3,20 @@
 fjax computes on the host CPU with numpy and numba, synchronously. There is one CPU device per
 process unless ``jax.config.update("jax_num_cpu_devices", N)`` asks for N before first use; a job
 of several MPI processes (``fjax.distributed``) sees every process's devices in ``devices()``.
-Unsharded arrays live on the first local device; sharded ones (``fjax.sharding``) carry their
-sharding. These
-functions exist so code written for JAX runs unchanged; they follow JAX's signatures and return
-values. ``Array.devices()``, ``Array.device`` and ``Array.sharding`` are attached here (as
+With cupy installed and a CUDA GPU present, the GPUs form the ``"gpu"`` platform (``CudaDevice``),
+which is then the default backend, as in JAX; ``jax_platforms="cpu"`` (or ``JAX_PLATFORMS=cpu``)
+keeps fjax on the CPU and never imports cupy. Where arrays live and where computations run
+(committed and uncommitted arrays) is ``fjax._placement``.
+Unsharded arrays live on the default device; sharded ones (``fjax.sharding``) carry their
+sharding. These functions exist so code written for JAX runs unchanged; they follow JAX's
+signatures and return values. ``Array.devices()``, ``Array.device`` and ``Array.sharding`` are attached here (as
 ``fjax.numpy`` attaches the array methods), so ``fjax.core`` needs no knowledge of devices.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,6 +27,7 @@ from fjax.core import Array
 
 __all__ = [
     "Device",
+    "CudaDevice",
     "SingleDeviceSharding",
     "block_until_ready",
     "default_backend",
@@ -65,7 +70,7 @@ class Device:
         return f"{self.platform}:{self.id}"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Device) and other.id == self.id
+        return isinstance(other, Device) and other.platform == self.platform and other.id == self.id
 
     def __hash__(self) -> int:
         return hash(("fjax.Device", self.platform, self.id))
@@ -75,6 +80,41 @@ class Device:
 
     def memory_stats(self) -> None:
         return None
+
+
+class CudaDevice(Device):
+    """A CUDA GPU (``repr`` is ``CudaDevice(id=N)``, ``str`` is ``cuda:N``, platform ``"gpu"``,
+    ``device_kind`` the GPU's name as cupy reports it)."""
+
+    __slots__ = ("_kind", "_local")
+    platform = "gpu"
+
+    def __init__(self, id: int = 0, process_index: int = 0, kind: str = "gpu", local_id: int | None = None):  # noqa: A002
+        super().__init__(id, process_index)
+        self._kind = kind
+        self._local = self.id if local_id is None else int(local_id)
+
+    @property
+    def device_kind(self) -> str:  # type: ignore[override]
+        return self._kind
+
+    @property
+    def local_hardware_id(self) -> int:
+        return self._local
+
+    def __repr__(self) -> str:
+        return f"CudaDevice(id={self.id})"
+
+    def __str__(self) -> str:
+        return f"cuda:{self.id}"
+
+    def __reduce__(self) -> tuple:
+        return (CudaDevice, (self.id, self.process_index, self._kind, self._local))
+
+    def memory_stats(self) -> dict | None:
+        from fjax.backends.cuda import runtime  # noqa: PLC0415
+
+        return runtime.memory_stats(self._local)
 
 
 CPU_DEVICE = Device(0, 0)
@@ -120,16 +160,18 @@ def _get_topology() -> tuple[list[Device], list[Device], int, int]:
 
 
 def _topology_changed() -> None:
-    global _topology, _SHARDING
+    global _topology
     _topology = None
-    _SHARDING = SingleDeviceSharding(_default_device())
-
-
-def _default_device() -> Device:
-    return _get_topology()[1][0]
+    _reset_platforms()
 
 
 def _on_config(name: str, value: Any) -> None:
+    if name in ("jax_default_device", "jax_platforms", "jax_num_cpu_devices"):
+        _default_cache[0] = None
+    if name == "jax_default_device":
+        if value is not None and not isinstance(value, (Device, str)):
+            raise ValueError(f"jax_default_device must be a Device, a platform name or None, got {value!r}")
+        return
     if name != "jax_num_cpu_devices" or _topology is None:
         return
     from fjax.config import config  # noqa: PLC0415
@@ -149,6 +191,230 @@ def _register_config_listener() -> None:
 
 
 _register_config_listener()
+
+
+# ---------------------------------------------------------------------------------------------
+# platforms: "gpu" (CUDA through cupy) when present, and always "cpu"
+
+# the GPUs of the job, probed on first use (None: not yet)
+_gpus: list[CudaDevice] | None = None
+# (jax_platforms value, platforms present, default first)
+_platforms_cache: tuple | None = None
+_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+
+
+def _reset_platforms() -> None:
+    """Probe the GPUs and resolve ``jax_platforms`` again on next use (tests; topology changes)."""
+    global _gpus, _platforms_cache
+    _gpus = None
+    _platforms_cache = None
+    _default_cache[0] = None
+    _shardings.clear()
+
+
+def _gpu_devices() -> list[CudaDevice]:
+    """The job's GPUs (each process is assumed to see as many as this one); empty without cupy or
+    a GPU. Asking imports cupy (``fjax.backends.cuda.runtime``), so only ``jax_platforms`` naming
+    no GPU keeps cupy unimported."""
+    global _gpus
+    if _gpus is None:
+        from fjax.backends.cuda import runtime  # noqa: PLC0415
+
+        if not runtime.available():
+            _gpus = []
+        else:
+            n = runtime.device_count()
+            _, _, _, n_proc = _get_topology()
+            kinds = [runtime.device_kind(k) for k in range(n)]
+            _gpus = [CudaDevice(q * n + k, q, kinds[k], k) for q in range(n_proc) for k in range(n)]
+    return _gpus
+
+
+def _platforms() -> tuple[str, ...]:
+    """The platforms present, the default first: ``("gpu", "cpu")`` or ``("cpu",)``."""
+    global _platforms_cache
+    from fjax.config import config  # noqa: PLC0415
+
+    val = config.jax_platforms
+    cached = _platforms_cache
+    if cached is not None and cached[0] == val:
+        return cached[1]
+    names = [n.strip().lower() for n in str(val).split(",") if n.strip()] if val else []
+    if not names:
+        plats: tuple[str, ...] = ("gpu", "cpu") if _gpu_devices() else ("cpu",)
+    else:
+        out: list[str] = []
+        for n in names:
+            p = _ALIASES.get(n)
+            if p is None:
+                raise RuntimeError(
+                    f"Unable to initialize backend '{n}': fjax knows the platforms 'cpu' and 'cuda' (gpu) "
+                    f"(jax_platforms={val!r})"
+                )
+            if p == "gpu" and not _gpu_devices():
+                from fjax.backends.cuda import runtime  # noqa: PLC0415
+
+                raise RuntimeError(
+                    f"Unable to initialize backend '{n}': {runtime.unavailable_reason()} (you may need to install "
+                    "fjax's gpu extra, or set JAX_PLATFORMS=cpu / jax.config.update('jax_platforms', 'cpu') to use "
+                    "the CPU)"
+                )
+            if p not in out:
+                out.append(p)
+        if "cpu" not in out:
+            out.append("cpu")  # host steps always run on the CPU, so it is always there
+        plats = tuple(out)
+    _platforms_cache = (val, plats)
+    return plats
+
+
+def _platform_of(backend: Any) -> str:
+    """``"cpu"`` or ``"gpu"`` for a backend name or device (None: the default backend); the
+    RuntimeError JAX raises for one that is not present."""
+    plats = _platforms()
+    if backend is None:
+        return plats[0]
+    name = backend if isinstance(backend, str) else getattr(backend, "platform", backend)
+    p = _ALIASES.get(str(name).lower())
+    if p is None or p not in plats:
+        present = ", ".join("cuda" if q == "gpu" else q for q in plats)
+        raise RuntimeError(
+            f"Unknown backend: '{name}' requested, but no platforms that are instances of {name} are present. "
+            f"Platforms present are: {present}"
+        )
+    return p
+
+
+def _platform_devices(platform: str) -> list[Device]:
+    return list(_gpu_devices()) if platform == "gpu" else list(_get_topology()[0])
+
+
+def _check_backend(backend: Any) -> None:
+    if backend is not None:
+        _platform_of(backend)
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """All devices of the job (every process's) of ``backend`` (default: the default backend,
+    the GPUs when cupy finds one), ordered by id."""
+    return _platform_devices(_platform_of(backend))
+
+
+def local_devices(
+    process_index: int | None = None, backend: str | None = None, host_id: int | None = None
+) -> list[Device]:
+    """The devices of ``backend`` (default: the default backend) attached to process
+    ``process_index`` (default: this process)."""
+    platform = _platform_of(backend)
+    _, _, me, n_proc = _get_topology()
+    idx = process_index if process_index is not None else (host_id if host_id is not None else me)
+    if not 0 <= idx < n_proc:
+        raise ValueError(f"Unknown process_index {idx}: this job has {n_proc} process(es)")
+    return [d for d in _platform_devices(platform) if d.process_index == idx]
+
+
+def default_backend() -> str:
+    """The platform name of the default backend: ``"gpu"`` when cupy finds a CUDA GPU (and
+    ``jax_platforms`` allows it), else ``"cpu"``."""
+    return _platforms()[0]
+
+
+def device_count(backend: str | None = None) -> int:
+    """The number of devices of the job (all processes) of ``backend`` (default: the default one)."""
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """The number of devices of ``backend`` attached to this process (CPU: ``jax_num_cpu_devices``,
+    default 1)."""
+    return len(local_devices(backend=backend))
+
+
+def process_index(backend: str | None = None) -> int:
+    """The index of this process in the job (0 unless launched by MPI and initialized)."""
+    _check_backend(backend)
+    return _get_topology()[2]
+
+
+def process_count(backend: str | None = None) -> int:
+    """The number of processes of the job."""
+    _check_backend(backend)
+    return _get_topology()[3]
+
+
+# ---------------------------------------------------------------------------------------------
+# the default device: ``fjax.default_device(d)`` blocks, then ``jax_default_device``, then the
+# default backend's first local device
+
+
+class _DefaultDeviceStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_default_stack = _DefaultDeviceStack()
+# ``default_device`` blocks open in any thread (the placement hook stays armed while one is)
+_default_blocks = [0]
+_default_blocks_lock = threading.Lock()
+
+
+def _enter_default_block(device: Any) -> None:
+    with _default_blocks_lock:
+        _default_blocks[0] += 1
+    _default_stack.stack.append(device)
+
+
+def _exit_default_block() -> None:
+    _default_stack.stack.pop()
+    with _default_blocks_lock:
+        _default_blocks[0] -= 1
+
+
+def _resolve_device(d: Any) -> Device:
+    if isinstance(d, Device):
+        return d
+    if isinstance(d, str):
+        return local_devices(backend=d)[0]
+    raise TypeError(f"default_device: expected a Device or a platform name, got {d!r}")
+
+
+# the default device outside ``default_device`` blocks (None: resolve again); reset whenever what
+# decides it changes (jax_platforms, jax_default_device, the topology), so the placement check of
+# every eager primitive reads one list item
+_default_cache: list = [None]
+
+
+def get_default_device() -> Device:
+    """The device computations on uncommitted arrays run on, and plain arrays report."""
+    st = _default_stack.stack
+    if st:
+        d = st[-1]
+        return _system_default_device() if d is None else _resolve_device(d)
+    d = _default_cache[0]
+    if d is None:
+        from fjax.config import config  # noqa: PLC0415
+
+        c = config.jax_default_device
+        d = _default_cache[0] = _system_default_device() if c is None else _resolve_device(c)
+    return d
+
+
+def _system_default_device() -> Device:
+    """The default backend's first local device."""
+    if _platforms()[0] == "gpu":
+        me = _get_topology()[2]
+        for g in _gpu_devices():
+            if g.process_index == me:
+                return g
+    return _get_topology()[1][0]
+
+
+def host_default_device() -> Device:
+    """This process's first CPU device (where plain numpy-backed arrays are computed)."""
+    return _get_topology()[1][0]
+
+
+_default_device = get_default_device
 
 
 class SingleDeviceSharding:
@@ -197,65 +463,16 @@ class SingleDeviceSharding:
         return hash(("SingleDeviceSharding", self._device))
 
 
-_SHARDING = SingleDeviceSharding(CPU_DEVICE)
+# one SingleDeviceSharding per device (what plain arrays report)
+_shardings: dict = {}
 
 
-def _check_backend(backend: Any) -> None:
-    if backend is None:
-        return
-    name = backend if isinstance(backend, str) else getattr(backend, "platform", backend)
-    if name != "cpu":
-        raise RuntimeError(
-            f"Unknown backend: '{name}' requested, but no platforms that are instances of {name} are present. "
-            "Platforms present are: cpu"
-        )
-
-
-def devices(backend: str | None = None) -> list[Device]:
-    """All devices of the job (every process's), ordered by id."""
-    _check_backend(backend)
-    return list(_get_topology()[0])
-
-
-def local_devices(
-    process_index: int | None = None, backend: str | None = None, host_id: int | None = None
-) -> list[Device]:
-    """The devices attached to process ``process_index`` (default: this process)."""
-    _check_backend(backend)
-    glob, local, me, n_proc = _get_topology()
-    idx = process_index if process_index is not None else (host_id if host_id is not None else me)
-    if not 0 <= idx < n_proc:
-        raise ValueError(f"Unknown process_index {idx}: this job has {n_proc} process(es)")
-    return [d for d in glob if d.process_index == idx]
-
-
-def default_backend() -> str:
-    """The platform name of the default backend: ``"cpu"``."""
-    return "cpu"
-
-
-def device_count(backend: str | None = None) -> int:
-    """The number of devices of the job (all processes)."""
-    _check_backend(backend)
-    return len(_get_topology()[0])
-
-
-def local_device_count(backend: str | None = None) -> int:
-    """The number of devices attached to this process (``jax_num_cpu_devices``, default 1)."""
-    _check_backend(backend)
-    return len(_get_topology()[1])
-
-
-def process_index(backend: str | None = None) -> int:
-    """The index of this process in the job (0 unless launched by MPI and initialized)."""
-    _check_backend(backend)
-    return _get_topology()[2]
-
-
-def process_count(backend: str | None = None) -> int:
-    """The number of processes of the job."""
-    _check_backend(backend)
-    return _get_topology()[3]
+def sharding_for(device: Device) -> SingleDeviceSharding:
+    """The (shared) ``SingleDeviceSharding`` of ``device``."""
+    sh = _shardings.get(device)
+    if sh is None:
+        sh = _shardings[device] = SingleDeviceSharding(device)
+    return sh
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,15 +518,23 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
 def _put_leaf(x: Any, device: Any = None) -> Any:
     if isinstance(x, core.Tracer):
         return x
-    arr = x if isinstance(x, Array) else core.to_array(x, "device_put")
+    from fjax import _placement  # noqa: PLC0415
+
     if device is None:
-        return arr
+        # uncommitted, on the default device; an array already placed keeps its placement (as JAX)
+        if isinstance(x, Array):
+            return x
+        arr = core.to_array(x, "device_put")
+        d = get_default_device()
+        return _placement.put(arr, d, committed=False) if d.platform != "cpu" else arr
+    arr = x if isinstance(x, Array) else core.to_array(x, "device_put")
+    if isinstance(device, Device):
+        device = sharding_for(device)
+    if isinstance(device, SingleDeviceSharding):
+        # an explicit device commits the array to it: computations on it run there
+        return _placement.put(arr, device._device, committed=True)
     from fjax import sharding  # noqa: PLC0415
 
-    if isinstance(device, Device):
-        device = SingleDeviceSharding(device)
-    if isinstance(device, SingleDeviceSharding) and device._device == _default_device():
-        return Array(arr._value, arr.weak_type) if type(arr) is not Array else arr
     return sharding.shard_array(arr, device)
 
 
@@ -356,12 +581,11 @@ def _array_device(self: Array) -> Device:
 
 
 def _array_sharding(self: Array) -> Any:
-    """The array's sharding: the whole array on the first local device unless it is sharded."""
+    """The array's sharding: the whole array on the default device unless it is placed or sharded."""
     sh = getattr(self, "_sharding", None)
     if sh is not None:
         return sh
-    _get_topology()
-    return _SHARDING
+    return sharding_for(get_default_device())
 
 
 def _array_addressable_shards(self: Array) -> list:
@@ -384,4 +608,9 @@ Array.is_fully_replicated = property(_array_is_fully_replicated)
 Array.is_fully_addressable = property(lambda self: True)
 
 
-core.default_sharding = SingleDeviceSharding
+def _default_sharding() -> SingleDeviceSharding:
+    return sharding_for(get_default_device())
+
+
+Array._committed = property(lambda self: False)
+core.default_sharding = _default_sharding

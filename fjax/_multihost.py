@@ -44,6 +44,11 @@ def _multi() -> bool:
 def _allgather_rows(x: np.ndarray) -> np.ndarray:
     """Every process's ``x`` concatenated along axis 0 (row counts may differ)."""
     comm = distributed.state.comm
+    with distributed.collective("process_allgather / make_array_from_process_local_data"):
+        return _allgather_rows_guarded(comm, x)
+
+
+def _allgather_rows_guarded(comm: Any, x: np.ndarray) -> np.ndarray:
     shapes = comm.allgather((x.shape, x.dtype.str))
     tails = {(s[1:], d) for s, d in shapes}
     if len(tails) != 1:
@@ -99,16 +104,18 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
         return tu.tree_map(lambda v: core.to_array(_np(v), "broadcast_one_to_all"), in_tree)
     comm = distributed.state.comm
     src = distributed.state.process_id == 0 if is_source is None else bool(is_source)
-    sources = [r for r, s in enumerate(comm.allgather(src)) if s]
+    with distributed.collective("broadcast_one_to_all"):
+        sources = [r for r, s in enumerate(comm.allgather(src)) if s]
     if len(sources) != 1:
         raise ValueError(f"broadcast_one_to_all: exactly one process must be the source, got processes {sources}")
     root = sources[0]
 
     def one(leaf: Any) -> Any:
         x = _np(leaf)
-        meta = comm.bcast((x.shape, x.dtype.str), root=root)
-        buf = x if distributed.state.process_id == root else np.empty(meta[0], np.dtype(meta[1]))
-        comm.Bcast(buf, root=root)
+        with distributed.collective("broadcast_one_to_all"):
+            meta = comm.bcast((x.shape, x.dtype.str), root=root)
+            buf = x if distributed.state.process_id == root else np.empty(meta[0], np.dtype(meta[1]))
+            comm.Bcast(buf, root=root)
         return core.to_array(buf, "broadcast_one_to_all")
 
     return tu.tree_map(one, in_tree)
@@ -119,10 +126,11 @@ def sync_global_devices(name: str) -> None:
     if not _multi():
         return
     comm = distributed.state.comm
-    names = comm.allgather(zlib.crc32(str(name).encode()))
-    if len(set(names)) != 1:
-        raise AssertionError(f"sync_global_devices name mismatch ('{name}'): processes reached different barriers")
-    comm.Barrier()
+    with distributed.collective(f"sync_global_devices({name!r})"):
+        names = comm.allgather(zlib.crc32(str(name).encode()))
+        if len(set(names)) != 1:
+            raise AssertionError(f"sync_global_devices name mismatch ('{name}'): processes reached different barriers")
+        comm.Barrier()
 
 
 def assert_equal(in_tree: Any, fail_message: str = "") -> None:

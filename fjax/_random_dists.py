@@ -34,6 +34,8 @@ from fjax import core, dtypes, lax
 from fjax import numpy as jnp
 from fjax import random as _r
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.jit import jit
 from fjax.lax.special import random_gamma_grad
@@ -86,7 +88,7 @@ __all__ = [
 
 def _float_dtype(name: str, dtype: Any) -> np.dtype:
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
 
@@ -203,7 +205,7 @@ def _random_gamma_abstract(key: Any, a: Any, *, log_space: bool) -> ShapedArray:
             f"random_gamma: expected uint32 keys of shape (*batch, 2) matching the leading dimensions of a, "
             f"got keys {key.dtype.name}{list(key.shape)} and a {a.dtype.name}{list(a.shape)}"
         )
-    if a.dtype.kind != "f":
+    if _dkind(a.dtype) != "f":
         raise TypeError(f"random_gamma: a must be floating, got {a.dtype.name}{list(a.shape)}")
     return ShapedArray(a.shape, a.dtype, False)
 
@@ -213,7 +215,7 @@ def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
         # d log(x) / da = (dx / da) / x; an x that underflows to 0 is taken as the smallest float
         x = lax.exp(sample)
         dt = core.get_aval(x).dtype
-        x = lax.select(lax.eq(x, _c(0, dt)), lax.full_like(x, float(np.finfo(dt).tiny)), x)
+        x = lax.select(lax.eq(x, _c(0, dt)), lax.full_like(x, float(_finfo(dt).tiny)), x)
         return lax.div(random_gamma_grad(a, x), x)
     return random_gamma_grad(a, sample)
 
@@ -420,7 +422,7 @@ def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 @partial(jit, static_argnums=(1, 2))
 def _cauchy(key: Any, shape: tuple, dtype: np.dtype) -> Any:
-    u = uniform(key, shape, dtype, minval=float(np.finfo(dtype).eps), maxval=1.0)
+    u = uniform(key, shape, dtype, minval=float(_finfo(dtype).eps), maxval=1.0)
     return lax.tan(lax.mul(_c(np.pi, dtype), lax.sub(u, _c(0.5, dtype))))
 
 
@@ -432,7 +434,7 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 @partial(jit, static_argnums=(1, 2))
 def _logistic(key: Any, shape: tuple, dtype: np.dtype) -> Any:
-    x = uniform(key, shape, dtype, minval=float(np.finfo(dtype).tiny), maxval=1.0)
+    x = uniform(key, shape, dtype, minval=float(_finfo(dtype).tiny), maxval=1.0)
     return lax.sub(_log(x), _log1p(lax.neg(x)))
 
 
@@ -454,7 +456,7 @@ def lognormal(key: Any, sigma: Any = np.float32(1), shape: Any = None, dtype: An
     """Log-normal samples, ``exp(sigma * normal)``."""
     key = _check_key("lognormal", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind not in "fc":
+    if _dkind(dt) not in "fc":
         raise ValueError(f"dtype argument to `lognormal` must be a float or complex dtype, got {dt}")
     shape = _broadcast_shape("lognormal", shape, sigma)
     return _lognormal(key, sigma, shape, dt)
@@ -588,7 +590,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Geometric samples: the number of Bernoulli(p) trials up to the first success (>= 1)."""
     key = _check_key("geometric", key)
     dt = _user_dtype(dtype, int)
-    if dt.kind not in "iu":
+    if _dkind(dt) not in "iu":
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
     shape = _broadcast_shape("geometric", shape, p)
     return _geometric(key, p, shape, dt)
@@ -597,7 +599,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
 @partial(jit, static_argnums=(2, 3))
 def _geometric(key: Any, p: Any, shape: tuple, dtype: np.dtype) -> Any:
     p = _asarray(p)
-    if p.dtype.kind not in "fc":
+    if _dkind(p.dtype) not in "fc":
         p = lax.convert_element_type(p, dtypes.default_float_dtype())
     fdt = p.dtype
     u = uniform(key, shape, fdt)
@@ -718,7 +720,7 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Poisson samples with rate ``lam`` (integer dtype; the rate is taken in float32, as JAX does)."""
     key = _check_key("poisson", key)
     dt = _user_dtype(dtype, int)
-    if dt.kind not in "iu":
+    if _dkind(dt) not in "iu":
         raise ValueError(f"dtype argument to `poisson` must be an int dtype, got {dt}")
     shape = _shape_of(lam) if shape is None else _canonicalize_shape(shape, "poisson")
     lam = _bcast(_to(lam, np.dtype(np.float32)), shape)
@@ -830,7 +832,7 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Any, dtype: np.dtype) -> A
     else:
         _check_shape("binomial", shape, _shape_of(count), _shape_of(prob))
     prob = _asarray(prob)
-    if prob.dtype.kind not in "fc":
+    if _dkind(prob.dtype) not in "fc":
         prob = lax.convert_element_type(prob, dtypes.default_float_dtype())
     pdt = prob.dtype
     count = _bcast(_to(count, pdt), shape)
@@ -847,7 +849,7 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Any, dtype: np.dtype) -> A
     count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
     count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
     q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
-    max_iters = _c(np.finfo(dtype).max, pdt) if np.finfo(dtype).bits <= np.finfo(pdt).bits else _c(np.inf, pdt)
+    max_iters = _c(_finfo(dtype).max, pdt) if _finfo(dtype).bits <= _finfo(pdt).bits else _c(np.inf, pdt)
     samples = lax.select(
         use_inversion,
         _binomial_inversion(key, count_inv, q, shape, max_iters),
@@ -927,7 +929,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
     dt = _float_dtype("multinomial", dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
     common = jnp.result_type(n.dtype, p.dtype)
-    if common.kind not in "fc":
+    if _dkind(common) not in "fc":
         common = dtypes.default_float_dtype()
     n, p = n.astype(common), p.astype(common)
     shape = tuple(p.shape) if shape is None else _canonicalize_shape(shape, "multinomial")

@@ -29,6 +29,7 @@ from numba import njit
 from fjax.backends.numba import disk_cache
 from fjax.backends.numba.runtime import fma as _hw_fma
 from fjax.backends.numba.vmath import f32_as_i32, i32_as_f32
+from fjax.dtypes import finfo as _finfo
 
 _M32 = np.uint64(0xFFFFFFFF)
 _opts = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division (x/0 -> inf), as XLA
@@ -93,7 +94,7 @@ def fma32(a, b, c):  # pragma: no cover - numba
     return _hw_fma(np.float32(a), np.float32(b), np.float32(c))
 
 
-_TINY32 = np.float32(np.finfo(np.float32).tiny)
+_TINY32 = np.float32(_finfo(np.float32).tiny)
 _SQRTH = _h("3F3504F3")
 _LOG_A = (_h("3D9021BB"), _h("BDEBD1B8"), _h("3DEF251A"))
 _LOG_B = (_h("BDFE5D4F"), _h("3E11E9BF"), _h("BE2AAE50"))

@@ -13,6 +13,7 @@ import numpy as np
 from fjax import lax
 from fjax import numpy as jnp
 from fjax import random as _random
+from fjax.dtypes import kind as _dkind
 
 __all__ = ["multivariate_normal", "orthogonal"]
 
@@ -33,7 +34,7 @@ def multivariate_normal(
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     key = _random._check_key("multivariate_normal", key)
     dt = _random._user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, got {dt}")
     mean = jnp.asarray(mean).astype(dt)
     cov = jnp.asarray(cov).astype(dt)

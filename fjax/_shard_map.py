@@ -6,7 +6,11 @@ mesh axis (the first mesh axis outermost), each named after its axis: every argu
 so that the blocks its ``PartitionSpec`` assigns to the devices of a mesh axis form a leading
 axis of that size (arguments not split along an axis are broadcast along it), and the outputs are
 reassembled from their blocks by ``out_specs``. The computation is one program over all blocks,
-so it composes with ``jit``, ``grad`` and ``vmap`` like any function.
+so it composes with ``jit``, ``grad`` and ``vmap`` like any function. A gradient taken inside
+the body follows JAX's varying-manual-axes rules with ``check_vma=True`` (``fjax._shard_map_vjp``:
+gradients for replicated inputs come out summed over the instances) and ``pmap``'s per-instance
+rules with ``check_vma=False``. ``auto=`` (mesh axes left automatic) is the complement of
+``axis_names=``: the body sees those axes unsplit.
 
 An output whose spec omits a mesh axis must not vary along it (with ``check_vma=True``, the
 default, a varying one raises ``ValueError``, as JAX's check; with ``check_vma=False`` the block
@@ -81,8 +85,6 @@ def shard_map(
         )
     if out_specs is None:
         raise TypeError("shard_map() missing required keyword argument: 'out_specs'")
-    if auto:
-        raise NotImplementedError("shard_map: auto (partially automatic sharding) is not supported by fjax")
     check = check_vma if check_rep is None else bool(check_rep)
 
     @functools.wraps(f, updated=())
@@ -93,6 +95,15 @@ def shard_map(
 
         sizes = m.shape
         names = list(m.axis_names)
+        if auto:
+            # the older spelling of axis_names: the mesh axes left automatic; fjax's arrays hold their
+            # global value, so an automatic axis is one the body sees unsplit (no vmap over it)
+            unknown = set(auto) - set(names)
+            if unknown:
+                raise ValueError(f"shard_map: auto names {sorted(map(str, unknown))} are not axes of the mesh {names}")
+            if axis_names and set(axis_names) & set(auto):
+                raise ValueError("shard_map: an axis cannot be both in axis_names and in auto")
+            names = [n for n in names if n not in set(auto)]
         if axis_names:
             names = [n for n in names if n in set(axis_names)]
         nprocs, rank, k_local = _process_layout(m, names)
@@ -198,7 +209,9 @@ def _vmap_axis(
                 dims.append(0 if (name in used or not check) else None)
             return dims
 
-        data = batching.AxisData(size, name, None, procs[0], procs[1])
+        from fjax._shard_map_vjp import VmaAxisData  # noqa: PLC0415
+
+        data = (VmaAxisData if check else batching.AxisData)(size, name, None, procs[0], procs[1])
         try:
             return batching.vmap_flat(fn, size, [0 if m else None for m in mapped], list(xs), out_dims, axis_data=data)
         except ValueError as e:
@@ -232,6 +245,11 @@ def _to_blocks(x: Any, spec: PartitionSpec, names: list, sizes: dict) -> tuple[A
         for a in p:
             if a not in sizes:
                 raise ValueError(f"shard_map: spec {spec!r} names {a!r}, which is not an axis of the mesh {names}")
+            if a not in names:
+                raise NotImplementedError(
+                    f"shard_map: spec {spec!r} splits an argument along mesh axis {a!r}, which is automatic here "
+                    f"(not in axis_names, or in auto); fjax supports specs over the manual axes {names} only"
+                )
             axis_pos[a] = len(new_shape)
             new_shape.append(sizes[a])
         block_pos.append(len(new_shape))

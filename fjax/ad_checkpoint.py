@@ -6,15 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fjax.checkpoint import checkpoint, checkpoint_policies, remat
+from fjax.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "print_saved_residuals", "remat"]
-
-
-def checkpoint_name(x: Any, name: str) -> Any:
-    """Tag ``x`` with ``name`` for name-based checkpoint policies. fjax's policies do not select
-    by name (``save_only_these_names`` and friends are not provided), so the tag is the identity."""
-    return x
 
 
 def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:

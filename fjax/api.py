@@ -12,6 +12,7 @@ import numpy as np
 from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.core import Array, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import Zero
@@ -158,7 +159,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
                 f"jvp called with different primal and tangent shapes; got primal shape {pa.shape} and tangent "
                 f"shape {ta.shape}"
             )
-        if pa.dtype.kind not in "fc":
+        if _dkind(pa.dtype) not in "fc":
             tans.append(Zero(ad.tangent_aval(pa)))
             continue
         if ta.dtype != pa.dtype:
@@ -261,6 +262,10 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequence = ()) -> Any:
     """Evaluate ``fun`` and return ``(primals_out, vjp_fn)``; ``vjp_fn(ct)`` gives a tuple of
     cotangents, one per primal argument (plus ``aux`` with ``has_aux=True``)."""
+    from fjax import _shard_map_vjp  # noqa: PLC0415
+
+    if _shard_map_vjp.vma_active():  # inside shard_map(check_vma=True): JAX's psum/pvary transposes
+        return _shard_map_vjp.vma_vjp(fun, primals, has_aux)
     p_flat, p_tree = tu.tree_flatten(primals)
     p_flat = [_check_arg(p, "vjp") for p in p_flat]
     out_tree_box: list = []
@@ -327,7 +332,7 @@ class _VjpFun:
                     f"but expected {a.str_short()} because the corresponding output of the function had shape "
                     f"{a.shape}."
                 )
-            if a.dtype.kind not in "fc":
+            if _dkind(a.dtype) not in "fc":
                 cts.append(Zero(ad.tangent_aval(a)))
                 continue
             if ca.dtype != a.dtype:
@@ -352,7 +357,7 @@ def _convert_p() -> core.Primitive:
 
 def _ct_out(ct: Any, aval: ShapedArray) -> Any:
     if type(ct) is Zero:
-        if aval.dtype.kind not in "fc":
+        if _dkind(aval.dtype) not in "fc":
             return np.zeros(aval.shape, dtypes.float0)
         return ad._zeros_like(aval)
     return ct
@@ -384,11 +389,11 @@ def value_and_grad(
         flat = [_check_arg(x, f"grad({name})") for x in flat]
         for x in flat:
             a = core.get_aval(x)
-            if holomorphic and a.dtype.kind != "c":
+            if holomorphic and _dkind(a.dtype) != "c":
                 raise TypeError(
                     f"grad with holomorphic=True requires inputs with complex dtype, but got {a.dtype.name}."
                 )
-            if a.dtype.kind not in "fc" and not allow_int:
+            if _dkind(a.dtype) not in "fc" and not allow_int:
                 raise TypeError(
                     f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
                     f"but got {a.dtype.name}. If you want to use Integer-valued inputs, set allow_int to True."
@@ -411,17 +416,17 @@ def value_and_grad(
         if oa.shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {oa.shape}.")
         if holomorphic:
-            if oa.dtype.kind != "c":
+            if _dkind(oa.dtype) != "c":
                 raise TypeError(
                     f"grad with holomorphic=True requires outputs with complex dtype, but got {oa.dtype.name}."
                 )
-        elif oa.dtype.kind == "c":
+        elif _dkind(oa.dtype) == "c":
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
                 f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
                 "non-holomorphic functions involving complex outputs, use jax.vjp directly."
             )
-        elif oa.dtype.kind != "f":
+        elif _dkind(oa.dtype) != "f":
             raise TypeError(
                 f"grad requires real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact), "
                 f"but got {oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
@@ -633,7 +638,7 @@ def jacfwd(
         flat, tree = tu.tree_flatten(dyn)
         flat = [_check_arg(x, "jacfwd") for x in flat]
         for x in flat:
-            if core.get_aval(x).dtype.kind not in "fc":
+            if _dkind(core.get_aval(x).dtype) not in "fc":
                 raise TypeError(
                     f"jacfwd requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                     f"np.inexact), but got {core.get_aval(x).dtype.name}."
@@ -708,7 +713,7 @@ def jacrev(
             return fun(*full, **kwargs)
 
         for x in tu.tree_leaves(dyn):
-            if core.get_aval(_check_arg(x, "jacrev")).dtype.kind not in "fc" and not allow_int:
+            if _dkind(core.get_aval(_check_arg(x, "jacrev")).dtype) not in "fc" and not allow_int:
                 raise TypeError(
                     f"jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                     f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}."

@@ -29,11 +29,20 @@ class Config:
         "jax_debug_infs": False,
         # CPU devices per process (-1: one); fixed at first use of devices (fjax._devices)
         "jax_num_cpu_devices": -1,
+        # platforms to use, the first present one the default ("cpu", "cuda,cpu", ...; the
+        # JAX_PLATFORMS environment variable); None/"": a GPU when cupy finds one, else the CPU
+        "jax_platforms": None,
+        # the device of computations on uncommitted arrays (a Device, a platform name, or None: the
+        # default backend's first device); ``fjax.default_device(d)`` sets it for a block
+        "jax_default_device": None,
         # collectives across MPI processes first compare operand shapes across ranks (8 bytes each)
         "fjax_mpi_check_shapes": True,
         # psum/pmean of a pytree across processes: leaves are fused into buckets of this many MB,
         # one MPI Allreduce each (0: one Allreduce per leaf); 25 MB is PyTorch DDP's default
         "fjax_allreduce_bucket_mb": 25.0,
+        # seconds a process may wait in one collective across processes before the job is aborted
+        # with an error naming the collective (0: no limit); 30 minutes, torch.distributed's default
+        "fjax_mpi_timeout": 1800.0,
         # log a line (on the "jax._src.dispatch" logger, as JAX) each time jit traces anew
         "jax_log_compiles": False,
         "fjax_disk_cache": True,

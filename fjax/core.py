@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from fjax import dtypes
+from fjax.dtypes import kind as _dkind
 
 # ---------------------------------------------------------------------------------------------
 # strict helpers
@@ -119,6 +120,7 @@ _short_names = {
     "uint32": "u32",
     "uint64": "u64",
     "float16": "f16",
+    "bfloat16": "bf16",
     "float32": "f32",
     "float64": "f64",
     "complex64": "c64",
@@ -379,7 +381,7 @@ def to_array(x: Any, fn_name: str = "fjax") -> Array:
     if t in _python_scalar_types:
         return array_from_python_scalar(x)
     if isinstance(x, (np.ndarray, np.generic)):
-        if x.dtype.kind in "OUSVMm" and x.dtype != dtypes.float0:
+        if _dkind(x.dtype) in "OUSVMm" and x.dtype != dtypes.float0:
             raise TypeError(f"{fn_name}: arrays of dtype {x.dtype} are not supported by fjax")
         dt = dtypes.canonicalize_dtype(x.dtype)
         v = np.array(x, dtype=dt) if (dt != x.dtype or isinstance(x, np.generic)) else x
@@ -467,6 +469,25 @@ class Primitive:
         return rule
 
 
+# Device placement (``fjax._placement``) sets this to a function ``(prim, args, params)`` run before
+# a primitive is evaluated eagerly: it runs computations on arrays that live on a GPU, or are
+# committed to a device, where they live, and returns ``NOT_HANDLED`` for the plain host case.
+# None while nothing is placed and the default device is the host's (then eager evaluation costs
+# nothing more than this check).
+placement_hook: Callable | None = None
+NOT_HANDLED = object()
+
+
+def eval_placed(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    """Evaluate ``prim`` eagerly where its arguments are placed (``placement_hook``), else on the host."""
+    hook = placement_hook
+    if hook is not None:
+        out = hook(prim, args, params)
+        if out is not NOT_HANDLED:
+            return out
+    return eval_primitive(prim, args, params)
+
+
 def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy.
 
@@ -532,6 +553,8 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, primitive: Primitive, tracers: list, params: dict) -> Any:
+        if placement_hook is not None:
+            return eval_placed(primitive, tracers, params)
         return eval_primitive(primitive, tracers, params)
 
 
@@ -643,6 +666,8 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
             break
     else:
         if top_main is _eval_main and axis_main is None:
+            if placement_hook is not None:
+                return eval_placed(prim, args, params)
             return eval_primitive(prim, args, params)
     trace = find_top_trace(args, axis_main)
     tracers = [full_raise(trace, a) for a in args]
@@ -1023,11 +1048,11 @@ def _pp_literal(x: Literal) -> str:
     v = np.asarray(x.val) if not isinstance(x.val, Array) else x.val._value
     if v.dtype == np.bool_:
         s = str(bool(v))
-    elif v.dtype.kind == "f":
+    elif _dkind(v.dtype) == "f":
         s = repr(float(v))
         if s in ("inf", "-inf", "nan"):
             s = s
-    elif v.dtype.kind in "iu":
+    elif _dkind(v.dtype) in "iu":
         s = str(int(v))
     else:
         s = str(v.item())

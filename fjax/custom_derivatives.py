@@ -31,6 +31,7 @@ import numpy as np
 from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import Zero, is_undefined_primal
@@ -959,7 +960,7 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
                     f"corresponding to an input of type {a.str_short()}, so the shapes do not match"
                 )
             if ca.dtype != ct_aval.dtype:
-                if ca.dtype.kind in "fc" and ct_aval.dtype.kind in "fc":
+                if _dkind(ca.dtype) in "fc" and _dkind(ct_aval.dtype) in "fc":
                     from fjax import lax  # noqa: PLC0415
 
                     ct = lax.convert_element_type(ct, ct_aval.dtype)
@@ -1015,3 +1016,13 @@ def _custom_vjp_bind(
             name=name, bwd=bwd_flat, call_jaxpr=closed, fwd=fwd_c, num_consts=len(consts), symbolic_zeros=symbolic_zeros
         ),
     )
+
+
+def __getattr__(name: str) -> Any:
+    # jax.custom_derivatives also exports these two; they live in fjax._api_more (which imports
+    # this module), so they are looked up on first use
+    if name in ("closure_convert", "custom_gradient"):
+        from fjax import _api_more  # noqa: PLC0415
+
+        return getattr(_api_more, name)
+    raise AttributeError(f"module 'fjax.custom_derivatives' has no attribute {name!r}")

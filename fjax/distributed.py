@@ -8,19 +8,36 @@ with ``cluster_detection_method="mpi4py"``; it then gives each process its index
 spans every process's local devices. Collectives whose named axis spans processes (multi-process
 ``pmap``) run as MPI calls on contiguous host buffers (``fjax.lax.parallel_mpi``).
 
-Failure behaviour: once initialized with more than one process, an exception that escapes the
-main program of any rank prints its traceback prefixed by the rank and calls ``MPI.Abort``, so
-the other ranks exit instead of waiting forever in a collective.
+Failure behaviour (no rank waits forever, none computes with a missing peer's data):
+
+- an exception that escapes the main program of any rank prints its traceback prefixed by the
+  rank and calls ``MPI.Abort``, so the other ranks exit instead of waiting in a collective;
+- a rank that exits normally (end of its script, ``sys.exit``) tells the others first (a small
+  message on a private communicator); a rank waiting for it in a collective, or entering one
+  later, stops with an error naming the rank that left and the collective (a collective called
+  after a peer left raises ``RuntimeError`` on the caller; one already waiting aborts the job);
+- a collective that waits longer than ``fjax_mpi_timeout`` seconds (default 1800, 0 for no
+  limit; for a peer that hangs) aborts the job with an error naming the collective;
+- a rank killed by a signal or ``os._exit`` cannot say anything: the MPI launcher (Hydra,
+  ``mpirun``) sees it die and kills the others, so the job ends with the launcher's non-zero
+  status and no rank returns a result.
+
+The watchdog behind the last three is a daemon thread per process that polls the private
+communicator every 50 ms (MPI's ``THREAD_MULTIPLE`` level, mpi4py's default); collectives run on
+the calling thread at full speed and only mark when they start and end.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
 import time
 import traceback
 from typing import Any
+
+import numpy as np
 
 __all__ = ["initialize", "is_initialized", "shutdown"]
 
@@ -31,6 +48,7 @@ class _State:
     num_processes: int = 1
     initialized: bool = False
     prev_excepthook: Any = None
+    watchdog: Any = None
 
 
 state = _State()
@@ -75,6 +93,135 @@ def _import_mpi(timeout: float) -> Any:
             ) from box[0]
         raise box[0]
     return box[0]
+
+
+_EXIT_TAG = 7301
+# seconds after a peer's exit notice before a collective still waiting is given up
+_EXIT_GRACE_S = float(os.environ.get("FJAX_MPI_EXIT_GRACE", "10"))
+
+
+class _Watchdog:
+    """Watches the collectives of this process for peers that left or hang (see the module
+    docstring). ``ctrl`` is a duplicate of the job's communicator, so its messages never match the
+    program's own."""
+
+    def __init__(self, comm: Any, MPI: Any) -> None:
+        self.MPI = MPI
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.ctrl = comm.Dup()
+        self.gone: dict = {}  # rank -> monotonic time its exit notice arrived
+        self.current: tuple | None = None  # (what, start time) of the collective in progress
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.buf = np.zeros(2, np.int64)
+        self.req = self.ctrl.Irecv(self.buf, source=MPI.ANY_SOURCE, tag=_EXIT_TAG)
+        self.thread = threading.Thread(target=self._run, name="fjax-mpi-watchdog", daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        with self.lock:
+            while self.req is not None and self.req.Test():
+                self.gone[int(self.buf[0])] = time.monotonic()
+                self.req = self.ctrl.Irecv(self.buf, source=self.MPI.ANY_SOURCE, tag=_EXIT_TAG)
+
+    def _run(self) -> None:
+        from fjax.config import config  # noqa: PLC0415
+
+        while not self.stop.wait(0.05):
+            self._poll()
+            cur = self.current
+            if cur is None:
+                continue
+            what, t0 = cur
+            if self.gone and time.monotonic() - min(self.gone.values()) > _EXIT_GRACE_S:
+                # (the grace: a peer may leave right after the collective this process is still
+                # returning from)
+                self._abort(
+                    f"{what}: {_ranks(self.gone)} of the {self.size} processes {_has(self.gone)} exited while this "
+                    "process waits for it in this collective (did the ranks run a different number of steps?)"
+                )
+            limit = float(config.fjax_mpi_timeout or 0)
+            if limit > 0 and time.monotonic() - t0 > limit:
+                self._abort(
+                    f"{what}: still waiting for the other processes after fjax_mpi_timeout={limit:g} s (a process "
+                    "hangs, or is not calling the same collective)"
+                )
+
+    def _abort(self, msg: str) -> None:
+        sys.stderr.write(f"[fjax rank {self.rank}] {msg}; aborting all {self.size} processes (MPI_Abort)\n")
+        sys.stderr.flush()
+        try:
+            self.comm.Abort(1)
+        finally:
+            os._exit(1)
+
+    def enter(self, what: str) -> None:
+        # (no MPI call here: the thread has received any exit notice within 50 ms)
+        if self.gone:
+            raise RuntimeError(
+                f"{what}: {_ranks(self.gone)} of the {self.size} processes {_has(self.gone)} already exited, so this "
+                "collective across processes cannot complete (did the ranks run a different number of steps?)"
+            )
+        self.current = (what, time.monotonic())
+
+    def leave(self) -> None:
+        self.current = None
+
+    def announce_exit(self) -> None:
+        """Tell every other process that this one is leaving (at interpreter exit)."""
+        msg = np.array([self.rank, 0], np.int64)
+        reqs = [self.ctrl.Isend(msg, dest=r, tag=_EXIT_TAG) for r in range(self.size) if r != self.rank]
+        self.MPI.Request.Waitall(reqs)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        with self.lock:
+            if self.req is not None:
+                self.req.Cancel()
+                self.req.Wait()
+                self.req = None
+
+
+def _has(gone: dict) -> str:
+    return "has" if len(gone) == 1 else "have"
+
+
+def _ranks(gone: dict) -> str:
+    rs = sorted(gone)
+    return "rank " + ", ".join(map(str, rs)) if len(rs) == 1 else "ranks " + ", ".join(map(str, rs))
+
+
+class collective:  # noqa: N801
+    """``with collective("psum across processes"):`` around a blocking MPI call: the watchdog
+    knows what this process waits in (a no-op without the watchdog)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        w = state.watchdog
+        if w is not None:
+            w.enter(self.what)
+
+    def __exit__(self, *exc: Any) -> None:
+        w = state.watchdog
+        if w is not None:
+            w.leave()
+
+
+def _at_exit() -> None:
+    w = state.watchdog
+    if w is None or w.MPI.Is_finalized():  # (the program may have finalized MPI itself)
+        return
+    state.watchdog = None
+    try:
+        w.announce_exit()
+    finally:
+        w.close()
 
 
 def _barrier(comm: Any, timeout: float) -> None:
@@ -154,6 +301,10 @@ def initialize(
         if size > 1:
             state.prev_excepthook = sys.excepthook
             sys.excepthook = _excepthook
+            if MPI.Query_thread() >= MPI.THREAD_MULTIPLE:
+                state.watchdog = _Watchdog(comm, MPI)
+                # registered after mpi4py's own exit handler (MPI_Finalize), so it runs before it
+                atexit.register(_at_exit)
     else:
         if num_processes is None and process_id is None:
             raise ValueError(
@@ -180,7 +331,12 @@ def shutdown() -> None:
     if not state.initialized:
         return
     if state.comm is not None and state.num_processes > 1:
-        state.comm.Barrier()
+        with collective("fjax.distributed.shutdown (barrier)"):
+            state.comm.Barrier()
+        w, state.watchdog = state.watchdog, None
+        if w is not None:
+            w.close()
+            w.ctrl.Free()
     if state.prev_excepthook is not None:
         sys.excepthook = state.prev_excepthook
         state.prev_excepthook = None

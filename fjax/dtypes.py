@@ -1,6 +1,8 @@
 """Dtypes and JAX-style type promotion.
 
-fjax supports bool, int8/16/32/64, uint8/16/32/64, float16/32/64 and complex64/128.
+fjax supports bool, int8/16/32/64, uint8/16/32/64, bfloat16, float16/32/64 and complex64/128.
+bfloat16 is ``ml_dtypes.bfloat16`` (as in JAX): a numpy extension dtype whose numpy ``kind`` is
+``'V'``, so fjax code asks :func:`kind` (``'f'`` for it) instead of reading ``dtype.kind``.
 With ``config.jax_enable_x64`` off (the default) the 64-bit types are *canonicalized* to their
 32-bit counterparts (int64->int32, uint64->uint32, float64->float32, complex128->complex64).
 
@@ -9,7 +11,7 @@ inputs on the lattice below, where ``i*``, ``f*`` and ``c*`` are the *weak* kind
 ``int``, ``float`` and ``complex`` scalars (and of weakly typed arrays)::
 
     b1 -> i*;  i* -> u8, i8;  u8 -> i16, u16;  u16 -> i32, u32;  u32 -> i64, u64;  u64 -> f*
-    i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, c*;  f16 -> f32 -> f64 -> c128;  f32 -> c64
+    i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, bf16, c*;  f16 -> f32;  bf16 -> f32 -> f64 -> c128;  f32 -> c64
     c* -> c64 -> c128
 
 (with x64 off JAX replaces ``u32 -> i64`` by ``u32 -> i32``; this only shows in :func:`promote_types`,
@@ -33,12 +35,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from fjax.config import config
 
 __all__ = [
     "DTypeLike",
+    "bfloat16",
     "bool_",
     "canonicalize_dtype",
     "check_python_int",
@@ -63,6 +67,9 @@ __all__ = [
     "is_python_scalar",
     "is_weakly_typed",
     "issubdtype",
+    "itemsize_bits",
+    "kind",
+    "scalar_type_of",
     "promote_types",
     "result_type",
     "supported_dtypes",
@@ -74,13 +81,15 @@ __all__ = [
 
 DTypeLike = str | type | np.dtype | None
 
-iinfo = np.iinfo
-finfo = np.finfo
+iinfo = ml_dtypes.iinfo
+#: ``np.finfo`` that also knows bfloat16 (``ml_dtypes.finfo``, which JAX's ``finfo`` is too)
+finfo = ml_dtypes.finfo
 
 bool_ = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float16, float32, float64 = np.float16, np.float32, np.float64
+bfloat16 = ml_dtypes.bfloat16
 complex64, complex128 = np.complex64, np.complex128
 
 #: dtype of tangents/cotangents of integer and boolean primals: a zero-size void dtype.
@@ -88,13 +97,14 @@ float0: np.dtype = np.dtype([("float0", np.void, 0)])
 
 _SUPPORTED_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
+    "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
 #: The dtypes fjax arrays may have (float0 aside), in lattice order.
 supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in _SUPPORTED_NAMES)
 _SUPPORTED: frozenset[np.dtype] = frozenset(supported_dtypes)
 
 _B = np.dtype("bool")
+_BF16 = np.dtype(bfloat16)
 _I32, _I64 = np.dtype("int32"), np.dtype("int64")
 _U32, _U64 = np.dtype("uint32"), np.dtype("uint64")
 _F32, _F64 = np.dtype("float32"), np.dtype("float64")
@@ -114,6 +124,14 @@ _PY_SCALAR_INFO: dict[type, tuple[np.dtype, bool]] = {
     complex: (_C128, True),
 }
 _PY_SCALAR_TYPES = tuple(_PY_SCALAR_INFO)
+
+
+def kind(dt: np.dtype) -> str:
+    """numpy's one-letter ``dt.kind``, except ``'f'`` for bfloat16 (numpy says ``'V'`` for it)."""
+    k = dt.kind
+    if k == "V" and dt == _BF16:
+        return "f"
+    return k
 
 
 def _x64() -> bool:
@@ -144,8 +162,9 @@ _EDGES: dict[_Node, tuple[_Node, ...]] = {
     _n("int16"): (_n("int32"),),
     _n("int32"): (_n("int64"),),
     _n("int64"): (float,),
-    float: (_n("float16"), complex),
+    float: (_n("float16"), _BF16, complex),
     _n("float16"): (_n("float32"),),
+    _BF16: (_n("float32"),),
     _n("float32"): (_n("float64"), _n("complex64")),
     _n("float64"): (_n("complex128"),),
     complex: (_n("complex64"),),
@@ -322,7 +341,7 @@ def _weak_attr(x: Any) -> bool:
 
 
 def _default_of_kind(dt: np.dtype, x64: bool) -> np.dtype:
-    return _DEFAULTS[dt.kind][x64]
+    return _DEFAULTS[kind(dt)][x64]
 
 
 def _node_to_dtype(node: _Node, x64: bool) -> tuple[np.dtype, bool]:
@@ -349,7 +368,8 @@ def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tupl
         nodes: list[_Node] = []
         for dt, w in canon:
             if w and dt != _B:
-                nodes.append(complex if dt.kind == "c" else float if dt.kind == "f" else int)
+                k = kind(dt)
+                nodes.append(complex if k == "c" else float if k == "f" else int)
             else:
                 nodes.append(dt)
         out, weak = _node_to_dtype(_join(nodes, x64), x64)
@@ -520,9 +540,24 @@ def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
     return _canon(dt, _x64()) if canonicalize else dt
 
 
+# numpy's abstract scalar types that bfloat16 belongs to in JAX's hierarchy (numpy itself only
+# puts ml_dtypes.bfloat16 under np.generic)
+_BF16_PARENTS = (np.floating, np.inexact, np.number, np.generic)
+
+
 @functools.lru_cache(maxsize=1024)
 def _issubdtype_cached(a: Any, b: Any) -> bool:
+    if _is_bf16(a):
+        return _is_bf16(b) or (isinstance(b, type) and b in _BF16_PARENTS)
+    if _is_bf16(b):
+        return False
     return bool(np.issubdtype(a, b))
+
+
+def _is_bf16(x: Any) -> bool:
+    if x is bfloat16 or x == "bfloat16":
+        return True
+    return isinstance(x, np.dtype) and x == _BF16
 
 
 def issubdtype(a: Any, b: Any) -> bool:
@@ -562,6 +597,29 @@ def check_python_int(value: int, dtype: DTypeLike) -> int:
         except OverflowError:
             raise OverflowError(f"Python int {value} too large to convert to {dt}") from None
     return value
+
+
+def itemsize_bits(dtype: DTypeLike) -> int:
+    """Bits per element of ``dtype`` (as ``jax.dtypes.itemsize_bits``)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    dt = _as_np_dtype(dtype)
+    return 1 if dt == _B else 8 * dt.itemsize
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of the kind of ``x``'s dtype."""
+    dt = dtype(x)
+    k = kind(dt)
+    if k == "b":
+        return bool
+    if k in "iu":
+        return int
+    if k == "f":
+        return float
+    if k == "c":
+        return complex
+    raise TypeError(f"Invalid scalar value {x}")
 
 
 # typed PRNG keys (fjax._prng): jax.dtypes.extended / prng_key and the key dtype itself

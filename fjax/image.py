@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fjax import numpy as jnp
+from fjax.dtypes import finfo as _finfo
 from fjax.numpy._util import promote_dtypes_inexact
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
@@ -101,7 +102,7 @@ def _weights(in_size: int, out_size: int, scale: Any, translation: Any, kernel: 
         x = jnp.abs(centers[None, :] - jnp.arange(in_size, dtype=dt)[:, None]) / kscale
         w = kernel(x)
     total = jnp.sum(w, axis=0, keepdims=True)
-    w = jnp.where(jnp.abs(total) > 1000.0 * float(np.finfo(np.float32).eps), w / jnp.where(total != 0, total, 1), 0)
+    w = jnp.where(jnp.abs(total) > 1000.0 * float(_finfo(np.float32).eps), w / jnp.where(total != 0, total, 1), 0)
     inside = (centers >= -0.5) & (centers <= in_size - 0.5)
     return jnp.where(inside[None, :], w, 0)
 

@@ -90,9 +90,11 @@ ad.primitive_jvps[jit_p] = _jit_jvp
 
 @batching.wants_axis_size
 def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
-    new, consts, _ = batching.batch_jaxpr(jaxpr, dims, axis_size, True)  # every output batched at 0
+    # outputs that do not vary along the batch stay unbatched (as JAX's pjit rule): jacfwd of a
+    # jitted function vmaps a jvp whose primal outputs must come back unmapped
+    new, consts, out_b = batching.batch_jaxpr(jaxpr, dims, axis_size, False, "vmap")
     outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
-    return outs, [0] * len(outs)
+    return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
 batching.primitive_batchers[jit_p] = _jit_batch
@@ -202,9 +204,11 @@ pe.dce_rules[jit_p] = _jit_dce
 
 def _leaf_signature(x: Any) -> Any:
     t = type(x)
-    if t is core.Array or isinstance(x, core.Array):  # sharded arrays subclass Array
+    if t is core.Array:
         v = x._value
         return (v.shape, v.dtype, x.weak_type)
+    if isinstance(x, core.Array):  # sharded and device arrays subclass Array (never read their values here)
+        return (x.shape, x.dtype, x.weak_type)
     if isinstance(x, core.Tracer):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type)
@@ -214,32 +218,70 @@ def _leaf_signature(x: Any) -> Any:
         return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
     if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
         return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
+    if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
+        raise NotImplementedError(
+            "fjax.jit: passing a Ref (jax.new_ref) as an argument of a jitted function is not implemented; "
+            "pass its value ref[...] and write the result back"
+        )
     raise TypeError(
         f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
         "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
     )
 
 
+# lowering platform -> backend rendering it
+_PLATFORM_BACKENDS = {"cpu": "numba", "cuda": "cuda", "gpu": "cuda"}
+
+
 class Lowered:
     """The result of ``jit(f).lower(*args)``: the jaxpr and the generated source."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str):
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str, platform: str = "cpu"):
         self.jaxpr = jaxpr
         self.consts = consts
         self.name = name
+        self.platform = platform
+
+    def lower(self, *, lowering_platforms: tuple | None = None, _private_parameters: Any = None) -> Lowered:
+        """``jit(f).trace(*args).lower(lowering_platforms=("cuda",))`` (JAX's spelling): the same
+        trace lowered for another platform. ``"cpu"`` renders numba source, ``"cuda"`` (or
+        ``"gpu"``) one CUDA C++ translation unit; lowering needs no GPU and no cupy."""
+        platforms = tuple(lowering_platforms) if lowering_platforms else ("cpu",)
+        if len(platforms) != 1:
+            raise NotImplementedError(f"lower: one lowering platform at a time, got {platforms}")
+        p = str(platforms[0]).lower()
+        if p not in _PLATFORM_BACKENDS:
+            raise ValueError(
+                f"lower: unknown lowering platform {platforms[0]!r} (expected one of 'cpu', 'cuda', 'gpu')"
+            )
+        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p)
 
     def as_text(self, dialect: str | None = None) -> str:
-        """What ``jit`` compiles: ``dialect=None`` (or ``"numba"``) the generated source,
-        ``"ir"`` the kernel IR program, ``"jaxpr"`` the jaxpr."""
+        """What ``jit`` compiles: ``dialect=None`` the generated source for the lowering platform
+        (numba source for ``cpu``, a CUDA C++ translation unit for ``cuda``), ``"numba"`` or
+        ``"cuda"`` that backend's source, ``"ir"`` the kernel IR program, ``"jaxpr"`` the jaxpr."""
         from fjax.backends import dispatch  # noqa: PLC0415
 
-        if dialect in (None, "numba"):
-            return dispatch.source_for(self.jaxpr)
+        backend = _PLATFORM_BACKENDS[self.platform]
+        if dialect is None or dialect in ("numba", "cuda"):
+            return dispatch.source_for(self.jaxpr, dialect or backend)
         if dialect == "ir":
-            return dispatch.ir_text(self.jaxpr)
+            return dispatch.ir_text(self.jaxpr, backend)
         if dialect == "jaxpr":
             return str(self.jaxpr)
-        raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'ir' or 'jaxpr')")
+        raise ValueError(
+            f"Lowered.as_text: unknown dialect {dialect!r} (expected None, 'numba', 'cuda', 'ir' or 'jaxpr')"
+        )
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        """The lowered module as ``jax.stages.Lowered.compiler_ir``: an object whose ``str`` (and
+        ``as_hlo_text()``) is an HLO-style text rendering of the jaxpr (``dialect`` ``"hlo"`` or
+        ``"stablehlo"``, the default); fjax compiles with numba, not XLA (see ``fjax._hlo_text``)."""
+        from fjax import _hlo_text  # noqa: PLC0415
+
+        if dialect not in (None, "hlo", "stablehlo", "mhlo"):
+            raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r} (expected 'hlo' or 'stablehlo')")
+        return _hlo_text.CompilerIR(_hlo_text.hlo_text(self.jaxpr, self.name), dialect or "stablehlo")
 
     def compile(self) -> Any:
         from fjax.backends import dispatch  # noqa: PLC0415
@@ -310,8 +352,19 @@ def clear_caches(*, disk: bool = False) -> None:
 class JitWrapped:
     """A jitted function: call it like the original; ``.lower(*args)`` shows what it compiles to."""
 
-    def __init__(self, fun: Callable, static_argnums: tuple, static_argnames: tuple, donate_argnums: tuple):
+    def __init__(
+        self,
+        fun: Callable,
+        static_argnums: tuple,
+        static_argnames: tuple,
+        donate_argnums: tuple,
+        retry_refs: bool = True,
+    ):
         functools.update_wrapper(self, fun, updated=())
+        # refs (fjax.ref) the function closes over, found while tracing; threaded through the call
+        self._refs: tuple = ()
+        self._ref_jit: Any = None
+        self._retry_refs = retry_refs
         self.fun = fun
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
@@ -413,12 +466,29 @@ class JitWrapped:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        (closed, consts, out_tree), flat = self._get(args, kwargs)
+        if self._refs:
+            from fjax import ref  # noqa: PLC0415
+
+            return ref.call_with_refs(self, args, kwargs)
+        try:
+            (closed, consts, out_tree), flat = self._get(args, kwargs)
+        except NotImplementedError as e:
+            r = getattr(e, "fjax_ref", None)
+            if r is None or not self._retry_refs:
+                raise
+            self._refs = (r,)  # the function uses a ref created outside it: thread it (fjax.ref)
+            return self(*args, **kwargs)
         if (
             core.is_eager()
             and not any(isinstance(x, core.Tracer) for x in consts + flat)
             and (len(core._state.stack) == 1 or batching.params_axis_main({"jaxpr": closed}) is None)
         ):
+            if core.placement_hook is not None:
+                # inputs on a GPU or committed to a device, or a default device that is not the
+                # host's: run where they live (fjax._placement)
+                outs = core.placement_hook(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
+                if outs is not core.NOT_HANDLED:
+                    return tu.tree_unflatten(out_tree, outs)
             # eager fast path: skip bind and the abstract re-check (the signature already matched)
             vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
@@ -486,11 +556,16 @@ def jit(
     static argument values), then run the compiled function on later calls."""
     if fun is None:
         return lambda f: jit(
-            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums
+            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums, **kwargs
         )
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
     sn, sa, dn = _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums)
+    in_sh, out_sh = kwargs.get("in_shardings"), kwargs.get("out_shardings")
+    if in_sh is not None or out_sh is not None:
+        from fjax.sharding import jit_with_shardings  # noqa: PLC0415
+
+        return jit_with_shardings(JitWrapped(fun, sn, sa, dn), in_sh, out_sh)
     return JitWrapped(fun, sn, sa, dn)
 
 

@@ -47,6 +47,8 @@ from fjax._prng import PRNGKeyArray  # noqa: E402
 from fjax.backends.registry import ELEMENTWISE, register_lowering
 from fjax.core import Array, Primitive, ShapedArray, Tracer
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 
 __all__ = [
@@ -92,17 +94,17 @@ def _c(value: Any, dtype: Any) -> Any:
     val = np.array(value, dt)
     if core.is_eager():
         return val
-    if dt.kind == "b":
+    if _dkind(dt) == "b":
         return val
-    if dt.kind in "iu":
+    if _dkind(dt) in "iu":
         src = dtypes.default_int_dtype()
         wide = val.astype(np.int64) if dt.itemsize < 8 else val.view(np.int64)
         if src.itemsize == 4:
             wide = wide.astype(np.uint64).astype(np.uint32).view(np.int32)  # wrap to 32 bits
         return lax.convert_element_type(np.array(wide, src), dt)
-    src = dtypes.default_float_dtype() if dt.kind == "f" else dtypes.default_complex_dtype()
+    src = dtypes.default_float_dtype() if _dkind(dt) == "f" else dtypes.default_complex_dtype()
     if dt == src:
-        return lax.convert_element_type(np.array(val.astype(np.float64) if dt.kind == "f" else val, src), dt)
+        return lax.convert_element_type(np.array(val.astype(np.float64) if _dkind(dt) == "f" else val, src), dt)
     return lax.convert_element_type(np.array(val, src), dt)
 
 
@@ -167,7 +169,7 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         # midpoint of dt is nudged towards the true value first
         x, y, z = (np.asarray(v, np.float64) for v in (a, b, c))
         s, err = _two_sum(x * y, z)
-        drop = 52 - np.finfo(dt).nmant
+        drop = 52 - _finfo(dt).nmant
         low = np.asarray(s).view(np.uint64) & np.uint64((1 << drop) - 1)
         mid = (low == np.uint64(1 << (drop - 1))) & (err != 0) & np.isfinite(err)
         s = np.where(mid, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
@@ -176,7 +178,7 @@ def _fma_impl(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _fma_abstract(a: Any, b: Any, c: Any) -> ShapedArray:
     shapes = {x.shape for x in (a, b, c) if x.shape}
-    if len({a.dtype, b.dtype, c.dtype}) != 1 or a.dtype.kind != "f" or len(shapes) > 1:
+    if len({a.dtype, b.dtype, c.dtype}) != 1 or _dkind(a.dtype) != "f" or len(shapes) > 1:
         raise TypeError(
             "fma requires floating operands of one dtype and equal shapes (or rank 0), got "
             + ", ".join(f"{x.dtype.name}{list(x.shape)}" for x in (a, b, c))
@@ -233,7 +235,7 @@ def _f32(v: Any) -> Any:
     return _c(_h(v), np.float32)
 
 
-_TINY32 = float(np.finfo(np.float32).tiny)
+_TINY32 = float(_finfo(np.float32).tiny)
 
 
 def _flush(x: Any) -> Any:
@@ -526,7 +528,7 @@ def _bcast(x: Any, shape: tuple) -> Any:
 
 def _seed_to_key(seed: Any) -> Any:
     aval = core.get_aval(seed)
-    if aval.dtype.kind not in "iu":
+    if _dkind(aval.dtype) not in "iu":
         raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name}{list(aval.shape)}")
     lo = lax.convert_element_type(seed, _U32)
     if aval.dtype.itemsize == 8:
@@ -640,14 +642,14 @@ def bits(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Uniform random bits as unsigned integers (uint32, or uint64 under x64, by default)."""
     key = _check_key("bits", key)
     dt = dtypes.default_uint_dtype() if dtype is None else _user_dtype(dtype, None)
-    if dt.kind != "u":
+    if _dkind(dt) != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     shape = _canonicalize_shape(shape, "bits")
     return _random_bits(key, dt.itemsize * 8, shape)
 
 
 def _uniform(key: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) -> Any:
-    finfo = np.finfo(dtype)
+    finfo = _finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     minval = _convert(minval, dtype)
     maxval = _convert(maxval, dtype)
@@ -666,7 +668,7 @@ def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0, m
     key = _check_key("uniform", key)
     dt = _user_dtype(dtype, float)
     shape = _canonicalize_shape(shape, "uniform")
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
     return _uniform(key, shape, dt, minval, maxval)
 
@@ -682,9 +684,9 @@ def normal(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     key = _check_key("normal", key)
     shape = _canonicalize_shape(shape, "normal")
     dt = _user_dtype(dtype, float)
-    if dt.kind not in "fc":
+    if _dkind(dt) not in "fc":
         raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
-    if dt.kind == "c":
+    if _dkind(dt) == "c":
         real_dt = np.dtype(f"float{dt.itemsize * 4}")
         k_re, k_im = _split2(key)
         re = lax.convert_element_type(_normal_real(k_re, shape, real_dt), dt)
@@ -704,7 +706,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None = Non
         shape = _canonicalize_shape(shape, "truncated_normal")
     key = _check_key("truncated_normal", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `truncated_normal` must be a float dtype, got {dt}")
     if shape is None:
         shape = tuple(np.broadcast_shapes(jnp.shape(lower), jnp.shape(upper)))
@@ -730,7 +732,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     key = _check_key("bernoulli", key)
     dt = dtypes.dtype(p, canonicalize=True)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     p = _convert(p, dt)
     if shape is None:
@@ -741,7 +743,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
     if mode == "high":
         u = uniform(key, (2, *shape), dt)
         u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
-        u2 = lax.mul(lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape), _c(2.0 ** -np.finfo(dt).nmant, dt))
+        u2 = lax.mul(lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape), _c(2.0 ** -_finfo(dt).nmant, dt))
         return lax.lt(u2, lax.sub(pb, u1))
     return lax.lt(uniform(key, shape, dt), pb)
 
@@ -756,7 +758,7 @@ def _convert_and_clip_integer(val: Any, dtype: np.dtype) -> Any:
 
 def _to_int_array(x: Any) -> Any:
     x = _asarray(x)
-    if x.dtype.kind not in "iu":
+    if _dkind(x.dtype) not in "iu":
         x = lax.convert_element_type(x, dtypes.default_int_dtype())
     return x
 
@@ -767,7 +769,7 @@ def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None)
     key = _check_key("randint", key)
     dt = _user_dtype(dtype, int)
     shape = _canonicalize_shape(shape, "randint")
-    if dt.kind not in "iu":
+    if _dkind(dt) not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     for v in (minval, maxval):
         if not _is_arraylike(v):
@@ -841,7 +843,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     nd = jnp.ndim(x)
     axis = _canon_axis(axis, nd or 1, "permutation")
     if not nd:
-        if dtypes.dtype(x).kind not in "iu":
+        if _dkind(dtypes.dtype(x)) not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(core.concrete_or_error(x, "argument x of fjax.random.permutation()"))
         return _shuffle(key, jnp.arange(r), 0)
@@ -884,7 +886,7 @@ def choice(
             result = lax.slice_in_dim(perm, 0, n_draws, axis=axis if arr.ndim else 0)
     else:
         p_arr = _asarray(p)
-        if p_arr.dtype.kind not in "fc":
+        if _dkind(p_arr.dtype) not in "fc":
             p_arr = lax.convert_element_type(p_arr, dtypes.default_float_dtype())
         if p_arr.shape != (n_inputs,):
             raise ValueError(
@@ -909,13 +911,13 @@ def gumbel(key: Any, shape: Shape = (), dtype: Any = None, mode: str | None = No
     """Standard Gumbel samples (``mode='high'`` uses two uniforms for a finer left tail)."""
     key = _check_key("gumbel", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "gumbel")
     mode = "low" if mode is None else mode
     if mode not in ("high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode} (fjax supports 'low' and 'high')")
-    info = np.finfo(dt)
+    info = _finfo(dt)
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, 0.0, 1.0)
         high = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
@@ -968,7 +970,7 @@ def exponential(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard exponential samples, ``-log1p(-u)``."""
     key = _check_key("exponential", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `exponential` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "exponential")
     u = _uniform(key, shape, dt, 0.0, 1.0)
@@ -979,10 +981,10 @@ def laplace(key: Any, shape: Shape = (), dtype: Any = None) -> Any:
     """Standard Laplace samples."""
     key = _check_key("laplace", key)
     dt = _user_dtype(dtype, float)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         raise ValueError(f"dtype argument to `laplace` must be a float dtype, got {dt}")
     shape = _canonicalize_shape(shape, "laplace")
-    u = _uniform(key, shape, dt, -1.0 + np.finfo(dt).epsneg, 1.0)
+    u = _uniform(key, shape, dt, -1.0 + _finfo(dt).epsneg, 1.0)
     return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
 
 
@@ -996,3 +998,23 @@ from fjax._random_dists import *  # noqa: E402,F401,F403
 from fjax._random_dists import __all__ as _dist_names  # noqa: E402
 
 __all__ += _dist_names
+
+# eager calls on large shapes run compiled (fjax/_random_eager.py); keys, splits and the samplers
+# built on linear algebra or sorting (choice, permutation, multivariate_normal, orthogonal) do not
+from fjax._random_eager import compiled_when_large as _compiled_when_large  # noqa: E402
+
+for _name in [
+    "bernoulli",
+    "bits",
+    "categorical",
+    "exponential",
+    "gumbel",
+    "laplace",
+    "normal",
+    "randint",
+    "truncated_normal",
+    "uniform",
+    *_dist_names,
+]:
+    globals()[_name] = _compiled_when_large(globals()[_name])
+del _name

@@ -315,16 +315,25 @@ class PmapSharding(Sharding):
 
 
 class ShardedArray(core.Array):
-    """An ``Array`` with a sharding (its value is the global array, kept in one buffer)."""
+    """An ``Array`` with a sharding (its value is the global array, kept in one buffer).
 
-    __slots__ = ("_sharding",)
+    ``_committed``: placed explicitly (``device_put`` with a device or sharding), so computations
+    on it run on its device(s), as JAX's committed arrays; False for a result placed on a
+    ``fjax.default_device`` that is not the host's first device."""
 
-    def __init__(self, value: np.ndarray, weak_type: bool, sharding: Any):
+    __slots__ = ("_sharding", "_committed")
+
+    def __init__(self, value: np.ndarray, weak_type: bool, sharding: Any, committed: bool = True):
         super().__init__(value, weak_type)
         self._sharding = sharding
+        self._committed = committed
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
 
     def __reduce__(self) -> tuple:
-        return (ShardedArray, (np.asarray(self._value), self.weak_type, self._sharding))
+        return (ShardedArray, (np.asarray(self._value), self.weak_type, self._sharding, self._committed))
 
 
 class Shard:
@@ -364,3 +373,90 @@ def addressable_shards(arr: core.Array) -> list[Shard]:
             continue
         out.append(Shard(d, idx, core.Array(arr._value[idx]), rid))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# jit(in_shardings=, out_shardings=)
+
+
+def _is_sharding_leaf(x: Any) -> bool:
+    return x is None or isinstance(x, (Sharding, PartitionSpec))
+
+
+def _resolve(fn: str, s: Any) -> Any:
+    """A sharding from a ``jit`` sharding leaf: a bare ``PartitionSpec`` needs the mesh of a
+    surrounding ``with mesh:`` (as JAX's ``jit`` does)."""
+    if isinstance(s, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise RuntimeError(
+                f"{fn}: a PartitionSpec was passed as a sharding without a mesh; use NamedSharding(mesh, spec) or "
+                "call it inside `with mesh:`"
+            )
+        return NamedSharding(mesh, s)
+    return s
+
+
+def _apply(fn: str, what: str, tree: Any, shardings: Any) -> Any:
+    """``tree`` with each leaf laid out by the sharding of its position in the prefix tree
+    ``shardings`` (``None`` leaves: left as they are); traced leaves pass unchanged."""
+    from fjax import tree_util as tu  # noqa: PLC0415
+    from fjax._devices import device_put  # noqa: PLC0415
+
+    def put(s: Any, sub: Any) -> Any:
+        if s is None:
+            return sub
+        s = _resolve(fn, s)
+        return device_put(sub, s)
+
+    if _is_sharding_leaf(shardings):
+        return put(shardings, tree)
+    try:
+        return tu.tree_map(put, shardings, tree, is_leaf=_is_sharding_leaf)
+    except ValueError as e:
+        if "divisible" in str(e):
+            raise
+        raise ValueError(f"{fn}: {what} must be a tree prefix of the corresponding values ({e})") from None
+
+
+def jit_with_shardings(jitted: Any, in_shardings: Any, out_shardings: Any) -> Any:
+    """``jit(f, in_shardings=, out_shardings=)``: the arguments are laid out by ``in_shardings``
+    (a tree prefix of the positional, non-static arguments; divisibility is checked as JAX does)
+    and the results by ``out_shardings``.
+
+    fjax's arrays hold their global value and a compiled program computes on it whole, so the
+    shardings change where the results say they live (``.sharding``, ``.addressable_shards``),
+    not the numbers; with several processes every process computes the whole program on the
+    global value (no per-device partitioning of the work)."""
+    import functools  # noqa: PLC0415
+
+    name = getattr(jitted, "name", "jit")
+    fn = f"jit({name})"
+
+    @functools.wraps(jitted, updated=())
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if in_shardings is not None:
+            if kwargs:
+                raise ValueError(f"{fn}: keyword arguments are not supported when in_shardings is specified")
+            static = {i % len(args) for i in jitted.static_argnums if -len(args) <= i < len(args)}
+            dyn = [a for i, a in enumerate(args) if i not in static]
+            spec = in_shardings
+            if isinstance(spec, list):
+                spec = tuple(spec)
+            if not _is_sharding_leaf(spec) and isinstance(spec, tuple) and len(spec) != len(dyn):
+                raise ValueError(
+                    f"{fn}: in_shardings has {len(spec)} entries but the function was called with {len(dyn)} "
+                    "positional (non-static) arguments"
+                )
+            laid = iter(_apply(fn, "in_shardings", tuple(dyn), spec))
+            args = tuple(a if i in static else next(laid) for i, a in enumerate(args))
+        out = jitted(*args, **kwargs)
+        if out_shardings is not None:
+            out = _apply(fn, "out_shardings", out, out_shardings)
+        return out
+
+    for attr in ("lower", "trace", "eval_shape", "clear_cache", "fun", "static_argnums", "static_argnames"):
+        if hasattr(jitted, attr):
+            setattr(call, attr, getattr(jitted, attr))
+    call._fjax_jitted = jitted  # noqa: SLF001
+    return call

@@ -15,6 +15,7 @@ import numpy as np
 
 from fjax import api, core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 
 EPS = 1e-4
 
@@ -37,7 +38,7 @@ def _tol(tol: float | dict | None, leaves: Sequence[Any]) -> float:
     table = dict(default_gradient_tolerance)
     if isinstance(tol, dict):
         table.update({np.dtype(k): v for k, v in tol.items()})
-    vals = [table.get(_dtype(x), 1e-5) for x in leaves if _dtype(x).kind in "fc"]
+    vals = [table.get(_dtype(x), 1e-5) for x in leaves if _dkind(_dtype(x)) in "fc"]
     return max(vals) if vals else 1e-5
 
 
@@ -52,13 +53,13 @@ def _allclose(name: str, x: Any, y: Any, atol: float, rtol: float, err_msg: str)
         raise AssertionError(f"{err_msg}: {name} tree structures differ: {xt} vs {yt}")
     for a, b in zip(xl, yl):
         a, b = _np(a), _np(b)
-        if a.dtype.kind == "V" or b.dtype.kind == "V":  # float0
+        if _dkind(a.dtype) == "V" or _dkind(b.dtype) == "V":  # float0
             continue
         if a.shape != b.shape:
             raise AssertionError(f"{err_msg}: {name} shapes differ: {a.shape} vs {b.shape}")
         np.testing.assert_allclose(
-            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
-            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
+            a.astype(np.complex128 if _dkind(a.dtype) == "c" else np.float64),
+            b.astype(np.complex128 if _dkind(b.dtype) == "c" else np.float64),
             atol=atol,
             rtol=rtol,
             err_msg=f"{err_msg}: {name} mismatch",
@@ -67,17 +68,17 @@ def _allclose(name: str, x: Any, y: Any, atol: float, rtol: float, err_msg: str)
 
 def _rand_like(rng: np.random.RandomState, x: Any) -> Any:
     a = _np(x)
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return np.zeros(a.shape, dtype=np.dtype([("float0", np.void, 0)]))
     r = rng.randn(*a.shape)
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         r = r + 1j * rng.randn(*a.shape)
     return core.to_array(np.asarray(r, dtype=a.dtype))
 
 
 def _scale_add(x: Any, t: Any, eps: float) -> Any:
     a = _np(x)
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return x
     return core.to_array(np.asarray(a + eps * _np(t), dtype=a.dtype))
 
@@ -91,9 +92,9 @@ def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], 
 
     def diff(a: Any, b: Any) -> Any:
         a, b = _np(a), _np(b)
-        if a.dtype.kind not in "fc":
+        if _dkind(a.dtype) not in "fc":
             return np.zeros(a.shape, np.dtype([("float0", np.void, 0)]))
-        return (a.astype(np.float64 if a.dtype.kind == "f" else np.complex128) - b) / (2 * eps)
+        return (a.astype(np.float64 if _dkind(a.dtype) == "f" else np.complex128) - b) / (2 * eps)
 
     return tu.tree_map(diff, f_pos, f_neg)
 
@@ -102,7 +103,7 @@ def _vdot(x: Any, y: Any) -> complex:
     total = 0.0
     for a, b in zip(tu.tree_leaves(x), tu.tree_leaves(y)):
         a, b = _np(a), _np(b)
-        if a.dtype.kind == "V" or b.dtype.kind == "V":
+        if _dkind(a.dtype) == "V" or _dkind(b.dtype) == "V":
             continue
         total = total + np.vdot(a.astype(np.complex128).ravel(), b.astype(np.complex128).ravel())
     # JAX compares real parts: for complex inputs/outputs the pairing <u, J v> is real-linear
@@ -111,7 +112,7 @@ def _vdot(x: Any, y: Any) -> complex:
 
 def _conj_tree(x: Any) -> Any:
     def c(a: Any) -> Any:
-        if getattr(a, "dtype", None) is not None and np.dtype(a.dtype).kind == "c":
+        if getattr(a, "dtype", None) is not None and _dkind(np.dtype(a.dtype)) == "c":
             return core.to_array(np.conj(_np(a)))
         return a
 
@@ -187,7 +188,7 @@ def check_grads(
         # central differences in float32 lose about eps_mach/eps of relative accuracy: use a
         # wider step for 32-bit and narrower inputs (JAX's EPS=1e-4 is meant for float64)
         low = any(
-            _dtype(x).kind in "fc" and _dtype(x).itemsize <= 4 + 4 * (_dtype(x).kind == "c")
+            _dkind(_dtype(x)) in "fc" and _dtype(x).itemsize <= 4 + 4 * (_dkind(_dtype(x)) == "c")
             for x in tu.tree_leaves(args)
         )
         eps = 1e-3 if low else EPS

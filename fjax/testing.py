@@ -20,6 +20,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fjax.dtypes import kind as _dkind
+
 try:
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
@@ -45,7 +47,7 @@ def arrays(
     dt = np.dtype(dtype)
     if shape is None:
         shape = shapes()
-    if dt.kind == "f":
+    if _dkind(dt) == "f":
         width = 32 if dt.itemsize <= 4 else 64
         if width == 32:
             # hypothesis wants bounds representable at the element width: round them inward
@@ -53,13 +55,13 @@ def arrays(
             min_value = float(lo32 if lo32 >= min_value else np.nextafter(lo32, np.float32(np.inf)))
             max_value = float(hi32 if hi32 <= max_value else np.nextafter(hi32, np.float32(-np.inf)))
         elems = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False, width=width)
-    elif dt.kind in "iu":
+    elif _dkind(dt) in "iu":
         lo = max(int(min_value), np.iinfo(dt).min)
         hi = min(int(max_value), np.iinfo(dt).max)
         elems = st.integers(lo, hi)
-    elif dt.kind == "b":
+    elif _dkind(dt) == "b":
         elems = st.booleans()
-    elif dt.kind == "c":
+    elif _dkind(dt) == "c":
         f = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False, width=32)
         elems = st.builds(complex, f, f)
     else:

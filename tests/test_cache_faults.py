@@ -47,7 +47,7 @@ CHILD = textwrap.dedent(
         leaves = fjax.tree_util.tree_leaves(r)
         out[name] = [np.asarray(a, np.float64).ravel().tolist() for a in leaves]
         closed = jf.lower(x).jaxpr
-        entry = closed.compiled
+        entry = (closed.compiled or {}).get(dispatch.DEFAULT_BACKEND)  # keyed by backend name
         compiled[name] = entry is not None and entry[1] is not None and entry[2] == 0
     kernels = list(disk_cache._by_hash.values())
     hits = sum(sum(k.stats.cache_hits.values()) for k in kernels)

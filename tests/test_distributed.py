@@ -71,6 +71,30 @@ def test_rank_dying_ends_the_job(env):
     assert secs < 45
 
 
+def test_rank_exiting_before_a_collective_raises_on_the_others(env):
+    # rank 1 ends its program (sys.exit(0)); rank 0 then calls psum: a clear error, not a hang
+    rc, out, secs = mpirun(env, 2, "mpi_failure.py", "exit_before", timeout=60)
+    assert rc != 0 and "finished 0" not in out
+    assert "[fjax rank 0] RuntimeError: psum/pmax/pmin across processes (op=sum): rank 1 of the 2 processes has " in out
+    assert secs < 45
+
+
+def test_rank_exiting_during_a_collective_aborts_the_job(env):
+    # rank 0 already waits in psum when rank 1 leaves: its watchdog aborts after the grace period
+    rc, out, secs = mpirun(dict(env, FJAX_MPI_EXIT_GRACE="0.5"), 2, "mpi_failure.py", "exit_during", timeout=60)
+    assert rc != 0 and "finished 0" not in out
+    assert "[fjax rank 0] psum/pmax/pmin across processes (op=sum): rank 1 of the 2 processes has exited while" in out
+    assert secs < 45
+
+
+def test_collective_timeout(env):
+    # rank 1 hangs outside any collective; rank 0 gives up after fjax_mpi_timeout (1 s here)
+    rc, out, secs = mpirun(env, 2, "mpi_failure.py", "hang", timeout=60)
+    assert rc != 0 and "finished" not in out
+    assert "still waiting for the other processes after fjax_mpi_timeout=1 s" in out, out
+    assert secs < 45
+
+
 def test_initialization_timeout(env):
     rc, out, _ = mpirun(env, 2, "mpi_failure.py", "init_timeout", timeout=60)
     assert rc != 0

@@ -11,6 +11,7 @@ import json
 import pathlib
 import types
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -433,8 +434,8 @@ def test_float0():
 
 
 def test_info_reexports():
-    assert dtypes.iinfo is np.iinfo
-    assert dtypes.finfo is np.finfo
+    # as in JAX: ml_dtypes' iinfo/finfo, which also know bfloat16 and otherwise are numpy's
+    assert dtypes.iinfo is ml_dtypes.iinfo and issubclass(dtypes.finfo, np.finfo)
     assert dtypes.iinfo(np.int8).max == 127
     assert dtypes.finfo(np.float16).eps == np.finfo(np.float16).eps
 

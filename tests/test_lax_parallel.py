@@ -122,9 +122,11 @@ def test_unbound_axis_name():
     with pytest.raises(NameError, match="unbound axis name"):
         lax.axis_index("i")
     with pytest.raises(NotImplementedError, match="positional"):
-        fjax.vmap(lambda v: lax.psum(v, 0), axis_name="i")(jnp.ones((3, 2)))
+        fjax.vmap(lambda v: lax.all_gather(v, 0), axis_name="i")(jnp.ones((3, 2)))
     with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(2))
+        fjax.vmap(lambda v: lax.psum_scatter(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones((2, 2)))
+    with pytest.raises(ValueError, match="cover all indices exactly once"):
+        fjax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), axis_name="i")(jnp.ones(3))
 
 
 # module-level jitted functions: compiled once for the whole module
@@ -197,3 +199,88 @@ def test_grads(x64):
 def test_vmap_spmd_axis_name_accepted():
     out = fjax.vmap(lambda v: lax.psum(v, "i"), axis_name="i", spmd_axis_name="data")(jnp.arange(3.0))
     np.testing.assert_allclose(out, [3.0, 3.0, 3.0])
+
+
+@given(st.integers(0, 2**16))
+def test_positional_axes_and_tuple_names(seed):
+    # psum/pmean/pmax/pmin over positional axes (the operand's own) mixed with names
+    x = np.random.default_rng(seed).standard_normal((2, 3, 12, 2)).astype(np.float32)
+    vv = lambda f: fjax.vmap(fjax.vmap(f, axis_name="j"), axis_name="i")  # noqa: E731
+    np.testing.assert_allclose(
+        vv(lambda v: lax.psum(v, ("i", 0)))(x), np.broadcast_to(x.sum((0, 2)), (2, 3, 2)), rtol=1e-5, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        vv(lambda v: lax.pmean(v, (1, "j")))(x),
+        np.broadcast_to(x.mean((1, 3))[:, None], (2, 3, 12)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    np.testing.assert_array_equal(
+        vv(lambda v: lax.pmax(v, ("i", "j", -1)))(x), np.broadcast_to(x.max((0, 1, 3)), (2, 3, 12))
+    )
+    np.testing.assert_array_equal(lax.pmin(x, (0, 2)), x.min((0, 2)))
+    flat = x.reshape(6, 12, 2)  # members numbered (i, j) with i major
+    # psum_scatter over both names: member (a, b) keeps block a*3+b of the sum
+    out = vv(lambda v: lax.psum_scatter(v, ("i", "j"), tiled=True))(x).reshape(6, 2, 2)
+    np.testing.assert_allclose(out, flat.sum(0).reshape(6, 2, 2), rtol=1e-5, atol=1e-5)
+    out = vv(lambda v: lax.psum_scatter(v[:6], ("i", "j")))(x).reshape(6, 2)
+    np.testing.assert_allclose(out, flat[:, :6].sum(0), rtol=1e-5, atol=1e-5)
+    # ppermute over both names
+    perm = [(0, 5), (5, 2), (2, 0), (1, 3)]
+    ref = np.zeros_like(flat)
+    for src, dst in perm:
+        ref[dst] = flat[src]
+    np.testing.assert_array_equal(vv(lambda v: lax.ppermute(v, ("i", "j"), perm))(x).reshape(6, 12, 2), ref)
+    # all_to_all over both names = the single-axis all_to_all over the flattened members
+    for tiled, sa, ca in [(True, 0, 1), (True, 0, 0), (False, 0, 1)]:
+        v6 = x[:, :, :6] if not tiled else x
+        one = lambda v: lax.all_to_all(v, ("i", "j"), sa, ca, tiled=tiled)  # noqa: E731
+        flat_ref = fjax.vmap(lambda v: lax.all_to_all(v, "k", sa, ca, tiled=tiled), axis_name="k")(
+            v6.reshape((6,) + v6.shape[2:])
+        )
+        np.testing.assert_array_equal(np.asarray(vv(one)(v6)).reshape(np.shape(flat_ref)), flat_ref)
+
+
+def test_tuple_names_grads(x64):
+    x = np.random.default_rng(6).standard_normal((2, 3, 12))
+    vv = lambda f: fjax.vmap(fjax.vmap(f, axis_name="j"), axis_name="i")  # noqa: E731
+    perm = [(0, 5), (5, 2), (2, 0), (1, 3)]
+    check_grads(lambda v: vv(lambda u: lax.ppermute(u, ("i", "j"), perm) * u)(v), (x,), order=1, modes=("fwd", "rev"))
+    check_grads(
+        lambda v: vv(lambda u: lax.psum_scatter(u * u, ("i", "j"), tiled=True))(v), (x,), order=1, modes=("fwd", "rev")
+    )
+    check_grads(lambda v: vv(lambda u: lax.pmean(jnp.sin(u), ("i", 0)))(v), (x,), order=2, modes=("fwd", "rev"))
+    check_grads(
+        lambda v: vv(lambda u: lax.all_to_all(u * u, ("i", "j"), 0, 0, tiled=True))(v),
+        (x,),
+        order=1,
+        modes=("fwd", "rev"),
+    )
+
+
+@given(stacked(min_n=4, max_n=4, max_rank=1), st.permutations(range(4)), st.booleans())
+def test_axis_index_groups(x, order, tiled):
+    groups = [list(order[:2]), list(order[2:])]
+    group_of = {i: g for g in groups for i in g}
+    for f, red in [
+        (lambda v: lax.psum(v, "i", axis_index_groups=groups), lambda rows: rows.sum(0)),
+        (lambda v: lax.pmean(v, "i", axis_index_groups=groups), lambda rows: rows.mean(0)),
+        (lambda v: lax.pmax(v, "i", axis_index_groups=groups), lambda rows: rows.max(0)),
+        (lambda v: lax.pmin(v, "i", axis_index_groups=groups), lambda rows: rows.min(0)),
+        (lambda v: lax.all_gather(v, "i", axis_index_groups=groups), lambda rows: rows),
+    ]:
+        ref = np.stack([red(x[group_of[i]]) for i in range(4)])
+        np.testing.assert_allclose(vm(f, x), ref, rtol=1e-5, atol=1e-6)
+    if x.ndim == 2:
+        out = vm(lambda v: lax.all_gather(v, "i", axis_index_groups=groups, axis=0, tiled=tiled), x)
+        ref = np.stack([x[group_of[i]] for i in range(4)])
+        np.testing.assert_array_equal(out, ref.reshape(4, -1) if tiled else ref)
+    # the gradient of a grouped psum (a sum within each group)
+    g = fjax.grad(
+        lambda x: fjax.vmap(lambda v: jnp.sum(lax.psum(v * v, "i", axis_index_groups=groups) * v), axis_name="i")(
+            x
+        ).sum()
+    )(x)
+    sums = np.stack([x[group_of[i]].sum(0) for i in range(4)])
+    sq = np.stack([(x[group_of[i]] ** 2).sum(0) for i in range(4)])
+    np.testing.assert_allclose(g, sq + 2 * x * sums, rtol=1e-4, atol=1e-5)

@@ -180,3 +180,115 @@ def test_with_sharding_constraint():
         np.testing.assert_array_equal(lax.with_sharding_constraint(x, P("x", "y")), x)
     with pytest.raises(ValueError, match="divisible"):
         lax.with_sharding_constraint(np.ones((3, 2)), NamedSharding(mesh, P("x")))
+
+
+def test_shard_map_auto_axes():
+    # auto= (the older spelling of axis_names=): the body is manual over the other mesh axes and
+    # sees the automatic ones unsplit
+    mesh = _get_mesh()
+    x = np.random.default_rng(3).standard_normal((4, 4)).astype(np.float32)
+    f = fjax.shard_map(lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=P("x"), out_specs=P(), auto=frozenset({"y"}))
+    np.testing.assert_allclose(f(x), x[:2] + x[2:], rtol=1e-6)
+    g = fjax.shard_map(lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=P("x"), out_specs=P(), axis_names={"x"})
+    np.testing.assert_allclose(g(x), f(x))
+    with pytest.raises(NotImplementedError, match="automatic here"):
+        fjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x"), auto=frozenset({"y"}))(x)
+    with pytest.raises(ValueError, match="not axes of the mesh"):
+        fjax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"), out_specs=P("x"), auto=frozenset({"z"}))(x)
+
+
+_w0 = np.array([0.5, -1.0, 2.0], np.float32)
+
+
+def _dp_step(w, x):
+    return w - 0.1 * fjax.grad(lambda w: jnp.mean((x @ w) ** 2))(w), jnp.mean(x)
+
+
+def test_jit_in_out_shardings():
+    mesh = _get_mesh()
+    repl, rows = NamedSharding(mesh, P()), NamedSharding(mesh, P(("x", "y")))
+    step = fjax.jit(_dp_step, in_shardings=(repl, rows), out_shardings=(repl, repl))
+    x = np.random.default_rng(4).standard_normal((8, 3)).astype(np.float32)
+    w, m = step(_w0, x)
+    ref_w, ref_m = fjax.jit(_dp_step)(_w0, x)
+    np.testing.assert_array_equal(w, ref_w)
+    np.testing.assert_array_equal(m, ref_m)
+    assert w.sharding == repl and m.sharding == repl and len(w.addressable_shards) == 4
+    with pytest.raises(ValueError, match="divisible by 4"):
+        step(_w0, x[:6])
+    with pytest.raises(ValueError, match="in_shardings has 1 entries"):
+        fjax.jit(_dp_step, in_shardings=(repl,))(_w0, x)
+    # a bare PartitionSpec takes the mesh of `with mesh:`; outputs land on it
+    with mesh:
+        double = fjax.jit(lambda a: 2 * a, in_shardings=P("x"), out_shardings=P("x", "y"))
+        y = double(x[:4, :2])
+    np.testing.assert_array_equal(y, 2 * x[:4, :2])
+    assert y.sharding == NamedSharding(mesh, P("x", "y"))
+    assert [s.index for s in y.addressable_shards][1] == (slice(0, 2), slice(1, 2))
+    with pytest.raises(RuntimeError, match="without a mesh"):
+        fjax.jit(lambda a: a, in_shardings=P("x"))(x)
+    # the decorator form, and static arguments are skipped by in_shardings
+    scaled = fjax.jit(static_argnums=1, in_shardings=rows)(lambda a, k: a * k)
+    np.testing.assert_array_equal(scaled(x, 3), x * 3)
+
+
+def _local_loss(w, x):
+    return jnp.mean(jnp.sin(x @ w))
+
+
+_vma_mesh_cache: list = []
+
+
+def _vma_fns():
+    """Gradients taken inside shard_map bodies (built once: numba compiles are slow)."""
+    if not _vma_mesh_cache:
+        mesh = fjax.make_mesh((4,), ("d",))
+        sm = lambda f, out: fjax.jit(fjax.shard_map(f, mesh=mesh, in_specs=(P(), P("d")), out_specs=out))  # noqa: E731
+        _vma_mesh_cache.append(
+            dict(
+                # a local loss: the gradient for replicated parameters is summed over the instances
+                local=sm(lambda w, x: fjax.grad(_local_loss)(w, x), P()),
+                # the pmean'd loss (+ an invariant term): the global mean gradient, the invariant term once
+                mean=sm(
+                    lambda w, x: fjax.grad(lambda w: lax.pmean(_local_loss(w, x), "d") + 0.5 * jnp.sum(w * w))(w),
+                    P(),
+                ),
+                # the gradient for the sharded input: per shard
+                data=sm(lambda w, x: fjax.grad(lambda x: lax.psum(_local_loss(w, x), "d"))(x), P("d")),
+                # check_vma=False keeps pmap's per-instance semantics
+                loose=fjax.shard_map(
+                    lambda w, x: fjax.grad(_local_loss)(w, x)[None],
+                    mesh=mesh,
+                    in_specs=(P(), P("d")),
+                    out_specs=P("d"),
+                    check_vma=False,
+                ),
+            )
+        )
+    return _vma_mesh_cache[0]
+
+
+@given(st.integers(0, 2**16))
+def test_grad_inside_shard_map_follows_vma(seed):
+    # JAX's varying-manual-axes rules: psum transposes to pvary (no sum) and the implicit pvary of
+    # a replicated value transposes to psum
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((8, 3)).astype(np.float32)
+    w = rng.standard_normal(3).astype(np.float32)
+    fns = _vma_fns()
+    blocks = x.reshape(4, 2, 3)
+    per = np.stack([np.cos(b @ w) @ b / 2 for b in blocks])  # d mean(sin(b @ w)) / dw, per block
+    np.testing.assert_allclose(fns["local"](w, x), per.sum(0), rtol=2e-3, atol=1e-5)
+    np.testing.assert_allclose(fns["mean"](w, x), per.mean(0) + w, rtol=2e-3, atol=1e-5)
+    dx = np.concatenate([np.cos(b @ w)[:, None] * w[None] / 2 for b in blocks])
+    np.testing.assert_allclose(fns["data"](w, x), dx, rtol=2e-3, atol=1e-5)
+    np.testing.assert_allclose(fns["loose"](w, x), per, rtol=2e-3, atol=1e-5)
+
+
+def test_grad_inside_shard_map_under_jit_in_the_body_raises():
+    mesh = fjax.make_mesh((4,), ("d",))
+    f = fjax.shard_map(
+        lambda w, x: fjax.jit(fjax.grad(_local_loss))(w, x), mesh=mesh, in_specs=(P(), P("d")), out_specs=P()
+    )
+    with pytest.raises(NotImplementedError, match="check_vma=True"):
+        f(np.ones(3, np.float32), np.ones((8, 3), np.float32))

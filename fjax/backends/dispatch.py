@@ -11,11 +11,14 @@ CPU-only process never imports another backend's modules.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import logging
 import threading
-from typing import Callable
+import weakref
+from typing import Any, Callable
 
-from fjax.backends.backend import Backend
+from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
 from fjax.backends.lowering import _has_control_flow, build_program
 from fjax.config import config
@@ -33,37 +36,54 @@ _compiling_lock = threading.Lock()
 
 
 _backends: dict[str, Backend] = {}
-_factories: dict[str, Callable[[], Backend]] = {}
+# how each backend is made on first use: "module:Class" (imported then, so nothing CUDA is imported
+# on a machine that never asks for a GPU) or a callable returning the backend
+_factories: dict[str, Any] = {
+    "numba": "fjax.backends.numba.backend:NumbaBackend",
+    "cuda": "fjax.backends.cuda.backend:CudaBackend",
+}
 _backends_lock = threading.Lock()
 
 DEFAULT_BACKEND = "numba"
 
 
-def register_backend(name: str, factory: Callable[[], Backend]) -> None:
-    """Make the backend ``name`` available; ``factory()`` builds it on first use."""
-    _factories[name] = factory
-    _backends.pop(name, None)
+def register_backend(name: str, backend: Backend | Callable[[], Backend] | str) -> None:
+    """Make ``get_backend(name)`` return ``backend`` (a ``Backend``, a factory, or ``"module:Class"``),
+    replacing any backend of that name and forgetting what it compiled."""
+    with _backends_lock:
+        _backends.pop(name, None)
+        if isinstance(backend, Backend):
+            _backends[name] = backend
+        else:
+            _factories[name] = backend
+    _generation[0] += 1
 
 
-def _numba_backend() -> Backend:
-    from fjax.backends.numba.backend import NumbaBackend  # noqa: PLC0415 - numba loads on first use
+def _cuda_backend() -> Backend:
+    from fjax.backends.cuda.backend import CudaBackend  # noqa: PLC0415 - renders without cupy or a GPU
 
-    return NumbaBackend()
+    return CudaBackend()
 
 
-register_backend("numba", _numba_backend)
+register_backend("cuda", _cuda_backend)
 
 
 def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
-    """The backend called ``name`` (created on first use: importing numba takes a while)."""
+    """The backend called ``name`` (created on first use: importing numba, or cupy, takes a while)."""
     b = _backends.get(name)
     if b is None:
         factory = _factories.get(name)
         if factory is None:
-            raise NotImplementedError(f"fjax has no backend named {name!r} (available: {sorted(_factories)})")
+            raise NotImplementedError(f"fjax has no backend named {name!r} (known: {', '.join(sorted(_factories))})")
         with _backends_lock:
             b = _backends.get(name)
             if b is None:
+                if isinstance(factory, str):
+                    mod_name, cls_name = factory.split(":")
+                    try:
+                        factory = getattr(importlib.import_module(mod_name), cls_name)
+                    except (ImportError, AttributeError) as e:
+                        raise NotImplementedError(f"fjax's {name!r} backend is not available: {e}") from e
                 b = _backends[name] = factory()
     return b
 
@@ -157,6 +177,49 @@ def _compile_uncached(closed: ClosedJaxpr, b: Backend, warn: bool = True) -> tup
                 e,
             )
         return fn, True
+
+
+class _AnyName:
+    """A container holding every primitive name."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_ANY = _AnyName()
+# programs compiled for device backends: closed jaxpr (weakly) -> {(generation, backend): callable or None}
+_device_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_device_lock = threading.Lock()
+
+
+def compile_for_device(closed: ClosedJaxpr, backend_name: str, runtime: Any) -> Callable | None:
+    """``closed`` compiled by the device backend ``backend_name`` (``"cuda"``) against ``runtime``:
+    a callable on device buffers returning a list of device buffers, cached on the jaxpr. None
+    when the jaxpr computes nothing (every output is an input or a literal).
+
+    Nothing falls back to the host here: every equation is handed to the backend (host steps
+    included), and a primitive it cannot run raises its NotImplementedError to the caller."""
+    key = (_generation[0], backend_name)
+    per = _device_compiled.get(closed)
+    if per is not None and key in per:
+        _stats["hits"] += 1
+        return per[key]
+    b = get_backend(backend_name)
+    # every host step counts as compiled, so only a jaxpr without any work lowers to None
+    c = b.capabilities
+    try:
+        caps = dataclasses.replace(c, host_kernels=_ANY)
+    except TypeError:  # capabilities given as another object with the same fields
+        caps = Capabilities(ops=c.ops, loop_ops=c.loop_ops, loop_op_reason=c.loop_op_reason, host_kernels=_ANY)
+    prog = build_program(closed, caps)
+    fn = None if prog is None else b.compile(prog, runtime=runtime)
+    _stats["compiles"] += 1
+    with _device_lock:
+        per = _device_compiled.get(closed)
+        if per is None:
+            per = _device_compiled[closed] = {}
+        per[key] = fn
+    return fn
 
 
 def source_for(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND) -> str:

@@ -1,7 +1,8 @@
 """Lowering of jaxprs to the backend-neutral kernel IR (``fjax.backends.kernel_ir``).
 
-Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit``) -> segments -> ``Program`` of ``Kernel`` IR,
-control steps and host steps -> a backend renders and compiles it (``fjax.backends.dispatch``).
+Pipeline: ``ClosedJaxpr`` -> (inline nested ``jit`` and custom_jvp/custom_vjp calls) -> segments
+-> ``Program`` of ``Kernel`` IR, control steps and host steps -> a backend renders and compiles it
+(``fjax.backends.dispatch``).
 
 Fusion: equations are taken in order; an elementwise op joins the most recent loop nest with the
 same domain when that nest may read all its inputs (a value produced in another nest is stored
@@ -148,6 +149,25 @@ def control_unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
 
 def _dtypes_ok_vars(vs: list) -> bool:
     return all(type(v) is Literal or v.aval.dtype in SUPPORTED_DTYPES for v in vs)
+
+
+# a dot_general whose contracting size is at most this is a fused multiply(-add) loop, not a GEMM
+FUSED_DOT_MAX_K = 4
+
+
+def dot_fuses(lshape: tuple, rshape: tuple, dimension_numbers: tuple) -> bool:
+    """Whether a ``dot_general`` of these shapes lowers to fused elementwise code (a sum of
+    products over the contracting positions) instead of a ``Dot`` (a GEMM call).
+
+    A GEMM library pays per call (and per batch element) and packs its operands into panels,
+    which only pays off when each output element sums many products over a real matrix. So:
+    contracting size <= ``FUSED_DOT_MAX_K``: outer products (the [512,1,1]x[512,1,100] dots of
+    per-example gradients), rank-few updates, batches of 3x3 matrices -- memory-bound, unrolled
+    over the contraction. Measured here (jit, f32): 1000x4 @ 4x1000 2.9 ms fused vs 5.4 ms
+    GEMM, 512 x (3x3 @ 3x3) 17 vs 23 us, 256x8 @ 8x256 27 vs 21 us; a (batched) inner product
+    as a loop-nest reduction lost to BLAS (512 x 100-long: 34 vs 14 us), so it stays a GEMM."""
+    (lc, _), _ = dimension_numbers
+    return math.prod(lshape[i] for i in lc) <= FUSED_DOT_MAX_K
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +433,10 @@ class _KernelBuilder:
             self.env[out] = self._layout(eqn, ins[0])
             return
         if kind == LIBRARY and name == "dot_general":
-            self.env[out] = _BufVal(self._dot(eqn, ins))
+            if dot_fuses(eqn.invars[0].aval.shape, eqn.invars[1].aval.shape, params["dimension_numbers"]):
+                self.env[out] = self._dot_fused(eqn, ins)
+            else:
+                self.env[out] = _BufVal(self._dot(eqn, ins))
             return
         if kind == INDEXING:
             self.env[out] = self._indexing(eqn, ins)
@@ -654,6 +677,44 @@ class _KernelBuilder:
         self.stmts.append(Dot(idx, out, lhs, rhs, (nb, nl, nk, nr), lperm, rperm, lt, rt, _eqn_comment(eqn)))
         return out
 
+    def _dot_fused(self, eqn: JaxprEqn, ins: list) -> Any:
+        """``dot_general`` with a small contraction (``dot_fuses``) as elementwise code over the
+        output: the sum over the contracting positions (in order, in the output dtype, as a GEMM
+        sums) of the products of the operands read at that position. It fuses with the operands'
+        producers and the output's consumers like any elementwise op."""
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        la, ra = eqn.invars[0].aval, eqn.invars[1].aval
+        out = eqn.outvars[0].aval
+        dt = out.dtype
+        ksizes = tuple(la.shape[a] for a in lc)
+        if math.prod(ksizes) == 0:
+            return _ConstVal(np.zeros((), dt).item(), dt, out.shape)
+        lfree = [i for i in range(la.ndim) if i not in lc and i not in lb]
+        rfree = [i for i in range(ra.ndim) if i not in rc and i not in rb]
+        lmap: list = [None] * la.ndim
+        rmap: list = [None] * ra.ndim
+        for j, (a, b) in enumerate(zip(lb, rb)):
+            lmap[a], rmap[b] = j, j
+        for j, a in enumerate(lfree):
+            lmap[a] = len(lb) + j
+        for j, b in enumerate(rfree):
+            rmap[b] = len(lb) + len(lfree) + j
+        views = []
+        for pos in itertools.product(*[range(k) for k in ksizes]):
+            lm, rm = list(lmap), list(rmap)
+            for a, b, k in zip(lc, rc, pos):  # operand dims read at the contracting position k
+                lm[a] = rm[b] = _denorm(Ix(None, 0, k))
+            views.append(self._compose(ins[0], la.shape, tuple(lm), out.shape))
+            views.append(self._compose(ins[1], ra.shape, tuple(rm), out.shape))
+        nest = self._nest_for(out.shape, views, None)
+        comment = _eqn_comment(eqn)
+        refs = [self._ref(v, nest) for v in views]  # operands of the output dtype (the rule's check)
+        acc = None
+        for k in range(0, len(refs), 2):
+            p = self._op(nest, "mul", (refs[k], refs[k + 1]), dt, (dt, dt), {}, comment)
+            acc = p if acc is None else self._op(nest, "add", (acc, p), dt, (dt, dt), {}, comment)
+        return _ScalarVal(nest, acc, out)
+
     def _contig(self, val: Any) -> Buf:
         if isinstance(val, _BufVal):
             return val.buf
@@ -682,11 +743,17 @@ def _inlinable(eqn: JaxprEqn) -> Jaxpr | None:
         return eqn.params["jaxpr"].jaxpr
     if name == "remat2" and not eqn.params["jaxpr"].constvars:
         return eqn.params["jaxpr"]
+    if name in ("custom_jvp_call", "custom_vjp_call"):
+        # under jit only the primal computation runs (the rules were used by the transforms that
+        # produced this jaxpr), so its equations fuse with their neighbours like any others
+        closed = eqn.params["call_jaxpr"]  # closed-over values arrive as leading args (num_consts)
+        return closed.jaxpr if not closed.consts else None
     return None
 
 
 def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
-    """Equations of ``jaxpr`` with nested ``jit`` and ``remat2`` equations replaced by their bodies."""
+    """Equations of ``jaxpr`` with nested ``jit``, ``remat2`` and custom-derivative call equations
+    replaced by their bodies."""
     out: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
         inner = _inlinable(eqn)

@@ -9,8 +9,9 @@ How: ``checkify`` traces ``f`` to a jaxpr and evaluates it with an interpreter t
 ``jit``). ``check`` is a primitive (``check_p``, effectful); the interpreter turns each of its
 equations into an update of its slot. Nested ``jit`` calls are inlined. Automatic checks:
 ``nan_checks`` (a primitive produced a NaN from NaN-free inputs) and ``div_checks`` (integer
-division or remainder by zero); ``index_checks`` are not implemented (``NotImplementedError``).
-Checks inside ``cond``/``while_loop``/``scan`` bodies raise ``NotImplementedError`` under
+division or remainder by zero) and ``index_checks`` (out-of-bounds start indices of gather,
+scatter, dynamic_slice and dynamic_update_slice: ``fjax.experimental._checkify_index``; not inside
+``cond``/``while_loop``/``scan`` bodies). Checks inside those bodies raise ``NotImplementedError`` under
 ``checkify``; with nan checks those primitives' outputs are checked as a whole.
 
 Outside ``checkify`` a ``check`` raises ``JaxRuntimeError`` when it fails: eagerly at once, and
@@ -29,7 +30,9 @@ import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 from fjax.errors import JaxRuntimeError
+from fjax.experimental import _checkify_index as _ci
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 
@@ -304,15 +307,20 @@ def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
                             raise NotImplementedError(
                                 f"checkify: checks inside a {name} body are not implemented in fjax"
                             )
-            if _DIV in st.errors and name in ("div", "rem") and np.dtype(eqn.invars[1].aval.dtype).kind in "iu":
+            if _INDEX in st.errors and (name in _ci.INDEX_PRIMS or name.startswith("scatter")):
+                found = _ci.index_check(eqn, ins)
+                if found is not None:
+                    msg, failed, payload = found
+                    st.add(_Site(msg, _ci.payload_tree(), _INDEX), failed, payload)
+            if _DIV in st.errors and name in ("div", "rem") and _dkind(np.dtype(eqn.invars[1].aval.dtype)) in "iu":
                 st.add(_DIV_SITE, jnp.any(jnp.equal(ins[1], 0)), [])
             outs = core.bind(eqn.primitive, ins, eqn.params)
             if _NAN in st.errors:
                 outs_l = outs if eqn.primitive.multiple_results else [outs]
-                fl = [o for o in outs_l if np.dtype(core.get_aval(o).dtype).kind in "fc"]
+                fl = [o for o in outs_l if _dkind(np.dtype(core.get_aval(o).dtype)) in "fc"]
                 if fl:
                     any_nan_out = functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(o)) for o in fl])
-                    fin = [x for x in ins if np.dtype(core.get_aval(x).dtype).kind in "fc"]
+                    fin = [x for x in ins if _dkind(np.dtype(core.get_aval(x).dtype)) in "fc"]
                     any_nan_in = functools.reduce(
                         jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in fin], jnp.asarray(False)
                     )
@@ -329,8 +337,6 @@ def checkify(f: Callable[..., Any], errors: frozenset = user_checks) -> Callable
     """Return ``f`` changed to return ``(error, out)``: ``error`` records the first failed check
     (user ``check`` calls and the automatic checks in ``errors``) instead of raising."""
     errors = frozenset(errors)
-    if _INDEX in errors:
-        raise NotImplementedError("checkify: index_checks (out-of-bounds indexing) are not implemented in fjax")
 
     @functools.wraps(f)
     def checked(*args: Any, **kwargs: Any) -> tuple[Error, Any]:

@@ -23,6 +23,7 @@ from fjax.core import (
     find_top_trace,
     jaxpr_as_fun,
 )
+from fjax.dtypes import kind as _dkind
 
 __all__ = [
     "ClosedJaxpr",
@@ -76,4 +77,4 @@ def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> Any:
     from fjax import dtypes
 
     dt = np.dtype(primal_dtype)
-    return dt if dt.kind in "fc" else dtypes.float0
+    return dt if _dkind(dt) in "fc" else dtypes.float0

@@ -20,6 +20,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, ShapedArray, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import partial_eval as pe
 
 # rule(primals, tangents, **params) -> (primal_out, tangent_out)
@@ -49,7 +50,7 @@ class Zero:
 
 
 def tangent_dtype(dtype: np.dtype) -> np.dtype:
-    if dtype.kind in "fc":
+    if _dkind(dtype) in "fc":
         return dtype
     return dtypes.float0
 
@@ -165,7 +166,7 @@ def linearize_flat(
     with core.new_main(pe.StagingTrace, builder, debug_info) as pe_main:
         pe_trace = pe.StagingTrace(pe_main)
         avals = [core.get_aval(p) for p in primals]
-        diff_mask = [a.dtype.kind in "fc" for a in avals]
+        diff_mask = [_dkind(a.dtype) in "fc" for a in avals]
         tangent_tracers = [pe_trace.new_arg(tangent_aval(a).strip_weak_type()) for a, d in zip(avals, diff_mask) if d]
         it = iter(tangent_tracers)
         tangents = [next(it) if d else Zero(tangent_aval(a)) for a, d in zip(avals, diff_mask)]
@@ -416,7 +417,7 @@ def _jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros: tuple, instantiate: tuple, na
         tans = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
         po, to = jvp_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), list(args[:n]), tans)
         out_nz = [
-            inst or (type(t) is not Zero and core.get_aval(p).dtype.kind in "fc")
+            inst or (type(t) is not Zero and _dkind(core.get_aval(p).dtype) in "fc")
             for p, t, inst in zip(po, to, instantiate)
         ]
         box.append(out_nz)

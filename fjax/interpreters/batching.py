@@ -163,6 +163,8 @@ class BatchTrace(core.Trace):
         rule = primitive_batchers.get(primitive)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+        if data.size == 0 and primitive in empty_batch_by_shape:
+            return self._empty_batch(primitive, vals, dims, params)
         _axis_ctx.stack.append(data.key())
         try:
             out, out_dim = rule(vals, dims, **params, **_axis_kw(rule, data.size))
@@ -172,6 +174,30 @@ class BatchTrace(core.Trace):
             return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
         return BatchTracer(self, out, out_dim)
 
+    def _empty_batch(self, primitive: core.Primitive, vals: list, dims: list, params: dict) -> Any:
+        # vmap over zero elements: the per-element shapes come from the unbatched abstract eval
+        # (the gather/dynamic_slice rules would ask for size-1 windows of the size-0 batch axis,
+        # which the shape rules refuse, as JAX's gather batching rule special-cases too)
+        avals = []
+        for v, d in zip(vals, dims):
+            a = core.get_aval(v)
+            if d is not not_mapped:
+                a = a.update(shape=a.shape[:d] + a.shape[d + 1 :])
+            avals.append(a)
+        out = primitive.abstract_eval(*avals, **params)
+        outs = list(out) if primitive.multiple_results else [out]
+        res = [BatchTracer(self, _zeros((0, *o.shape), o.dtype), 0) for o in outs]
+        return res if primitive.multiple_results else res[0]
+
+
+def _zeros(shape: tuple, dtype: Any) -> Any:
+    from fjax import lax  # noqa: PLC0415  (lax imports the interpreters)
+
+    return lax.full(shape, 0, dtype)
+
+
+#: primitives whose batching over a size-0 axis is computed from their unbatched output shapes
+empty_batch_by_shape: set = set()
 
 _needs_axis_size: set = set()
 

@@ -27,6 +27,7 @@ from fjax.core import (
     Tracer,
     Var,
 )
+from fjax.dtypes import kind as _dkind
 
 # rules for higher-order primitives whose inputs are partly known while linearizing:
 #   rule(trace, tracers, **params) -> out tracers
@@ -111,7 +112,7 @@ class JaxprBuilder:
 
 def _is_literalable(val: Any) -> bool:
     if type(val) is Array:
-        return val.ndim == 0 and val.dtype.kind in "biufc"  # never float0
+        return val.ndim == 0 and _dkind(val.dtype) in "biufc"  # never float0
     return type(val) in (bool, int, float, complex)
 
 

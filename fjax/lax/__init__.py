@@ -41,3 +41,4 @@ from fjax.lax.parallel import (  # noqa: F401
 )
 from fjax.lax.special import *  # noqa: F401,F403
 from fjax.lax._extra import *  # noqa: F401,F403
+from fjax.lax._precision_shapes import *  # noqa: F401,F403

@@ -15,6 +15,7 @@ import numpy as np
 
 import fjax.lax as lax
 from fjax import core
+from fjax.dtypes import kind as _dkind
 from fjax.lax.lax import _const
 
 __all__ = [
@@ -83,7 +84,7 @@ def reciprocal(x: Any) -> Any:
 def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
     """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32)."""
     ax, ay = core.get_aval(x), core.get_aval(y)
-    if ax.dtype != ay.dtype or ax.dtype.kind != "f" or ax.dtype.itemsize < 4:
+    if ax.dtype != ay.dtype or _dkind(ax.dtype) != "f" or ax.dtype.itemsize < 4:
         raise TypeError(
             "complex requires arguments of the same float32 or float64 dtype, got "
             f"{core.short_dtype_name(ax.dtype)}{list(ax.shape)} and {core.short_dtype_name(ay.dtype)}{list(ay.shape)}"
@@ -352,7 +353,7 @@ def _int_unop(name: str, impl: Any) -> Any:
     from fjax.interpreters import ad, batching
 
     def abstract(x: Any) -> ShapedArray:
-        if x.dtype.kind not in "iu":
+        if _dkind(x.dtype) not in "iu":
             raise TypeError(f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes of integer.")
         return ShapedArray(x.shape, x.dtype, x.weak_type)
 
@@ -365,13 +366,13 @@ def _int_unop(name: str, impl: Any) -> Any:
 
 
 def _popcount_impl(x: np.ndarray) -> np.ndarray:
-    u = x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")) if _dkind(x.dtype) == "i" else x
     return np.bitwise_count(u).astype(x.dtype)
 
 
 def _clz_impl(x: np.ndarray) -> np.ndarray:
     bits = 8 * x.dtype.itemsize
-    u = (x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x).astype(np.uint64)
+    u = (x.view(np.dtype(f"u{x.dtype.itemsize}")) if _dkind(x.dtype) == "i" else x).astype(np.uint64)
     n = np.zeros(u.shape, np.int64)
     for b in range(bits):  # highest set bit position, found by shifting
         n = np.where(u >> np.uint64(b) != 0, b + 1, n)

@@ -11,6 +11,7 @@ import numpy as np
 
 from fjax import core
 from fjax.core import Array
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
 
 
@@ -34,7 +35,7 @@ def T(x: Any) -> Any:
 
 
 def conj(x: Any) -> Any:
-    return lax.conj(x) if dtype(x).kind == "c" else x
+    return lax.conj(x) if _dkind(dtype(x)) == "c" else x
 
 
 def H(x: Any) -> Any:
@@ -43,14 +44,14 @@ def H(x: Any) -> Any:
 
 
 def real(x: Any) -> Any:
-    return lax.real(x) if dtype(x).kind == "c" else x
+    return lax.real(x) if _dkind(dtype(x)) == "c" else x
 
 
 def astype(x: Any, dt: Any) -> Any:
     dt = np.dtype(dt)
     if dtype(x) == dt:
         return x
-    if dtype(x).kind == "c" and dt.kind != "c":
+    if _dkind(dtype(x)) == "c" and _dkind(dt) != "c":
         x = lax.real(x)
     return lax.convert_element_type(x, dt)
 
@@ -188,7 +189,7 @@ def batch_apply(fn: Callable, arrays: Sequence[np.ndarray], core_ndims: Sequence
 
 def nan_like(shape: tuple, dt: Any) -> np.ndarray:
     dt = np.dtype(dt)
-    if dt.kind in "iub":
+    if _dkind(dt) in "iub":
         return np.zeros(shape, dt)
     return np.full(shape, np.nan, dt)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import is_undefined_primal
 from fjax.lax import lax
@@ -165,7 +166,7 @@ def _conv_abstract(
     preferred_element_type: Any = None,
 ) -> ShapedArray:
     for name, a in (("lhs", lhs), ("rhs", rhs)):
-        if a.dtype.kind not in "iufc":
+        if _dkind(a.dtype) not in "iufc":
             raise TypeError(
                 f"conv_general_dilated does not accept {name} dtype {a.dtype.name}; it requires a numeric "
                 f"argument (got {core.short_dtype_name(a.dtype)}{list(a.shape)})."

@@ -14,9 +14,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _blas, core, dtypes
 from fjax.backends.registry import ELEMENTWISE, INDEXING, ITERATION, LAYOUT, LIBRARY, REDUCTION, register_lowering
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero, is_undefined_primal
 from fjax.lax import _special
@@ -47,7 +48,7 @@ _kind_names = {
 
 
 def _check_kind(name: str, aval: Any, kinds: str) -> None:
-    if aval.dtype.kind not in kinds:
+    if _dkind(aval.dtype) not in kinds:
         raise TypeError(
             f"{name} does not accept dtype {aval.dtype.name}; it requires a {_kind_names.get(kinds, kinds)} "
             f"argument (got {core.short_dtype_name(aval.dtype)}{list(aval.shape)})."
@@ -159,7 +160,7 @@ ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 
 def _sign_impl(x: np.ndarray) -> np.ndarray:
-    if x.dtype.kind in "fc":
+    if _dkind(x.dtype) in "fc":
         return np.where(x == 0, x, np.sign(x)).astype(x.dtype)  # sign(-0.0) is -0.0, as XLA
     return np.sign(x)
 
@@ -205,7 +206,7 @@ ad.defjvp(abs_p, lambda g, x: _abs_jvp(g, x))
 
 
 def _abs_jvp(g: Any, x: Any) -> Any:
-    if core.get_aval(x).dtype.kind == "c":
+    if _dkind(core.get_aval(x).dtype) == "c":
         # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z == 0 (as JAX)
         ans = abs(x)
         safe = select(eq(ans, _const(ans, 0)), full_like(ans, 1), ans)
@@ -350,7 +351,7 @@ ad.defjvp(polygamma_p, _polygamma_jvp_m, lambda g, m, x: mul(g, polygamma(add(m,
 
 
 def _integer_pow_impl(x: np.ndarray, y: int) -> np.ndarray:
-    if y < 0 and x.dtype.kind in "iu":
+    if y < 0 and _dkind(x.dtype) in "iu":
         return np.power(x.astype(np.float64), y).astype(x.dtype)
     if y == 0:
         return np.ones_like(x)
@@ -361,7 +362,7 @@ def _integer_pow_abstract(x: Any, y: int) -> ShapedArray:
     _check_kind("integer_pow", x, _num)
     if not isinstance(y, (int, np.integer)):
         raise TypeError(f"integer_pow: exponent must be a Python int, got {type(y).__name__}")
-    if y < 0 and x.dtype.kind in "iu":
+    if y < 0 and _dkind(x.dtype) in "iu":
         shape = ",".join(map(str, x.shape))
         raise TypeError(f"Integers cannot be raised to negative powers, got integer_pow({x.dtype.name}[{shape}], {y})")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -373,7 +374,7 @@ integer_pow_p.def_abstract_eval(_integer_pow_abstract)
 
 
 def _integer_pow_lowering_check(eqn: core.JaxprEqn) -> str | None:
-    if eqn.params["y"] < 0 and eqn.invars[0].aval.dtype.kind in "iu":
+    if eqn.params["y"] < 0 and _dkind(eqn.invars[0].aval.dtype) in "iu":
         return "integer_pow with a negative exponent on integers"
     return None
 
@@ -410,7 +411,7 @@ def _complex_dtype(dt: np.dtype) -> np.dtype:
 
 # as JAX: conj of a real (float32/float64) array is complex
 conj_p = standard_unop("conj", lambda x: np.conj(x).astype(_complex_dtype(x.dtype)), _fc, _complex_dtype)
-ad.deflinear(conj_p, lambda ct, x: [conj(ct) if x.aval.dtype.kind == "c" else real(ct)])
+ad.deflinear(conj_p, lambda ct, x: [conj(ct) if _dkind(x.aval.dtype) == "c" else real(ct)])
 
 # ---------------------------------------------------------------------------------------------
 # binary elementwise
@@ -495,7 +496,7 @@ ad.defbilinear(mul_p, _mul_transpose_lhs, _mul_transpose_rhs)
 
 
 def _div_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if x.dtype.kind in "iu":
+    if _dkind(x.dtype) in "iu":
         # integer division rounds toward zero (C semantics, as XLA); x/0 gives -1 like XLA on CPU.
         # floor division then a correction (not |x| // |y|, which overflows for INT_MIN)
         safe_y = np.where(y == 0, 1, y).astype(x.dtype)
@@ -535,7 +536,7 @@ ad.primitive_transposes[div_p] = _div_transpose
 
 
 def _rem_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if x.dtype.kind in "iu":
+    if _dkind(x.dtype) in "iu":
         safe_y = np.where(y == 0, 1, y)
         return np.where(y == 0, x, np.fmod(x, safe_y)).astype(x.dtype)
     return np.fmod(x, y)
@@ -552,7 +553,7 @@ ad.defjvp(
 
 def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     out = np.power(x, y)
-    if out.dtype.kind == "f" and np.size(y) == 1 and np.asarray(y).flat[0] == 0.5:
+    if _dkind(out.dtype) == "f" and np.size(y) == 1 and np.asarray(y).flat[0] == 0.5:
         # numpy's fast path for a single exponent 0.5 is sqrt(x): NaN at -inf and -0 at -0, where
         # C's pow (and XLA, and fjax's compiled code) give +inf and +0
         out = np.where(np.isneginf(x), np.inf, out) + out.dtype.type(0)
@@ -670,7 +671,7 @@ def _shift_impl(kind: str) -> Callable:
             return np.where(big, np.zeros((), x.dtype), out).astype(x.dtype)
         if kind == "arith":
             # unsigned operands shift their bit pattern as signed (XLA): the top bit fills
-            xs = x.view(np.dtype(f"int{bits}")) if x.dtype.kind == "u" else x
+            xs = x.view(np.dtype(f"int{bits}")) if _dkind(x.dtype) == "u" else x
             out = np.right_shift(xs, ys.astype(xs.dtype))
             fill = np.where(xs < 0, np.array(-1).astype(xs.dtype), np.zeros((), xs.dtype))
             return np.where(big, fill, out).astype(xs.dtype).view(x.dtype)
@@ -706,7 +707,7 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 def _select_n_abstract(which: Any, *cases: Any) -> ShapedArray:
     if not cases:
         raise TypeError("select_n requires at least one case")
-    if which.dtype != np.bool_ and which.dtype.kind not in "iu":
+    if which.dtype != np.bool_ and _dkind(which.dtype) not in "iu":
         raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype.name}")
     if which.dtype == np.bool_ and len(cases) > 2:
         raise TypeError("select_n: a boolean `which` selects between at most two cases")
@@ -834,11 +835,11 @@ batching.primitive_batchers[clamp_p] = batching.wants_axis_size(_clamp_batch)
 
 
 def _convert_impl(x: np.ndarray, new_dtype: np.dtype, weak_type: bool = False) -> np.ndarray:
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
+    if _dkind(x.dtype) == "c" and _dkind(new_dtype) != "c":
         x = x.real
     if new_dtype == np.bool_:
         return x != 0
-    if x.dtype.kind in "fc" and new_dtype.kind in "iu":
+    if _dkind(x.dtype) in "fc" and _dkind(new_dtype) in "iu":
         # float -> int: truncate, NaN -> 0, saturate at the limits (as XLA does)
         info = np.iinfo(new_dtype)
         with np.errstate(all="ignore"):
@@ -863,9 +864,9 @@ batching.defvectorized(convert_element_type_p)
 def _convert_jvp(primals: list, tangents: list, new_dtype: np.dtype, weak_type: bool) -> tuple:
     (x,), (t,) = primals, tangents
     out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or new_dtype.kind not in "fc" or core.get_aval(x).dtype.kind not in "fc":
+    if type(t) is Zero or _dkind(new_dtype) not in "fc" or _dkind(core.get_aval(x).dtype) not in "fc":
         return out, Zero(ad.tangent_aval(core.get_aval(out)))
-    if new_dtype.kind != "c" and core.get_aval(x).dtype.kind == "c":
+    if _dkind(new_dtype) != "c" and _dkind(core.get_aval(x).dtype) == "c":
         return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
@@ -1110,6 +1111,8 @@ _WIDER_ACC = {np.dtype(np.float16): np.float64, np.dtype(np.float32): np.float64
 def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np.ndarray:
     if not axes:
         return x
+    if x.dtype == dtypes.bfloat16:  # numpy would accumulate in bfloat16 (8 bits): XLA adds in float32
+        return np.sum(x, axis=axes, dtype=np.float32).astype(x.dtype)
     acc = _WIDER_ACC.get(x.dtype)
     if acc is not None and tuple(sorted(axes)) != tuple(range(x.ndim - len(axes), x.ndim)):
         # numpy sums non-trailing axes by plain accumulation (error ~ n * eps), not pairwise as
@@ -1146,13 +1149,13 @@ def _empty_reduce(fn: Callable, ident_fn: Callable) -> Callable:
 def _max_ident(dt: np.dtype) -> Any:
     if dt == np.bool_:
         return False
-    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    return -np.inf if _dkind(dt) == "f" else np.iinfo(dt).min
 
 
 def _min_ident(dt: np.dtype) -> Any:
     if dt == np.bool_:
         return True
-    return np.inf if dt.kind == "f" else np.iinfo(dt).max
+    return np.inf if _dkind(dt) == "f" else np.iinfo(dt).max
 
 
 reduce_max_p = _reducer("reduce_max", _empty_reduce(np.max, _max_ident), _any)
@@ -1226,7 +1229,7 @@ def _arg_abstract(name: str) -> Callable:
             raise TypeError(f"{name}: axes must be a single in-range axis, got {axes} for shape {x.shape}")
         if x.shape[axes[0]] == 0:
             raise ValueError(f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of shape {x.shape})")
-        if np.dtype(index_dtype).kind not in "iu":
+        if _dkind(np.dtype(index_dtype)) not in "iu":
             raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
         return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]), index_dtype, False)
 
@@ -1235,7 +1238,7 @@ def _arg_abstract(name: str) -> Callable:
 
 def _argmax_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
     # NaN counts as the maximum (first NaN wins), as JAX
-    if x.dtype.kind == "f":
+    if _dkind(x.dtype) == "f":
         isn = np.isnan(x)
         if isn.any():
             r = np.argmax(np.where(isn, np.inf, x), axis=axes[0])
@@ -1245,7 +1248,7 @@ def _argmax_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarra
 
 
 def _argmin_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
-    if x.dtype.kind == "f":
+    if _dkind(x.dtype) == "f":
         isn = np.isnan(x)
         if isn.any():
             r = np.argmin(np.where(isn, -np.inf, x), axis=axes[0])
@@ -1334,7 +1337,7 @@ def _dot_general_impl(
         x = x.transpose(xperm)
     if yperm is not None:
         y = y.transpose(yperm)
-    out = np.matmul(x.reshape(xs3), y.reshape(ys3))
+    out = _blas.matmul(x.reshape(xs3), y.reshape(ys3), math.prod(xs3) * ys3[-1])
     return out.reshape(out_shape)
 
 
@@ -1345,7 +1348,7 @@ dot_general_p.def_abstract_eval(_dot_general_abstract)
 
 def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     dt = eqn.outvars[0].aval.dtype
-    if dt.kind != "f" or any(v.aval.dtype != dt for v in eqn.invars):
+    if _dkind(dt) != "f" or any(v.aval.dtype != dt for v in eqn.invars):
         return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
     return None
 
@@ -1776,7 +1779,7 @@ def stop_gradient(x: Any) -> Any:
 
     def stop(v: Any) -> Any:
         aval = core.get_aval(v)
-        if aval.dtype.kind not in "fc":
+        if _dkind(aval.dtype) not in "fc":
             return v
         return _bind(stop_gradient_p, v)
 

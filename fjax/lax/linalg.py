@@ -20,6 +20,8 @@ import numpy as np
 from fjax import core
 from fjax._lazy import LazyModule
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 from fjax.lax import _linalg_util as u
@@ -82,7 +84,7 @@ def _check_square(name: str, aval: Any) -> int:
 
 
 def _real_dtype(dt: Any) -> np.dtype:
-    return np.finfo(np.dtype(dt)).dtype
+    return _finfo(np.dtype(dt)).dtype
 
 
 def _complex_dtype(dt: Any) -> np.dtype:
@@ -196,7 +198,7 @@ def _eigh_impl(x: np.ndarray, *, lower: bool, sort_eigenvalues: bool, subset_by_
     else:
         # scipy's LAPACK (syevd/heevd, one call per matrix): measured ~2x faster here than
         # numpy's linalg for 512x512 (a different OpenBLAS build)
-        (evd,) = sla.get_lapack_funcs(("heevd" if x.dtype.kind == "c" else "syevd",), (x,))
+        (evd,) = sla.get_lapack_funcs(("heevd" if _dkind(x.dtype) == "c" else "syevd",), (x,))
         lo_flag = int(lower)
 
         def one(a: np.ndarray) -> tuple:
@@ -572,7 +574,7 @@ def _qr_jvp(primals: list, tangents: list, *, pivoting: bool, full_matrices: boo
     qt_dx_rinv = u.mm(u.H(q), dx_rinv)
     lower = u.tril(qt_dx_rinv, -1)
     do = lax.sub(lower, u.H(lower))
-    if u.dtype(x).kind == "c":
+    if _dkind(u.dtype(x)) == "c":
         eye = u.eye(n, u.dtype(x), len(u.shape(x)))
         do = lax.add(do, u.mul(eye, lax.sub(qt_dx_rinv, u.astype(u.real(qt_dx_rinv), u.dtype(x)))))
     dq = lax.add(u.mm(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
@@ -699,7 +701,7 @@ def _l2p_impl(pivots: np.ndarray, *, permutation_size: int) -> np.ndarray:
 
 
 def _l2p_abstract(pivots: ShapedArray, *, permutation_size: int) -> ShapedArray:
-    if pivots.dtype.kind not in "iu" or pivots.ndim < 1:
+    if _dkind(pivots.dtype) not in "iu" or pivots.ndim < 1:
         raise TypeError(f"lu_pivots_to_permutation requires integer pivots [..., k], got {_desc(pivots)}")
     if pivots.shape[-1] > permutation_size:
         raise ValueError(

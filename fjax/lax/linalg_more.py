@@ -11,6 +11,7 @@ import numpy as np
 from fjax import core
 from fjax._lazy import LazyModule
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad
 from fjax.interpreters.ad import Zero
 from fjax.lax import _linalg_util as u
@@ -153,7 +154,7 @@ def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any) -> Any:
 
 def _schur_impl(x: np.ndarray, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any) -> list:
     n = x.shape[-1]
-    output = "complex" if x.dtype.kind == "c" else "real"
+    output = "complex" if _dkind(x.dtype) == "c" else "real"
     shapes = [((n, n), x.dtype)] + ([((n, n), x.dtype)] if compute_schur_vectors else [])
 
     def one(a: np.ndarray) -> tuple:
@@ -240,7 +241,7 @@ def _householder_product_impl(a: np.ndarray, taus: np.ndarray) -> np.ndarray:
     m, n = a.shape[-2:]
     if a.size == 0:
         return np.broadcast_to(np.eye(m, n, dtype=a.dtype), a.shape).copy()
-    name = "ungqr" if a.dtype.kind == "c" else "orgqr"
+    name = "ungqr" if _dkind(a.dtype) == "c" else "orgqr"
     (orgqr,) = sla.get_lapack_funcs((name,), (a,))
     k = taus.shape[-1]
 

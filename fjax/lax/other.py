@@ -19,6 +19,7 @@ import numpy as np
 
 from fjax import _debug_nans, core
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 from fjax.lax import lax
@@ -54,7 +55,7 @@ def _canon_axis(axis: int, ndim: int, name: str) -> int:
 
 
 def _check_kind(name: str, aval: Any, kinds: str, what: str) -> None:
-    if aval.dtype.kind not in kinds:
+    if _dkind(aval.dtype) not in kinds:
         raise TypeError(
             f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are subtypes of {what} "
             f"(got {core.short_dtype_name(aval.dtype)}{list(aval.shape)})."
@@ -236,10 +237,10 @@ def _take_along_axis(x: Any, idx: Any, axis: int) -> Any:
 def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
     """numpy lexsort keys (least significant first) giving JAX's order for one key operand:
     NaNs last, -0.0 equal to 0.0, complex numbers by (real, imag)."""
-    if x.dtype.kind == "f":
+    if _dkind(x.dtype) == "f":
         nan = np.isnan(x)
         return [np.where(nan, 0, x), nan]
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         re, im = x.real, x.imag
         nan = np.isnan(re) | np.isnan(im)
         return [np.where(nan, 0, im), np.where(nan, 0, re), nan]
@@ -320,7 +321,7 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
 
 def _total_order_key(x: np.ndarray) -> list[np.ndarray]:
     """Lexsort keys for the IEEE total order top_k uses (-NaN < -inf < ... < -0.0 < 0.0 < ... < NaN)."""
-    if x.dtype.kind == "f":
+    if _dkind(x.dtype) == "f":
         bits = np.ascontiguousarray(x).view(np.dtype(f"int{x.dtype.itemsize * 8}"))
         mag = np.array(np.iinfo(bits.dtype).max, bits.dtype)
         return [np.where(bits < 0, bits ^ mag, bits)]

@@ -15,7 +15,10 @@ finishes with an MPI primitive from ``fjax.lax.parallel_mpi``.
 Differentiation: each collective is linear (``pmax``/``pmin`` are piecewise linear) and its
 transpose is the adjoint collective under per-device cotangents (``psum`` -> ``psum``,
 ``all_gather`` -> ``psum_scatter``, ``all_to_all`` -> ``all_to_all`` with the axes swapped,
-``ppermute`` -> the inverse permutation), as JAX's ``vmap``/``pmap`` semantics have it.
+``ppermute`` -> the inverse permutation), as JAX's ``vmap``/``pmap`` semantics have it (JAX's
+``psum_p``). Inside ``shard_map(check_vma=True)`` JAX instead transposes ``psum`` to ``pvary``
+and the implicit ``pvary`` of a replicated value to ``psum``: ``fjax.vjp`` there differentiates
+the whole-mesh function (``fjax._shard_map_vjp``), which gives those numbers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 
 from fjax import core
 from fjax import tree_util as tu
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
@@ -65,6 +69,30 @@ def _names(axis_name: Any) -> tuple:
     return names
 
 
+def _split_positional(axis_name: Any) -> tuple[tuple, tuple]:
+    """``(named axes, positional axes)`` of a reduction's ``axis_name``: integers name axes of the
+    operand itself (``psum(x, 0)`` sums over its first axis), as JAX's ``psum``/``pmax``/``pmin``."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    pos = tuple(int(n) for n in names if isinstance(n, (int, np.integer)) and not isinstance(n, bool))
+    named = tuple(n for n in names if not (isinstance(n, (int, np.integer)) and not isinstance(n, bool)))
+    return named, pos
+
+
+def _pos_reduce(x: Any, pos: tuple, kind: str, fn: str) -> Any:
+    """Reduce each leaf of ``x`` over its positional axes ``pos``."""
+    if not pos:
+        return x
+    L = _lax()
+
+    def one(v: Any) -> Any:
+        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, fn)
+        nd = core.get_aval(v).ndim
+        axes = tuple(sorted({_norm_axis(fn, a, nd) for a in pos}))
+        return {"sum": L.reduce_sum, "max": L.reduce_max, "min": L.reduce_min}[kind](v, axes)
+
+    return tu.tree_map(one, x)
+
+
 def _frame(name: Any) -> batching.AxisData:
     fr = batching.axis_frame(name)
     if fr is None:
@@ -94,6 +122,60 @@ def _size_of(names: Sequence) -> int:
 def _check_groups(fn: str, groups: Any) -> None:
     if groups is not None:
         raise NotImplementedError(f"{fn}: axis_index_groups is not supported by fjax")
+
+
+def _groups(fn: str, axis_name: Any, groups: Any, same_size: bool = False) -> tuple[Any, tuple]:
+    """``(name, groups as tuples)`` for a collective over ``axis_index_groups`` of one named axis;
+    the groups must cover the axis's indices exactly once (as JAX checks)."""
+    named, pos = _split_positional(axis_name)
+    if pos:
+        raise ValueError("axis_index_groups only supported for sums over just named axes")
+    if len(named) != 1:
+        raise NotImplementedError(f"{fn}: axis_index_groups over several axis names is not supported by fjax")
+    groups = tuple(tuple(int(i) for i in g) for g in groups)
+    n = _size_of(named)
+    if sorted(i for g in groups for i in g) != list(range(n)):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    if same_size and len({len(g) for g in groups}) != 1:
+        raise ValueError(f"{fn}: all axis_index_groups must be the same size, got {[len(g) for g in groups]}")
+    return named[0], groups
+
+
+def _grouped_reduce(x: Any, name: Any, groups: tuple, kind: str, fn: str) -> Any:
+    """Each member reduces over the members of its group: every member gathers the axis and
+    masks out the other groups (a linear map of ``x`` for sums: its transpose is that of
+    ``all_gather`` and the mask)."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    L = _lax()
+    n = _frame(name).global_size
+    mask = np.zeros((n, n), np.bool_)
+    for g in groups:
+        for i in g:
+            mask[i, list(g)] = True
+
+    def one(v: Any) -> Any:
+        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, fn)
+        dt = core.get_aval(v).dtype
+        if dt == np.bool_ and kind == "sum":
+            v = L.convert_element_type(v, np.int32)
+            dt = np.dtype(np.int32)
+        g = all_gather(v, name)  # (n, ...)
+        row = slicing.dynamic_index_in_dim(core.to_array(mask, fn), axis_index(name), 0, keepdims=False)
+        keep = L.broadcast_in_dim(row, core.get_aval(g).shape, (0,))
+        if kind == "sum":
+            return L.reduce_sum(L.select(keep, g, L.full_like(g, 0)), (0,))
+        if dt.kind == "f":
+            fill = -np.inf if kind == "max" else np.inf
+        elif dt == np.bool_:
+            fill = kind != "max"
+        else:
+            info = np.iinfo(dt)
+            fill = info.min if kind == "max" else info.max
+        red = L.reduce_max if kind == "max" else L.reduce_min
+        return red(L.select(keep, g, L.full_like(g, fill)), (0,))
+
+    return tu.tree_map(one, x)
 
 
 def _collective(name: str) -> core.Primitive:
@@ -258,8 +340,13 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     Concrete inputs (Python/numpy scalars and arrays that no transform traces) are summed
     statically, as in JAX: ``psum(1, 'i')`` is the size of axis ``i``.
     """
-    _check_groups("psum", axis_index_groups)
-    axes = _names(axis_name)
+    if axis_index_groups is not None:
+        name, groups = _groups("psum", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "sum", "psum")
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "sum", "psum")
+    if not axes:
+        return x
     leaves = tu.tree_leaves(x)
     if leaves and not any(isinstance(v, core.Tracer) for v in leaves) and all(_frame(a).nprocs == 1 for a in axes):
         n = _size_of(axes)
@@ -312,35 +399,61 @@ def _static_mul(v: Any, n: int) -> Any:
 
 def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Maximum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
-    _check_groups("pmax", axis_index_groups)
-    return _tree_bind(pmax_p, x, _names(axis_name), "pmax")
+    if axis_index_groups is not None:
+        name, groups = _groups("pmax", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "max", "pmax")
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "max", "pmax")
+    return _tree_bind(pmax_p, x, axes, "pmax") if axes else x
 
 
 def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Minimum of ``x`` (a pytree) over the named axis (or axes) ``axis_name``."""
-    _check_groups("pmin", axis_index_groups)
-    return _tree_bind(pmin_p, x, _names(axis_name), "pmin")
+    if axis_index_groups is not None:
+        name, groups = _groups("pmin", axis_name, axis_index_groups)
+        return _grouped_reduce(x, name, groups, "min", "pmin")
+    axes, pos = _split_positional(axis_name)
+    x = _pos_reduce(x, pos, "min", "pmin")
+    return _tree_bind(pmin_p, x, axes, "pmin") if axes else x
 
 
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """Mean of ``x`` (a pytree) over the named axis (or axes) ``axis_name``: ``psum(x) / n``."""
-    _check_groups("pmean", axis_index_groups)
-    axes = _names(axis_name)
+    if axis_index_groups is not None:
+        # (JAX divides by the size of the first group: the groups must be the same size)
+        name, groups = _groups("pmean", axis_name, axis_index_groups, same_size=True)
+        total = _grouped_reduce(x, name, groups, "sum", "pmean")
+        return tu.tree_map(lambda v: _mean_div(v, len(groups[0])), total)
+    axes, pos = _split_positional(axis_name)
     n = _size_of(axes)
-    total = psum(x, axes)
-    L = _lax()
+    if pos:  # the mean also runs over the operand's own axes: count their entries
+        counts = tu.tree_map(
+            lambda v: math.prod(
+                core.get_aval(v).shape[_norm_axis("pmean", a, core.get_aval(v).ndim)] for a in set(pos)
+            ),
+            x,
+        )
+        leaves_n, _ = tu.tree_flatten(counts)
+    total = psum(x, tuple(axes) + pos)
+    it = iter(leaves_n) if pos else None
 
     def div(v: Any) -> Any:
-        v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
-        dt = core.get_aval(v).dtype
-        if dt.kind not in "fc":
-            from fjax import dtypes  # noqa: PLC0415
-
-            v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
-            dt = core.get_aval(v).dtype
-        return L.div(v, L.convert_element_type(n, dt))
+        return _mean_div(v, n * (next(it) if it is not None else 1))
 
     return tu.tree_map(div, total)
+
+
+def _mean_div(v: Any, m: int) -> Any:
+    """``v / m`` (integer and bool sums become floats, as JAX's ``pmean``)."""
+    L = _lax()
+    v = v if isinstance(v, (core.Array, core.Tracer)) else core.to_array(v, "pmean")
+    dt = core.get_aval(v).dtype
+    if _dkind(dt) not in "fc":
+        from fjax import dtypes  # noqa: PLC0415
+
+        v = L.convert_element_type(v, dtypes.canonicalize_dtype(np.float64))
+        dt = core.get_aval(v).dtype
+    return L.div(v, L.convert_element_type(m, dt))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +579,8 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
     """Gather ``x`` (a pytree) from every member of the named axis: a new axis ``axis`` of the
     axis size (``tiled=True``: concatenated along ``axis``). A tuple of names gathers over their
     product, the first name major."""
-    _check_groups("all_gather", axis_index_groups)
+    if axis_index_groups is not None:
+        return _grouped_gather(x, axis_name, axis_index_groups, axis, tiled)
     axes = _names(axis_name)
 
     def one(leaf: Any) -> Any:
@@ -485,6 +599,31 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
     return tu.tree_map(one, x)
 
 
+def _grouped_gather(x: Any, axis_name: Any, groups: Any, axis: int, tiled: bool) -> Any:
+    """``all_gather`` within ``axis_index_groups``: each member stacks its group's values in the
+    group's order."""
+    from fjax import numpy as jnp  # noqa: PLC0415
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    name, groups = _groups("all_gather", axis_name, groups, same_size=True)
+    n = _frame(name).global_size
+    table = np.zeros((n, len(groups[0])), np.int32)
+    for g in groups:
+        for i in g:
+            table[i] = g
+
+    def one(leaf: Any) -> Any:
+        leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "all_gather")
+        nd = core.get_aval(leaf).ndim
+        ax = _norm_axis("all_gather", axis, nd + (0 if tiled else 1))
+        g = all_gather(leaf, name)  # (n, ...)
+        rows = slicing.dynamic_index_in_dim(core.to_array(table, "all_gather"), axis_index(name), 0, keepdims=False)
+        out = _moveaxis(jnp.take(g, rows, axis=0), 0, ax)
+        return _merge(out, ax) if tiled else out
+
+    return tu.tree_map(one, x)
+
+
 def psum_scatter(
     x: Any, axis_name: Any, *, scatter_dimension: int = 0, axis_index_groups: Any = None, tiled: bool = False
 ) -> Any:
@@ -493,13 +632,22 @@ def psum_scatter(
     ``tiled=True``)."""
     _check_groups("psum_scatter", axis_index_groups)
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("psum_scatter over a tuple of axis names is not supported by fjax")
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "psum_scatter")
         sd = _norm_axis("psum_scatter", scatter_dimension, core.get_aval(leaf).ndim)
-        return psum_scatter_p.bind(leaf, axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=_size_of(axes))
+        if len(axes) == 1:
+            return psum_scatter_p.bind(leaf, axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=_size_of(axes))
+        # over several names (the first major): one tiled scatter per name, each keeping the
+        # block of its member within the previous one's block
+        n = _size_of(axes)
+        _scatter_abstract(core.get_aval(leaf), axes=axes, scatter_dimension=sd, tiled=tiled, axis_size=n)
+        y = leaf
+        for name in axes:
+            y = psum_scatter_p.bind(
+                y, axes=(name,), scatter_dimension=sd, tiled=True, axis_size=_frame(name).global_size
+            )
+        return y if tiled else _squeeze(y, sd)
 
     return tu.tree_map(one, x)
 
@@ -611,19 +759,35 @@ def all_to_all(
     along ``concat_axis`` in member order (``tiled=True``: concatenated)."""
     _check_groups("all_to_all", axis_index_groups)
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("all_to_all over a tuple of axis names is not supported by fjax")
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "all_to_all")
         nd = core.get_aval(leaf).ndim
         sa = _norm_axis("all_to_all", split_axis, nd)
         ca = _norm_axis("all_to_all", concat_axis, nd)
+        if len(axes) > 1:
+            return _a2a_product(leaf, axes, sa, ca, bool(tiled))
         return all_to_all_p.bind(
             leaf, axes=axes, split_axis=sa, concat_axis=ca, tiled=bool(tiled), axis_size=_size_of(axes)
         )
 
     return tu.tree_map(one, x)
+
+
+def _a2a_product(x: Any, axes: tuple, sa: int, ca: int, tiled: bool) -> Any:
+    """``all_to_all`` over several names (members numbered first name major): every member
+    gathers the axis and keeps its own chunk of each member's value (linear: it transposes as
+    ``all_gather`` and the indexing do)."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    n = _size_of(axes)
+    _a2a_abstract(core.get_aval(x), axes=axes, split_axis=sa, concat_axis=ca, tiled=tiled, axis_size=n)
+    g = all_gather(x, axes)  # (n senders, ...)
+    if tiled:
+        g = _split(g, sa + 1, n)  # the split axis becomes (n receivers, chunk)
+    y = slicing.dynamic_index_in_dim(g, axis_index(axes), sa + 1, keepdims=False)
+    y = _moveaxis(y, 0, ca)  # the senders, in member order, at the concat axis
+    return _merge(y, ca) if tiled else y
 
 
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
@@ -679,8 +843,6 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Send ``x`` from member ``src`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
     members that receive nothing get zeros."""
     axes = _names(axis_name)
-    if len(axes) != 1:
-        raise NotImplementedError("ppermute over a tuple of axis names is not supported by fjax")
     n = _size_of(axes)
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
@@ -692,9 +854,29 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "ppermute")
-        return ppermute_p.bind(leaf, axes=axes, perm=perm)
+        if len(axes) == 1:
+            return ppermute_p.bind(leaf, axes=axes, perm=perm)
+        return _ppermute_product(leaf, axes, perm, n)
 
     return tu.tree_map(one, x)
+
+
+def _ppermute_product(x: Any, axes: tuple, perm: tuple, n: int) -> Any:
+    """``ppermute`` over several names (members numbered with the first name major): every member
+    gathers the axis's values and keeps its source's (zeros where nothing is sent to it); linear
+    in ``x``, so its transpose is that of ``all_gather`` and the indexing."""
+    from fjax.lax import slicing  # noqa: PLC0415
+
+    L = _lax()
+    table = np.full(n, -1, np.int32)
+    for src, dst in perm:
+        table[dst] = src
+    g = all_gather(x, axes)  # (n, ...)
+    me = axis_index(axes)
+    src = slicing.dynamic_index_in_dim(core.to_array(np.maximum(table, 0), "ppermute"), me, 0, keepdims=False)
+    got = slicing.dynamic_index_in_dim(g, src, 0, keepdims=False)
+    has = slicing.dynamic_index_in_dim(core.to_array(table >= 0, "ppermute"), me, 0, keepdims=False)
+    return L.select(L.broadcast_in_dim(has, core.get_aval(got).shape, ()), got, L.full_like(got, 0))
 
 
 def pshuffle(x: Any, axis_name: Any, perm: Sequence[int]) -> Any:

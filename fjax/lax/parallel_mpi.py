@@ -16,6 +16,7 @@ Before each call the ranks compare a fingerprint of the operand's shape and dtyp
 
 from __future__ import annotations
 
+import sys
 import zlib
 from typing import Any
 
@@ -33,6 +34,41 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["allgather", "allreduce", "alltoall", "ppermute", "reduce_scatter"]
+
+# Result buffers of 1 MB and more are recycled: a fresh multi-megabyte numpy buffer is fresh
+# pages from the OS (glibc mmaps it), and touching them costs as much as a third of the
+# allreduce itself at 16-64 MB. A pooled buffer is handed out again only when nothing but the
+# pool refers to it (every numpy view of it holds a reference to it as its base), so no live
+# array can see its contents change.
+_POOL: list = []
+_POOL_MIN_BYTES = 1 << 20
+_POOL_MAX = 8
+_POOL_MAX_BYTES = 256 << 20
+
+
+def _empty(shape: tuple, dtype: Any) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _POOL_MIN_BYTES:
+        return np.empty(shape, dtype)
+    for i in range(len(_POOL)):
+        # references: the pool's list, getrefcount's argument (no loop name: enumerate's cached
+        # tuple would hold one more)
+        if _POOL[i].nbytes == nbytes and sys.getrefcount(_POOL[i]) == 2:
+            buf = _POOL.pop(i)
+            _POOL.append(buf)  # most recently used last
+            return buf.view(dtype).reshape(shape)
+    buf = np.empty(nbytes, np.uint8)
+    _POOL.append(buf)
+    while len(_POOL) > 1 and (len(_POOL) > _POOL_MAX or sum(b.nbytes for b in _POOL) > _POOL_MAX_BYTES):
+        del _POOL[0]  # the least recently used: the pool only forgets it, live arrays keep their memory
+    return buf.view(dtype).reshape(shape)
+
+
+def _guard(what: str) -> Any:
+    from fjax.distributed import collective  # noqa: PLC0415
+
+    return collective(what)
 
 
 def _comm() -> Any:
@@ -58,10 +94,15 @@ def _check_same(comm: Any, what: str, x: np.ndarray) -> None:
         raise ValueError(f"{what}: the operands differ in shape or dtype across processes ({desc})")
 
 
-def _mpi_op(kind: str) -> Any:
-    from mpi4py import MPI  # noqa: PLC0415
+_OPS: dict = {}
 
-    return {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[kind]
+
+def _mpi_op(kind: str) -> Any:
+    if not _OPS:
+        from mpi4py import MPI  # noqa: PLC0415
+
+        _OPS.update(sum=MPI.SUM, max=MPI.MAX, min=MPI.MIN)
+    return _OPS[kind]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,14 +114,16 @@ mpi_allreduce_p = core.Primitive("mpi_allreduce")
 def _allreduce_impl(x: np.ndarray, *, op: str) -> np.ndarray:
     comm = _comm()
     x = _contiguous(x)
-    _check_same(comm, f"psum/pmax/pmin across processes (op={op})", x)
-    out = np.empty_like(x)
-    if x.dtype == np.bool_:
-        # MPI has no bool sum; reduce as uint8 (sum of bools saturates to True, as a logical or)
-        tmp = np.empty(x.shape, np.uint8)
-        comm.Allreduce(x.view(np.uint8), tmp, op=_mpi_op("max" if op == "sum" else op))
-        return tmp.astype(np.bool_)
-    comm.Allreduce(x, out, op=_mpi_op(op))
+    what = f"psum/pmax/pmin across processes (op={op})"
+    with _guard(what):
+        _check_same(comm, what, x)
+        if x.dtype == np.bool_:
+            # MPI has no bool sum; reduce as uint8 (sum of bools saturates to True, as a logical or)
+            tmp = np.empty(x.shape, np.uint8)
+            comm.Allreduce(x.view(np.uint8), tmp, op=_mpi_op("max" if op == "sum" else op))
+            return tmp.astype(np.bool_)
+        out = _empty(x.shape, x.dtype)
+        comm.Allreduce(x, out, op=_mpi_op(op))
     return out
 
 
@@ -136,9 +179,10 @@ mpi_allgather_p = core.Primitive("mpi_allgather")
 def _allgather_impl(x: np.ndarray, *, nprocs: int) -> np.ndarray:
     comm = _comm()
     x = _contiguous(x)
-    _check_same(comm, "all_gather across processes", x)
-    out = np.empty((nprocs * x.shape[0],) + x.shape[1:], x.dtype)
-    comm.Allgather(x, out)
+    with _guard("all_gather across processes"):
+        _check_same(comm, "all_gather across processes", x)
+        out = _empty((nprocs * x.shape[0],) + x.shape[1:], x.dtype)
+        comm.Allgather(x, out)
     return out
 
 
@@ -193,11 +237,12 @@ mpi_alltoall_p = core.Primitive("mpi_alltoall")
 def _alltoall_impl(x: np.ndarray) -> np.ndarray:
     comm = _comm()
     x = _contiguous(x)
-    _check_same(comm, "all_to_all across processes", x)
-    if x.shape[0] != comm.Get_size():
-        raise ValueError(f"mpi_alltoall: axis 0 of shape {x.shape} must equal the number of processes")
-    out = np.empty_like(x)
-    comm.Alltoall(x, out)
+    with _guard("all_to_all across processes"):
+        _check_same(comm, "all_to_all across processes", x)
+        if x.shape[0] != comm.Get_size():
+            raise ValueError(f"mpi_alltoall: axis 0 of shape {x.shape} must equal the number of processes")
+        out = _empty(x.shape, x.dtype)
+        comm.Alltoall(x, out)
     return out
 
 
@@ -232,24 +277,25 @@ mpi_ppermute_p = core.Primitive("mpi_ppermute")
 def _ppermute_impl(x: np.ndarray, *, perm: tuple, local_size: int) -> np.ndarray:
     comm = _comm()
     x = _contiguous(x)
-    _check_same(comm, "ppermute across processes", x)
     rank, L = comm.Get_rank(), local_size
     out = np.zeros_like(x)
     reqs = []
-    # receives first (non-blocking), then sends: matching Isend/Irecv pairs never deadlock
-    for src, dst in perm:
-        if dst // L == rank and src // L != rank:
-            reqs.append(comm.Irecv(out[dst - rank * L], source=src // L, tag=dst))
-    for src, dst in perm:
-        if src // L == rank:
-            if dst // L == rank:
-                out[dst - rank * L] = x[src - rank * L]
-            else:
-                reqs.append(comm.Isend(x[src - rank * L], dest=dst // L, tag=dst))
-    if reqs:
-        from mpi4py import MPI  # noqa: PLC0415
+    with _guard("ppermute across processes"):
+        _check_same(comm, "ppermute across processes", x)
+        # receives first (non-blocking), then sends: matching Isend/Irecv pairs never deadlock
+        for src, dst in perm:
+            if dst // L == rank and src // L != rank:
+                reqs.append(comm.Irecv(out[dst - rank * L], source=src // L, tag=dst))
+        for src, dst in perm:
+            if src // L == rank:
+                if dst // L == rank:
+                    out[dst - rank * L] = x[src - rank * L]
+                else:
+                    reqs.append(comm.Isend(x[src - rank * L], dest=dst // L, tag=dst))
+        if reqs:
+            from mpi4py import MPI  # noqa: PLC0415
 
-        MPI.Request.Waitall(reqs)
+            MPI.Request.Waitall(reqs)
     return out
 
 
@@ -292,9 +338,10 @@ mpi_reduce_scatter_p = core.Primitive("mpi_reduce_scatter")
 def _reduce_scatter_impl(x: np.ndarray, *, nprocs: int) -> np.ndarray:
     comm = _comm()
     x = _contiguous(x)
-    _check_same(comm, "psum_scatter across processes", x)
-    out = np.empty((x.shape[0] // nprocs,) + x.shape[1:], x.dtype)
-    comm.Reduce_scatter_block(x, out, op=_mpi_op("sum"))
+    with _guard("psum_scatter across processes"):
+        _check_same(comm, "psum_scatter across processes", x)
+        out = _empty((x.shape[0] // nprocs,) + x.shape[1:], x.dtype)
+        comm.Reduce_scatter_block(x, out, op=_mpi_op("sum"))
     return out
 
 

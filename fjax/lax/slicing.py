@@ -31,6 +31,7 @@ import numpy as np
 from fjax import core, dtypes
 from fjax.backends.registry import HOST, INDEXING, register_lowering
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero, is_undefined_primal
 from fjax.lax import lax
@@ -298,7 +299,7 @@ def _check_start_indices(name: str, operand: Any, idxs: Sequence[Any]) -> None:
         )
     if any(i.ndim != 0 for i in idxs):
         raise TypeError(f"{name}: start indices must be scalars, got shapes {[i.shape for i in idxs]}")
-    if idxs and (any(i.dtype.kind not in "iu" for i in idxs) or len({i.dtype for i in idxs}) != 1):
+    if idxs and (any(_dkind(i.dtype) not in "iu" for i in idxs) or len({i.dtype for i in idxs}) != 1):
         raise TypeError(
             f"index arguments to {name} must be integers of the same type, got: {', '.join(i.dtype.name for i in idxs)}"
         )
@@ -566,7 +567,7 @@ def _check_dims(op: str, what: str, dims: Sequence[int], bound: int, bound_name:
 def _check_indices_and_batching(
     op: str, operand: Any, indices: Any, index_map: tuple, map_name: str, obd: tuple, ibd: tuple, ibd_name: str
 ) -> None:
-    if indices.dtype.kind not in "iu":
+    if _dkind(indices.dtype) not in "iu":
         raise TypeError(f"{op}: indices must have an integer type, got {_dt(indices)}.")
     if indices.ndim < 1:
         raise TypeError(
@@ -690,11 +691,11 @@ def _canon_fill(v: Any) -> Any:
 
 
 def _default_fill_value(dtype: np.dtype) -> Any:
-    if dtype.kind in "fc":
+    if _dkind(dtype) in "fc":
         return _NAN
-    if dtype.kind == "i":
+    if _dkind(dtype) == "i":
         return int(np.iinfo(dtype).min)
-    if dtype.kind == "u":
+    if _dkind(dtype) == "u":
         return int(np.iinfo(dtype).max)
     return True
 
@@ -776,7 +777,7 @@ def _gather_lowering_check(eqn: core.JaxprEqn) -> str | None:
         and all(s == 1 for s in eqn.params["slice_sizes"])
         and idx.ndim >= 1
         and idx.shape[-1] == nd
-        and idx.dtype.kind in "iu"
+        and _dkind(idx.dtype) in "iu"
     )
     return None if pointwise else "gather other than the pointwise form (windows or batching dims)"
 
@@ -924,6 +925,7 @@ def _gather_batch(
 ad.primitive_jvps[gather_p] = _gather_jvp
 ad.primitive_transposes[gather_p] = _gather_transpose
 batching.primitive_batchers[gather_p] = _gather_batch
+batching.empty_batch_by_shape.update((gather_p, dynamic_slice_p))
 
 # ---------------------------------------------------------------------------------------------
 # scatter family
@@ -1466,7 +1468,7 @@ def _canon_start_indices(name: str, shape: tuple, start_indices: Any, allow_nega
             continue
         i = core.to_array(i, name) if isinstance(i, (np.ndarray, np.generic, float)) else i
         ia = core.get_aval(i)
-        if a and ia.dtype.kind == "i":
+        if a and _dkind(ia.dtype) == "i":
             i = lax.select(lax.lt(i, lax._const(i, 0)), lax.add(i, lax._const(i, n)), i)
         out.append(i)
     return out

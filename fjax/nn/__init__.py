@@ -17,6 +17,7 @@ tails: ``logsumexp`` and ``softmax`` subtract a stop-gradient max, ``softplus`` 
 
 from __future__ import annotations
 
+from fjax.dtypes import finfo as _finfo
 from typing import Any
 
 import numpy as np
@@ -58,25 +59,16 @@ def _max_stopped(x: Any, axis: Any) -> Any:
     return lax.stop_gradient(m)
 
 
-def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
-    """log(sum(b * exp(a))) over ``axis``, computed without overflow (as jax.nn.logsumexp)."""
-    a = jnp.asarray(a)
-    if not jnp.issubdtype(a.dtype, jnp.inexact):
-        a = a.astype(jnp.float32)
-    m = _max_stopped(a, axis)
-    e = jnp.exp(a - m)
-    if b is not None:
-        e = e * b
-    s = jnp.sum(e, axis=axis, keepdims=True)
-    sign = jnp.sign(s)
-    out = jnp.log(jnp.abs(s)) + m
-    if not keepdims:
-        axes = tuple(range(a.ndim)) if axis is None else axis
-        out = jnp.squeeze(out, axis=axes)
-        sign = jnp.squeeze(sign, axis=axes)
-    if return_sign:
-        return out, sign
-    return out
+def logsumexp(
+    a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False, where: Any = None
+) -> Any:
+    """log(sum(b * exp(a))) over ``axis`` (only where ``where`` is true), computed without overflow.
+
+    The same function as ``fjax.scipy.special.logsumexp``, as ``jax.nn.logsumexp`` is in JAX.
+    """
+    from fjax.scipy import special  # loaded on first use (fjax.scipy is lazy)
+
+    return special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign, where=where)
 
 
 def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
@@ -284,7 +276,7 @@ def dot_product_attention(
         causal = jnp.tril(jnp.ones((q_len, k_len), dtype=bool))
         mask = causal if mask is None else jnp.logical_and(mask, causal)
     if mask is not None:
-        big_neg = np.array(np.finfo(np.dtype(logits.dtype)).min, logits.dtype)
+        big_neg = np.array(_finfo(np.dtype(logits.dtype)).min, logits.dtype)
         logits = jnp.where(mask, logits, big_neg)
     weights = softmax(logits, axis=-1)
     return jnp.einsum("...hqk,...khd->...qhd", weights, value)

@@ -20,6 +20,7 @@ import fjax.numpy as jnp
 __all__ = [
     "Initializer",
     "constant",
+    "delta_orthogonal",
     "glorot_normal",
     "glorot_uniform",
     "he_normal",
@@ -30,6 +31,7 @@ __all__ = [
     "lecun_uniform",
     "normal",
     "ones",
+    "orthogonal",
     "truncated_normal",
     "uniform",
     "variance_scaling",
@@ -212,3 +214,46 @@ xavier_uniform = glorot_uniform
 xavier_normal = glorot_normal
 kaiming_uniform = he_uniform
 kaiming_normal = he_normal
+
+
+def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Initializer of (semi-)orthogonal matrices, as ``jax.nn.initializers.orthogonal``: the Q of
+    the QR decomposition of a normal draw (signs fixed by R's diagonal, so Q is Haar-distributed);
+    the other axes are flattened into the rows and ``column_axis`` holds the columns."""
+
+    def init(key: Any, shape: Any, dtype: Any = dtype, out_sharding: Any = None) -> Any:
+        shape = _shape(shape)
+        dt = _dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        n_cols = shape[column_axis]
+        n_rows = math.prod(shape) // n_cols if n_cols else 0
+        matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        a = _random().normal(key, matrix_shape, dt)
+        q, r = jnp.linalg.qr(a)
+        q = q * jnp.sign(jnp.diagonal(r))[None, :]
+        if n_rows < n_cols:
+            q = q.T
+        q = jnp.reshape(q, tuple(np.delete(shape, column_axis)) + (n_cols,))
+        q = jnp.moveaxis(q, -1, column_axis)
+        return (scale * q).astype(dt)
+
+    return init
+
+
+def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Initializer for 3-5-D convolution kernels: zero except the spatial centre, which holds an
+    orthogonal ``(in, out)`` matrix (as ``jax.nn.initializers.delta_orthogonal``)."""
+
+    def init(key: Any, shape: Any, dtype: Any = dtype, out_sharding: Any = None) -> Any:
+        shape = _shape(shape)
+        dt = _dtype(dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, dt).at[centre].set(ortho)
+
+    return init

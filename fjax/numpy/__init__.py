@@ -28,3 +28,4 @@ _install_more(_Tracer)
 del _install, _install_more, _Array, _Tracer
 from fjax.numpy._more import *  # noqa: F401,F403
 from fjax.numpy._more2 import *  # noqa: F401,F403
+from fjax.numpy._more3 import *  # noqa: F401,F403

@@ -17,6 +17,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
 from fjax.numpy._util import (
     broadcast_to_shape,
@@ -27,7 +28,7 @@ from fjax.numpy._util import (
 )
 
 __all__ = [
-    "arange", "array", "asarray", "bool", "bool_", "can_cast", "cdouble", "complex128", "complex64",
+    "arange", "array", "asarray", "bfloat16", "bool", "bool_", "can_cast", "cdouble", "complex128", "complex64",
     "complexfloating", "copy", "csingle", "diag", "diagonal", "double", "dtype", "e", "empty",
     "empty_like", "euler_gamma", "eye", "finfo", "float16", "float32", "float64", "floating",
     "from_dlpack", "full", "full_like", "generic", "geomspace", "half", "identity", "iinfo",
@@ -49,7 +50,7 @@ euler_gamma = 0.5772156649015329
 newaxis = None
 
 dtype = np.dtype
-iinfo = np.iinfo
+iinfo = dtypes.iinfo
 generic = np.generic
 number = np.number
 inexact = np.inexact
@@ -62,7 +63,7 @@ unsignedinteger = np.unsignedinteger
 
 def finfo(dt: Any) -> np.finfo:
     """Machine limits of a floating dtype (or of the dtype of an array)."""
-    return np.finfo(dtypes.dtype(dt))
+    return dtypes.finfo(dtypes.dtype(dt))
 
 
 def result_type(*args: Any) -> np.dtype:
@@ -101,7 +102,7 @@ def isdtype(dt: Any, kind: Any) -> builtins.bool:
         if isinstance(k, str):
             if k not in _isdtype_kinds:
                 raise ValueError(f"Unrecognized kind: {k!r}")
-            if dt.kind in _isdtype_kinds[k]:
+            if _dkind(dt) in _isdtype_kinds[k]:
                 return True
         elif dt == np.dtype(_unwrap_type(k)):
             return True
@@ -158,6 +159,7 @@ uint16 = _make_scalar_type(np.uint16)
 uint32 = _make_scalar_type(np.uint32)
 uint64 = _make_scalar_type(np.uint64)
 float16 = _make_scalar_type(np.float16)
+bfloat16 = _make_scalar_type(dtypes.bfloat16)
 float32 = _make_scalar_type(np.float32)
 float64 = _make_scalar_type(np.float64)
 complex64 = _make_scalar_type(np.complex64)
@@ -291,7 +293,7 @@ def array(
             out = Array(np.array(object).astype(dt))
     elif isinstance(object, (np.ndarray, np.generic)):
         src = object.dtype
-        if src.kind in "OUSVMm":
+        if _dkind(src) in "OUSVMm":
             raise TypeError(
                 f"Value {object!r} with dtype {src} is not a valid fjax array type. "
                 "Only arrays of numeric types are supported."
@@ -481,10 +483,10 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     dt = _canon_dtype_arg(dtype)
     if dt is None:
         dt = dtypes.result_type(*args)
-        if dt.kind == "b":
+        if _dkind(dt) == "b":
             dt = dtypes.default_int_dtype()
     vals = [_concrete_scalar(a, "arange") for a in (start, stop, step)]
-    if vals[1] is None and vals[2] is None and dt.kind in "iu" and np.asarray(vals[0]).dtype.kind in "iub":
+    if vals[1] is None and vals[2] is None and _dkind(dt) in "iu" and _dkind(np.asarray(vals[0]).dtype) in "iub":
         n = builtins.max(int(vals[0]), 0)
         return lax.iota(dt, n)
     start_, stop_, step_ = vals
@@ -518,7 +520,7 @@ def linspace(
         dt = dtypes.result_type(start, stop, float)
         dt = dtypes.canonicalize_dtype(dt)
     start, stop = promote_dtypes_inexact("linspace", start, stop)
-    comp = dtypes.result_type(start, stop, dt if dt.kind in "fc" else float)
+    comp = dtypes.result_type(start, stop, dt if _dkind(dt) in "fc" else float)
     start = lax.convert_element_type(start, comp)
     stop = lax.convert_element_type(stop, comp)
     bshape = _bshape(start.shape, stop.shape)
@@ -530,7 +532,7 @@ def linspace(
     other = tuple(i for i in range(nd) if i != axis)
     div = (num - 1) if endpoint else num
     if num > 1:
-        real = np.dtype(np.finfo(comp).dtype)
+        real = np.dtype(dtypes.finfo(comp).dtype)
         step = lax.div(lax.broadcasted_iota(real, out_shape, axis), Array(np.array(div, real)))
         step = lax.convert_element_type(step, comp)
         s = lax.broadcast_in_dim(start_b, out_shape, other)
@@ -544,7 +546,7 @@ def linspace(
     else:
         out = lax.full(out_shape, 0, comp)
         delta = lax.full(bshape, np.nan, comp)
-    if dt.kind in "iu" and comp.kind != dt.kind:
+    if _dkind(dt) in "iu" and _dkind(comp) != _dkind(dt):
         out = lax.floor(out)
     out = lax.convert_element_type(out, dt)
     if retstep:
@@ -573,7 +575,7 @@ def logspace(
     dt = _canon_dtype_arg(dtype)
     if dt is None:
         dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
-    comp = dtypes.result_type(dt, float) if dt.kind not in "fc" else dt
+    comp = dtypes.result_type(dt, float) if _dkind(dt) not in "fc" else dt
     lin = linspace(start, stop, num, endpoint=endpoint, dtype=comp, axis=axis)
     out = power(lax.convert_element_type(to_fjax(base), comp) if not isinstance(base, float) else base, lin)
     return lax.convert_element_type(out, dt)
@@ -588,7 +590,7 @@ def geomspace(
     dt = _canon_dtype_arg(dtype)
     if dt is None:
         dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
-    comp = dtypes.result_type(dt, float) if dt.kind not in "fc" else dt
+    comp = dtypes.result_type(dt, float) if _dkind(dt) not in "fc" else dt
     start = lax.convert_element_type(to_fjax(start), comp)
     stop = lax.convert_element_type(to_fjax(stop), comp)
     sgn = uf.sign(start)

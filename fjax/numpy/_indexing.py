@@ -18,6 +18,7 @@ import numpy as np
 
 from fjax import core
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 
@@ -93,7 +94,7 @@ def _static_slice_part(v: Any, what: str, pos: int) -> int | None:
         c = _concrete(v)
         if isinstance(v, Tracer) and v.to_concrete_value() is None:
             c = None
-        if c is not None and np.ndim(c) == 0 and np.asarray(c).dtype.kind in "iu":
+        if c is not None and np.ndim(c) == 0 and _dkind(np.asarray(c).dtype) in "iu":
             return int(c)
     raise IndexError(f"Slice entries must be static integers. Got {what} at position {pos}")
 
@@ -132,7 +133,7 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
                     i = np.asarray(i)
                 except ValueError as e:
                     raise TypeError(f"Invalid index sequence at position {pos}: {i!r}") from e
-                if i.size == 0 and i.dtype.kind == "f":
+                if i.size == 0 and _dkind(i.dtype) == "f":
                     i = i.astype(np.int32)
             dt = i.dtype
             if dt == np.bool_:
@@ -149,7 +150,7 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
                         "jnp.nonzero (see jax.errors.NonConcreteBooleanIndexError)."
                     )
                 items.append(("mask", np.asarray(c)))
-            elif dt.kind in "iu":
+            elif _dkind(dt) in "iu":
                 if np.ndim(i) == 0:
                     if isinstance(i, Tracer):
                         items.append(("dyn", i))
@@ -237,7 +238,7 @@ def _norm_traced(i: Any, n: int) -> Any:
         i = lax.convert_element_type(i, _INDEX_DTYPE)
     elif aval.weak_type:
         i = lax.convert_element_type(i, _INDEX_DTYPE)
-    if aval.dtype.kind == "u":
+    if _dkind(aval.dtype) == "u":
         return i
     return lax.select(lax.lt(i, _const(0)), lax.add(i, _const(n)), i)
 
@@ -549,7 +550,7 @@ def _scatter_update(
     x = _util.to_fjax(x, f"at[].{fn_name}")
     _util.check_arraylike(f"at[].{fn_name}", y)
     dtype, weak = x.dtype, x.weak_type
-    if type(y) is int and dtype.kind in "iu" and np.iinfo(dtype).min <= y <= np.iinfo(dtype).max:
+    if type(y) is int and _dkind(dtype) in "iu" and np.iinfo(dtype).min <= y <= np.iinfo(dtype).max:
         y = Array(np.array(y, dtype=dtype), False)
     y = _util.to_fjax(y, f"at[].{fn_name}")
     entries, sbool_dims = _parse(tuple(x.shape), idx)

@@ -12,6 +12,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 
@@ -120,7 +121,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Dot product of the flattened arrays, conjugating ``a`` first."""
     (x, y), dt = _promote("vdot", a, b, preferred_element_type=preferred_element_type)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         x = lax.conj(x)
     x, y = lax.reshape(x, (x.size,)), lax.reshape(y, (y.size,))
     _check_contract("vdot", x, y, 0, 0)
@@ -135,7 +136,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None, prefer
     _check_contract("vecdot", x, y, ax, ay)
     x = _moveaxis(x, ax, -1)
     y = _moveaxis(y, ay, -1)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         x = lax.conj(x)
     return _vecdot_impl(x, y, dt, precision)
 

@@ -17,6 +17,8 @@ import numpy as np
 from fjax import core
 from fjax.core import Array
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.lax import _linalg_util as u
 from fjax.lax import lax
 from fjax.lax import linalg as lax_linalg
@@ -215,7 +217,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     jnp = _jnp()
     n = a.shape[-1]
     if n == 0:
-        rdt = np.finfo(a.dtype).dtype
+        rdt = _finfo(a.dtype).dtype
         return SlogdetResult(jnp.ones(a.shape[:-2], a.dtype), jnp.zeros(a.shape[:-2], rdt))
     lu_, piv, _ = lax_linalg.lu(a)
     d = u.diag(lu_)
@@ -223,7 +225,7 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
     logdet = jnp.sum(jnp.log(absd), axis=-1)
     parity = _lu_parity(piv)
     sign0 = jnp.where(parity == 1, -1, 1).astype(a.dtype)
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         ph = jnp.prod(d / jnp.where(absd == 0, 1, absd).astype(a.dtype), axis=-1)
     else:
         ph = jnp.prod(jnp.sign(d), axis=-1)
@@ -306,9 +308,9 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, *, numpy_resid: bool = Fal
         raise ValueError(f"lstsq: leading dimension of b ({b.shape[0]}) must match a's rows ({m})")
     dt = a.dtype
     if rcond is None:
-        rcond = float(np.finfo(dt).eps * max(n, m))
+        rcond = float(_finfo(dt).eps * max(n, m))
     elif rcond < 0:
-        rcond = float(np.finfo(dt).eps)
+        rcond = float(_finfo(dt).eps)
     uu, s, vt = svd(a, full_matrices=False)
     if s.shape[0] == 0:
         mask = s > 0
@@ -336,7 +338,7 @@ def _pinv_impl(a: Any, rtol: Any, hermitian: bool) -> Any:
         return jnp.zeros(a.shape[:-2] + (n, m), a.dtype)
     uu, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     if rtol is None:
-        rtol = max(m, n) * float(np.finfo(s.dtype).eps)
+        rtol = max(m, n) * float(_finfo(s.dtype).eps)
     cutoff = jnp.asarray(rtol, dtype=s.dtype)[..., None] * s[..., :1]
     s = jnp.where(s > cutoff, s, jnp.inf).astype(uu.dtype)
     return u.H(vh) @ (u.H(uu) / s[..., :, None])
@@ -416,7 +418,7 @@ def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
         return jnp.any(M != 0).astype(np.int32)
     S = svd(M, full_matrices=False, compute_uv=False)
     if rtol is None:
-        thresh = jnp.max(S, axis=-1, initial=0.0) * (max(M.shape[-2:]) * np.finfo(S.dtype).eps)
+        thresh = jnp.max(S, axis=-1, initial=0.0) * (max(M.shape[-2:]) * _finfo(S.dtype).eps)
     elif tol is not None:
         thresh = jnp.asarray(rtol, dtype=S.dtype)
     else:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fjax import core, lax
+from fjax.dtypes import finfo as _finfo
 from fjax.numpy import _creation as C
 from fjax.numpy import _indexing as I
 from fjax.numpy import _reductions as R
@@ -86,7 +87,7 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: boo
             if np.issubdtype(dt, np.bool_)
             else U.less_equal(U.abs(U.subtract(a, b)), U.add(atol, U.multiply(rtol, U.abs(b))))
         )
-    rdt = np.finfo(dt).dtype if np.issubdtype(dt, np.complexfloating) else dt
+    rdt = _finfo(dt).dtype if np.issubdtype(dt, np.complexfloating) else dt
     rtol = C.asarray(rtol, dtype=rdt)
     atol = C.asarray(atol, dtype=rdt)
     out = U.less_equal(U.abs(U.subtract(a, b)), U.add(atol, U.multiply(rtol, U.abs(b))))

@@ -30,7 +30,6 @@ __all__ = [
     "array_str",
     "astype",
     "bartlett",
-    "bfloat16",
     "bincount",
     "bitwise_count",
     "blackman",
@@ -98,14 +97,6 @@ __all__ = [
     "vander",
     "vectorize",
 ]
-
-
-class bfloat16:  # noqa: N801  (numpy's scalar-type naming)
-    """Placeholder for JAX's bfloat16 scalar type: fjax has no bfloat16 arithmetic (it would need
-    ml_dtypes), so using it as a dtype raises TypeError naming it and constructing one raises."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("fjax does not support dtype bfloat16 (no bfloat16 arithmetic on this backend)")
 
 
 ComplexWarning = np.exceptions.ComplexWarning

@@ -17,6 +17,7 @@ import numpy as np
 
 from fjax import _debug_nans, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy._util import (
     broadcast_to_shape,
@@ -54,11 +55,11 @@ def _const(x: Any, val: Any) -> Array:
 
 def _upcast_int(dt: np.dtype) -> np.dtype:
     """sum/prod accumulate booleans and narrow integers in the default integer types."""
-    if dt.kind == "b":
+    if _dkind(dt) == "b":
         return dtypes.default_int_dtype()
-    if dt.kind == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
+    if _dkind(dt) == "i" and dt.itemsize < dtypes.default_int_dtype().itemsize:
         return dtypes.default_int_dtype()
-    if dt.kind == "u" and dt.itemsize < dtypes.default_uint_dtype().itemsize:
+    if _dkind(dt) == "u" and dt.itemsize < dtypes.default_uint_dtype().itemsize:
         return dtypes.default_uint_dtype()
     return dt
 
@@ -305,11 +306,11 @@ def _count(a: Any, axes: tuple, keepdims: bool, where: Any, dt: np.dtype, name: 
 
 
 def _inexact_dtype(dt: np.dtype) -> np.dtype:
-    return dt if dt.kind in "fc" else dtypes.default_float_dtype()
+    return dt if _dkind(dt) in "fc" else dtypes.default_float_dtype()
 
 
 def _upcast_f16(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dt == np.float16 else dt
+    return np.dtype(np.float32) if dt in (np.float16, dtypes.bfloat16) else dt
 
 
 def mean(
@@ -326,7 +327,7 @@ def mean(
     )
     comp = _upcast_f16(_inexact_dtype(dt))
     s = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
-    n = _count(a, axes, keepdims, where, np.dtype(comp) if comp.kind != "c" else _real(comp), "mean")
+    n = _count(a, axes, keepdims, where, np.dtype(comp) if _dkind(comp) != "c" else _real(comp), "mean")
     if n.dtype != s.dtype:
         n = lax.convert_element_type(n, s.dtype)
     return _strong(lax.div(s, n), dt)
@@ -358,15 +359,15 @@ def var(
     axes = canonicalize_axes(axis, a.ndim, "var")
     if dtype is None:
         comp = _inexact_dtype(a.dtype)
-        out_dt = _real(comp) if comp.kind == "c" else comp
+        out_dt = _real(comp) if _dkind(comp) == "c" else comp
     else:
         out_dt = dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
-        comp = _inexact_dtype(out_dt) if a.dtype.kind != "c" else dtypes.result_type(a.dtype, out_dt)
+        comp = _inexact_dtype(out_dt) if _dkind(a.dtype) != "c" else dtypes.result_type(a.dtype, out_dt)
     comp = _upcast_f16(comp)
     a = _strong(a, comp)
     m = mean(a, axis=axes, keepdims=True, where=where)
     c = lax.sub(a, broadcast_to_shape(m, a.shape) if m.shape != a.shape else m)
-    if comp.kind == "c":
+    if _dkind(comp) == "c":
         sq = lax.real(lax.mul(c, lax.conj(c)))
     else:
         sq = lax.square(c)
@@ -424,7 +425,7 @@ def argmin(a: Any, axis: Any = None, out: Any = None, keepdims: Any = None) -> A
 
 
 def _nan_fill(a: Any, fill: Any) -> Any:
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return a
     from fjax.numpy._ufuncs import isnan  # noqa: PLC0415
 
@@ -567,7 +568,7 @@ def _nan_extreme(
     a: Any, axis: Any, keepdims: bool, initial: Any, where: Any, name: str, fn: Callable, fill: float
 ) -> Any:
     a = _arr(a, name)
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return fn(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
     from fjax.numpy._ufuncs import isnan  # noqa: PLC0415
 
@@ -600,7 +601,7 @@ def nanmean(
     """Mean of the non-NaN elements."""
     _check_out(out, "nanmean")
     a = _arr(a, "nanmean")
-    if a.dtype.kind not in "fc":
+    if _dkind(a.dtype) not in "fc":
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=_not_nan(a, where))
 
@@ -619,7 +620,7 @@ def nanvar(
     """Variance of the non-NaN elements."""
     _check_out(out, "nanvar")
     a = _arr(a, "nanvar")
-    if a.dtype.kind in "fc":
+    if _dkind(a.dtype) in "fc":
         where = _not_nan(a, where)
     return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
 
@@ -768,7 +769,7 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     a = _arr(a, name)
     a, q = promote_dtypes_inexact(name, a, q)
     a, q = _strong(a, a.dtype), _strong(q, q.dtype)
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         raise ValueError(f"{name} does not support complex input")
     nd = a.ndim
     axes = canonicalize_axes(axis, nd, name)

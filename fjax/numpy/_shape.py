@@ -11,6 +11,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 from fjax.numpy._indexing import _INDEX_DTYPE, getitem
@@ -456,7 +457,7 @@ def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, equal: bool) 
         bounds = np.cumsum([0] + sizes).tolist()
     else:
         idx = np.asarray(core.concrete_or_error(indices_or_sections, f"indices argument of {fn}"))
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        if idx.ndim != 1 or (idx.size and _dkind(idx.dtype) not in "iu"):
             raise TypeError(f"{fn}: indices must be an int or a 1-D sequence of integers, got {indices_or_sections!r}")
         bounds = [0] + [int(i) for i in idx] + [n]
     out = []
@@ -701,8 +702,8 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
 
 def _pad_widths(fn: str, pad_width: Any, nd: int) -> list[tuple[int, int]]:
     pw = np.asarray(core.concrete_or_error(pad_width, f"pad_width argument of {fn}"))
-    if pw.dtype.kind not in "iu" and not (pw.size == 0):
-        if pw.dtype.kind == "f" and np.all(pw == np.round(pw)):
+    if _dkind(pw.dtype) not in "iu" and not (pw.size == 0):
+        if _dkind(pw.dtype) == "f" and np.all(pw == np.round(pw)):
             pw = pw.astype(np.int64)
         else:
             raise TypeError(f"{fn}: pad_width must be of integral type, got {pad_width!r}")
@@ -823,7 +824,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
                 from fjax.numpy import _reductions  # noqa: PLC0415
 
                 st = _reductions.mean(a, axis=i)
-                if a.dtype.kind in "iub":
+                if _dkind(a.dtype) in "iub":
                     from fjax.numpy import _ufuncs  # noqa: PLC0415
 
                     st = _ufuncs.round(st)
@@ -876,7 +877,7 @@ def take(
     x = _arr("take", a)
     _util.check_arraylike("take", indices)
     idx = _util.to_fjax(indices, "take")
-    if idx.dtype.kind not in "iu":
+    if _dkind(idx.dtype) not in "iu":
         raise ValueError("indices must have an integer type")
     if axis is None:
         x = lax.reshape(x, (x.size,))
@@ -931,7 +932,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
     x = _arr("take_along_axis", arr)
     _util.check_arraylike("take_along_axis", indices)
     idx = _util.to_fjax(indices, "take_along_axis")
-    if idx.dtype.kind not in "iu":
+    if _dkind(idx.dtype) not in "iu":
         raise TypeError(f"take_along_axis: indices must be of integer type, got {idx.dtype}")
     if axis is None:
         if idx.ndim != 1:
@@ -987,7 +988,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
         ind = np.asarray(core.concrete_or_error(obj, "obj argument of jnp.insert()"))
     if ind.ndim > 1:
         raise ValueError(f"jnp.insert(): obj must be a slice, a one-dimensional array, or a scalar; got {obj}")
-    if ind.dtype.kind not in "iu":
+    if _dkind(ind.dtype) not in "iu":
         if ind.size == 0:
             ind = ind.astype(np.int64)
         else:
@@ -1047,7 +1048,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *, assume_unique_indices
             keep = np.nonzero(~o)[0]
         elif o.size == 0:
             keep = np.arange(n)
-        elif o.dtype.kind not in "iu":
+        elif _dkind(o.dtype) not in "iu":
             raise ValueError(f"jnp.delete(): index array must be integer typed; got {obj}")
         else:
             o = o.ravel().astype(np.int64)

@@ -13,6 +13,7 @@ import numpy as np
 
 from fjax import core
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 
@@ -98,7 +99,7 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
 
 def _nan_aware_lt(a: Any, b: Any) -> Any:
     """a < b in the total order that puts NaN last."""
-    if core.get_aval(a).dtype.kind not in "fc":
+    if _dkind(core.get_aval(a).dtype) not in "fc":
         return lax.lt(a, b)
     a_nan = lax.ne(a, a)
     b_nan = lax.ne(b, b)

@@ -17,6 +17,8 @@ import numpy as np
 
 from fjax import _debug_nans, core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy._util import (
     broadcast_arrays,
@@ -91,7 +93,7 @@ def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
     out = _scalar_cache.get(key)
     if out is not None:
         return out
-    k = dt.kind
+    k = _dkind(dt)
     if k == "f" or k == "c":
         out = Array(np.array(v, dtype=dt), True)
     elif (k == "i" or k == "u") and type(v) is int:
@@ -122,7 +124,7 @@ def _promote_numeric_n(name: str, *args: Any) -> list:
 
 def _inexact1(name: str, x: Any) -> Any:
     """``x`` as an inexact array (fast path: already a float/complex Array or Tracer)."""
-    if isinstance(x, _arr_types) and x.dtype.kind in "fc":
+    if isinstance(x, _arr_types) and _dkind(x.dtype) in "fc":
         return x
     return promote_dtypes_inexact(name, x)[0]
 
@@ -160,7 +162,7 @@ def _set_doc(f: Callable, name: str, doc: str) -> Callable:
 
 def _make_inexact_unary(name: str, lax_fn: Callable, doc: str) -> Callable:
     def fn(x: Any, /) -> Any:
-        if not (isinstance(x, _arr_types) and x.dtype.kind in "fc"):
+        if not (isinstance(x, _arr_types) and _dkind(x.dtype) in "fc"):
             x = promote_dtypes_inexact(name, x)[0]
         return lax_fn(x)
 
@@ -238,7 +240,7 @@ def positive(x: Any, /) -> Any:
 def absolute(x: Any, /) -> Any:
     """Elementwise absolute value (complex inputs give their real-typed magnitude)."""
     x = _one("absolute", x)
-    if x.dtype.kind in "ub":
+    if _dkind(x.dtype) in "ub":
         return x
     return _abs(x)
 
@@ -246,7 +248,7 @@ def absolute(x: Any, /) -> Any:
 def _abs(x: Any) -> Any:
     """lax.abs keeping a weak type (lax's rule drops it because abs may change the dtype)."""
     out = lax.abs(x)
-    if x.weak_type and x.dtype.kind != "c":
+    if x.weak_type and _dkind(x.dtype) != "c":
         if type(out) is Array:
             return Array(out._value, True)
         return lax._convert_element_type_weak(out, out.dtype, True)
@@ -259,7 +261,7 @@ abs = absolute  # noqa: A001
 def sign(x: Any, /) -> Any:
     """Elementwise sign: -1, 0 or 1 (x / |x| for complex)."""
     x = _one("sign", x)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         mag = lax.abs(x)
         safe = lax.select(lax.eq(mag, _const(mag, 0)), _ones_like(mag), mag)
         out = lax.div(x, lax.convert_element_type(safe, x.dtype))
@@ -276,7 +278,7 @@ def square(x: Any, /) -> Any:
 def floor(x: Any, /) -> Any:
     """Elementwise floor (integers are returned unchanged)."""
     x = _one("floor", x)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         return x
     return lax.floor(x)
 
@@ -284,7 +286,7 @@ def floor(x: Any, /) -> Any:
 def ceil(x: Any, /) -> Any:
     """Elementwise ceiling (integers are returned unchanged)."""
     x = _one("ceil", x)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         return x
     return lax.ceil(x)
 
@@ -292,7 +294,7 @@ def ceil(x: Any, /) -> Any:
 def trunc(x: Any, /) -> Any:
     """Elementwise rounding toward zero (integers are returned unchanged)."""
     x = _one("trunc", x)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         return x
     return lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
@@ -312,11 +314,11 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = _one("round", a)
     decimals = int(decimals)
-    if a.dtype.kind in "iub":
+    if _dkind(a.dtype) in "iub":
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         raise NotImplementedError("jnp.round of complex arrays is not supported")
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
@@ -357,7 +359,7 @@ def multiply(x: Any, y: Any, /) -> Any:
 def true_divide(x: Any, y: Any, /) -> Any:
     """Elementwise x / y; integer inputs are promoted to float."""
     x, y = _promote2("true_divide", x, y)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         x, y = promote_dtypes_inexact("true_divide", x, y)
     return lax.div(x, y)
 
@@ -379,14 +381,14 @@ def floor_divide(x: Any, y: Any, /) -> Any:
     """Elementwise floor(x / y), with numpy's semantics for integers and floats."""
     x, y = _promote_numeric_n("floor_divide", x, y)
     dt = x.dtype
-    if dt.kind == "u":
+    if _dkind(dt) == "u":
         return lax.div(x, y)
-    if dt.kind == "i":
+    if _dkind(dt) == "i":
         q = lax.div(x, y)
         r = lax.rem(x, y)
         adjust = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(r, _const(r, 0)))
         return lax.select(adjust, lax.sub(q, _const(q, 1)), q)
-    if dt.kind == "c":
+    if _dkind(dt) == "c":
         raise TypeError("floor_divide does not support complex-valued inputs")
     return _float_divmod(x, y)[0]
 
@@ -394,11 +396,11 @@ def floor_divide(x: Any, y: Any, /) -> Any:
 def remainder(x: Any, y: Any, /) -> Any:
     """Elementwise remainder with the sign of the divisor (numpy's ``%``)."""
     x, y = _promote_numeric_n("remainder", x, y)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         raise TypeError("remainder does not support complex-valued inputs")
     y = _nonzero_int_divisor(y)
     r = lax.rem(x, y)
-    if x.dtype.kind == "u":
+    if _dkind(x.dtype) == "u":
         return r
     zero = _const(r, 0)
     fix_ = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, _const(y, 0))))
@@ -411,7 +413,7 @@ mod = remainder
 def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
     """(floor_divide(x, y), remainder(x, y))."""
     x, y = _promote_numeric_n("divmod", x, y)
-    if x.dtype.kind == "f":
+    if _dkind(x.dtype) == "f":
         return _float_divmod(x, y)
     return floor_divide(x, y), remainder(x, y)
 
@@ -425,7 +427,7 @@ def fmod(x: Any, y: Any, /) -> Any:
 def _nonzero_int_divisor(y: Any) -> Any:
     """An integer divisor with its zeros replaced by ones, so ``x % 0`` is 0 (as JAX; lax.rem by
     0 gives x, numpy gives 0 with a warning)."""
-    if y.dtype.kind not in "iu":
+    if _dkind(y.dtype) not in "iu":
         return y
     return lax.select(lax.eq(y, _const(y, 0)), _ones_like(y), y)
 
@@ -449,12 +451,12 @@ def power(x: Any, y: Any, /) -> Any:
     repeated multiplication, as JAX does for ``x ** 2``); integer ** integer stays integer."""
     check_arraylike("power", x, y)
     if not isinstance(y, Tracer) and (
-        type(y) is int or isinstance(y, np.integer) or (type(y) is Array and y.ndim == 0 and y.dtype.kind in "iu")
+        type(y) is int or isinstance(y, np.integer) or (type(y) is Array and y.ndim == 0 and _dkind(y.dtype) in "iu")
     ):
         x = promote_dtypes_numeric("power", x)[0]
         return lax.integer_pow(x, int(y))
     x, y = _promote_numeric_n("power", x, y)
-    if x.dtype.kind in "iu":
+    if _dkind(x.dtype) in "iu":
         return _pow_int_int(x, y)
     return lax.pow(x, y)
 
@@ -483,7 +485,7 @@ def minimum(x: Any, y: Any, /) -> Any:
 def fmax(x: Any, y: Any, /) -> Any:
     """Elementwise maximum, ignoring NaNs (NaN only if both are NaN)."""
     x, y = _promote_n("fmax", x, y)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         return lax.max(x, y)
     pick_x = lax.bitwise_or(lax.gt(x, y), isnan(y))
     return _select_bcast(pick_x, x, y)
@@ -492,7 +494,7 @@ def fmax(x: Any, y: Any, /) -> Any:
 def fmin(x: Any, y: Any, /) -> Any:
     """Elementwise minimum, ignoring NaNs (NaN only if both are NaN)."""
     x, y = _promote_n("fmin", x, y)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         return lax.min(x, y)
     pick_x = lax.bitwise_or(lax.lt(x, y), isnan(y))
     return _select_bcast(pick_x, x, y)
@@ -636,7 +638,7 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
 def copysign(x1: Any, x2: Any, /) -> Any:
     """x1 with the sign of x2."""
     x1, x2 = _promote_inexact_n("copysign", x1, x2)
-    if x1.dtype.kind == "c":
+    if _dkind(x1.dtype) == "c":
         raise TypeError("copysign does not support complex-valued inputs")
     a = lax.abs(x1)
     return _select_bcast(signbit(x2), lax.neg(a), a)
@@ -653,7 +655,7 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     with a large x2 (or the reverse) does not overflow on the way, and infinities and zeros pass
     through (x1 * exp2(x2) gave inf * 0 = nan)."""
     x2 = _one("ldexp", x2)
-    if x2.dtype.kind not in "iub":
+    if _dkind(x2.dtype) not in "iub":
         raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     x1 = _inexact1("ldexp", x1)
     x1 = lax.convert_element_type(x1, x1.dtype) if x1.weak_type else x1
@@ -676,7 +678,7 @@ def _scale2(v: Any, k: Any) -> Any:
 def frexp(x: Any, /) -> tuple[Any, Any]:
     """Decompose x into mantissa in [0.5, 1) and integer exponent: x == m * 2**e."""
     x = _inexact1("frexp", x)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         raise TypeError("frexp does not support complex-valued inputs")
     x = lax.convert_element_type(x, x.dtype)
     ax = lax.abs(x)
@@ -709,7 +711,7 @@ def _gcd_loop(a: Any, b: Any) -> tuple[Any, Any]:
 def gcd(x1: Any, x2: Any, /) -> Any:
     """Elementwise greatest common divisor of integers."""
     x1, x2 = _promote_numeric_n("gcd", x1, x2)
-    if x1.dtype.kind not in "iu":
+    if _dkind(x1.dtype) not in "iu":
         raise ValueError("Arguments to jax.numpy.gcd must be integers.")
     shape = x1.shape if x1.ndim else x2.shape
     a = absolute(x1) if x1.shape == shape else lax.broadcast_in_dim(absolute(x1), shape, ())
@@ -721,7 +723,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
 def lcm(x1: Any, x2: Any, /) -> Any:
     """Elementwise least common multiple of integers."""
     x1, x2 = _promote_numeric_n("lcm", x1, x2)
-    if x1.dtype.kind not in "iu":
+    if _dkind(x1.dtype) not in "iu":
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     d = gcd(x1, x2)
     zero = lax.eq(d, _const(d, 0))
@@ -776,7 +778,7 @@ def logical_not(x: Any, /) -> Any:
 
 
 def _check_intb(name: str, x: Any) -> None:
-    if x.dtype.kind not in "iub":
+    if _dkind(x.dtype) not in "iub":
         raise TypeError(f"{name} requires integer or boolean arguments, got {x.dtype.name}")
 
 
@@ -815,7 +817,7 @@ def right_shift(x: Any, y: Any, /) -> Any:
     """Elementwise x >> y (arithmetic for signed, logical for unsigned integers)."""
     x, y = _promote_numeric_n("right_shift", x, y)
     _check_intb("right_shift", x)
-    if x.dtype.kind == "u":
+    if _dkind(x.dtype) == "u":
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
 
@@ -834,7 +836,7 @@ def _bool_full(x: Any, val: bool) -> Any:
 def isnan(x: Any, /) -> Any:
     """Elementwise test for NaN."""
     x = _one("isnan", x)
-    k = x.dtype.kind
+    k = _dkind(x.dtype)
     if k == "f":
         return lax.ne(x, x)
     if k == "c":
@@ -845,7 +847,7 @@ def isnan(x: Any, /) -> Any:
 def isinf(x: Any, /) -> Any:
     """Elementwise test for positive or negative infinity."""
     x = _one("isinf", x)
-    k = x.dtype.kind
+    k = _dkind(x.dtype)
     if k == "f":
         return lax.eq(lax.abs(x), _const(x, np.inf))
     if k == "c":
@@ -856,7 +858,7 @@ def isinf(x: Any, /) -> Any:
 def isfinite(x: Any, /) -> Any:
     """Elementwise test for finiteness (not infinite and not NaN)."""
     x = _one("isfinite", x)
-    k = x.dtype.kind
+    k = _dkind(x.dtype)
     if k == "f":
         return lax.is_finite(x)
     if k == "c":
@@ -867,9 +869,9 @@ def isfinite(x: Any, /) -> Any:
 def isposinf(x: Any, /) -> Any:
     """Elementwise test for +inf."""
     x = _one("isposinf", x)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         raise ValueError("isposinf does not support complex-valued inputs")
-    if x.dtype.kind != "f":
+    if _dkind(x.dtype) != "f":
         return _bool_full(x, False)
     return lax.eq(x, _const(x, np.inf))
 
@@ -877,9 +879,9 @@ def isposinf(x: Any, /) -> Any:
 def isneginf(x: Any, /) -> Any:
     """Elementwise test for -inf."""
     x = _one("isneginf", x)
-    if x.dtype.kind == "c":
+    if _dkind(x.dtype) == "c":
         raise ValueError("isneginf does not support complex-valued inputs")
-    if x.dtype.kind != "f":
+    if _dkind(x.dtype) != "f":
         return _bool_full(x, False)
     return lax.eq(x, _const(x, -np.inf))
 
@@ -889,7 +891,7 @@ def signbit(x: Any, /) -> Any:
 
     fjax has no bitcast primitive, so the sign of a NaN is not visible: NaNs give False."""
     x = _one("signbit", x)
-    k = x.dtype.kind
+    k = _dkind(x.dtype)
     if k == "u" or k == "b":
         return _bool_full(x, False)
     if k == "i":
@@ -906,7 +908,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
     finite values of the dtype)."""
     del copy
     x = _one("nan_to_num", x)
-    k = x.dtype.kind
+    k = _dkind(x.dtype)
     if k == "c":
         re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
         im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
@@ -915,7 +917,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         )
     if k != "f":
         return x
-    info = np.finfo(x.dtype)
+    info = _finfo(x.dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     out = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
@@ -930,19 +932,19 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
 def real(val: Any, /) -> Any:
     """Real part (the input itself for real dtypes)."""
     val = _one("real", val)
-    return lax.real(val) if val.dtype.kind == "c" else val
+    return lax.real(val) if _dkind(val.dtype) == "c" else val
 
 
 def imag(val: Any, /) -> Any:
     """Imaginary part (zeros for real dtypes)."""
     val = _one("imag", val)
-    return lax.imag(val) if val.dtype.kind == "c" else _zeros_like(val)
+    return lax.imag(val) if _dkind(val.dtype) == "c" else _zeros_like(val)
 
 
 def conjugate(x: Any, /) -> Any:
     """Complex conjugate (the input itself for real dtypes)."""
     x = _one("conjugate", x)
-    return lax.conj(x) if x.dtype.kind == "c" else x
+    return lax.conj(x) if _dkind(x.dtype) == "c" else x
 
 
 conj = conjugate
@@ -953,7 +955,7 @@ def angle(z: Any, deg: bool = False) -> Any:
     z = _one("angle", z)
     re, im = real(z), imag(z)
     dt = dtypes.result_type(re, im)
-    if dt.kind != "f":
+    if _dkind(dt) != "f":
         dt = dtypes.default_float_dtype()
     re = lax.convert_element_type(re, dt)
     im = lax.convert_element_type(im, dt)

@@ -8,6 +8,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 
 _scalar_types = (bool, int, float, complex)
@@ -60,7 +61,7 @@ def promote_dtypes_inexact(fn_name: str, *args: Any) -> list:
     xs = promote_dtypes(fn_name, *args)
     out = []
     for x in xs:
-        if x.dtype.kind not in "fc":
+        if _dkind(x.dtype) not in "fc":
             dt = dtypes.default_float_dtype()
             out.append(_convert(x, dt, x.weak_type))
         else:

@@ -15,6 +15,7 @@ import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
 from fjax.lax.fourier import FftType
 from fjax.lax.fourier import fft as _lax_fft
@@ -49,10 +50,10 @@ def _prep(name: str, a: Any, real: bool) -> Any:
     (x,) = _util.promote_dtypes_inexact(name, x)
     dt = core.get_aval(x).dtype
     if real:
-        if dt.kind == "c":
+        if _dkind(dt) == "c":
             raise TypeError(f"{name} requires real input, got {core.short_dtype_name(dt)}{list(x.shape)}")
         return x
-    if dt.kind != "c":
+    if _dkind(dt) != "c":
         x = lax.convert_element_type(x, dtypes.canonicalize_dtype(np.result_type(dt, np.complex64)))
     return x
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from fjax import core
 from fjax.core import Array
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 from fjax.numpy._linalg import cross as _cross
@@ -62,7 +63,7 @@ def _abs(x: Any) -> Any:
 
 
 def _sumsq(x: Any, axes: tuple[int, ...]) -> Any:
-    sq = lax.real(lax.mul(x, lax.conj(x))) if x.dtype.kind == "c" else lax.mul(x, x)
+    sq = lax.real(lax.mul(x, lax.conj(x))) if _dkind(x.dtype) == "c" else lax.mul(x, x)
     return _reduce("sum", sq, axes)
 
 

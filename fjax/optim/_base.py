@@ -9,6 +9,7 @@ import numpy as np
 
 import fjax.numpy as jnp
 from fjax import tree_util
+from fjax.dtypes import finfo as _finfo
 
 Params = Any
 Updates = Any
@@ -139,7 +140,7 @@ def safe_increment(count: Any) -> Any:
     if jnp.issubdtype(count.dtype, jnp.integer):
         max_value = np.iinfo(np.dtype(count.dtype)).max
     else:
-        max_value = np.finfo(np.dtype(count.dtype)).max
+        max_value = _finfo(np.dtype(count.dtype)).max
     max_value = np.array(max_value, np.dtype(count.dtype))
     one = np.array(1, np.dtype(count.dtype))
     return jnp.where(count < max_value, count + one, max_value)

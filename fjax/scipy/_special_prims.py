@@ -16,6 +16,7 @@ import numpy as np
 
 from fjax import lax
 from fjax.core import Primitive, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.lax.lax import _const, standard_naryop
 from fjax.lax.special import _scipy, _via_f64
@@ -207,7 +208,7 @@ def _sph_impl(n: np.ndarray, m: np.ndarray, theta: np.ndarray, phi: np.ndarray) 
 
 def _sph_abstract(n: Any, m: Any, theta: Any, phi: Any) -> ShapedArray:
     shapes = {a.shape for a in (n, m, theta, phi) if a.shape}
-    if len(shapes) > 1 or theta.dtype.kind != "f" or phi.dtype != theta.dtype:
+    if len(shapes) > 1 or _dkind(theta.dtype) != "f" or phi.dtype != theta.dtype:
         raise TypeError(
             "sph_harm_y requires real theta and phi of one dtype and operands of one shape, got "
             + ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in (n, m, theta, phi))

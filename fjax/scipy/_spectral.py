@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import scipy.signal as _ss
 
+from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import kind as _dkind
 from fjax.numpy import _util
 
 __all__ = ["csd", "detrend", "istft", "stft", "welch"]
@@ -106,7 +108,7 @@ def _spectral_helper(
         msg = f"nperseg = {nperseg} is greater than input length = {length}, using nperseg = {length}"
         warnings.warn(msg, stacklevel=3)
         nperseg = length
-    real_dt = np.finfo(x.dtype).dtype
+    real_dt = _finfo(x.dtype).dtype
     win = _window(window, nperseg, real_dt)
     nfft = nperseg if nfft is None else int(nfft)
     if nfft < nperseg:
@@ -127,7 +129,9 @@ def _spectral_helper(
     x = prep(x)
     if not same:
         y = prep(y)
-    sides = "onesided" if return_onesided and x.dtype.kind != "c" and (same or y.dtype.kind != "c") else "twosided"
+    sides = (
+        "onesided" if return_onesided and _dkind(x.dtype) != "c" and (same or _dkind(y.dtype) != "c") else "twosided"
+    )
     freqs = np.fft.rfftfreq(nfft, 1 / fs) if sides == "onesided" else np.fft.fftfreq(nfft, 1 / fs)
     nseg = (x.shape[-1] - nperseg) // nstep + 1 if x.shape[-1] >= nperseg else 0
     idx = np.arange(nseg)[:, None] * nstep + np.arange(nperseg)[None, :]
@@ -199,7 +203,7 @@ def csd(
                 nseg = pxy.shape[-1]
                 ii = 2 * np.arange(1.0, (nseg - 1) // 2 + 1)
                 bias = 1 + np.sum(1.0 / (ii + 1) - 1.0 / ii)
-                if pxy.dtype.kind == "c":
+                if _dkind(pxy.dtype) == "c":
                     pxy = jnp.median(jnp.real(pxy), axis=-1) + 1j * jnp.median(jnp.imag(pxy), axis=-1)
                 else:
                     pxy = jnp.median(pxy, axis=-1)
@@ -250,7 +254,7 @@ def istft(
     if noverlap >= nperseg:
         raise ValueError("noverlap must be less than nperseg.")
     nstep = nperseg - noverlap
-    real_dt = np.finfo(Z.dtype).dtype
+    real_dt = _finfo(Z.dtype).dtype
     win = _window(window, nperseg, real_dt)
     if input_onesided:
         frames = jnp.fft.irfft(Z, n=nfft, axis=-2)[..., :nperseg, :]

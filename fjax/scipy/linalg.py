@@ -16,6 +16,7 @@ import numpy as np
 
 from fjax import core
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import kind as _dkind
 from fjax.lax import _linalg_util as u
 from fjax.lax import linalg as lax_linalg
 from fjax.numpy import _linalg_decomp as nla
@@ -268,7 +269,7 @@ def schur(a: Any, output: str = "real") -> tuple:
     (a,) = _prep("schur", a)
     if output not in ("real", "complex"):
         raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
-    if output == "complex" and a.dtype.kind != "c":
+    if output == "complex" and _dkind(a.dtype) != "c":
         a = a.astype(np.result_type(a.dtype, np.complex64))
     t, z = lax_linalg.schur(a)
     return t, z

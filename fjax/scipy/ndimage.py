@@ -13,6 +13,7 @@ import numpy as np
 
 from fjax import lax
 from fjax import numpy as jnp
+from fjax.dtypes import kind as _dkind
 
 __all__ = ["map_coordinates"]
 
@@ -38,7 +39,7 @@ _FIXERS: dict[str, Callable] = {
 
 
 def _nearest(c: Any) -> list:
-    idx = c if c.dtype.kind in "iu" else lax.round(c)
+    idx = c if _dkind(c.dtype) in "iu" else lax.round(c)
     return [(idx.astype(np.int32), None)]
 
 
@@ -73,7 +74,7 @@ def map_coordinates(
         nodes_of = _linear
     else:
         raise NotImplementedError("fjax.scipy.ndimage.map_coordinates currently requires order<=1")
-    if coords and coords[0].dtype.kind not in "fc" and order == 1:
+    if coords and _dkind(coords[0].dtype) not in "fc" and order == 1:
         coords = [c.astype(jnp.result_type(float)) for c in coords]
     cval = jnp.asarray(cval, arr.dtype)
     per_dim = []
@@ -93,6 +94,6 @@ def map_coordinates(
         weights = [w for _, _, w in combo if w is not None]
         term = functools.reduce(operator.mul, weights) * vals if weights else vals
         out = term if out is None else out + term
-    if arr.dtype.kind in "iu":
-        out = lax.round(out) if out.dtype.kind == "f" else out
+    if _dkind(arr.dtype) in "iu":
+        out = lax.round(out) if _dkind(out.dtype) == "f" else out
     return out.astype(arr.dtype)

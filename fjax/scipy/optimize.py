@@ -18,6 +18,7 @@ import numpy as np
 from fjax import lax
 from fjax import numpy as jnp
 from fjax.api import value_and_grad
+from fjax.dtypes import kind as _dkind
 
 __all__ = ["OptimizeResults", "minimize"]
 
@@ -75,7 +76,7 @@ def _minimize_bfgs(
     x0 = jnp.asarray(x0)
     if x0.ndim != 1:
         raise ValueError(f"minimize: x0 must be one-dimensional, got shape {x0.shape}")
-    if x0.dtype.kind != "f":
+    if _dkind(x0.dtype) != "f":
         x0 = x0.astype(jnp.result_type(float))
     if maxiter is None:
         maxiter = int(np.size(x0)) * 200

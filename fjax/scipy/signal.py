@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fjax import core
+from fjax.dtypes import kind as _dkind
 from fjax.lax import convolution as lax_conv
 from fjax.numpy import _util
 
@@ -61,7 +62,7 @@ def _direct_full(a: Any, b: Any) -> Any:
     """Full N-d convolution by one conv_general_dilated (correlation with the flipped kernel)."""
     jnp = _jnp()
     nd = a.ndim
-    if a.dtype.kind == "c":
+    if _dkind(a.dtype) == "c":
         ar, ai, br, bi = jnp.real(a), jnp.imag(a), jnp.real(b), jnp.imag(b)
         re = _direct_full(ar, br) - _direct_full(ai, bi)
         im = _direct_full(ar, bi) + _direct_full(ai, br)
@@ -105,7 +106,7 @@ def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any
     s = tuple(a.shape[i] + b.shape[i] - 1 for i in ax)
     if not ax:
         full = a * b
-    elif a.dtype.kind == "c":
+    elif _dkind(a.dtype) == "c":
         full = jnp.fft.ifftn(jnp.fft.fftn(a, s, axes=ax) * jnp.fft.fftn(b, s, axes=ax), s, axes=ax)
     else:
         full = jnp.fft.irfftn(jnp.fft.rfftn(a, s, axes=ax) * jnp.fft.rfftn(b, s, axes=ax), s, axes=ax)
@@ -149,7 +150,7 @@ def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto", prec
     """N-dimensional cross-correlation: ``convolve(in1, flip(conj(in2)))``."""
     a, b = _prep("correlate", in1, in2)
     jnp = _jnp()
-    flipped = jnp.flip(jnp.conj(b) if b.dtype.kind == "c" else b, axis=tuple(range(b.ndim)))
+    flipped = jnp.flip(jnp.conj(b) if _dkind(b.dtype) == "c" else b, axis=tuple(range(b.ndim)))
     return convolve(a, flipped, mode, method)
 
 
@@ -178,7 +179,7 @@ def correlate2d(
     if mode == "same":
         # scipy centres correlate2d's 'same' window from the other end than correlate's
         jnp = _jnp()
-        kern = jnp.conj(b) if b.dtype.kind == "c" else b
+        kern = jnp.conj(b) if _dkind(b.dtype) == "c" else b
         return jnp.flip(convolve(jnp.flip(a), kern, "same"))
     if mode == "valid" and all(q >= p for p, q in zip(a.shape, b.shape)) and a.shape != b.shape:
         # scipy swaps the operands and reverses the result (no conjugation)

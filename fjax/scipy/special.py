@@ -21,6 +21,7 @@ import numpy as np
 from fjax import core, lax
 from fjax import numpy as jnp
 from fjax.custom_derivatives import custom_jvp
+from fjax.dtypes import kind as _dkind
 from fjax.numpy._util import broadcast_arrays, promote_dtypes_inexact
 from fjax.scipy import _special_prims as P
 
@@ -42,7 +43,7 @@ def _args(name: str, *args: Any) -> list:
 
 def _real(name: str, *args: Any) -> list:
     xs = _args(name, *args)
-    if xs[0].dtype.kind == "c":
+    if _dkind(xs[0].dtype) == "c":
         raise ValueError(f"{name} does not support complex-valued inputs.")
     return xs
 
@@ -84,7 +85,7 @@ def digamma(x: Any) -> Any:
 def polygamma(n: Any, x: Any) -> Any:
     """psi^(n)(x), the n-th derivative of digamma (n a non-negative integer)."""
     n_arr = jnp.asarray(n)
-    if n_arr.dtype.kind not in "iub" and not isinstance(n, core.Tracer):
+    if _dkind(n_arr.dtype) not in "iub" and not isinstance(n, core.Tracer):
         nv = np.asarray(core.concrete_or_error(n, "polygamma order"))
         if not np.all(nv == np.floor(nv)):
             raise ValueError(f"polygamma: n must be integer-valued, got {nv}")
@@ -375,7 +376,7 @@ def logsumexp(
         e = e * b
     s = jnp.sum(e, axis=axes, keepdims=True)
     sign = jnp.sign(s)
-    if return_sign or a.dtype.kind != "c":
+    if return_sign or _dkind(a.dtype) != "c":
         s = jnp.abs(s)
     out = jnp.log(s) + amax
     if not keepdims:
@@ -383,7 +384,7 @@ def logsumexp(
         sign = jnp.squeeze(sign, axis=axes)
     if return_sign:
         return out, sign
-    if b is not None and a.dtype.kind != "c":
+    if b is not None and _dkind(a.dtype) != "c":
         out = jnp.where(sign < 0, np.nan, out)
     return out
 
@@ -509,7 +510,7 @@ def owens_t(h: Any, a: Any) -> Any:
 def wofz(z: Any) -> Any:
     """The Faddeeva function exp(-z^2) erfc(-i z) (complex)."""
     z = jnp.asarray(z)
-    if z.dtype.kind != "c":
+    if _dkind(z.dtype) != "c":
         z = z.astype(jnp.result_type(z.dtype, np.complex64))
     return P.wofz_p.bind(z)
 

@@ -158,4 +158,28 @@ ident = fjax.shard_map(lambda b: b * 2 + lax.axis_index("b"), mesh=mesh, in_spec
 close(ident(arr), 2 * G + np.arange(N)[:, None, None])
 close(fjax.grad(lambda x: jnp.sum(ident(x) ** 2))(arr), 2 * 2 * (2 * G + np.arange(N)[:, None, None]), rtol=1e-4)
 close(fjax.jit(total)(arr), np.sin(G).sum(), rtol=1e-4)
+# gradients taken inside the body (JAX's check_vma semantics): for replicated parameters, summed
+# over every instance of every process; the pmean'd loss plus a replicated term gives the global
+# mean gradient plus that term's gradient once
+w0 = np.array([0.5, -1.0, 2.0], np.float32)
+per = np.stack([np.cos(blk @ w0) @ blk / blk.shape[0] for blk in G])  # d mean(sin(blk @ w)) / dw
+inner = fjax.shard_map(
+    lambda w, b: (
+        fjax.grad(lambda w: jnp.mean(jnp.sin(b[0] @ w)))(w),
+        fjax.grad(lambda w: lax.pmean(jnp.mean(jnp.sin(b[0] @ w)), "b") + 0.5 * jnp.sum(w * w))(w),
+    ),
+    mesh=mesh,
+    in_specs=(P_(), P_("b")),
+    out_specs=(P_(), P_()),
+)
+g_sum, g_mean = inner(w0, arr)
+close(g_sum, per.sum(0), rtol=1e-4)
+close(g_mean, per.mean(0) + w0, rtol=1e-4)
+# jit with in/out shardings over the global mesh: the numbers of the global computation, results
+# laid out on every process's devices
+rows = NamedSharding(mesh, PartitionSpec("b"))
+jitted = fjax.jit(lambda x: jnp.sin(x) * 2, in_shardings=rows, out_shardings=rows)
+out = jitted(arr)
+close(out, np.sin(G) * 2)
+assert out.sharding == rows and [s.device for s in out.addressable_shards] == fjax.local_devices()
 print(f"OK {r}", flush=True)

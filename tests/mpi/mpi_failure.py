@@ -28,4 +28,21 @@ elif mode == "die":
     f(jnp.ones((1, 3)))
 elif mode == "shape":
     f(jnp.ones((1, 3 + r)))
+elif mode == "exit_before":  # rank 1 leaves normally; rank 0 calls a collective after that
+    if r == 1:
+        sys.exit(0)
+    time.sleep(1.5)
+    f(jnp.ones((1, 3)))
+elif mode == "exit_during":  # rank 0 is already waiting in the collective when rank 1 leaves
+    if r == 1:
+        time.sleep(0.5)
+        sys.exit(0)
+    f(jnp.ones((1, 3)))
+elif mode == "hang":  # rank 1 never arrives: rank 0 gives up after fjax_mpi_timeout
+    if r == 1:
+        time.sleep(60)
+    fjax.config.update("fjax_mpi_timeout", 1.0)
+    f(jnp.ones((1, 3)))
+elif mode == "ok":  # every rank ends normally after its collectives: no false alarm at exit
+    print(f"sum {r}", f(jnp.ones((1, 3)) * (r + 1)).tolist(), flush=True)
 print(f"finished {r}", flush=True)

@@ -25,6 +25,7 @@ class NumbaBackend(Backend):
         )
 
     def prepare(self, prog: Program) -> Program:
+        prog = passes.split_nests(prog, render.NEST_BUDGET, render.compile_weight)
         return passes.schedule(prog, render.parallel_policy, tile=render.TILE, chunks=render.REDUCE_CHUNKS)
 
     def compile(self, prog: Program) -> Callable[..., list]:

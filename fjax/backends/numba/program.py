@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from numba import types
 
-from fjax import core
+from fjax import _blas, core
 from fjax.backends import kernel_ir as ir
 from fjax.backends import memory
 from fjax.backends.numba import disk_cache
@@ -297,6 +297,7 @@ class ProgramSource:
                 kern = host_kernel(step)
                 if kern is not None:
                     call = f"{self._const(kern)}({', '.join(self._var(a) for a in ins)})"
+                    self._blas_threads_for_host(step)
                 else:
                     f = self._const(step.prim.impl)
                     p = self._const(dict(step.params))
@@ -311,6 +312,8 @@ class ProgramSource:
                 continue
             self._kernel(si, step, ins, outs)
         outs = ", ".join(self._var(v) for v in prog.out_slots)
+        if "_blas" in self.ns:
+            body.append("_blas.restore()  # numpy's BLAS threads as they were (see _dot)")
         body.append(f"return [{outs}]")
         self.slots = self._plan_memory() if POOL_BUFFERS else []
         if self.slots:
@@ -395,6 +398,19 @@ class ProgramSource:
             if n != self._var(v):
                 body.append(f"{self._var(v)} = {n}")
 
+    def _blas_threads_for_host(self, step: ir.HostCall) -> None:
+        """A compiled conv's GEMMs (numba's ``np.dot``: scipy's OpenBLAS) get threads by their
+        size and the machine's load, as ``Dot`` steps do (``fjax._blas``)."""
+        if step.op != "conv_general_dilated":
+            return
+        rhs, out = step.in_avals[1], step.out_avals[0]
+        cout = rhs.shape[tuple(step.params["dimension_numbers"][1])[0]]
+        macs = math.prod(out.shape) * (math.prod(rhs.shape) // max(cout, 1))
+        if macs > _blas.SERIAL_MACS:
+            _blas.include_scipy()
+            self.ns["_blas"] = _blas
+            self.lines.append(f"_blas.for_gemm({macs})")
+
     def _dot(self, d: ir.Dot, bn: Callable, key: Any = None) -> None:
         if self.nopython:
             self._loop_dot(d, bn)
@@ -408,6 +424,11 @@ class ProgramSource:
         if d.rhs_perm is not None:
             rhs = f"np.transpose({rhs}, {d.rhs_perm})"
         o = bn(d.out)
+        macs = nb * nl * nk * nr
+        if macs > _blas.SERIAL_MACS:
+            # small and medium GEMMs single-threaded (fjax._blas: OpenBLAS's team spins under load)
+            self.ns["_blas"] = _blas
+            body.append(f"_blas.for_gemm({macs})")
         if nb == 1:
             lx = f"{lhs}.reshape({nk}, {nl}).T" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
             rx = f"{rhs}.reshape({nr}, {nk}).T" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"

@@ -15,6 +15,7 @@ Which nests run in parallel is decided before rendering, by the IR pass ``passes
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 import numba
@@ -117,7 +118,13 @@ class NumbaRenderer:
             return r
 
         def arith(sym: str) -> Callable:
-            return lambda a, op: f(f"{a[0]} {sym} {a[1]}", op)
+            def r(a: list, op: ir.Op) -> str:
+                if op.dtype in _ARG_FLOATS and all(d == op.dtype for d in op.in_dtypes):
+                    # float32 op float32 is float32 in numba already: no cast call to type and lower
+                    return f"({a[0]} {sym} {a[1]})"
+                return f(f"{a[0]} {sym} {a[1]}", op)
+
+            return r
 
         def cmp(sym: str) -> Callable:
             return lambda a, op: f"{a[0]} {sym} {a[1]}"
@@ -142,6 +149,8 @@ class NumbaRenderer:
             return r
 
         def div(a: list, op: ir.Op) -> str:
+            if op.dtype in _ARG_FLOATS and all(d == op.dtype for d in op.in_dtypes):
+                return f"({a[0]} / {a[1]})"
             if op.dtype.kind == "f":
                 return f(f"{a[0]} / {a[1]}", op)
             return f(f"rt.idiv({a[0]}, {a[1]})", op)
@@ -316,10 +325,19 @@ class NumbaRenderer:
         stores, reds = nest.stores, nest.reductions
         local: dict = {}
         kconsts: list = []
+        # (name, value): float constants taken as trailing arguments (``passes.split_nests``
+        # marks the pieces of a cut nest so: pieces differing only in constants share a kernel)
+        cargs: list = []
+        const_args = getattr(nest, "const_args", False)
 
         def nm(x: str) -> str:
             if x not in local:
-                if x in consts:
+                c = consts.get(x)
+                if const_args and c is not None and c.dtype in _ARG_FLOATS and not np.isnan(c.value):
+                    local[x] = f"k{len(kconsts)}"
+                    cargs.append((f"k{len(kconsts)}", ScalarArg(c.value, c.dtype)))
+                    kconsts.append(None)
+                elif x in consts:
                     local[x] = f"k{len(kconsts)}"
                     c = consts[x]
                     note = str(c.dtype.type(c.value)) if c.dtype.kind == "f" else ""
@@ -442,6 +460,8 @@ class NumbaRenderer:
         # wrap-around per element and turns every load into a gather (3x slower)
         tile_ins = list(dict.fromkeys(ins[ld.buf.name][0] for ld in inner_loads))
 
+        copies = [0]
+
         def tile_loop(ind: str, fast: bool) -> list:
             lines = [f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}t[i]" for ld in inner_loads]
             lines += [ind + b for b in (fast_body if fast else rerun_body)]
@@ -450,6 +470,18 @@ class NumbaRenderer:
                 lines.append(f"{ind}oob = np.int32(oob + {' + '.join(oob)})")
             lines += [f"{ind}y{j}t[i] = s{j}" for j in range(len(stores))]
             lines += [f"{ind}tile{j}[i] = r{j}" for j in range(len(reds))]
+            copies[0] += 1
+            if copies[0] > 1:
+                # every copy of the body gets its own names: a name assigned in several places
+                # makes numba's SSA reconstruction walk every block once per such name, which is
+                # quadratic in the body's length (a 200-op chain took 20 s in it)
+                own = {m.group(1) for ln in lines if (m := _ASSIGNED.match(ln))}
+                own.discard("oob")
+
+                def rename(m: re.Match, k: int = copies[0]) -> str:
+                    return f"{m.group(1)}_{k}" if m.group(1) in own else m.group(1)
+
+                lines = [_NAME.sub(rename, ln) for ln in lines]
             return lines
 
         def tile_dtype(r: ir.Reduction) -> np.dtype:
@@ -637,6 +669,14 @@ class NumbaRenderer:
                     ind = out[k][: len(out[k]) - len(out[k].lstrip())]
                     out.insert(k + 1, f"{ind}    rt.wide_vectors({int(VECTOR_WIDTH)})")
             out.insert(0, f"rt.wide_vectors({int(VECTOR_WIDTH)})")
+        kconsts = [k for k in kconsts if k is not None]
+        if cargs:
+            # passed as Python floats (float64, exact for both dtypes): no conversion call per
+            # argument in the calling program
+            body_names = {n: f"{n}_" for n, _ in cargs}
+            out = [_NAME.sub(lambda m: body_names.get(m.group(1), m.group(1)), ln) for ln in out]
+            out[:0] = [f"{n}_ = {_T(a.dtype)}({n})" for n, a in cargs]
+            extents = extents + cargs
         params = [a[0] for a in args] + [e[0] for e in extents]
         deco = f"@njit(cache=CACHE, error_model='numpy', nogil=True{', parallel=True' if par else ''})"
         src = "\n".join(
@@ -671,7 +711,25 @@ class NestCode:
         for _, buf, view, ro, dt in self.args:
             nd = self.view_ndim(view, buf) if view != "acc" else len(self.kept_shape)
             sig.append(types.Array(numba.from_dtype(np.dtype(dt)), nd, "C", readonly=ro))
-        return tuple(sig) + (types.int64,) * len(self.extents)
+        return tuple(sig) + tuple(types.float64 if isinstance(e[1], ScalarArg) else types.int64 for e in self.extents)
+
+
+_ARG_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class ScalarArg(str):
+    """A constant passed to a nest kernel as a trailing argument (after the loop extents): the
+    source text of a Python float (``str`` of it is what the calling program writes)."""
+
+    def __new__(cls, value: float, dtype: np.dtype) -> "ScalarArg":
+        v = float(value)
+        self = str.__new__(cls, repr(v) if math.isfinite(v) else ("1e999" if v > 0 else "-1e999"))
+        self.dtype = np.dtype(dtype)
+        return self
+
+
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+_ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*) = ")
 
 
 def _shape(shape: tuple) -> str:
@@ -681,34 +739,46 @@ def _shape(shape: tuple) -> str:
 renderer = NumbaRenderer()
 
 
+_HEAVY = {
+    "exp",
+    "log",
+    "log1p",
+    "expm1",
+    "tanh",
+    "logistic",
+    "sin",
+    "cos",
+    "erf",
+    "pow",
+    "tan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "asin",
+    "acos",
+    "atan",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erfc",
+    "lgamma",
+    "exp2",
+    "cbrt",
+}
+
+
+# the compile budget of one loop-nest kernel (``passes.split_nests``), in ``compile_weight`` units
+NEST_BUDGET = 64
+
+
+def compile_weight(op: ir.Op) -> int:
+    """What an op costs to compile, roughly: the transcendental functions are inlined polynomials
+    (with range reductions and, for sin/cos, an exact rerun path), several times a plain op."""
+    return 4 if op.op in _HEAVY else 1
+
+
 def _work(nest: ir.LoopNest) -> int:
-    heavy = {
-        "exp",
-        "log",
-        "log1p",
-        "expm1",
-        "tanh",
-        "logistic",
-        "sin",
-        "cos",
-        "erf",
-        "pow",
-        "tan",
-        "atan2",
-        "sinh",
-        "cosh",
-        "asin",
-        "acos",
-        "atan",
-        "asinh",
-        "acosh",
-        "atanh",
-        "erfc",
-        "lgamma",
-        "exp2",
-        "cbrt",
-    }
-    cost = 1 + sum(20 if (isinstance(s, ir.Op) and s.op in heavy) else 1 for s in nest.body)
+    cost = 1 + sum(20 if (isinstance(s, ir.Op) and s.op in _HEAVY) else 1 for s in nest.body)
     return nest.size * cost
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from fjax import core
 from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr, ShapedArray
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 
@@ -221,7 +222,7 @@ def merge_consts(traced: Sequence[tuple[ClosedJaxpr, list]]) -> tuple[tuple[Clos
 
 
 def is_float(aval: ShapedArray) -> bool:
-    return aval.dtype.kind in "fc"
+    return _dkind(aval.dtype) in "fc"
 
 
 def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: Sequence[bool]) -> tuple:

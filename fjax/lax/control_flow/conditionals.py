@@ -26,6 +26,7 @@ from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
@@ -386,8 +387,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
         pred_dtype = dtypes.result_type(pred)
     except TypeError as err:
         raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
-    if pred_dtype.kind != "b":
-        if pred_dtype.kind in "iuf":
+    if _dkind(pred_dtype) != "b":
+        if _dkind(pred_dtype) in "iuf":
             if type(pred) in (int, float):
                 pred = pred != 0
             else:
@@ -421,7 +422,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
         index_dtype = dtypes.result_type(index)
     except TypeError as err:
         raise TypeError(f"Index type must be an integer, got {index}.") from err
-    if index_dtype.kind not in "iu":
+    if _dkind(index_dtype) not in "iu":
         raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
     if len(branches) == 0:
         raise ValueError("Empty branch sequence")

@@ -25,6 +25,7 @@ from fjax import core, dtypes
 from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
+from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import Zero
@@ -374,7 +375,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
     dt = ld
     if ld != ud:
         dt = None
-        if ld.kind == "i" and ud.kind == "i":
+        if _dkind(ld) == "i" and _dkind(ud) == "i":
             lw, uw = dtypes.is_weakly_typed(lower), dtypes.is_weakly_typed(upper)
             if lw and not uw:
                 dt = ud

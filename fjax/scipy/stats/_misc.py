@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fjax import numpy as jnp
+from fjax.dtypes import kind as _dkind
 from fjax.scipy import special as sp
 
 
@@ -39,10 +40,10 @@ def mode(a: Any, axis: int | None = 0, nan_policy: str = "propagate", keepdims: 
         raise ValueError("mode: cannot compute the mode along an axis of size 0")
     counts = jnp.sum(xm[..., :, None] == xm[..., None, :], axis=-1)
     best = jnp.max(counts, axis=-1, keepdims=True)
-    big = jnp.asarray(np.inf if xm.dtype.kind == "f" else np.iinfo(xm.dtype).max, xm.dtype)
+    big = jnp.asarray(np.inf if _dkind(xm.dtype) == "f" else np.iinfo(xm.dtype).max, xm.dtype)
     m = jnp.min(jnp.where(counts == best, xm, big), axis=-1)
     c = best[..., 0]
-    if xm.dtype.kind == "f":
+    if _dkind(xm.dtype) == "f":
         has_nan = jnp.any(jnp.isnan(xm), axis=-1)
         m = jnp.where(has_nan, np.nan, m)
         c = jnp.where(has_nan, jnp.sum(jnp.isnan(xm), axis=-1), c)
@@ -79,7 +80,7 @@ def rankdata(a: Any, method: str = "average", *, axis: int | None = None, nan_po
             eq_j = jnp.sum(xm[..., :, None] == xm[..., None, :], axis=-2)  # multiplicity of each x_j
             r = jnp.sum(jnp.where(xj < xi, 1.0 / eq_j[..., None, :], 0.0), axis=-1)
             r = jnp.round(r).astype(jnp.result_type(int)) + 1
-    if method == "average" and xm.dtype.kind == "f":
+    if method == "average" and _dkind(xm.dtype) == "f":
         r = jnp.where(jnp.any(jnp.isnan(xm), axis=-1, keepdims=True), np.nan, r)
     return jnp.moveaxis(r, -1, axis)
 
@@ -88,7 +89,7 @@ def sem(a: Any, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagat
     """Standard error of the mean: std(a, ddof) / sqrt(n)."""
     _check_nan_policy("sem", nan_policy)
     x = jnp.asarray(a)
-    if x.dtype.kind not in "fc":
+    if _dkind(x.dtype) not in "fc":
         x = x.astype(jnp.result_type(float))
     if axis is None:
         x = x.ravel()
@@ -104,7 +105,7 @@ class gaussian_kde:  # noqa: N801
 
     def __init__(self, dataset: Any, bw_method: Any = None, weights: Any = None):
         data = jnp.atleast_2d(jnp.asarray(dataset))
-        if data.dtype.kind not in "f":
+        if _dkind(data.dtype) not in "f":
             data = data.astype(jnp.result_type(float))
         d, n = data.shape
         if n < 2:

@@ -1,0 +1,83 @@
+"""``CudaBackend``: the CUDA implementation of ``fjax.backends.backend.Backend``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fjax.backends.backend import Backend, Capabilities
+from fjax.backends.cuda import plan as cplan
+from fjax.backends.cuda.ops import CUDA_OPS
+from fjax.backends.kernel_ir import Program
+
+# indexed updates a compiled loop body runs inline (as kernels of the body's plan)
+LOOP_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add"})
+
+
+def _loop_op_reason(step: Any) -> str | None:
+    """None when the ``InlineStep`` renders as kernels of a loop body's plan, else why not."""
+    if step.op not in LOOP_OPS:
+        return f"no lowering rule for primitive {step.op}"
+    if step.op != "dynamic_update_slice" and step.params["dimension_numbers"].operand_batching_dims:
+        return f"{step.op} with operand_batching_dims"
+    return None
+
+
+class _EveryPrimitive:
+    """``Capabilities.host_kernels`` of the CUDA backend: every host step is either rendered as
+    kernels (``host_ops``) or an error naming it, never evaluated on the host, so a program made
+    only of host steps is still lowered (and raises for what has no CUDA form)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+class CudaBackend(Backend):
+    """Loop nests as CUDA C ``__global__`` kernels in one translation unit, GEMMs on cuBLAS, control
+    flow as a host-driven launch sequence; run through a runtime (cupy's, or the CPU emulator)."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self.capabilities = Capabilities(
+            ops=CUDA_OPS, loop_ops=LOOP_OPS, loop_op_reason=_loop_op_reason, host_kernels=_EveryPrimitive()
+        )
+
+    def source(self, program: Program) -> str:
+        """One CUDA C++ translation unit with every kernel of ``program`` and the host-side launch
+        sequence as comments. NotImplementedError names a step with no CUDA form."""
+        return cplan.source(self.prepare(program), self.capabilities)
+
+    def plan(self, program: Program) -> list:
+        """The launch plan of ``program`` as data (``plan.Plan.steps``: ``Alloc``, ``View``,
+        ``Launch``, ``MatMul``, ``Loop``, ``Branch`` records; see ``fjax.backends.cuda.plan``)."""
+        return self.build(program)[0].steps
+
+    def build(self, program: Program) -> tuple[cplan.Plan, cplan.Module]:
+        """The full ``Plan`` (inputs, outputs, constants, steps) and the ``Module`` of kernels."""
+        return cplan.build(self.prepare(program), self.capabilities)
+
+    def compile(self, program: Program, runtime: Any = None) -> Callable[..., list]:
+        """A callable on device buffers of ``runtime`` (default: the cupy runtime) that runs the plan
+        and returns the output buffers."""
+        p, module = self.build(program)
+        if runtime is None:
+            runtime = default_runtime()
+        ex = cplan.Executor(p, module, runtime, options=())
+        ex.__fjax_source__ = ex.src
+        return ex
+
+
+def default_runtime() -> Any:
+    """The cupy runtime (``fjax.backends.cuda.runtime``); RuntimeError without cupy or a GPU."""
+    try:
+        from fjax.backends.cuda import runtime  # noqa: PLC0415
+    except ImportError as e:
+        raise RuntimeError(
+            f"the CUDA backend needs cupy and an NVIDIA GPU to run ({type(e).__name__}: {e}); "
+            "lowering to CUDA text (jit(f).trace(...).lower(lowering_platforms=('cuda',)).as_text()) works without"
+        ) from e
+    get = getattr(runtime, "get_runtime", None)
+    try:
+        return get() if get is not None else runtime
+    except Exception as e:  # noqa: BLE001 - no device, no driver: one clear error
+        raise RuntimeError(f"the CUDA backend cannot start its runtime: {type(e).__name__}: {e}") from e

@@ -1,0 +1,220 @@
+// fjax CUDA emulation header: compiles fjax's generated CUDA C with a host C++ compiler
+// (g++ -x c++ -DFJAX_EMULATE) and runs its kernels on the CPU, for verification without a GPU.
+//
+// Every CUDA thread of a block is a ucontext fiber with its own stack; blocks run one after
+// another. __syncthreads() and the warp-level __shfl_down_sync() are barriers: a fiber that
+// reaches one yields to the block's scheduler until every live thread of the block (warp) has
+// arrived, so code between barriers runs in the same phases as on a GPU, and shared memory
+// (__shared__ = a static local: one copy, shared by the block's fibers) sees the same values.
+// Threads that have exited no longer count at __syncthreads; a warp shuffle needs all its lanes. Atomics are plain read-modify-writes
+// (fibers never interleave inside one). Device math names are the C library's.
+#ifndef FJAX_CUDA_EMU_H
+#define FJAX_CUDA_EMU_H
+
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using std::isfinite;
+using std::isnan;
+
+struct dim3 {
+  unsigned int x, y, z;
+};
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+
+namespace fjemu {
+
+struct Fiber {
+  ucontext_t ctx;
+  dim3 tid;
+  int linear;
+  bool done;
+};
+
+static thread_local Fiber* cur = nullptr;
+static thread_local ucontext_t sched;
+static thread_local const std::function<void()>* body = nullptr;
+static thread_local dim3 block_idx, block_dim, grid_dim;
+static thread_local int nthreads = 0, alive = 0, arrived = 0;
+static thread_local unsigned int generation = 0;
+static thread_local int warp_size[32], warp_arrived[32];
+static thread_local unsigned int warp_gen[32];
+static thread_local unsigned long long slots[1024];
+// bumped by every barrier arrival, release and thread exit: a scheduler pass over the block that
+// leaves it unchanged means every live thread waits at a barrier no other can reach (a deadlock,
+// e.g. a shuffle some lanes of a warp skip); the launch then fails instead of hanging
+static thread_local unsigned long long events = 0;
+
+inline void yield() { swapcontext(&cur->ctx, &sched); }
+
+inline void release_if_complete() {
+  ++events;
+  if (arrived > 0 && arrived >= alive) {
+    arrived = 0;
+    ++generation;
+  }
+}
+
+// a warp-synchronous operation (full mask) needs every lane of the warp: a lane that has exited
+// never arrives, so its warp deadlocks (reported), as it is undefined on a GPU
+inline void release_warp_if_complete(int w) {
+  ++events;
+  if (warp_arrived[w] > 0 && warp_arrived[w] >= warp_size[w]) {
+    warp_arrived[w] = 0;
+    ++warp_gen[w];
+  }
+}
+
+inline void syncthreads() {
+  unsigned int g = generation;
+  ++arrived;
+  release_if_complete();
+  while (generation == g) yield();
+}
+
+inline void syncwarp() {
+  int w = cur->linear >> 5;
+  unsigned int g = warp_gen[w];
+  ++warp_arrived[w];
+  release_warp_if_complete(w);
+  while (warp_gen[w] == g) yield();
+}
+
+inline void entry() {
+  (*body)();
+  cur->done = true;
+  --alive;
+  release_if_complete();
+  // returning resumes ``sched`` (uc_link)
+}
+
+static const size_t kStack = 64 * 1024;
+
+// Run ``f`` as every thread of every block of a grid: 0, or 1 for a barrier deadlock, 2 for a
+// block size out of range.
+inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
+  int n = (int)(b.x * b.y * b.z);
+  if (n <= 0 || n > 1024) return 2;
+  std::vector<Fiber> fibers(n);
+  std::vector<char> stacks((size_t)n * kStack);
+  body = &f;
+  grid_dim = g;
+  block_dim = b;
+  nthreads = n;
+  for (unsigned int bz = 0; bz < g.z; ++bz)
+    for (unsigned int by = 0; by < g.y; ++by)
+      for (unsigned int bx = 0; bx < g.x; ++bx) {
+        block_idx = dim3{bx, by, bz};
+        alive = n;
+        arrived = 0;
+        for (int w = 0; w < 32; ++w) {
+          warp_size[w] = 0;
+          warp_arrived[w] = 0;
+        }
+        for (int i = 0; i < n; ++i) {
+          Fiber& fb = fibers[i];
+          fb.linear = i;
+          fb.done = false;
+          fb.tid = dim3{(unsigned)i % b.x, ((unsigned)i / b.x) % b.y, (unsigned)i / (b.x * b.y)};
+          ++warp_size[i >> 5];
+          getcontext(&fb.ctx);
+          fb.ctx.uc_stack.ss_sp = &stacks[(size_t)i * kStack];
+          fb.ctx.uc_stack.ss_size = kStack;
+          fb.ctx.uc_link = &sched;
+          makecontext(&fb.ctx, (void (*)())entry, 0);
+        }
+        int left = n;
+        int idle_passes = 0;
+        while (left > 0) {
+          left = 0;
+          unsigned long long before = events;
+          for (int i = 0; i < n; ++i) {
+            if (fibers[i].done) continue;
+            cur = &fibers[i];
+            swapcontext(&sched, &fibers[i].ctx);
+            if (!fibers[i].done) ++left;
+          }
+          idle_passes = (events == before) ? idle_passes + 1 : 0;
+          if (left > 0 && idle_passes >= 2) {
+            cur = nullptr;
+            return 1;
+          }
+        }
+      }
+  cur = nullptr;
+  return 0;
+}
+
+}  // namespace fjemu
+
+#define threadIdx (fjemu::cur->tid)
+#define blockIdx (fjemu::block_idx)
+#define blockDim (fjemu::block_dim)
+#define gridDim (fjemu::grid_dim)
+
+inline void __syncthreads() { fjemu::syncthreads(); }
+inline void __syncwarp(unsigned int = 0xffffffffu) { fjemu::syncwarp(); }
+
+template <typename T>
+inline T __shfl_down_sync(unsigned int, T v, int delta) {
+  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+  int t = fjemu::cur->linear;
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  fjemu::slots[t] = bits;
+  fjemu::syncwarp();
+  T r = v;
+  int lane = t & 31;
+  if (lane + delta < 32 && t + delta < fjemu::nthreads) std::memcpy(&r, &fjemu::slots[t + delta], sizeof(T));
+  fjemu::syncwarp();
+  return r;
+}
+
+template <typename T, typename V>
+inline T atomicAdd(T* p, V v) {
+  T old = *p;
+  *p = (T)(old + (T)v);
+  return old;
+}
+template <typename T, typename V>
+inline T atomicMin(T* p, V v) {
+  T old = *p;
+  if ((T)v < old) *p = (T)v;
+  return old;
+}
+template <typename T, typename V>
+inline T atomicMax(T* p, V v) {
+  T old = *p;
+  if ((T)v > old) *p = (T)v;
+  return old;
+}
+
+inline float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline int __float_as_int(float f) {
+  int i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+inline double __longlong_as_double(long long i) {
+  double f;
+  std::memcpy(&f, &i, 8);
+  return f;
+}
+
+#endif  // FJAX_CUDA_EMU_H

@@ -1,0 +1,425 @@
+"""A kernel IR ``Program`` -> one CUDA C++ translation unit + a launch plan (data), and the plan's
+executor over a runtime (``runtime.py`` on cupy, ``emulate.py`` on the CPU).
+
+The plan is a list of records a runtime executes in order over named device buffers:
+
+- ``Launch``: one kernel launch (name, grid, block, shared memory, argument buffer names and
+  scalars in order); outputs it writes are allocated by the ``Alloc`` records before it;
+- ``Alloc``: a device buffer (``rt.empty``);
+- ``View``: a buffer seen with another shape (``reshape`` of contiguous data: no copy);
+- ``MatMul``: ``dot_general`` as batched GEMMs (``rt.matmul``, cuBLAS through cupy);
+- ``Loop``: ``scan`` / ``while`` with sub-plans (``body``, ``cond``), driven from the host with the
+  carry on the device (a ``while`` reads its 0-d predicate back each iteration);
+- ``Branch``: ``cond`` / ``switch``: the index is read back, the chosen sub-plan runs.
+
+Nothing runs on the CPU: a step with no CUDA form raises ``NotImplementedError`` naming it when the
+plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host round trip.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fjax import core
+from fjax.backends import kernel_ir as ir
+from fjax.backends.cuda import host_ops
+from fjax.backends.cuda.ops import PRELUDE, ctype
+from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
+from fjax.backends.cuda.render import CudaKernel, describe, render_nest
+
+__all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source", "Executor"]
+
+
+# ---------------------------------------------------------------------------------------------
+# step adapter: the one place that reads a step's primitive and params (the step nodes are being
+# rewritten to carry prim/params/avals instead of a JaxprEqn)
+
+
+def step_info(step: Any, io: tuple) -> tuple[str, dict, list, list]:
+    """``(primitive name, params, input avals, output avals)`` of a host/inline/control step."""
+    return step.op, step.params, list(step.in_avals), list(step.out_avals)
+
+
+def step_aux(step: Any) -> dict:
+    """The backend-neutral facts the step's lowering rule declares (``registry.aux``)."""
+    return dict(step.aux or {})
+
+
+# ---------------------------------------------------------------------------------------------
+# building
+
+
+class Module:
+    """The kernels of one translation unit (deduplicated by name) and the launch-sequence text."""
+
+    def __init__(self) -> None:
+        self.kernels: dict[str, CudaKernel] = {}
+        self.kinds: dict[str, str] = {}
+
+    def add(self, k: CudaKernel) -> str:
+        self.kernels.setdefault(k.name, k)
+        self.kinds[k.name] = k.kind
+        return k.name
+
+    def source(self, comments: list) -> str:
+        head = [
+            "// fjax CUDA translation unit (generated): every kernel of the program, then the host-side",
+            "// launch sequence as comments. Compiles with nvcc (-arch=sm_80/sm_90) and NVRTC (cupy).",
+            "",
+        ]
+        parts = ["\n".join(head), PRELUDE]
+        parts += [k.src for k in self.kernels.values()]
+        parts.append("// ---- host-side launch sequence\n" + "\n".join("// " + c if c else "//" for c in comments))
+        return "\n".join(parts) + "\n"
+
+
+class _Builder:
+    def __init__(self, module: Module, caps: Any):
+        self.module = module
+        self.caps = caps
+        self.count = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def build(self, prog: ir.Program, in_names: list | None = None) -> Plan:
+        names: dict = {}
+        plan = Plan([], [], [])
+
+        def nm(v: Any) -> str:
+            if type(v) is core.Literal:
+                n = self.fresh("lit")
+                plan.consts[n] = np.asarray(v.val, v.aval.dtype)
+                return n
+            n = names.get(v)
+            if n is None:
+                n = names[v] = self.fresh("v")
+            return n
+
+        nconst = len(prog.consts)
+        for j, v in enumerate(prog.in_slots):
+            if j < nconst:
+                n = nm(v)
+                plan.consts[n] = np.ascontiguousarray(np.asarray(prog.consts[j]))
+            else:
+                if in_names is not None:
+                    names[v] = in_names[j - nconst]
+                plan.inputs.append(nm(v))
+        for step, (ins, outs) in zip(prog.steps, prog.step_io):
+            if isinstance(step, ir.Kernel):
+                self._kernel(plan, step, [nm(a) for a in ins], outs, names)
+            elif isinstance(step, ir.ControlStep):
+                self._control(plan, step, (ins, outs), [nm(a) for a in ins], [nm(o) for o in outs])
+            elif isinstance(step, (ir.HostCall, ir.InlineStep)):
+                name, params, in_avals, out_avals = step_info(step, (ins, outs))
+                closed = params.get("call_jaxpr")
+                if isinstance(closed, core.ClosedJaxpr):
+                    # a call (custom_jvp_call, custom_vjp_call): its body, lowered and inlined
+                    self._inline_call(plan, name, closed, [nm(a) for a in ins], outs, names)
+                    continue
+                out_names = [nm(o) for o in outs]
+                recs = host_ops.render(
+                    name, params, in_avals, out_avals, step_aux(step), [nm(a) for a in ins], out_names, self
+                )
+                plan.steps.extend(recs)
+            else:
+                raise NotImplementedError(f"CUDA backend: program step {type(step).__name__}")
+        plan.outputs = [nm(v) for v in prog.out_slots]
+        return plan
+
+    def _inline_call(self, plan: Plan, name: str, closed: Any, in_names: list, outs: list, names: dict) -> None:
+        from fjax.backends import lowering  # noqa: PLC0415
+
+        sub = lowering.build_program(closed, self.caps)
+        if sub is None:
+            raise NotImplementedError(f"CUDA backend: the body of {name} has nothing that compiles")
+        splan = self.build(sub, in_names)
+        plan.steps.extend(splan.steps)
+        plan.consts.update(splan.consts)
+        for o, n in zip(outs, splan.outputs):
+            if o not in names:
+                names[o] = n
+            elif names[o] != n:
+                plan.steps.append(View(names[o], n, tuple(o.aval.shape)))
+
+    def _kernel(self, plan: Plan, k: ir.Kernel, in_names: list, outs: list, names: dict) -> None:
+        tag = self.fresh("k")
+        bufname: dict = {p.name: n for p, n in zip(k.params, in_names)}
+        root: dict = {}  # Reshape views -> the buffer whose memory they alias
+
+        def bn(b: ir.Buf) -> str:
+            n = bufname.get(b.name)
+            if n is None:
+                n = bufname[b.name] = f"{tag}_{b.name}"
+            return n
+
+        consts = {c.name: c for c in k.consts}
+        for st in k.stmts:
+            if isinstance(st, ir.LoopNest):
+                for nl in render_nest(st, consts, root):
+                    kname = self.module.add(nl.kernel)
+                    for t in nl.temps:
+                        plan.steps.append(Alloc(f"{tag}_{t[0]}", t[1], np.dtype(t[2])))
+                    args = []
+                    for role, b in nl.args:
+                        if role == "tmp":
+                            args.append(f"{tag}_{b[0]}")
+                            continue
+                        if role == "out" and b.name not in bufname:
+                            plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
+                        args.append(bn(b))
+                    plan.steps.append(Launch(kname, nl.grid, nl.block, tuple(args), 0, describe(st)))
+                # outputs of an empty nest (no launch) still exist
+                for b, _ in st.stores:
+                    if b.name not in bufname:
+                        plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
+                for r in st.reductions:
+                    if r.out.name not in bufname:
+                        plan.steps.append(Alloc(bn(r.out), r.out.shape, r.out.dtype))
+            elif isinstance(st, ir.Reshape):
+                src = root.get(st.src.name, st.src)
+                root[st.out.name] = src
+                plan.steps.append(View(bn(st.out), bn(st.src), st.out.shape))
+            elif isinstance(st, ir.Dot):
+                if st.out.dtype.kind not in "f":
+                    raise NotImplementedError(
+                        f"CUDA backend: dot_general on dtype {st.out.dtype.name} (cuBLAS: floats)"
+                    )
+                o = bn(st.out)
+                plan.steps.append(
+                    MatMul(
+                        o,
+                        bn(st.lhs),
+                        bn(st.rhs),
+                        tuple(st.dims),
+                        tuple(st.lhs_perm) if st.lhs_perm is not None else None,
+                        tuple(st.rhs_perm) if st.rhs_perm is not None else None,
+                        bool(st.lhs_t),
+                        bool(st.rhs_t),
+                        tuple(st.out.shape),
+                        st.out.dtype,
+                        st.comment,
+                    )
+                )
+            else:
+                raise NotImplementedError(f"CUDA backend: kernel statement {type(st).__name__}")
+        for o, v in zip(k.outputs, outs):
+            n = bn(o)
+            if v not in names:
+                names[v] = n
+            elif names[v] != n:
+                plan.steps.append(View(names[v], n, tuple(o.shape)))
+
+    def _control(self, plan: Plan, step: ir.ControlStep, io: tuple, ins: list, outs: list) -> None:
+        kind, params, in_avals, out_avals = step_info(step, io)
+        if kind == "scan":
+            nc, nk = int(params["num_consts"]), int(params["num_carry"])
+            T, rev = int(params["length"]), bool(params["reverse"])
+            body_prog = step.bodies["body"]
+            bplan = self.build(body_prog)
+            y_avals = [v.aval for v in body_prog.out_slots[nk:]]
+            ys = []
+            for a, n in zip(y_avals, outs[nk:]):
+                kname, block = self.copy_kernel(a.dtype, math.prod(a.shape))
+                ys.append((n, (T, *a.shape), np.dtype(a.dtype), kname, block))
+            plan.steps.append(Loop("scan", ins[:nc], ins[nc : nc + nk], ins[nc + nk :], bplan, outs, T, rev, ys=ys))
+        elif kind == "while":
+            cn, bn_ = int(params["cond_nconsts"]), int(params["body_nconsts"])
+            cplan = self.build(step.bodies["cond"])
+            bplan = self.build(step.bodies["body"])
+            plan.steps.append(
+                Loop("while", ins[cn : cn + bn_], ins[cn + bn_ :], [], bplan, outs, cond=cplan, cond_consts=ins[:cn])
+            )
+        elif kind == "cond":
+            branches = [self.build(step.bodies[f"branch{i}"]) for i in range(len(step.bodies))]
+            plan.steps.append(Branch(ins[0], ins[1:], branches, outs))
+        else:
+            raise NotImplementedError(f"CUDA backend: control flow {kind!r}")
+
+    def copy_kernel(self, dtype: Any, n: int) -> tuple[str, int]:
+        """A kernel copying ``n`` elements (``dst[i] = src[i]``)."""
+        T = ctype(dtype)
+        block = 256 if n >= 256 else max(32, -(-n // 32) * 32)
+        src = (
+            f"// copy of {n} {T}\n"
+            f'extern "C" __global__ void __launch_bounds__({block}) __NAME__(const {T}* __restrict__ src, '
+            f"{T}* __restrict__ dst) {{\n"
+            f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {n}LL;"
+            f" i += (long long){block} * gridDim.x)\n"
+            "    dst[i] = src[i];\n}\n"
+        )
+        return self.module.add(CudaKernel("copy", src)), block
+
+
+def launch_grid(n: int, block: int) -> tuple:
+    return (max(1, min(4096, -(-n // block))), 1, 1)
+
+
+def build(prog: ir.Program, caps: Any) -> tuple[Plan, Module]:
+    """The launch plan of ``prog`` and the module holding its kernels (``caps``: the backend's
+    capabilities, for lowering the bodies of calls)."""
+    module = Module()
+    plan = _Builder(module, caps).build(prog)
+    return plan, module
+
+
+# ---------------------------------------------------------------------------------------------
+# the launch sequence as text (comments of the translation unit)
+
+
+def _dt(d: Any) -> str:
+    return core.short_dtype_name(np.dtype(d))
+
+
+def plan_text(plan: Plan, ind: str = "") -> list[str]:
+    lines = [f"{ind}plan({', '.join(plan.inputs)}):"]
+    i2 = ind + "  "
+    for n, c in plan.consts.items():
+        lines.append(f"{i2}{n} = upload {_dt(c.dtype)}{list(c.shape)}")
+    for s in plan.steps:
+        if isinstance(s, Alloc):
+            lines.append(f"{i2}{s.name} = empty({list(s.shape)}, {_dt(s.dtype)})")
+        elif isinstance(s, View):
+            lines.append(f"{i2}{s.name} = view {s.src} as {list(s.shape)}")
+        elif isinstance(s, Launch):
+            args = ", ".join(a if isinstance(a, str) else f"{_dt(a.dtype)}({a})" for a in s.args)
+            lines.append(f"{i2}launch {s.kernel}<<<{s.grid}, {s.block}, {s.shared_mem}>>>({args})  # {s.comment}")
+        elif isinstance(s, MatMul):
+            nb, nl, nk, nr = s.dims
+            lt, rt = "^T" if s.lhs_t else "", "^T" if s.rhs_t else ""
+            lines.append(
+                f"{i2}{s.out} = cublas gemm {s.lhs}{lt} @ {s.rhs}{rt}: {nb} x ({nl}, {nk}) @ ({nk}, {nr}) "
+                f"{_dt(s.dtype)}  # {s.comment}"
+            )
+        elif isinstance(s, Loop):
+            if s.kind == "scan":
+                head = f"for t in range({s.length}){' reversed' if s.reverse else ''}"
+                lines.append(
+                    f"{i2}scan {head}: consts ({', '.join(s.consts)}) carry ({', '.join(s.carries)}) "
+                    f"xs ({', '.join(s.xs)}) -> ({', '.join(s.outs)})"
+                )
+                for y in s.ys:
+                    lines.append(f"{i2}  {y[0]} = empty({list(y[1])}, {_dt(y[2])}); ys[t] written by {y[3]}")
+            else:
+                lines.append(
+                    f"{i2}while: consts ({', '.join(s.consts)}) carry ({', '.join(s.carries)}) -> ({', '.join(s.outs)})"
+                )
+                lines.append(f"{i2}  cond (0-d bool read back to the host each iteration):")
+                lines += plan_text(s.cond, i2 + "    ")
+            lines.append(f"{i2}  body:")
+            lines += plan_text(s.body, i2 + "    ")
+        elif isinstance(s, Branch):
+            lines.append(f"{i2}switch on {s.index} (read back): ({', '.join(s.ins)}) -> ({', '.join(s.outs)})")
+            for b, p in enumerate(s.branches):
+                lines.append(f"{i2}  branch {b}:")
+                lines += plan_text(p, i2 + "    ")
+        else:
+            lines.append(f"{i2}{s!r}")
+    lines.append(f"{i2}return ({', '.join(plan.outputs)})")
+    return lines
+
+
+def source(prog: ir.Program, caps: Any) -> str:
+    """One CUDA C++ translation unit: every kernel of ``prog`` and its launch sequence as comments."""
+    plan, module = build(prog, caps)
+    return module.source(plan_text(plan))
+
+
+# ---------------------------------------------------------------------------------------------
+# executing a plan through a runtime
+
+
+class Executor:
+    """Runs a plan on a runtime (``rt.module/launch/empty/to_device/to_host/matmul``); buffers are
+    the runtime's array objects (``.reshape``/``.transpose``/indexing give views)."""
+
+    def __init__(self, plan: Plan, module: Module, rt: Any, options: tuple = ()):
+        self.plan, self.rt = plan, rt
+        self.src = module.source(plan_text(plan))
+        self.mod = rt.module(self.src, tuple(options))
+        self._consts: dict = {}
+        self._upload(plan)
+
+    def _upload(self, plan: Plan) -> None:
+        for n, c in plan.consts.items():
+            self._consts[n] = self.rt.to_device(np.ascontiguousarray(c))
+        for s in plan.steps:
+            if isinstance(s, Loop):
+                self._upload(s.body)
+                if s.cond is not None:
+                    self._upload(s.cond)
+            elif isinstance(s, Branch):
+                for b in s.branches:
+                    self._upload(b)
+
+    def __call__(self, *args: Any) -> list:
+        return self.run(self.plan, list(args))
+
+    def run(self, plan: Plan, args: list) -> list:
+        rt = self.rt
+        env: dict = dict(zip(plan.inputs, args))
+        for n in plan.consts:
+            env[n] = self._consts[n]
+        for s in plan.steps:
+            if isinstance(s, Alloc):
+                env[s.name] = rt.empty(tuple(s.shape), s.dtype)
+            elif isinstance(s, View):
+                env[s.name] = env[s.src].reshape(tuple(s.shape))
+            elif isinstance(s, Launch):
+                a = tuple(env[x] if isinstance(x, str) else x for x in s.args)
+                rt.launch(self.mod, s.kernel, s.grid, s.block, a, s.shared_mem)
+            elif isinstance(s, MatMul):
+                env[s.out] = self._matmul(s, env)
+            elif isinstance(s, Loop):
+                outs = self._loop(s, env)
+                env.update(zip(s.outs, outs))
+            elif isinstance(s, Branch):
+                i = int(np.asarray(rt.to_host(env[s.index])).reshape(()))
+                i = min(max(i, 0), len(s.branches) - 1)
+                outs = self.run(s.branches[i], [env[x] for x in s.ins])
+                env.update(zip(s.outs, outs))
+            else:
+                raise NotImplementedError(f"CUDA runtime: plan record {type(s).__name__}")
+        return [env[o] for o in plan.outputs]
+
+    def _matmul(self, s: MatMul, env: dict) -> Any:
+        nb, nl, nk, nr = s.dims
+        lhs, rhs = env[s.lhs], env[s.rhs]
+        if s.lhs_perm is not None:
+            lhs = lhs.transpose(s.lhs_perm)
+        if s.rhs_perm is not None:
+            rhs = rhs.transpose(s.rhs_perm)
+        a = lhs.reshape(nb, nk, nl).transpose(0, 2, 1) if s.lhs_t else lhs.reshape(nb, nl, nk)
+        b = rhs.reshape(nb, nr, nk).transpose(0, 2, 1) if s.rhs_t else rhs.reshape(nb, nk, nr)
+        out = self.rt.empty((nb, nl, nr), s.dtype)
+        self.rt.matmul(a, b, out)
+        return out.reshape(tuple(s.out_shape))
+
+    def _loop(self, s: Loop, env: dict) -> list:
+        rt = self.rt
+        consts = [env[c] for c in s.consts]
+        carry = [env[c] for c in s.carries]
+        if s.kind == "scan":
+            xs = [env[x] for x in s.xs]
+            ys = [rt.empty(tuple(y[1]), y[2]) for y in s.ys]
+            for it in range(s.length):
+                t = s.length - 1 - it if s.reverse else it
+                outs = self.run(s.body, consts + carry + [x[t : t + 1].reshape(tuple(x.shape[1:])) for x in xs])
+                carry = outs[: len(carry)]
+                for (_, shape, _, kname, block), y, v in zip(s.ys, ys, outs[len(carry) :]):
+                    n = math.prod(shape[1:])
+                    if n:
+                        dst = y[t : t + 1].reshape(tuple(shape[1:]))
+                        rt.launch(self.mod, kname, launch_grid(n, block), (block, 1, 1), (v, dst), 0)
+            return carry + ys
+        cconsts = [env[c] for c in s.cond_consts]
+        while True:
+            (p,) = self.run(s.cond, cconsts + carry)
+            if not bool(np.asarray(rt.to_host(p)).reshape(())):
+                break
+            carry = self.run(s.body, consts + carry)
+        return carry

@@ -1,0 +1,84 @@
+"""The launch-plan records (data a runtime executes; see ``fjax.backends.cuda.plan``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Alloc:
+    name: str
+    shape: tuple
+    dtype: np.dtype
+
+
+@dataclass
+class View:
+    name: str
+    src: str
+    shape: tuple
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: tuple
+    block: tuple
+    args: tuple  # buffer names (str) and scalars (numpy scalars of the kernel's parameter dtype)
+    shared_mem: int = 0
+    comment: str = ""
+
+
+@dataclass
+class MatMul:
+    """``out = lhs @ rhs`` as ``nb`` GEMMs of (nl, nk) x (nk, nr); ``*_perm`` transposes an operand
+    first, ``*_t`` uses its 2-D blocks transposed (a view, no copy)."""
+
+    out: str
+    lhs: str
+    rhs: str
+    dims: tuple
+    lhs_perm: tuple | None
+    rhs_perm: tuple | None
+    lhs_t: bool
+    rhs_t: bool
+    out_shape: tuple
+    dtype: np.dtype
+    comment: str = ""
+
+
+@dataclass
+class Plan:
+    inputs: list
+    outputs: list
+    steps: list
+    consts: dict = field(default_factory=dict)  # name -> numpy array (uploaded once)
+
+
+@dataclass
+class Loop:
+    """``scan`` (``length`` steps, ``reverse``) or ``while`` (``cond`` plan's 0-d bool output).
+    The body plan takes ``consts + carries (+ x slices)`` and returns ``carries (+ y slices)``; ys
+    are written into ``ys`` buffers (allocated before the loop) by ``copy kernels``."""
+
+    kind: str
+    consts: list
+    carries: list
+    xs: list
+    body: Plan
+    outs: list
+    length: int = 0
+    reverse: bool = False
+    cond: Plan | None = None
+    cond_consts: list = field(default_factory=list)
+    ys: list = field(default_factory=list)  # (name, shape, dtype, copy kernel name, block)
+
+
+@dataclass
+class Branch:
+    index: str
+    ins: list
+    branches: list
+    outs: list

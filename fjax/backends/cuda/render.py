@@ -1,0 +1,407 @@
+"""CUDA C renderer of ``kernel_ir`` loop nests: one ``extern "C" __global__`` kernel per fused loop
+nest (two for a reduction split over several blocks), rendered through the op table
+``fjax.backends.cuda.ops``.
+
+- Elementwise nests: a grid-stride loop over the flattened domain; the loop index is split into
+  per-axis indices by constant extents (the compiler turns the divisions into multiply-shifts), and
+  every load's offset is computed from its buffer's C strides (broadcast, transpose, slice, pad,
+  gather and concatenate are index arithmetic, as on the CPU).
+- Reductions: one block per kept output element (grid-stride over them along ``gridDim.x``); the
+  block's threads accumulate the reduced positions in a strided order, then combine with warp
+  shuffles (``__shfl_down_sync``) and one shared-memory step across warps. When there are few
+  outputs and many reduced positions the reduced range is also split over ``gridDim.y`` blocks
+  that write partials, and a second kernel combines them in a fixed order: the result does not
+  depend on timing (no floating-point atomics), so it is deterministic run to run.
+- Extents are compile-time constants (kernels are specialized to shapes, as XLA's are); kernels
+  are named by the hash of their text, so identical nests (the SGD update of every parameter)
+  share one kernel, and sources of several programs concatenate into one translation unit.
+
+Float32 sums and products accumulate in float64 (``Reduction.acc_dtype``), as on the CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+from fjax.backends import kernel_ir as ir
+from fjax.backends.cuda.ops import combine_expr, const_expr, ctype, ident_expr, render_op
+
+BLOCK = 256  # threads per block of elementwise kernels
+MAX_GRID = 4096  # blocks of a grid-stride elementwise launch (x 256 threads: 1M threads in flight)
+RED_BLOCK = 256  # threads per block of a reduction over many positions
+MAX_SPLIT = 1024  # most blocks one output's reduced range is split over (second pass: partials)
+SPLIT_MIN_OUTPUTS = 128  # with this many outputs every block has its own output: no split
+_I32_LIMIT = (1 << 31) - (1 << 21)
+
+
+def kernel_hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+class CudaKernel:
+    """One ``__global__`` function: ``name``, its full definition ``src`` (guarded by the name, so
+    definitions may repeat in a concatenated source), and ``kind`` (``ew``: elementwise, ``red``:
+    reduction, ``fin``: second pass of a split reduction, ``op``: a primitive's kernel)."""
+
+    __slots__ = ("name", "src", "kind")
+
+    def __init__(self, kind: str, body: str):
+        h = kernel_hash(body)
+        self.kind = kind
+        self.name = f"fj_{kind}_{h}"
+        text = body.replace("__NAME__", self.name)
+        guard = f"FJ_K_{h}_{kind}"
+        self.src = f"#ifndef {guard}\n#define {guard}\n{text}#endif\n"
+
+
+class NestLaunch:
+    """How a plan runs one rendered kernel: grid/block, and the arguments as ``(role, Buf or
+    (name, shape, dtype))`` with role ``in``, ``out`` or ``tmp`` (a partials buffer)."""
+
+    __slots__ = ("kernel", "grid", "block", "args", "temps")
+
+    def __init__(self, kernel: CudaKernel, grid: tuple, block: tuple, args: list, temps: list):
+        self.kernel, self.grid, self.block, self.args, self.temps = kernel, grid, block, args, temps
+
+
+def _cstrides(shape: tuple) -> tuple:
+    st, acc = [], 1
+    for d in reversed(shape):
+        st.append(acc)
+        acc *= d
+    return tuple(reversed(st))
+
+
+def _pow2_at_least(n: int, lo: int, hi: int) -> int:
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+class _Names:
+    """C names of the nest's SSA values, constants and buffers."""
+
+    def __init__(self, consts: dict, root: dict):
+        self.consts = consts
+        self.root = root  # buffer name -> the buffer whose memory it views (Reshape)
+        self.used_consts: dict = {}
+
+    def val(self, x: str) -> str:
+        c = self.consts.get(x)
+        if c is not None:
+            self.used_consts[x] = c
+        return x
+
+    def buf(self, b: ir.Buf) -> ir.Buf:
+        return self.root.get(b.name, b)
+
+
+def _index_type(nest: ir.LoopNest, bufs: list, extra: int = 0) -> str:
+    big = max([nest.size, extra] + [math.prod(b.shape) for b in bufs] + [1])
+    return "int" if big < _I32_LIMIT else "long long"
+
+
+def _offset(ld: ir.Load, names: _Names, IDX: str, ax: dict, lines: list, ind: str, li: int) -> tuple[str, list]:
+    """The element offset of ``ld`` in its buffer, and its guard conditions (empty: unguarded)."""
+    shape = ld.buf.shape
+    strides = _cstrides(shape)
+    terms, ok = [], []
+    for k, e in enumerate(ld.index):
+        if e is None:
+            continue
+        if not isinstance(e, ir.Ix):
+            idx = ax[e]
+        else:
+            parts = []
+            if e.axis is not None:
+                parts.append(ax[e.axis] if e.scale == 1 else f"({IDX})({e.scale}) * {ax[e.axis]}")
+            if e.offset or not parts:
+                parts.append(f"({IDX})({e.offset})")
+            for v, c, lo, hi in e.dyn:
+                d = f"({IDX})fj_imin(fj_imax((long long)({names.val(v)}), {lo}LL), {hi}LL)"
+                parts.append(d if c == 1 else f"({IDX})({c}) * {d}")
+            raw = " + ".join(parts)
+            if e.ext is None:
+                idx = f"({raw})" if e.div == 1 else f"(({raw}) / {e.div})"
+            else:
+                q, cl = f"q{li}_{k}", f"cl{li}_{k}"
+                lines.append(f"{ind}const {IDX} {q} = {raw};")
+                lines.append(f"{ind}const {IDX} {cl} = fj_imin(fj_imax({q}, ({IDX})0), ({IDX}){(e.ext - 1) * e.div});")
+                idx = cl if e.div == 1 else f"({cl} / {e.div})"
+                ok.append(f"{cl} == {q}" + (f" && {cl} % {e.div} == 0" if e.div != 1 else ""))
+        if strides[k] == 1:
+            terms.append(idx)
+        elif shape[k] != 1:
+            terms.append(f"{idx} * {strides[k]}")
+    return (" + ".join(terms) if terms else "0"), ok
+
+
+def _body_lines(nest: ir.LoopNest, names: _Names, IDX: str, ax: dict, ind: str, params: dict) -> list:
+    """The nest's loads, ops and iotas in order (each an SSA ``const``)."""
+    lines: list = []
+    for li, s in enumerate(nest.body):
+        if isinstance(s, ir.Load):
+            b = names.buf(s.buf)
+            T = ctype(s.dtype)
+            if s.buf.dtype != s.dtype:
+                raise NotImplementedError(f"CUDA backend: a load of {s.buf} as {s.dtype}")
+            p = params.setdefault(b.name, (f"p{len(params)}", b))[0]
+            off, ok = _offset(s, names, IDX, ax, lines, ind, li)
+            if ok:
+                fill = names.val(s.fill)
+                lines.append(f"{ind}const {T} {s.out} = ({' && '.join(ok)}) ? {p}[{off}] : {fill};")
+            else:
+                lines.append(f"{ind}const {T} {s.out} = {p}[{off}];")
+        elif isinstance(s, ir.Op):
+            args = [names.val(a) for a in s.args]
+            lines.append(
+                f"{ind}const {ctype(s.dtype)} {s.out} = {render_op(args, s)};  // {s.op}{ir.params_text(s.params)}"
+            )
+        elif isinstance(s, ir.Iota):
+            lines.append(f"{ind}const {ctype(s.dtype)} {s.out} = ({ctype(s.dtype)}){ax[s.axis]};  // iota")
+        else:
+            raise NotImplementedError(f"CUDA backend: loop-nest statement {type(s).__name__}")
+    return lines
+
+
+def _split_lines(var: str, axes: list, domain: tuple, IDX: str, ind: str) -> tuple[list, dict]:
+    """``ix<a>`` for the ``axes`` (outermost first) from the flat index ``var`` over them."""
+    lines, ax = [], {}
+    if not axes:
+        return lines, ax
+    rem = var
+    for j in range(len(axes) - 1, -1, -1):
+        a = axes[j]
+        if j == 0:
+            lines.append(f"{ind}const {IDX} ix{a} = {rem};")
+        else:
+            lines.append(f"{ind}const {IDX} ix{a} = {rem} % {domain[a]};")
+            nxt = f"q_{a}"
+            lines.append(f"{ind}const {IDX} {nxt} = {rem} / {domain[a]};")
+            rem = nxt
+        ax[a] = f"ix{a}"
+    return lines, ax
+
+
+def _const_lines(names: _Names, ind: str) -> list:
+    return [
+        f"{ind}const {ctype(c.dtype)} {c.name} = {const_expr(c.value, c.dtype)};" for c in names.used_consts.values()
+    ]
+
+
+def _signature(params: dict, outs: list) -> str:
+    ps = [f"const {ctype(b.dtype)}* __restrict__ {p}" for p, b in params.values()]
+    ps += [f"{ctype(dt)}* __restrict__ {p}" for p, dt in outs]
+    return ", ".join(ps)
+
+
+def render_nest(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestLaunch]:
+    """The kernels and launches of one loop nest (empty when its domain is empty)."""
+    if nest.size == 0 and not (nest.reductions and _kept_size(nest) > 0):
+        return []
+    if nest.reductions:
+        return _render_reduction(nest, consts, root)
+    return [_render_elementwise(nest, consts, root)]
+
+
+def _kept_size(nest: ir.LoopNest) -> int:
+    red = set(nest.reduce_axes or ())
+    return math.prod(d for a, d in enumerate(nest.domain) if a not in red)
+
+
+def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaunch:
+    names = _Names(consts, root)
+    n = len(nest.domain)
+    N = nest.size
+    bufs = [s.buf for s in nest.body if isinstance(s, ir.Load)] + [b for b, _ in nest.stores]
+    IDX = _index_type(nest, bufs)
+    ind = "    "
+    split, ax = _split_lines("fi", list(range(n)), nest.domain, IDX, ind)
+    params: dict = {}
+    body = _body_lines(nest, names, IDX, ax, ind, params)
+    outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
+    stores = [f"{ind}y{j}[fi] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
+    block = min(BLOCK, max(32, -(-N // 32) * 32))
+    grid = min(MAX_GRID, -(-N // block))
+    src = [
+        f"// elementwise loop nest over {list(nest.domain)}",
+        f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({_signature(params, outs)}) {{',
+        *_const_lines(names, "  "),
+        f"  for ({IDX} fi = ({IDX})blockIdx.x * {block} + threadIdx.x; fi < {N}; fi += ({IDX}){block} * gridDim.x) {{",
+        *split,
+        *body,
+        *stores,
+        "  }",
+        "}",
+        "",
+    ]
+    k = CudaKernel("ew", "\n".join(src))
+    args = [("in", b) for _, b in params.values()] + [("out", b) for b, _ in nest.stores]
+    return NestLaunch(k, (grid, 1, 1), (block, 1, 1), args, [])
+
+
+def _warp_reduce(kind: str, acc: str, dt: np.dtype, ind: str) -> list:
+    # the shuffle is its own statement: inside ``a && b`` a lane could skip it, and every lane of
+    # the warp must take part in ``__shfl_down_sync(0xffffffff, ...)``
+    return [
+        f"{ind}for (int o = 16; o > 0; o >>= 1) {{",
+        f"{ind}  const {ctype(dt)} other = fj_shfl_down({acc}, o);",
+        f"{ind}  {acc} = {combine_expr(kind, acc, 'other', dt)};",
+        f"{ind}}}",
+    ]
+
+
+def _block_reduce(reds: list, accs: list, nw: int, ind: str) -> list:
+    """Warp shuffles, then one shared-memory step across the ``nw`` warps; thread 0 ends with the
+    block's value in each accumulator."""
+    lines = []
+    for r, acc in zip(reds, accs):
+        lines += _warp_reduce(r.kind, acc, r.acc_dtype, ind)
+    if nw > 1:
+        lines.append(f"{ind}if (lane == 0) {{")
+        lines += [f"{ind}  sh{j}[warp] = {acc};" for j, acc in enumerate(accs)]
+        lines.append(f"{ind}}}")
+        lines.append(f"{ind}__syncthreads();")
+        lines.append(f"{ind}if (warp == 0) {{")
+        for j, (r, acc) in enumerate(zip(reds, accs)):
+            lines.append(f"{ind}  {acc} = lane < {nw} ? sh{j}[lane] : {ident_expr(r.kind, r.acc_dtype)};")
+            lines += _warp_reduce(r.kind, acc, r.acc_dtype, ind + "  ")
+        lines.append(f"{ind}}}")
+    return lines
+
+
+def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestLaunch]:
+    names = _Names(consts, root)
+    n = len(nest.domain)
+    red = tuple(sorted(nest.reduce_axes or ()))
+    kept = [a for a in range(n) if a not in red]
+    nk = math.prod(nest.domain[a] for a in kept)
+    nr = math.prod(nest.domain[a] for a in red)
+    reds = nest.reductions
+    tpb = RED_BLOCK if nr >= RED_BLOCK else _pow2_at_least(nr, 32, RED_BLOCK)
+    split = 1
+    if nk < SPLIT_MIN_OUTPUTS and nr > 8 * tpb:
+        split = max(1, min(MAX_SPLIT // max(nk, 1), -(-nr // (8 * tpb)), 65535))
+    nw = tpb // 32
+    bufs = [s.buf for s in nest.body if isinstance(s, ir.Load)] + [b for b, _ in nest.stores]
+    IDX = _index_type(nest, bufs, nk * split)
+    ind = "      "
+    ksplit, kax = _split_lines("k", kept, nest.domain, IDX, "    ")
+    rsplit, rax = _split_lines("r", list(red), nest.domain, IDX, ind)
+    ax = {**kax, **rax}
+    params: dict = {}
+    body = _body_lines(nest, names, IDX, ax, ind, params)
+    dstrides = _cstrides(nest.domain)
+    full = " + ".join(
+        f"ix{a} * {dstrides[a]}" if dstrides[a] != 1 else f"ix{a}" for a in range(n) if nest.domain[a] != 1
+    )
+    full = full or "0"
+    stores = [f"{ind}y{j}[{full}] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
+    accs = [f"acc{j}" for j in range(len(reds))]
+    accum = [
+        f"{ind}{acc} = {combine_expr(r.kind, acc, f'({ctype(r.acc_dtype)}){names.val(r.value)}', r.acc_dtype)};"
+        for r, acc in zip(reds, accs)
+    ]
+    outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
+    if split == 1:
+        outs += [(f"z{j}", r.out.dtype) for j, r in enumerate(reds)]
+        fin = [f"      z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))]
+    else:
+        outs += [(f"part{j}", r.acc_dtype) for j, r in enumerate(reds)]
+        fin = [f"      part{j}[k * {split} + blockIdx.y] = {acc};" for j, acc in enumerate(accs)]
+    grid_x = max(1, min(nk, 65535))
+    src = [
+        f"// reduction loop nest over {list(nest.domain)}, reduce axes {list(red)}: {nk} outputs x {nr} positions"
+        + (f", each split over {split} blocks (partials)" if split > 1 else ""),
+        f'extern "C" __global__ void __launch_bounds__({tpb}) __NAME__({_signature(params, outs)}) {{',
+        *_const_lines(names, "  "),
+        *[f"  __shared__ {ctype(r.acc_dtype)} sh{j}[{max(nw, 1)}];" for j, r in enumerate(reds)],
+        "  const int lane = threadIdx.x & 31;",
+        "  const int warp = threadIdx.x >> 5;",
+        "  (void)lane; (void)warp;",
+        f"  for ({IDX} k = blockIdx.x; k < {nk}; k += gridDim.x) {{",
+        *ksplit,
+        *[f"    {ctype(r.acc_dtype)} {acc} = {ident_expr(r.kind, r.acc_dtype)};" for r, acc in zip(reds, accs)],
+        f"    for ({IDX} r = ({IDX})blockIdx.y * {tpb} + threadIdx.x; r < {nr}; r += ({IDX}){tpb} * gridDim.y) {{",
+        *rsplit,
+        *body,
+        *stores,
+        *accum,
+        "    }",
+        *_block_reduce(reds, accs, nw, "    "),
+        "    if (threadIdx.x == 0) {",
+        *fin,
+        "    }",
+        "    __syncthreads();",
+        "  }",
+        "}",
+        "",
+    ]
+    k = CudaKernel("red", "\n".join(src))
+    args: list = [("in", b) for _, b in params.values()] + [("out", b) for b, _ in nest.stores]
+    temps = []
+    if split == 1:
+        args += [("out", r.out) for r in reds]
+    else:
+        for r in reds:
+            t = (f"{r.out.name}_part", (nk * split,), r.acc_dtype)
+            temps.append(t)
+            args.append(("tmp", t))
+    launches = [NestLaunch(k, (grid_x, split, 1), (tpb, 1, 1), args, temps)]
+    if split > 1:
+        launches.append(_render_finish(reds, nk, split, temps))
+    return launches
+
+
+def _render_finish(reds: list, nk: int, split: int, temps: list) -> NestLaunch:
+    """The second pass of a split reduction: each output's ``split`` partials in a fixed order."""
+    tpb = _pow2_at_least(split, 32, RED_BLOCK)
+    nw = tpb // 32
+    IDX = "int" if nk * split < _I32_LIMIT else "long long"
+    accs = [f"acc{j}" for j in range(len(reds))]
+    ps = [f"const {ctype(r.acc_dtype)}* __restrict__ part{j}" for j, r in enumerate(reds)]
+    ps += [f"{ctype(r.out.dtype)}* __restrict__ z{j}" for j, r in enumerate(reds)]
+    src = [
+        f"// second pass: {nk} outputs x {split} partials",
+        f'extern "C" __global__ void __launch_bounds__({tpb}) __NAME__({", ".join(ps)}) {{',
+        *[f"  __shared__ {ctype(r.acc_dtype)} sh{j}[{nw}];" for j, r in enumerate(reds)],
+        "  const int lane = threadIdx.x & 31;",
+        "  const int warp = threadIdx.x >> 5;",
+        "  (void)lane; (void)warp;",
+        f"  for ({IDX} k = blockIdx.x; k < {nk}; k += gridDim.x) {{",
+        *[f"    {ctype(r.acc_dtype)} {acc} = {ident_expr(r.kind, r.acc_dtype)};" for r, acc in zip(reds, accs)],
+        f"    for (int g = threadIdx.x; g < {split}; g += {tpb}) {{",
+        *[
+            f"      {acc} = {combine_expr(r.kind, acc, f'part{j}[k * {split} + g]', r.acc_dtype)};"
+            for j, (r, acc) in enumerate(zip(reds, accs))
+        ],
+        "    }",
+        *_block_reduce(reds, accs, nw, "    "),
+        "    if (threadIdx.x == 0) {",
+        *[f"      z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))],
+        "    }",
+        "    __syncthreads();",
+        "  }",
+        "}",
+        "",
+    ]
+    k = CudaKernel("fin", "\n".join(src))
+    args: list = [("tmp", t) for t in temps] + [("out", r.out) for r in reds]
+    return NestLaunch(k, (max(1, min(nk, 65535)), 1, 1), (tpb, 1, 1), args, [])
+
+
+def describe(nest: ir.LoopNest) -> str:
+    """A one-line summary of a nest for the launch-sequence comments."""
+    red = f" reduce {list(nest.reduce_axes)}" if nest.reduce_axes else ""
+    ops = [s.op for s in nest.body if isinstance(s, ir.Op)]
+    shown = ", ".join(ops[:8]) + (f", ... ({len(ops)} ops)" if len(ops) > 8 else "")
+    return f"nest over {list(nest.domain)}{red}: {shown}" if ops else f"nest over {list(nest.domain)}{red}"
+
+
+def buffer_args(launch: NestLaunch) -> list[Any]:
+    return launch.args

@@ -1,0 +1,395 @@
+"""The CUDA backend without a GPU: a corpus of programs lowered to CUDA C
+(``jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()``), compiled with nvcc for
+sm_80 and sm_90 (one translation unit per arch for the whole corpus; no register spills in the
+elementwise kernels), and run on the CPU emulator (the same source compiled with g++ against
+``cuda_emu.h``) against the numba backend. Programs that need a primitive with no CUDA form check
+that the error names it. Skips cleanly without nvcc (compile checks) or g++ (emulation)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+from fjax import lax
+from fjax.backends.cuda import emulate
+
+rng = np.random.default_rng(0)
+
+
+def _f32(*shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the corpus: name -> (function, args)
+
+
+def chain(x):
+    y = jnp.tanh(x) * jnp.exp(-x * x) + jnp.sin(x) * 0.5
+    z = jnp.log1p(jnp.abs(x)) + jnp.expm1(x * 0.1) - lax.erf(x) + jax_nn_sigmoid(x)
+    return jnp.where(x > 0, y, z) / (1.0 + x * x), jnp.sqrt(jnp.abs(x)) * jnp.cos(x) + jnp.floor(x * 3.0)
+
+
+def jax_nn_sigmoid(x):
+    return fjax.nn.sigmoid(x)
+
+
+def chain64(x):
+    return jnp.tanh(x) * jnp.exp(-x * x) + jnp.arctan2(x, 1.0 + x * x) + jnp.cbrt(x) + lax.rsqrt(1.0 + x * x)
+
+
+def int_ops(a, b):
+    u = a.astype(jnp.uint32)
+    return (
+        a // b,
+        a % b,
+        lax.shift_right_logical(u, jnp.uint32(3)) ^ (u << 2),
+        lax.shift_right_arithmetic(a, jnp.int32(2)),
+        (a.astype(jnp.float32) * 1e9).astype(jnp.int32),
+        jnp.maximum(a, b) - jnp.minimum(a, b) * a,
+        jnp.sign(a) * jnp.abs(b),
+    )
+
+
+def reductions(x):
+    return (
+        x.sum(axis=1),
+        x.max(axis=0),
+        x.min(),
+        jnp.prod(x[:, :3] * 0.5 + 1.0, axis=1),
+        x.sum(),
+        (x > 0).any(axis=1),
+        (x > -3).all(),
+    )
+
+
+def big_sum(x):
+    return jnp.sum(jnp.tanh(x) * jnp.exp(-x * x) + jnp.sin(x) * 0.5), jnp.max(x)
+
+
+def softmax(x):
+    return fjax.nn.softmax(x, axis=-1), fjax.nn.log_softmax(x, axis=0)
+
+
+def mlp_step(params, x, y):
+    def loss(p):
+        h = jnp.tanh(x @ p[0] + p[1])
+        o = h @ p[2] + p[3]
+        return jnp.mean((o - y) ** 2)
+
+    lval, g = fjax.value_and_grad(loss)(params)
+    return lval, [p - 0.1 * gi for p, gi in zip(params, g)]
+
+
+def _rnn(w, h0, xs):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, h.sum()
+
+    return lax.scan(step, h0, xs)
+
+
+def rnn(w, h0, xs):
+    return _rnn(w, h0, xs)
+
+
+def rnn_grad(w, h0, xs):
+    return fjax.grad(lambda w: _rnn(w, h0, xs)[0].sum() + _rnn(w, h0, xs)[1].sum())(w)
+
+
+def conv(x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME")
+
+
+def conv_grad(x, k):
+    return fjax.grad(lambda k: conv(x, k).sum())(k)
+
+
+def cumsum(x):
+    return jnp.cumsum(x, axis=1), lax.cummax(x, axis=0, reverse=True), jnp.argmax(x, axis=0)
+
+
+def conv_nhwc_strided(x, k):
+    y = lax.conv_general_dilated(
+        x, k, (2, 2), ((1, 0), (0, 1)), rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+    return y, fjax.grad(
+        lambda x: (
+            lax.conv_general_dilated(x, k, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")) ** 2
+        ).sum()
+    )(x)
+
+
+def grouped_conv(x, k):
+    y = lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=2)
+    return y, fjax.grad(lambda k: (lax.conv_general_dilated(x, k, (1, 1), "SAME", feature_group_count=2) ** 2).sum())(k)
+
+
+def batch_grouped_conv(x, k):
+    return lax.conv_general_dilated(x, k, (1, 1), "SAME", batch_group_count=2)
+
+
+def sort(x, i):
+    y = x.at[0, 2].set(jnp.nan).at[1, :3].set(0.0).at[1, 4].set(-0.0)
+    return jnp.sort(y, axis=-1), jnp.sort(y, axis=0), jnp.argsort(y, axis=1), lax.sort((i, x), num_keys=1)
+
+
+def gather_scatter(x, idx, v):
+    return x[idx], x.at[idx].add(v), jnp.take_along_axis(x[:6], idx[:, None] % 4, axis=1)
+
+
+def gather_grad(x, idx):
+    return fjax.grad(lambda x: (x[idx] ** 2).sum())(x)
+
+
+def while_cond(x, n):
+    def body(i, c):
+        return c * 0.9 + jnp.sin(c) * 0.1
+
+    y = lax.fori_loop(0, n, body, x)
+    z = lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.1), (jnp.int32(0), x))[1]
+    w = lax.cond(n > 3, lambda v: v * 2.0, lambda v: v - 1.0, x)
+    return y, z, w
+
+
+def dus_loop(x):
+    def body(i, c):
+        return c.at[i].set(c[i] * 2.0 + 1.0)
+
+    return lax.fori_loop(0, 4, body, x)
+
+
+def random_bits(key):
+    k1, k2 = fjax.random.split(key)
+    return fjax.random.bits(k1, (64,)), fjax.random.uniform(k2, (32,)), fjax.random.normal(k2, (16,))
+
+
+def vmap_grad(w, xs, ys):
+    def loss(w, x, y):
+        return jnp.log1p(jnp.exp(-y * jnp.dot(x, w)))
+
+    return fjax.vmap(fjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
+
+
+CORPUS = {
+    "chain": (chain, (_f32(3, 1000),)),
+    "chain64": (chain64, (rng.standard_normal(300),)),
+    "int_ops": (
+        int_ops,
+        (rng.integers(-100, 100, 200).astype(np.int32), rng.integers(-3, 4, 200).astype(np.int32)),
+    ),
+    "reductions": (reductions, (_f32(33, 40),)),
+    "big_sum": (big_sum, (_f32(70000),)),
+    "softmax": (softmax, (_f32(16, 10),)),
+    "mlp_step": (
+        mlp_step,
+        ([_f32(12, 16) * 0.3, _f32(16) * 0.1, _f32(16, 4) * 0.3, _f32(4) * 0.1], _f32(8, 12), _f32(8, 4)),
+    ),
+    "rnn": (rnn, (_f32(8, 8) * 0.3, _f32(8), _f32(5, 8))),
+    "rnn_grad": (rnn_grad, (_f32(8, 8) * 0.3, _f32(8), _f32(5, 8))),
+    "cumsum": (cumsum, (_f32(6, 7),)),
+    "gather_scatter": (
+        gather_scatter,
+        (_f32(10, 4), np.array([1, 3, 3, 0, 9, 2], np.int32), _f32(6, 4)),
+    ),
+    "gather_grad": (gather_grad, (_f32(10, 4), np.array([1, 3, 3, 0, 9, 2], np.int32))),
+    "while_cond": (while_cond, (_f32(20), np.int32(5))),
+    "dus_loop": (dus_loop, (_f32(6, 3),)),
+    "random": (random_bits, (fjax.random.PRNGKey(42),)),
+    "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
+    "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
+    "sort": (sort, (_f32(4, 9), rng.integers(0, 3, (4, 9)).astype(np.int32))),
+    "grouped_conv": (grouped_conv, (_f32(2, 4, 6, 6), _f32(6, 2, 3, 3))),
+    "batch_grouped_conv": (batch_grouped_conv, (_f32(4, 2, 6, 6), _f32(4, 2, 3, 3))),
+    "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
+    "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
+}
+# programs needing a primitive with no CUDA form: the primitive the error must name
+UNSUPPORTED = {
+    "fft": (lambda x: jnp.fft.fft(x), (_f32(8),), "complex64"),
+    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (_f32(8),), "cumlogsumexp"),
+}
+
+
+def _lowered(fn, args):
+    return fjax.jit(fn).trace(*args).lower(lowering_platforms=("cuda",))
+
+
+@pytest.fixture(scope="module")
+def sources() -> dict:
+    return {name: _lowered(fn, args).as_text() for name, (fn, args) in CORPUS.items()}
+
+
+def test_lowering_text_is_one_translation_unit(sources):
+    src = sources["mlp_step"]
+    assert src.count("FJAX_CUDA_PRELUDE") >= 1
+    assert 'extern "C" __global__' in src
+    assert "cublas gemm" in src and "// ---- host-side launch sequence" in src
+    assert "launch fj_" in src
+    # the default platform is unchanged: numba source
+    fn, args = CORPUS["softmax"]
+    assert "def program(" in fjax.jit(fn).trace(*args).lower().as_text()
+    assert "__global__" in fjax.jit(fn).trace(*args).lower(lowering_platforms=("gpu",)).as_text()
+    with pytest.raises(ValueError, match="lowering platform"):
+        fjax.jit(fn).trace(*args).lower(lowering_platforms=("tpu",))
+    # control flow and host steps appear in the launch sequence
+    assert "scan for t in range(5)" in sources["rnn"]
+    assert "while:" in sources["while_cond"] and "switch on" in sources["while_cond"]
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_names_the_primitive(name):
+    fn, args, prim = UNSUPPORTED[name]
+    with pytest.raises(NotImplementedError, match=re.escape(prim)):
+        _lowered(fn, args).as_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# nvcc: the whole corpus as one translation unit per arch
+
+
+def _nvcc_info(src: str, arch: str, tmp) -> str:
+    cu = tmp / f"corpus_{arch}.cu"
+    cu.write_text(src)
+    cmd = ["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(tmp / f"corpus_{arch}.o"), "-Xptxas", "-v"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return r.stderr + r.stdout
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvcc_compiles_corpus_without_spills(sources, arch, tmp_path):
+    src = "\n".join(sources.values())
+    info = _nvcc_info(src, arch, tmp_path)
+    spills: dict = {}
+    func = None
+    for line in info.splitlines():
+        m = re.search(r"Function properties for (\w+)", line) or re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            func = m.group(1)
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and func:
+            spills[func] = int(m.group(1)) + int(m.group(2))
+    names = set(re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(', src))
+    assert names and names <= set(spills), sorted(names - set(spills))[:5]
+    ew = {n: s for n, s in spills.items() if n.startswith("fj_ew_")}
+    assert ew and all(s == 0 for s in ew.values()), {n: s for n, s in ew.items() if s}
+
+
+# ---------------------------------------------------------------------------------------------
+# emulation against the numba backend
+
+
+@pytest.fixture(scope="module")
+def runtime(sources):
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    rt = emulate.EmulatedRuntime()
+    # every program's source, one g++ compile (kernel definitions are guarded by name)
+    full = {name: _lowered(fn, args) for name, (fn, args) in CORPUS.items()}
+    rt.preload("\n".join(sources[n] for n in full))
+    return rt
+
+
+def _tol(dt: np.dtype) -> dict:
+    return dict(rtol=2e-5, atol=2e-6) if dt == np.float32 else dict(rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_emulated_matches_numba(name, runtime):
+    fn, args = CORPUS[name]
+    got = emulate.run_lowered(_lowered(fn, args), *args, runtime=runtime)
+    want = [np.asarray(w) for w in fjax.tree_util.tree_leaves(fjax.jit(fn)(*args))]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, **_tol(w.dtype))
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+def test_threefry_bits_identical(runtime):
+    fn, args = CORPUS["random"]
+    got = emulate.run_lowered(_lowered(fn, args), *args, runtime=runtime)
+    want = [np.asarray(w) for w in fjax.tree_util.tree_leaves(fjax.jit(fn)(*args))]
+    np.testing.assert_array_equal(got[0], want[0])  # uint32 bits
+    np.testing.assert_array_equal(got[1].view(np.uint32), want[1].view(np.uint32))  # uniform: bit for bit
+
+
+def test_compile_without_cupy_is_a_clear_error():
+    from fjax.backends import dispatch
+
+    fn, args = CORPUS["softmax"]
+    b = dispatch.get_backend("cuda")
+    prog = dispatch.lower(fjax.jit(fn).trace(*args).jaxpr, b)
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("cupy is installed")
+    except ImportError:
+        pass
+    if os.path.exists(os.path.join(os.path.dirname(emulate.__file__), "runtime.py")):
+        with pytest.raises(RuntimeError):
+            b.compile(prog)
+    else:
+        with pytest.raises(RuntimeError, match="cupy"):
+            b.compile(prog)
+    plan = b.plan(prog)
+    assert any(type(s).__name__ == "Launch" for s in plan)
+
+
+# ---------------------------------------------------------------------------------------------
+# the emulator itself: barriers, shuffles and deadlocks behave as on a GPU
+
+_EMU_SRC = r"""
+#ifdef FJAX_EMULATE
+#include "cuda_emu.h"
+#endif
+// each thread writes its id to shared memory; after the barrier it reads its neighbour's slot
+// (only correct if every thread's write happened before any read: phases, not thread order)
+extern "C" __global__ void __launch_bounds__(64) emu_rotate(int* out) {
+  __shared__ int sh[64];
+  sh[threadIdx.x] = (int)(blockIdx.x * 1000 + threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * 64 + threadIdx.x] = sh[(threadIdx.x + 1) % 64];
+}
+// a warp sum by shuffles: lane 0 gets the sum of its warp
+extern "C" __global__ void __launch_bounds__(64) emu_warp_sum(const float* x, float* out) {
+  float v = x[threadIdx.x];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) out[threadIdx.x >> 5] = v;
+}
+// lanes 0..15 shuffle, the others do not: a deadlock (undefined on a GPU)
+extern "C" __global__ void __launch_bounds__(32) emu_divergent(float* out) {
+  float v = 1.0f;
+  if (threadIdx.x < 16) v = __shfl_down_sync(0xffffffffu, v, 1);
+  out[threadIdx.x] = v;
+}
+"""
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+def test_emulator_barriers_shuffles_deadlocks():
+    rt = emulate.EmulatedRuntime()
+    mod = rt.module(_EMU_SRC)
+    out = rt.empty((3 * 64,), np.int32)
+    rt.launch(mod, "emu_rotate", (3, 1, 1), (64, 1, 1), (out,))
+    want = np.array([b * 1000 + (t + 1) % 64 for b in range(3) for t in range(64)], np.int32)
+    np.testing.assert_array_equal(out, want)
+    x = rt.to_device(np.arange(64, dtype=np.float32))
+    s = rt.empty((2,), np.float32)
+    rt.launch(mod, "emu_warp_sum", (1, 1, 1), (64, 1, 1), (x, s))
+    np.testing.assert_array_equal(s, [sum(range(32)), sum(range(32, 64))])
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        rt.launch(mod, "emu_divergent", (1, 1, 1), (32, 1, 1), (rt.empty((32,), np.float32),))
