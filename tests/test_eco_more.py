@@ -423,3 +423,17 @@ def test_hessian_through_jit_keeps_primal_unbatched():
     np.testing.assert_allclose(h, np.diag(6 * np.cos(2 * x)), rtol=1e-5, atol=1e-6)
     a, b = fjax.vmap(fjax.jit(lambda p, q: (p + 1, q * 2)), in_axes=(0, None))(jnp.arange(3.0), 2.0)
     np.testing.assert_array_equal(b, [4.0, 4.0, 4.0])
+
+
+def test_bfloat16_through_library_functions():
+    bf = jnp.bfloat16
+    k = jr.key(0)
+    for out in (
+        jr.normal(k, (3,), bf), jr.uniform(k, (3,), bf), jnp.linspace(0, 1, 4, dtype=bf), jnp.sort(jnp.ones(3, bf)),
+        jnp.cumsum(jnp.ones(3, bf)), fjax.nn.softmax(jnp.ones(3, bf)), jnp.linalg.norm(jnp.ones(3, bf)),
+    ):  # fmt: skip
+        assert out.dtype == BF16
+    y = lax.conv(jnp.ones((1, 1, 4, 4), bf), jnp.ones((1, 1, 2, 2), bf), (1, 1), "VALID")
+    assert y.dtype == BF16
+    np.testing.assert_array_equal(np.asarray(y).astype(np.float32), np.full((1, 1, 3, 3), 4.0))
+    assert float(jnp.mean(jnp.full(1000, 0.1, bf)).astype(jnp.float32)) == pytest.approx(0.1, rel=1e-2)
