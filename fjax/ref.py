@@ -13,10 +13,14 @@ global ref incremented by ``jit(f)``): ``jit`` threads them, their current value
 inputs of the compiled function and their final values extra outputs, written back after each
 call (:func:`call_with_refs`).
 
-Not supported (each raises ``NotImplementedError`` naming it): using a ref created outside a
-``grad``/``vmap``/``scan``/``cond`` body from inside it (a ref carried into a ``scan`` body from
-outside, writes under ``grad`` to an outer ref) and passing refs as arguments to ``jit``; JAX
-threads those as state effects of the jaxpr. Reads of an outer ref under ``grad``/``vmap`` (which
+``scan``, ``while_loop``/``fori_loop`` and ``cond``/``switch`` bodies may use refs created outside
+them the same way: the refs' values become extra carries (or operands and results of the branches)
+and are written back after the loop (:func:`thread_scan`, :func:`thread_while`,
+:func:`thread_branches`); this composes with ``grad`` and ``vmap`` of the enclosing function.
+
+Not supported (each raises ``NotImplementedError`` naming it): writing, under ``grad``/``vmap``, a
+ref created outside that transform (JAX threads it as a state effect of the jaxpr), and passing
+refs as arguments to ``jit``. Reads of an outer ref under ``grad``/``vmap`` (which
 stage nothing) see its current value, as a closed-over constant.
 """
 
@@ -295,3 +299,102 @@ def _ref_jit(jw: Any, refs: tuple) -> Any:
 
     with_refs.__name__ = jw.name
     return type(jw)(with_refs, jw.static_argnums, jw.static_argnames, jw.donate_argnums, retry_refs=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# scan / while_loop / cond bodies that use refs created outside them: the refs' values become
+# extra carries (scan, while) or operands and results (cond), written back after the loop
+
+
+def outer_ref_of(e: BaseException) -> Ref | None:
+    """The ref a ``NotImplementedError`` raised by a cross-boundary ref access is about, or None."""
+    return getattr(e, "fjax_ref", None) if isinstance(e, _OuterRefAccess) else None
+
+
+def _bind(refs: tuple, vals: list) -> list:
+    saved = [(r._value, r._where) for r in refs]
+    here = _stack_state()
+    for r, v in zip(refs, vals):
+        r._value, r._where = v, here
+    return saved
+
+
+def _unbind(refs: tuple, saved: list) -> None:
+    for r, (v, w) in zip(refs, saved):
+        r._value, r._where = v, w
+
+
+def _with_refs(fun: Any, refs: tuple) -> Any:
+    """``fun(*args) -> out`` as ``(rvals, *args) -> (out, new rvals)`` with the refs bound."""
+
+    def wrapped(rvals: list, *args: Any) -> Any:
+        saved = _bind(refs, rvals)
+        try:
+            out = fun(*args)
+            new = [r._value for r in refs]
+        finally:
+            _unbind(refs, saved)
+        return out, new
+
+    return wrapped
+
+
+def _retry(first: BaseException, run: Any) -> Any:
+    """Call ``run(refs)`` with the refs found so far, adding each newly found one, until it runs;
+    then store the refs' final values (``run`` returns ``(result, new ref values)``)."""
+    refs: tuple = (first.fjax_ref,)
+    while True:
+        try:
+            out, new = run(refs)
+        except _OuterRefAccess as e:
+            if e.fjax_ref in refs:
+                raise
+            refs = (*refs, e.fjax_ref)
+            continue
+        for r, v in zip(refs, new):
+            r[...] = v
+        return out
+
+
+def thread_scan(scan: Any, first: BaseException, f: Any, init: Any, xs: Any, **kw: Any) -> Any:
+    """``scan(f, init, xs, **kw)`` whose body uses refs created outside it."""
+
+    def run(refs: tuple) -> Any:
+        body = _with_refs(f, refs)
+
+        def f2(carry: Any, x: Any) -> Any:
+            c, rv = carry
+            (c2, y), new = body(rv, c, x)
+            return (c2, new), y
+
+        (c, rv), ys = scan(f2, (init, [r[...] for r in refs]), xs, **kw)
+        return (c, ys), rv
+
+    return _retry(first, run)
+
+
+def thread_while(while_loop: Any, first: BaseException, cond_fun: Any, body_fun: Any, init_val: Any) -> Any:
+    """``while_loop(cond_fun, body_fun, init_val)`` whose functions use refs created outside."""
+
+    def run(refs: tuple) -> Any:
+        cond_r, body_r = _with_refs(cond_fun, refs), _with_refs(body_fun, refs)
+        out, rv = while_loop(
+            lambda v: cond_r(v[1], v[0])[0],
+            lambda v: body_r(v[1], v[0]),
+            (init_val, [r[...] for r in refs]),
+        )
+        return out, rv
+
+    return _retry(first, run)
+
+
+def thread_branches(run_branches: Any, first: BaseException, branches: tuple, operands: tuple) -> Any:
+    """``run_branches(branches, operands)`` (cond/switch) whose branches use refs created outside."""
+
+    def run(refs: tuple) -> Any:
+        wrapped = tuple(_with_refs(b, refs) for b in branches)
+        n = len(operands)
+        brs = tuple((lambda w: lambda *ops: w(list(ops[n:]), *ops[:n]))(w) for w in wrapped)
+        return run_branches(brs, (*operands, *[r[...] for r in refs]))
+
+    return _retry(first, run)

@@ -307,15 +307,43 @@ def test_jit_threads_refs_it_closes_over():
     assert float(a[...]) == 3.0
 
 
+def _ref_loops(xs):
+    acc, cnt = fjax.new_ref(0.0), fjax.new_ref(jnp.zeros(2, jnp.int32))
+
+    def body(c, x):
+        acc[...] += jnp.sin(x) * c
+        cnt[0] += 1
+        return c + 1.0, acc[...]
+
+    _, ys = lax.scan(body, 1.0, xs)
+    flag = fjax.new_ref(0.0)
+    lax.cond(acc[...] > 0, lambda: flag.__setitem__(..., acc[...] * 2), lambda: None)
+
+    def wbody(v):
+        cnt[1] += 1
+        return v * 2
+
+    w = lax.while_loop(lambda v: cnt[1] < 3, wbody, 1.0)
+    return acc[...] + flag[...] + w, cnt[...], ys
+
+
+_ref_loops_jit = fjax.jit(_ref_loops)
+
+
+def test_refs_threaded_through_scan_cond_while():
+    xs = np.array([0.5, 1.0, 2.0], np.float32)
+    acc = np.sum(np.sin(xs) * np.arange(1, 4))
+    for fn in (_ref_loops, _ref_loops_jit):
+        total, cnt, ys = fn(xs)
+        np.testing.assert_allclose(total, acc + 2 * acc + 8.0, rtol=1e-6)
+        np.testing.assert_array_equal(cnt, [3, 3])
+        np.testing.assert_allclose(ys, np.cumsum(np.sin(xs) * np.arange(1, 4)), rtol=1e-6)
+    g = fjax.grad(lambda v: _ref_loops(v)[0])(xs)
+    np.testing.assert_allclose(g, 3 * np.cos(xs) * np.arange(1, 4), rtol=1e-5)
+
+
 def test_ref_across_transform_boundary_raises():
     x_ref = fjax.new_ref(jnp.zeros(3))
-
-    @fjax.jit
-    def h(v):
-        return lax.scan(lambda c, _: (c + x_ref[0], None), v, None, length=2)[0]
-
-    with pytest.raises(NotImplementedError, match="Ref created outside"):
-        h(1.0)
     with pytest.raises(NotImplementedError, match="passing a Ref"):
         fjax.jit(lambda r: r[...])(x_ref)
     with pytest.raises(NotImplementedError, match="Ref created outside"):
@@ -395,3 +423,17 @@ def test_hessian_through_jit_keeps_primal_unbatched():
     np.testing.assert_allclose(h, np.diag(6 * np.cos(2 * x)), rtol=1e-5, atol=1e-6)
     a, b = fjax.vmap(fjax.jit(lambda p, q: (p + 1, q * 2)), in_axes=(0, None))(jnp.arange(3.0), 2.0)
     np.testing.assert_array_equal(b, [4.0, 4.0, 4.0])
+
+
+def test_bfloat16_through_library_functions():
+    bf = jnp.bfloat16
+    k = jr.key(0)
+    for out in (
+        jr.normal(k, (3,), bf), jr.uniform(k, (3,), bf), jnp.linspace(0, 1, 4, dtype=bf), jnp.sort(jnp.ones(3, bf)),
+        jnp.cumsum(jnp.ones(3, bf)), fjax.nn.softmax(jnp.ones(3, bf)), jnp.linalg.norm(jnp.ones(3, bf)),
+    ):  # fmt: skip
+        assert out.dtype == BF16
+    y = lax.conv(jnp.ones((1, 1, 4, 4), bf), jnp.ones((1, 1, 2, 2), bf), (1, 1), "VALID")
+    assert y.dtype == BF16
+    np.testing.assert_array_equal(np.asarray(y).astype(np.float32), np.full((1, 1, 3, 3), 4.0))
+    assert float(jnp.mean(jnp.full(1000, 0.1, bf)).astype(jnp.float32)) == pytest.approx(0.1, rel=1e-2)

@@ -278,6 +278,14 @@ def _conv_impl(
 ) -> np.ndarray:
     lspec, rspec, ospec = dimension_numbers
     dt = np.dtype(preferred_element_type) if preferred_element_type is not None else lhs.dtype
+    if dt == dtypes.bfloat16:  # numpy's einsum has no bfloat16 loop: accumulate in float32, round once
+        params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation)
+        params.update(rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers, precision=precision)
+        out = _conv_impl(
+            lhs.astype(np.float32), rhs.astype(np.float32), **params, feature_group_count=feature_group_count,
+            batch_group_count=batch_group_count, preferred_element_type=np.float32,
+        )  # fmt: skip
+        return out.astype(dt)
     x = np.transpose(lhs, lspec).astype(dt, copy=False)  # (N, C, S...)
     w = np.transpose(rhs, rspec).astype(dt, copy=False)  # (O, I, K...)
     nsp = x.ndim - 2

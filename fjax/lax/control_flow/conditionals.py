@@ -400,7 +400,19 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
         if v is not None:
             return true_fun(*operands) if bool(v) else false_fun(*operands)
     index = lax.convert_element_type(pred, np.int32)
-    return _cond_internal(index, (false_fun, true_fun), ("false_fun", "true_fun"), operands, "cond")
+    return _cond_threading_refs(index, (false_fun, true_fun), ("false_fun", "true_fun"), operands, "cond")
+
+
+def _cond_threading_refs(index: Any, branches: tuple, names: tuple, operands: tuple, what: str) -> Any:
+    try:
+        return _cond_internal(index, branches, names, operands, what)
+    except NotImplementedError as e:
+        from fjax import ref  # noqa: PLC0415
+
+        if ref.outer_ref_of(e) is None:
+            raise
+        # the branches use refs created outside: their values go in as operands and come back out
+        return ref.thread_branches(lambda brs, ops: _cond_internal(index, brs, names, ops, what), e, branches, operands)
 
 
 def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: Any = _no_operand) -> Any:
@@ -435,4 +447,4 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
         if v is not None:
             return branches[int(v)](*operands)
     names = [f"branch {k}" for k in range(len(branches))]
-    return _cond_internal(index, branches, names, operands, "switch")
+    return _cond_threading_refs(index, branches, names, operands, "switch")

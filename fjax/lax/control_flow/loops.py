@@ -314,6 +314,18 @@ ad.primitive_transposes[while_p] = _while_transpose
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    try:
+        return _while_loop(cond_fun, body_fun, init_val)
+    except NotImplementedError as e:
+        from fjax import ref  # noqa: PLC0415
+
+        if ref.outer_ref_of(e) is None:
+            raise
+        # the functions use refs created outside the loop: they become extra carries (fjax.ref)
+        return ref.thread_while(_while_loop, e, cond_fun, body_fun, init_val)
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """Run ``val = body_fun(val)`` while ``cond_fun(val)``, as ``jax.lax.while_loop``.
 
     ``body_fun`` must return the carry with the same pytree structure, shapes and dtypes as
@@ -424,3 +436,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
 
     _, _, result = while_loop(cond, body, (lower, upper, init_val))
     return result
+
+
+while_loop.__doc__ = _while_loop.__doc__

@@ -788,6 +788,27 @@ def scan(
     unroll: int | bool = 1,
     _split_transpose: bool = False,
 ) -> tuple[Any, Any]:
+    kw = dict(length=length, reverse=reverse, unroll=unroll, _split_transpose=_split_transpose)
+    try:
+        return _scan(f, init, xs, **kw)
+    except NotImplementedError as e:
+        from fjax import ref  # noqa: PLC0415
+
+        if ref.outer_ref_of(e) is None:
+            raise
+        # the body uses refs created outside it: they become extra carries (fjax.ref)
+        return ref.thread_scan(_scan, e, f, init, xs, **kw)
+
+
+def _scan(
+    f: Callable,
+    init: Any,
+    xs: Any = None,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int | bool = 1,
+    _split_transpose: bool = False,
+) -> tuple[Any, Any]:
     """Scan ``f`` over leading array axes while carrying along state.
 
     Semantically (for array ``xs``/``ys``)::
@@ -926,3 +947,6 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
         return tu.tree_map(flatten, scan_ys)
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
     return ys
+
+
+scan.__doc__ = _scan.__doc__
