@@ -872,8 +872,8 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars."""
 
-    # ``compiled``: (cache generation, backend callable or None) set by jit's compile hook, so a
-    # compiled program lives exactly as long as the jaxpr it was compiled from
+    # ``compiled``: {backend name: (cache generation, callable or None, failed attempts)} set by
+    # jit's compile hook, so a compiled program lives exactly as long as the jaxpr it was compiled from
     __slots__ = ("jaxpr", "consts", "compiled", "__weakref__")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
@@ -881,7 +881,7 @@ class ClosedJaxpr:
             raise ValueError("ClosedJaxpr: number of consts does not match constvars")
         self.jaxpr = jaxpr
         self.consts = list(consts)
-        self.compiled: tuple | None = None
+        self.compiled: dict | None = None
 
     @property
     def in_avals(self) -> list[ShapedArray]:

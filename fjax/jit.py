@@ -77,25 +77,9 @@ def trace_flat(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tup
 # ---- rules -------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
-def _jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple) -> tuple[ClosedJaxpr, list]:
-    avals = jaxpr.in_avals
-    t_avals = [ad.tangent_aval(a) for a, nz in zip(avals, nonzeros) if nz]
-
-    def f(*args: Any) -> list:
-        n = len(avals)
-        primals, tans_nz = list(args[:n]), list(args[n:])
-        it = iter(tans_nz)
-        tans = [next(it) if nz else Zero(ad.tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
-        po, to = ad.jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tans)
-        return list(po) + [ad.instantiate_zeros(t) for t in to]
-
-    return trace_flat(f, list(avals) + t_avals, "jvp")
-
-
 def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) -> tuple:
     nonzeros = tuple(type(t) is not Zero for t in tangents)
-    new, consts = _jvp_jaxpr(jaxpr, nonzeros)
+    new, consts, _ = ad.jvp_jaxpr(jaxpr, nonzeros, True)  # every tangent output present
     outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, name=f"jvp({name})")
     n = len(jaxpr.out_avals)
     return outs[:n], outs[n:]
@@ -104,28 +88,9 @@ def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) ->
 ad.primitive_jvps[jit_p] = _jit_jvp
 
 
-@functools.lru_cache(maxsize=4096)
-def _batch_jaxpr(jaxpr: ClosedJaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[ClosedJaxpr, list]:
-    in_avals = []
-    for a, d in zip(jaxpr.in_avals, dims):
-        if d is None:
-            in_avals.append(a)
-        else:
-            s = list(a.shape)
-            s.insert(d, size)
-            in_avals.append(ShapedArray(tuple(s), a.dtype, a.weak_type))
-
-    def f(*args: Any) -> list:
-        return batching.vmap_flat(
-            lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), size, list(dims), list(args), lambda n: [0] * n
-        )
-
-    return trace_flat(f, in_avals, "vmap")
-
-
 @batching.wants_axis_size
 def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_size: int) -> tuple:
-    new, consts = _batch_jaxpr(jaxpr, tuple(dims), axis_size, batching.current_axis_key())
+    new, consts, _ = batching.batch_jaxpr(jaxpr, dims, axis_size, True)  # every output batched at 0
     outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
     return outs, [0] * len(outs)
 

@@ -103,7 +103,7 @@ def test_clear_caches_retraces_and_recompiles():
     y1 = jf(x)
     assert len(traced) == 2
     np.testing.assert_allclose(np.asarray(y1), np.asarray(y0))
-    assert jf.lower(x).jaxpr.compiled[1] is not None
+    assert jf.lower(x).jaxpr.compiled["numba"][1] is not None
 
 
 def test_failed_compile_is_retried(monkeypatch):
@@ -127,9 +127,9 @@ def test_failed_compile_is_retried(monkeypatch):
         y = jf(x)  # evaluated eagerly this time, correctly
         np.testing.assert_allclose(np.asarray(y), np.cos(np.arange(4.0)) + 0.25, rtol=1e-6)
         closed = jf.lower(x).jaxpr
-        assert closed.compiled[1] is None and closed.compiled[2] == 1
+        assert closed.compiled["numba"][1] is None and closed.compiled["numba"][2] == 1
         jf(x)
-        assert closed.compiled[1] is not None and closed.compiled[2] == 0
+        assert closed.compiled["numba"][1] is not None and closed.compiled["numba"][2] == 0
     finally:
         config.update("fjax_lowering_strict", old)
 

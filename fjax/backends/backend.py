@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Container
 
-from fjax.backends.kernel_ir import Program
-from fjax.core import JaxprEqn
+from fjax.backends.kernel_ir import HostCall, InlineStep, Program
 
 
-def _no_reason(eqn: JaxprEqn) -> str | None:
-    return f"{eqn.primitive.name} does not run inside a compiled loop on this backend"
+def _no_reason(step: InlineStep) -> str | None:
+    return f"{step.op} does not run inside a compiled loop on this backend"
 
 
 @dataclass(frozen=True)
@@ -26,13 +25,13 @@ class Capabilities:
 
     ``ops``: the elementwise ops (primitive names) the backend renders (its op table);
     ``loop_ops``: primitives (indexed updates) a compiled loop body runs inline;
-    ``loop_op_reason(eqn)``: None when that equation can, else why not;
+    ``loop_op_reason(step)``: None when that ``InlineStep`` can, else why not;
     ``host_kernels``: primitives whose host step has a compiled kernel (a live container: a
     backend may add or remove kernels at run time)."""
 
     ops: Container[str] = frozenset()
     loop_ops: Container[str] = frozenset()
-    loop_op_reason: Callable[[JaxprEqn], str | None] = _no_reason
+    loop_op_reason: Callable[[InlineStep], str | None] = _no_reason
     host_kernels: Container[str] = field(default_factory=frozenset)
 
 
@@ -56,8 +55,8 @@ class Backend:
         """The generated source of ``program`` (for reading; ``compile`` does not need it)."""
         raise NotImplementedError(f"backend {self.name!r} does not implement source")
 
-    def host_step(self, eqn: JaxprEqn) -> Callable[..., Any] | None:
-        """A compiled implementation of the host step ``eqn`` (None: its primitive's impl runs)."""
+    def host_step(self, step: HostCall) -> Callable[..., Any] | None:
+        """A compiled implementation of the host step ``step`` (None: its primitive's impl runs)."""
         return None
 
     def clear_cache(self) -> None:

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from fjax import core
-from fjax.core import JaxprEqn
 
 
 class Buf:
@@ -143,7 +142,14 @@ class LoopNest:
         self.body: list = []
         self.stores: list[tuple[Buf, str]] = []
         self.reductions: list[Reduction] = []
+        # schedule (``passes.schedule``): prange or not; the loop layout ('scalar', 'flat', 'full',
+        # 'rows', 'nd'); whether reductions accumulate in a separate kept-shape buffer; the tile
+        # size of reductions and the number of chunks a parallel reduction is split into
         self.parallel = False
+        self.layout: str | None = None
+        self.accumulate = False
+        self.tile = 512
+        self.chunks = 1
         self._loads: dict = {}
 
     @property
@@ -203,28 +209,64 @@ class Kernel:
         return f"Kernel({self.name}: {kinds})"
 
 
-class HostCall:
-    """An equation evaluated on the host with its primitive's numpy impl (a lowering fallback)."""
+class Step:
+    """A program step that is not a fused kernel: one primitive application, described by the
+    primitive, its static ``params``, the abstract values it reads and writes and the backend-
+    neutral ``aux`` facts its lowering rule declares (``registry.aux``). ``op`` is the primitive's
+    name. No jaxpr equation reaches a renderer: this node is all a backend sees of the step."""
 
-    def __init__(self, eqn: JaxprEqn):
-        self.eqn = eqn
+    __slots__ = ("prim", "params", "in_avals", "out_avals", "aux")
+
+    def __init__(self, prim: Any, params: dict, in_avals: tuple, out_avals: tuple, aux: dict | None = None):
+        self.prim = prim
+        self.params = dict(params)
+        self.in_avals = tuple(in_avals)
+        self.out_avals = tuple(out_avals)
+        self.aux = dict(aux or {})
+
+    @property
+    def op(self) -> str:
+        return self.prim.name
+
+    def describe(self) -> str:
+        """``name[params] -> out avals`` on one line (the comment generated code carries)."""
+        outs = ", ".join(a.str_short() for a in self.out_avals)
+        return f"{self.op}{params_text(self.params)} -> {outs}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()})"
 
 
-class ControlStep:
-    """A ``scan``/``while``/``cond`` equation compiled as a real loop or branch: ``bodies`` are the
-    programs of its sub-jaxprs (no host calls inside), rendered inline in one compiled function."""
+class HostCall(Step):
+    """A step evaluated on the host: the primitive's impl (``prim.impl(*ins, **params)``) or a
+    backend's compiled host kernel for it (``Backend.host_step``)."""
 
-    def __init__(self, eqn: JaxprEqn, bodies: dict):
-        self.eqn, self.bodies = eqn, bodies
+    __slots__ = ()
 
 
-class InlineStep:
+class InlineStep(Step):
     """An indexed update inside a compiled loop body (a backend capability,
     ``Capabilities.loop_ops``; numba: ``loops.INLINE_OPS``), rendered as generated loops in the
     loop function (outside loops it is a ``HostCall``)."""
 
-    def __init__(self, eqn: JaxprEqn):
-        self.eqn = eqn
+    __slots__ = ()
+
+
+class ControlStep(Step):
+    """A ``scan``/``while``/``cond`` compiled as a real loop or branch. ``kind`` is the primitive
+    name; ``params`` are its static params (no jaxprs: the sub-jaxprs are lowered to ``bodies``,
+    programs with no host calls, keyed ``body`` (scan), ``cond``/``body`` (while) or
+    ``branch<i>`` (cond))."""
+
+    __slots__ = ("bodies",)
+
+    def __init__(self, prim: Any, params: dict, in_avals: tuple, out_avals: tuple, bodies: dict):
+        super().__init__(prim, {k: v for k, v in params.items() if not core._has_jaxpr(v)}, in_avals, out_avals)
+        self.bodies = bodies
+
+    @property
+    def kind(self) -> str:
+        return self.prim.name
 
 
 class Program:
@@ -290,7 +332,10 @@ def params_text(params: dict) -> str:
 def _nest_text(nest: LoopNest, ind: str) -> list[str]:
     red = f" reduce {list(nest.reduce_axes)}" if nest.reduce_axes else ""
     par = " parallel" if nest.parallel else ""
-    lines = [f"{ind}nest{nest.index} over {list(nest.domain)}{red}{par}:"]
+    lay = f" layout={nest.layout} tile={nest.tile}" if nest.layout else ""
+    lay += f" chunks={nest.chunks}" if nest.chunks > 1 else ""
+    acc = " accumulate" if nest.accumulate else ""
+    lines = [f"{ind}nest{nest.index} over {list(nest.domain)}{red}{par}{lay}{acc}:"]
     ind2 = ind + "  "
     for s in nest.body:
         if isinstance(s, Load):
@@ -334,10 +379,10 @@ def _kernel_text(k: Kernel, ind: str) -> list[str]:
     return lines
 
 
-def _eqn_text(eqn: JaxprEqn, names: Any) -> str:
-    ins = ", ".join(names(a) for a in eqn.invars)
-    outs = ", ".join(names(v) for v in eqn.outvars)
-    return f"({outs}) = {eqn.primitive.name}{params_text(eqn.params)}({ins})"
+def _step_text(step: Step, ins: list, outs: list, names: Any) -> str:
+    i = ", ".join(names(a) for a in ins)
+    o = ", ".join(names(v) for v in outs)
+    return f"({o}) = {step.op}{params_text(step.params)}({i})"
 
 
 def program_text(prog: Program, ind: str = "") -> str:
@@ -361,11 +406,11 @@ def program_text(prog: Program, ind: str = "") -> str:
             lines.append(f"{ind2}({outs}) = {step.name}({', '.join(nm(a) for a in s_in)}):")
             lines += _kernel_text(step, ind2 + "  ")
         elif isinstance(step, HostCall):
-            lines.append(f"{ind2}host {_eqn_text(step.eqn, nm)}")
+            lines.append(f"{ind2}host {_step_text(step, s_in, s_out, nm)}")
         elif isinstance(step, InlineStep):
-            lines.append(f"{ind2}inline {_eqn_text(step.eqn, nm)}")
+            lines.append(f"{ind2}inline {_step_text(step, s_in, s_out, nm)}")
         elif isinstance(step, ControlStep):
-            lines.append(f"{ind2}compiled {_eqn_text(step.eqn, nm)}:")
+            lines.append(f"{ind2}compiled {_step_text(step, s_in, s_out, nm)}:")
             for bname, body in step.bodies.items():
                 lines.append(f"{ind2}  {bname}:")
                 lines.append(program_text(body, ind2 + "    ").rstrip("\n"))

@@ -140,7 +140,7 @@ def control_unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
                 continue
             why = control_unsupported_reason(e, caps) if e.primitive.name in CONTROL else unsupported_reason(e, caps)
             if why is not None and e.primitive.name in caps.loop_ops and _dtypes_ok(e):
-                why = caps.loop_op_reason(e)
+                why = caps.loop_op_reason(_node(InlineStep, e))
             if why is not None:
                 return f"its body has {why}"
     return None
@@ -761,6 +761,15 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
     return [e for e in out if e is not None]
 
 
+def _avals(eqn: JaxprEqn) -> tuple[tuple, tuple]:
+    return tuple(a.aval for a in eqn.invars), tuple(v.aval for v in eqn.outvars)
+
+
+def _node(cls: type, eqn: JaxprEqn) -> Any:
+    """The IR step (``HostCall``/``InlineStep``) for ``eqn``: what a backend sees of it."""
+    return cls(eqn.primitive, eqn.params, *_avals(eqn), registry_aux(eqn))
+
+
 def _has_control_flow(jaxpr: Jaxpr) -> bool:
     return any(e.primitive.name in CONTROL for e in _inline_jits(jaxpr))
 
@@ -807,7 +816,7 @@ def build_program(
                     segments.append(cur)
                     cur = []
                 bodies = {k: build_program(c, caps, nopython=True) for k, c in _sub_jaxprs(e).items()}
-                segments.append(ControlStep(e, bodies))
+                segments.append((ControlStep(e.primitive, e.params, *_avals(e), bodies), e))
                 continue
         else:
             why = unsupported_reason(e, caps)
@@ -815,7 +824,7 @@ def build_program(
                 if cur:
                     segments.append(cur)
                     cur = []
-                segments.append(InlineStep(e))
+                segments.append((_node(InlineStep, e), e))
                 continue
         if why is None:
             cur.append(e)
@@ -826,12 +835,11 @@ def build_program(
             if cur:
                 segments.append(cur)
                 cur = []
-            segments.append(HostCall(e))
+            segments.append((_node(HostCall, e), e))
     if cur:
         segments.append(cur)
     if not nopython and not any(
-        isinstance(s, (list, ControlStep)) or (isinstance(s, HostCall) and s.eqn.primitive.name in caps.host_kernels)
-        for s in segments
+        isinstance(s, list) or isinstance(s[0], ControlStep) or s[0].op in caps.host_kernels for s in segments
     ):
         return None
 
@@ -841,7 +849,7 @@ def build_program(
     for i in range(len(segments) - 1, -1, -1):
         used_after[i] = set(live)
         seg = segments[i]
-        es = [seg.eqn] if isinstance(seg, (HostCall, ControlStep, InlineStep)) else seg
+        es = [seg[1]] if isinstance(seg, tuple) else seg
         for e in es:
             for a in e.invars:
                 if type(a) is not Literal:
@@ -849,9 +857,10 @@ def build_program(
 
     steps, step_io = [], []
     for i, seg in enumerate(segments):
-        if isinstance(seg, (HostCall, ControlStep, InlineStep)):
-            steps.append(seg)
-            step_io.append(([a for a in seg.eqn.invars], [v for v in seg.eqn.outvars]))
+        if isinstance(seg, tuple):
+            step, e = seg
+            steps.append(step)
+            step_io.append((list(e.invars), list(e.outvars)))
             continue
         defined: set = set()
         params: list = []

@@ -6,9 +6,8 @@ from typing import Any, Callable
 
 from fjax.backends import passes
 from fjax.backends.backend import Backend, Capabilities
-from fjax.backends.kernel_ir import Program
+from fjax.backends.kernel_ir import HostCall, Program
 from fjax.backends.numba import host_kernels, loops, program, render
-from fjax.core import JaxprEqn
 
 
 class NumbaBackend(Backend):
@@ -27,7 +26,7 @@ class NumbaBackend(Backend):
 
     def prepare(self, prog: Program) -> Program:
         prog = passes.split_nests(prog, render.NEST_BUDGET, render.compile_weight)
-        return passes.schedule(prog, render.parallel_policy)
+        return passes.schedule(prog, render.parallel_policy, tile=render.TILE, chunks=render.REDUCE_CHUNKS)
 
     def compile(self, prog: Program) -> Callable[..., list]:
         return program.compile_program(self.prepare(prog))
@@ -35,8 +34,8 @@ class NumbaBackend(Backend):
     def source(self, prog: Program) -> str:
         return program.source_of(program.ProgramSource(self.prepare(prog)))
 
-    def host_step(self, eqn: JaxprEqn) -> Callable[..., Any] | None:
-        return host_kernels.host_kernel(eqn)
+    def host_step(self, step: HostCall) -> Callable[..., Any] | None:
+        return host_kernels.host_kernel(step)
 
     def clear_cache(self) -> None:
         program.clear_cache()

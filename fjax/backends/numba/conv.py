@@ -40,8 +40,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit, types
 
+from fjax.backends.kernel_ir import Step
 from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
-from fjax.core import JaxprEqn
 
 __all__ = ["build_conv"]
 
@@ -116,11 +116,11 @@ def _elem_strides(shape: tuple) -> list[int]:
     return st
 
 
-def build_conv(eqn: JaxprEqn) -> Callable[..., Any] | None:
+def build_conv(step: Step) -> Callable[..., Any] | None:
     """im2col + GEMM implementation of a ``conv_general_dilated`` equation, or None (use the impl)."""
-    p = eqn.params
-    la, ra = eqn.invars[0].aval, eqn.invars[1].aval
-    oa = eqn.outvars[0].aval
+    p = step.params
+    la, ra = step.in_avals[0], step.in_avals[1]
+    oa = step.out_avals[0]
     dt = np.dtype(oa.dtype)
     if dt not in _FLOATS:
         return None

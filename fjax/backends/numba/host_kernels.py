@@ -2,7 +2,7 @@
 scatters, arg-reductions, cumulative ops, sorts): the numba backend calls these from its program
 instead of the primitive's numpy ``impl``.
 
-``HOST_KERNELS`` maps a primitive name to a builder ``(eqn) -> callable | None``; the callable takes
+``HOST_KERNELS`` maps a primitive name to a builder ``(step) -> callable | None``; the callable takes
 the equation's operands (numpy arrays) as positional arguments and returns what ``impl`` returns
 (an array, or a list of arrays for multiple-result primitives). A builder returns None when it has
 no faster form for that equation (the program then calls ``impl``).
@@ -41,17 +41,16 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit, types
 
-from fjax.backends import registry
+from fjax.backends.kernel_ir import Step
 from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
-from fjax.core import JaxprEqn
 
-HOST_KERNELS: dict[str, Callable[[JaxprEqn], Any]] = {}
+HOST_KERNELS: dict[str, Callable[[Step], Any]] = {}
 
 
-def host_kernel(eqn: JaxprEqn) -> Callable | None:
-    """The compiled implementation of ``eqn``, or None to call the primitive's ``impl``."""
-    build = HOST_KERNELS.get(eqn.primitive.name)
-    return None if build is None else build(eqn)
+def host_kernel(step: Step) -> Callable | None:
+    """The compiled implementation of the host step ``step``, or None to call the primitive's ``impl``."""
+    build = HOST_KERNELS.get(step.op)
+    return None if build is None else build(step)
 
 
 def _register(*names: str) -> Callable:
@@ -90,17 +89,17 @@ def _argext(x, out, is_max):  # pragma: no cover - numba
 
 
 @_register("argmax", "argmin")
-def _build_argext(eqn: JaxprEqn) -> Callable | None:
-    aval = eqn.invars[0].aval
+def _build_argext(step: Step) -> Callable | None:
+    aval = step.in_avals[0]
     if np.dtype(aval.dtype).kind not in "iuf" or aval.dtype == np.float16:
         return None
-    (axis,) = eqn.params["axes"]
+    (axis,) = step.params["axes"]
     n0, n, n2 = _split3(aval.shape, axis)
     if n2 == 1:
         return None  # along the contiguous axis numpy's SIMD argmax is as fast (small) or ~4x faster
-    out_shape = eqn.outvars[0].aval.shape
-    idt = np.dtype(eqn.params["index_dtype"])
-    is_max = eqn.primitive.name == "argmax"
+    out_shape = step.out_avals[0].shape
+    idt = np.dtype(step.params["index_dtype"])
+    is_max = step.op == "argmax"
     dt = np.dtype(aval.dtype)
     if n0 * n2:
         ensure_compiled(_argext, (array_type(dt, 3, readonly=True), array_type(idt, 2), types.boolean))
@@ -147,14 +146,14 @@ def _cumulative(x, out, op, reverse):  # pragma: no cover - numba
 
 
 @_register(*_CUM_OPS)
-def _build_cumulative(eqn: JaxprEqn) -> Callable | None:
-    aval = eqn.invars[0].aval
+def _build_cumulative(step: Step) -> Callable | None:
+    aval = step.in_avals[0]
     dt = np.dtype(aval.dtype)
     if dt.kind not in "iufc" or dt == np.float16:
         return None
-    axis, reverse = eqn.params["axis"], bool(eqn.params["reverse"])
+    axis, reverse = step.params["axis"], bool(step.params["reverse"])
     shape3 = _split3(aval.shape, axis)
-    op = _CUM_OPS[eqn.primitive.name]
+    op = _CUM_OPS[step.op]
     if op == 0 and shape3[2] == 1 and math.prod(shape3) > 4096:
         return None  # cumsum along the contiguous axis: no faster than numpy's accumulate
     if math.prod(shape3):
@@ -197,11 +196,11 @@ def _scatter_add(out, idx, upd, dims, upper, ostr, woff, clip):  # pragma: no co
 
 
 @_register("scatter-add")
-def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
-    facts = registry.aux(eqn)  # the scatter's window sizes and index mode (fjax.lax.slicing)
-    op_aval, idx_aval, upd_aval = (v.aval for v in eqn.invars)
+def _build_scatter_add(step: Step) -> Callable | None:
+    facts = step.aux  # the scatter's window sizes and index mode (fjax.lax.slicing)
+    op_aval, idx_aval, upd_aval = step.in_avals
     dt = np.dtype(op_aval.dtype)
-    dn = eqn.params["dimension_numbers"]
+    dn = step.params["dimension_numbers"]
     if dt.kind not in "iufc" or dt == np.float16 or dn.operand_batching_dims:
         return None
     shape = tuple(op_aval.shape)
@@ -242,18 +241,18 @@ def _build_scatter_add(eqn: JaxprEqn) -> Callable | None:
 
 
 @_register("sort")
-def _build_sort(eqn: JaxprEqn) -> Callable | None:
-    if eqn.params["num_keys"] != 1:
+def _build_sort(step: Step) -> Callable | None:
+    if step.params["num_keys"] != 1:
         return None
-    if any(np.dtype(v.aval.dtype).kind not in "biuf" for v in eqn.invars[:1]):
+    if any(np.dtype(v.dtype).kind not in "biuf" for v in step.in_avals[:1]):
         return None
-    axis = eqn.params["dimension"]
-    n = eqn.invars[0].aval.shape[axis]
-    if len(eqn.invars) == 1:
+    axis = step.params["dimension"]
+    n = step.in_avals[0].shape[axis]
+    if len(step.in_avals) == 1:
         # one operand: the stable sort gives the impl's order, NaNs last (and +-0 in input order)
         return lambda x: [np.sort(x, axis=axis, kind="stable") if n else np.asarray(x)]
 
-    if axis != len(eqn.invars[0].aval.shape) - 1:
+    if axis != len(step.in_avals[0].shape) - 1:
         return None  # take_along_axis on a leading axis makes this no faster than the impl
 
     def run(*ops: np.ndarray) -> list:

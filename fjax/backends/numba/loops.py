@@ -30,7 +30,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from fjax.core import JaxprEqn
+from fjax.backends.kernel_ir import ControlStep, Step
 
 _mm = dict(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
 
@@ -317,16 +317,16 @@ def _carry(ins: list, fresh: Callable[[str], str]) -> tuple[list, list, list]:
     return cur, nxt, lines
 
 
-def emit(eqn: JaxprEqn, bodies: dict, ins: list, fresh: Callable[[str], str], child: Child) -> tuple[list, list]:
-    """Source lines evaluating the control-flow ``eqn`` on the arrays named ``ins``, and the names
+def emit(step: ControlStep, ins: list, fresh: Callable[[str], str], child: Child) -> tuple[list, list]:
+    """Source lines evaluating the control-flow ``step`` on the arrays named ``ins``, and the names
     of its outputs."""
-    name = eqn.primitive.name
+    name, bodies = step.kind, step.bodies
     if name == "scan":
-        return _emit_scan(eqn, bodies["body"], ins, fresh, child)
+        return _emit_scan(step, bodies["body"], ins, fresh, child)
     if name == "while":
-        return _emit_while(eqn, bodies["cond"], bodies["body"], ins, fresh, child)
+        return _emit_while(step, bodies["cond"], bodies["body"], ins, fresh, child)
     if name == "cond":
-        return _emit_cond(eqn, [bodies[f"branch{i}"] for i in range(len(bodies))], ins, fresh, child)
+        return _emit_cond(step, [bodies[f"branch{i}"] for i in range(len(bodies))], ins, fresh, child)
     raise NotImplementedError(f"fjax.jit: no compiled loop form for primitive {name}")
 
 
@@ -348,13 +348,13 @@ def _swap(cur: list, nxt: list) -> list:
     ]
 
 
-def _emit_scan(eqn: JaxprEqn, body, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
-    p = eqn.params
+def _emit_scan(step: Step, body, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
+    p = step.params
     nc, nk, T, rev = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
     consts, inits, xs = ins[:nc], ins[nc : nc + nk], ins[nc + nk :]
-    jaxpr = p["jaxpr"].jaxpr
-    x_avals = [v.aval for v in jaxpr.invars[nc + nk :]]
-    y_avals = [v.aval for v in jaxpr.outvars[nk:]]
+    # per-iteration slices: the stacked inputs/outputs without their leading (time) axis
+    x_avals = [a.update(shape=a.shape[1:]) for a in step.in_avals[nc + nk :]]
+    y_avals = [a.update(shape=a.shape[1:]) for a in step.out_avals[nk:]]
     cur, nxt, lines = _carry(inits, fresh)
     ys = []
     for a in y_avals:
@@ -380,8 +380,8 @@ def _emit_scan(eqn: JaxprEqn, body, ins: list, fresh, child) -> tuple[list, list
     return lines, cur + ys
 
 
-def _emit_while(eqn: JaxprEqn, cond, body, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
-    p = eqn.params
+def _emit_while(step: Step, cond, body, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
+    p = step.params
     cn, bn = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, inits = ins[:cn], ins[cn : cn + bn], ins[cn + bn :]
     cur, nxt, lines = _carry(inits, fresh)
@@ -397,9 +397,9 @@ def _emit_while(eqn: JaxprEqn, cond, body, ins: list, fresh, child) -> tuple[lis
     return lines, cur
 
 
-def _emit_cond(eqn: JaxprEqn, branches: list, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
+def _emit_cond(step: Step, branches: list, ins: list, fresh, child) -> tuple[list, list]:  # noqa: ANN001
     idx, ops = ins[0], ins[1:]
-    out_avals = [v.aval for v in eqn.outvars]
+    out_avals = list(step.out_avals)
     outs, lines = [], []
     for a in out_avals:
         o = fresh("o")
@@ -437,32 +437,32 @@ _COMBINE_BOOL = {"scatter-add": "{o} or {u}", "scatter-mul": "{o} and {u}", "sca
 _COMBINE_BOOL["scatter-max"] = "{o} or {u}"
 
 
-def inline_op_unsupported_reason(eqn: JaxprEqn) -> str | None:
-    """None if ``emit_op`` renders ``eqn`` inside a compiled loop."""
-    name = eqn.primitive.name
+def inline_op_unsupported_reason(step: Step) -> str | None:
+    """None if ``emit_op`` renders ``step`` inside a compiled loop."""
+    name = step.op
     if name not in INLINE_OPS:
         return f"no lowering rule for primitive {name}"
     if name != "dynamic_update_slice":
-        dn = eqn.params["dimension_numbers"]
+        dn = step.params["dimension_numbers"]
         if dn.operand_batching_dims:
             return f"{name} with operand_batching_dims"
-        dt = eqn.outvars[0].aval.dtype
+        dt = step.out_avals[0].dtype
         if name in ("scatter-min", "scatter-max") and dt.kind == "f":
             return f"{name} on floats (NaN propagation)"
     return None
 
 
-def emit_op(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
-    """Lines computing ``eqn`` (an ``INLINE_OPS`` primitive) from the arrays named ``ins`` into the
+def emit_op(step: Step, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+    """Lines computing ``step`` (an ``INLINE_OPS`` primitive) from the arrays named ``ins`` into the
     array ``o``, which the caller has filled with a copy of the operand ``ins[0]``."""
-    if eqn.primitive.name == "dynamic_update_slice":
-        return _emit_dus(eqn, ins, o, fresh)
-    return _emit_scatter(eqn, ins, o, fresh)
+    if step.op == "dynamic_update_slice":
+        return _emit_dus(step, ins, o, fresh)
+    return _emit_scatter(step, ins, o, fresh)
 
 
-def _emit_dus(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+def _emit_dus(step: Step, ins: list, o: str, fresh: Callable[[str], str]) -> list:
     upd, starts = ins[1], ins[2:]
-    D, U = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+    D, U = step.in_avals[0].shape, step.in_avals[1].shape
     lines: list = []
     st = []
     for d, s in enumerate(starts):
@@ -481,14 +481,14 @@ def _emit_dus(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> 
     return lines
 
 
-def _emit_scatter(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str]) -> list:
-    name = eqn.primitive.name
+def _emit_scatter(step: Step, ins: list, o: str, fresh: Callable[[str], str]) -> list:
+    name = step.op
     _, idx, upd = ins
-    p = eqn.params
+    p = step.params
     dn = p["dimension_numbers"]
-    D = eqn.invars[0].aval.shape
-    I_shape = eqn.invars[1].aval.shape
-    U_shape = eqn.invars[2].aval.shape
+    D = step.in_avals[0].shape
+    I_shape = step.in_avals[1].shape
+    U_shape = step.in_avals[2].shape
     nd = len(D)
     win = list(dn.update_window_dims)
     body_dims = [d for d in range(nd) if d not in dn.inserted_window_dims]  # operand dims with windows
@@ -527,6 +527,6 @@ def _emit_scatter(eqn: JaxprEqn, ins: list, o: str, fresh: Callable[[str], str])
         ui.append(ws[i] if i in ws else next(bit))
     oref = f"{o}[{', '.join(oi)}]" if nd else f"{o}[()]"
     uref = f"{upd}[{', '.join(ui)}]" if U_shape else f"{upd}[()]"
-    table = _COMBINE_BOOL if eqn.outvars[0].aval.dtype == np.bool_ and name != "scatter" else _COMBINE
+    table = _COMBINE_BOOL if step.out_avals[0].dtype == np.bool_ and name != "scatter" else _COMBINE
     lines.append(f"{ind}{oref} = {table[name].format(o=oref, u=uref)}")
     return lines

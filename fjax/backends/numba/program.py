@@ -13,11 +13,12 @@ A program is compiled into two kinds of generated code:
   compiled kernel. Each kernel is compiled for one signature (inputs read-only C arrays, which
   writable arrays convert to; outputs writable) and then frozen (``disable_compile``).
 
-Memory planning (``plan_memory``): intermediates that never escape a call (not returned, not handed
-to a host impl) live in a per-program buffer set that calls take from a pool at entry and give
-back at exit, and buffers of the same shape/dtype with disjoint lifetimes share a slot. Fresh large
-``np.empty`` buffers cost a page fault per 4 KiB page on first touch (glibc returns freed heap
-memory to the OS); on this machine that was 2500 faults and more than half of the MLP step.
+Memory planning (``fjax.backends.memory.plan_memory``, an IR pass): intermediates that never
+escape a call (not returned, not handed to a host impl) live in a per-program buffer set that
+calls take from a pool at entry and give back at exit, and buffers of the same shape/dtype with
+disjoint lifetimes share a slot. Fresh large ``np.empty`` buffers cost a page fault per 4 KiB page
+on first touch (glibc returns freed heap memory to the OS); on this machine that was 2500 faults
+and more than half of the MLP step.
 
 Why not one numba function per program (the first design): numba's typing and LLVM time grow with
 function size and every program paid them again; for the MLP train step that was ~8 s cold. Small
@@ -39,7 +40,7 @@ from numba import types
 
 from fjax import core
 from fjax.backends import kernel_ir as ir
-from fjax.backends import lowering as L
+from fjax.backends import memory
 from fjax.backends.numba import disk_cache
 from fjax.backends.numba import loops as numba_loops
 from fjax.backends.numba.host_kernels import host_kernel
@@ -48,7 +49,7 @@ from fjax.config import config
 
 log = logging.getLogger("fjax.lowering")
 
-# memory planning (``plan_memory``): intermediates live in per-program buffer sets reused across calls
+# memory planning (``memory.plan_memory``): intermediates live in per-program buffer sets reused across calls
 POOL_BUFFERS = True
 
 
@@ -78,11 +79,12 @@ _VIEW = {
 class _Alloc:
     """A buffer allocation line of the program (``fill`` None for ``np.empty``)."""
 
-    __slots__ = ("name", "shape", "dtype", "fill", "slot")
+    __slots__ = ("name", "shape", "dtype", "fill", "slot", "key")
 
-    def __init__(self, name: str, shape: tuple, dtype: np.dtype, fill: str | None = None):
+    def __init__(self, name: str, shape: tuple, dtype: np.dtype, fill: str | None = None, key: Any = None):
         self.name, self.shape, self.dtype, self.fill = name, tuple(shape), np.dtype(dtype), fill
         self.slot: str | None = None
+        self.key = key  # the buffer's key in ``memory.MemoryPlan`` / ``memory.body_outputs``
 
     def render(self) -> str:
         if self.slot is None:
@@ -99,64 +101,6 @@ class _Host(str):
 
 
 _IN_DONE = "# (inputs converted)"
-
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-
-
-def plan_memory(lines: list) -> list:
-    """Memory planning: give every allocation that never escapes the call (is not returned, and is
-    not handed to a host impl, which may return a view of it) a slot of a per-program buffer set,
-    reused across calls (fresh large allocations cost a page fault per 4 KiB page, which on a loaded
-    machine costs more than the loop that fills them) and shared within a call by buffers of the
-    same shape and dtype whose lifetimes do not overlap. Returns the slots as ``(shape, dtype)``;
-    sets ``_Alloc.slot``."""
-    allocs = {ln.name: ln for ln in lines if isinstance(ln, _Alloc)}
-    root: dict = {n: n for n in allocs}  # name -> allocation it may alias
-    last: dict = {}
-    escapes: set = set()
-    for i, ln in enumerate(lines):
-        if isinstance(ln, _Alloc):
-            last[ln.name] = i
-            continue
-        if ln.startswith("#"):
-            continue
-        ids = _IDENT.findall(ln)
-        refs = {root[t] for t in ids if t in root}
-        for r in refs:
-            last[r] = i
-        if isinstance(ln, _Host) or ln.startswith("return"):
-            escapes |= refs
-            continue
-        m = re.match(r"\s*([A-Za-z_]\w*) = (.*)$", ln)
-        if m and refs:
-            lhs, rhs = m.groups()
-            rrefs = {root[t] for t in _IDENT.findall(rhs) if t in root}
-            if ".astype(" in rhs or not rrefs:
-                continue
-            if len(rrefs) > 1:  # not produced by this generator; be conservative
-                escapes |= rrefs
-                continue
-            root[lhs] = next(iter(rrefs))
-    # a name rebound to an alias of an escaping root escapes with it (handled through ``root``)
-    slots: list = []
-    free: dict = {}  # (shape, dtype) -> [slot index]
-    busy: list = []  # (last use, key, slot index)
-    for i, ln in enumerate(lines):
-        if not isinstance(ln, _Alloc) or ln.name in escapes:
-            continue
-        for entry in [b for b in busy if b[0] < i]:
-            busy.remove(entry)
-            free.setdefault(entry[1], []).append(entry[2])
-        key = (ln.shape, ln.dtype.str)
-        pool = free.get(key)
-        if pool:
-            k = pool.pop()
-        else:
-            k = len(slots)
-            slots.append((ln.shape, ln.dtype))
-        ln.slot = f"_m{k}"
-        busy.append((last.get(ln.name, i), key, k))
-    return slots
 
 
 def _new_slots(slots: list) -> Callable:
@@ -235,47 +179,36 @@ class ProgramSource:
         nothing else reads: ``x.at[i].set(v)`` in a loop then costs O(1) per step, not O(size))."""
         ps = ProgramSource(prog, self.ctx, dict(zip(prog.in_slots[len(prog.consts) :], ins)))
         lines = ps.lines
-        assigned: dict = {}  # name -> distinct right-hand sides binding it
-        alias: dict = {}
-        for ln in lines:
-            if isinstance(ln, str):
-                m = re.match(r"([A-Za-z_]\w*) = (.*)$", ln)
-                if m:
-                    assigned.setdefault(m.group(1), set()).add(m.group(2))
-                    if _IDENT.fullmatch(m.group(2)):
-                        alias[m.group(1)] = m.group(2)
-        allocs = {ln.name: ln for ln in lines if isinstance(ln, _Alloc) and not assigned.get(ln.name)}
+        allocs = {ln.key: ln for ln in lines if isinstance(ln, _Alloc) and ln.key is not None}
         written: set = set()
         inplace: set = set()
         taken: set = set()
-        uses: dict = {}
-        for ln in lines:
-            if isinstance(ln, str) and not ln.lstrip().startswith("#"):
-                for t in _IDENT.findall(ln):
-                    uses[t] = uses.get(t, 0) + 1
-        for t in ps.out_names:
-            uses[t] = uses.get(t, 0) + 1
+        sources = memory.body_outputs(prog)
         for k, tgt in enumerate(targets or ()):
-            name = ps.out_names[k]
-            while name in alias and len(assigned[name]) == 1:
-                name = alias[name]
-            a = allocs.get(name)
+            src_k = sources[k]
+            if tgt is None or src_k is None:
+                continue
+            key = src_k[1] if src_k[0] == "alloc" else ("inline", src_k[1])
+            a = allocs.get(key)
             v = prog.out_slots[k]
-            if tgt is None or a is None or a.fill is not None or name in taken or type(v) is core.Literal:
+            if a is None or a.fill is not None or key in taken:
                 continue
             if a.shape != tuple(v.aval.shape) or a.dtype != v.aval.dtype:
                 continue
-            i = next(j for j, ln in enumerate(lines) if ln is a)
-            src = carries[k] if carries and k < len(carries) else None
-            copy = f"lp.copy_into({a.name}, {src})"
-            if src is not None and i + 1 < len(lines) and lines[i + 1] == copy and uses.get(src) == 1:
-                a.slot = src  # the update's operand is this carry, read by nothing else: update it in place
+            carry = carries[k] if carries and k < len(carries) else None
+            if src_k[0] == "inline" and src_k[3] and carry is not None and ps._names.get(src_k[2]) == carry:
+                # the update's operand is this carry, read by nothing else: update it in place
+                i = next(j for j, ln in enumerate(lines) if ln is a)
+                assert lines[i + 1] == f"lp.copy_into({a.name}, {carry})", lines[i + 1]
+                a.slot = carry
                 del lines[i + 1]
                 inplace.add(k)
             else:
                 a.slot = tgt
-            taken.add(name)
+            taken.add(key)
             written.add(k)
+        allocs = {id(ln): ln for ln in lines if isinstance(ln, _Alloc)}
+        # every other allocation of the body moves before the loop: one buffer reused by each iteration
         hoist = [ln for ln in allocs.values() if ln.slot is None and ln.fill is None]
         pre = [ln.render() for ln in hoist]
         moved = {id(ln) for ln in hoist}
@@ -287,25 +220,23 @@ class ProgramSource:
         prog = self.prog
         for v, c in zip(prog.in_slots, prog.consts):
             self._names[v] = self._const(np.ascontiguousarray(np.asarray(c)))
-        for step, (ins, outs) in zip(prog.steps, prog.step_io):
+        for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
             if isinstance(step, ir.Kernel):
-                self._kernel(self.ctx.count("s"), step, ins, outs)
+                self._kernel(si, step, ins, outs, prefix=f"s{self.ctx.count('s')}")
             elif isinstance(step, ir.InlineStep):
                 names = [self._var(a) for a in ins]
                 o, aval = self.ctx.fresh("o"), outs[0].aval
-                self.lines.append(f"# {L._eqn_comment(step.eqn)}")
-                self.lines += [_Alloc(o, aval.shape, aval.dtype), f"lp.copy_into({o}, {names[0]})"]
-                self.lines += numba_loops.emit_op(step.eqn, names, o, self.ctx.fresh)
+                self.lines.append(f"# {step.describe()}")
+                self.lines += [_Alloc(o, aval.shape, aval.dtype, key=("inline", si)), f"lp.copy_into({o}, {names[0]})"]
+                self.lines += numba_loops.emit_op(step, names, o, self.ctx.fresh)
                 self.lines.append(f"{self._var(outs[0])} = {o}")
             elif isinstance(step, ir.ControlStep):
-                lines, names = numba_loops.emit(
-                    step.eqn, step.bodies, [self._var(a) for a in ins], self.ctx.fresh, self._child
-                )
+                lines, names = numba_loops.emit(step, [self._var(a) for a in ins], self.ctx.fresh, self._child)
                 self.lines += lines
                 for o, n in zip(outs, names):
                     self.lines.append(f"{self._var(o)} = {n}")
             else:
-                raise AssertionError(f"host call in a compiled loop body: {L._eqn_comment(step.eqn)}")
+                raise AssertionError(f"host call in a compiled loop body: {step.describe()}")
         self.out_names = [self._var(v) for v in prog.out_slots]
 
     def _control_call(self, step: ir.ControlStep, ins: list, outs: list) -> None:
@@ -313,13 +244,13 @@ class ProgramSource:
         mctx = _Ctx(nopython=True)
         root = ProgramSource(None, mctx)
         args = [f"a{j}" for j in range(len(ins))]
-        lines, names = numba_loops.emit(step.eqn, step.bodies, args, mctx.fresh, root._child)
+        lines, names = numba_loops.emit(step, args, mctx.fresh, root._child)
         lines = [ln.render() if isinstance(ln, _Alloc) else ln for ln in lines]
         params = args + [n for n, _ in mctx.consts]
         fn = ["@njit(cache=CACHE, nogil=True, error_model='numpy')", f"def loop({', '.join(params)}):"]
         fn += ["    " + ln for ln in lines]
         fn.append(f"    return ({''.join(n + ', ' for n in names)})")
-        parts = [f"# fjax compiled {step.eqn.primitive.name} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
+        parts = [f"# fjax compiled {step.kind} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
         parts.append(f"from fjax.backends.numba import loops as lp  # BLAS: {numba_loops.BLAS}\n")
         for fname, nc in mctx.nests:
             # one module holds every nest: module-level constants ``k<j>`` get the nest's prefix
@@ -334,7 +265,7 @@ class ProgramSource:
         sig = tuple(types.Array(numba.from_dtype(np.dtype(a.dtype)), a.ndim, "C", readonly=True) for a in arrs)
         self.loops.append((lname, src, sig))
         call = [self._var(a) for a in ins] + [self._const(v) for _, v in mctx.consts]
-        self.lines.append(f"# {L._eqn_comment(step.eqn)}")
+        self.lines.append(f"# {step.describe()}")
         self.lines.append(f"_r = {lname}({', '.join(call)})")
         for k, o in enumerate(outs):
             self.lines.append(f"{self._var(o)} = _r[{k}]")
@@ -363,16 +294,15 @@ class ProgramSource:
                 self._control_call(step, ins, outs)
                 continue
             if isinstance(step, ir.HostCall):
-                eqn = step.eqn
-                kern = host_kernel(eqn)
+                kern = host_kernel(step)
                 if kern is not None:
-                    call = f"{self._const(kern)}({', '.join(self._var(a) for a in eqn.invars)})"
+                    call = f"{self._const(kern)}({', '.join(self._var(a) for a in ins)})"
                 else:
-                    f = self._const(eqn.primitive.impl)
-                    p = self._const(dict(eqn.params))
-                    call = f"{f}({', '.join(self._var(a) for a in eqn.invars)}, **{p})"
-                body.append(f"# {'compiled op' if kern is not None else 'host'}: {L._eqn_comment(eqn)}")
-                if eqn.primitive.multiple_results:
+                    f = self._const(step.prim.impl)
+                    p = self._const(dict(step.params))
+                    call = f"{f}({', '.join(self._var(a) for a in ins)}, **{p})"
+                body.append(f"# {'compiled op' if kern is not None else 'host'}: {step.describe()}")
+                if step.prim.multiple_results:
                     body.append(_Host(f"_r = {call}"))
                     for k, o in enumerate(outs):
                         body.append(_Host(f"{self._var(o)} = _host_out(_r[{k}], {self._const(o.aval.dtype)})"))
@@ -382,7 +312,7 @@ class ProgramSource:
             self._kernel(si, step, ins, outs)
         outs = ", ".join(self._var(v) for v in prog.out_slots)
         body.append(f"return [{outs}]")
-        self.slots = plan_memory(body) if POOL_BUFFERS else []
+        self.slots = self._plan_memory() if POOL_BUFFERS else []
         if self.slots:
             # one buffer set per concurrent call: taken at entry, given back at exit (list.pop and
             # append are atomic, so threads and re-entrant calls each get their own set)
@@ -395,20 +325,33 @@ class ProgramSource:
         else:
             body.remove(_IN_DONE)
 
-    def _kernel(self, si: int, k: ir.Kernel, ins: list, outs: list) -> None:
+    def _plan_memory(self) -> list:
+        """Slots of the per-program buffer set from the IR memory plan (``memory.plan_memory``)."""
+        plan = memory.plan_memory(self.prog)
+        for ln in self.lines:
+            if isinstance(ln, _Alloc) and ln.key in plan.slot:
+                k = plan.slot[ln.key]
+                # the slot has the IR buffer's shape; a dot writes (with out=) in its 2-d/3-d shape
+                same = tuple(plan.slots[k][0]) == ln.shape
+                ln.slot = f"_m{k}" if same else f"_m{k}.reshape({_shape(ln.shape)})"
+        return plan.slots
+
+    def _kernel(self, si: int, k: ir.Kernel, ins: list, outs: list, prefix: str | None = None) -> None:
+        """Lines running kernel ``k`` (step ``si`` of the program; ``prefix`` names its buffers)."""
         bufname: dict = {}
         for p, v in zip(k.params, ins):
             bufname[p.name] = self._var(v)
+        pre = prefix if prefix is not None else f"s{si}"
 
         def bn(b: ir.Buf) -> str:
             n = bufname.get(b.name)
             if n is None:
-                n = bufname[b.name] = f"s{si}{b.name}"
+                n = bufname[b.name] = f"{pre}{b.name}"
             return n
 
         consts = {c.name: c for c in k.consts}
         body = self.lines
-        for st in k.stmts:
+        for j, st in enumerate(k.stmts):
             if isinstance(st, ir.LoopNest):
                 nc = renderer.render_nest(st, consts)
                 fname = self._nest_names.get(nc.src)
@@ -422,14 +365,15 @@ class ProgramSource:
                 body.extend(f"#   {s.comment}" for s in st.body if isinstance(s, (ir.Op, ir.Iota)))
                 body.extend(f"#   {r.comment}" for r in st.reductions)
                 for b, _ in st.stores:
-                    body.append(_Alloc(bn(b), b.shape, b.dtype))
-                for r in st.reductions:
+                    body.append(_Alloc(bn(b), b.shape, b.dtype, key=(si, b.name)))
+                for ri, r in enumerate(st.reductions):
                     if nc.acc_mode:
                         ident = np.asarray(_ident_value(r.kind, r.acc_dtype), r.acc_dtype)
                         fill = self._const(ident) + ("[()]" if self.nopython else "")
-                        body.append(_Alloc(f"{bn(r.out)}_acc", nc.kept_shape, r.acc_dtype, fill))
+                        key = memory.acc_key(si, j, ri)
+                        body.append(_Alloc(f"{bn(r.out)}_acc", nc.kept_shape, r.acc_dtype, fill, key=key))
                     else:
-                        body.append(_Alloc(bn(r.out), r.out.shape, r.out.dtype))
+                        body.append(_Alloc(bn(r.out), r.out.shape, r.out.dtype, key=(si, r.out.name)))
                 call = []
                 for _, buf, view, _, _ in nc.args:
                     n = bn(buf) + ("_acc" if view == "acc" else "")
@@ -440,7 +384,7 @@ class ProgramSource:
                     for r in st.reductions:
                         body.append(f"{bn(r.out)} = {bn(r.out)}_acc.astype(np.{r.out.dtype.name})")
             elif isinstance(st, ir.Dot):
-                self._dot(st, bn)
+                self._dot(st, bn, key=(si, st.out.name))
             elif isinstance(st, ir.Reshape):
                 if self.nopython:
                     body.append(f"{bn(st.out)} = lp.as_shape({bn(st.src)}, {_shape(st.out.shape)})")
@@ -451,7 +395,7 @@ class ProgramSource:
             if n != self._var(v):
                 body.append(f"{self._var(v)} = {n}")
 
-    def _dot(self, d: ir.Dot, bn: Callable) -> None:
+    def _dot(self, d: ir.Dot, bn: Callable, key: Any = None) -> None:
         if self.nopython:
             self._loop_dot(d, bn)
             return
@@ -467,7 +411,7 @@ class ProgramSource:
         if nb == 1:
             lx = f"{lhs}.reshape({nk}, {nl}).T" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
             rx = f"{rhs}.reshape({nr}, {nk}).T" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"
-            body.append(_Alloc(o, (nl, nr), d.out.dtype))
+            body.append(_Alloc(o, (nl, nr), d.out.dtype, key=key))
             body.append(f"np.dot({lx}, {rx}, {o})")
         else:
             lx = (
@@ -476,7 +420,7 @@ class ProgramSource:
             rx = (
                 f"{rhs}.reshape({nb}, {nr}, {nk}).transpose(0, 2, 1)" if d.rhs_t else f"{rhs}.reshape({nb}, {nk}, {nr})"
             )
-            body.append(_Alloc(o, (nb, nl, nr), d.out.dtype))
+            body.append(_Alloc(o, (nb, nl, nr), d.out.dtype, key=key))
             body.append(f"np.matmul({lx}, {rx}, out={o})")
         body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
 

@@ -23,6 +23,7 @@ import numpy as np
 from numba import types
 
 from fjax.backends import kernel_ir as ir
+from fjax.backends import passes
 
 # nests with at least this much work (elements x body cost) and elements run with prange. A
 # parallel kernel costs ~1 s more to compile (numba outlines the loop into a gufunc), and on 2 cores
@@ -316,7 +317,6 @@ class NumbaRenderer:
         """A shape-generic kernel for ``nest``: extents are arguments, so one compiled kernel serves
         every nest with the same structure (across programs, processes via the disk cache)."""
         loads = [s for s in nest.body if isinstance(s, ir.Load)]
-        iotas = sorted({s.axis for s in nest.body if isinstance(s, ir.Iota)})
         n = len(nest.domain)
         red = tuple(sorted(nest.reduce_axes or ()))
         stores, reds = nest.stores, nest.reductions
@@ -378,18 +378,11 @@ class NumbaRenderer:
         fast_body += body[len(fast_body) :]
         rerun_body += body[len(rerun_body) :]
 
-        simple = not iotas and all(
-            ld.index == () or (ld.index == tuple(range(n)) and ld.buf.shape == nest.domain) for ld in loads
-        )
+        if nest.layout is None:  # not scheduled (a nest rendered on its own)
+            passes.schedule_nest(nest, parallel_policy, TILE, REDUCE_CHUNKS)
+        mode = nest.layout
+        tile = nest.tile  # the schedule's tile size
         trailing = nest.trailing_reduce()
-        if n == 0:
-            mode = "scalar"
-        elif simple and not red:
-            mode = "flat"
-        elif simple and trailing:
-            mode = "full" if len(red) == n else "rows"
-        else:
-            mode = "nd"
         kept = n - len(red)
         kept_shape = tuple(nest.domain[a] for a in range(n) if a not in red)
         # arguments: input buffers (each once), stores, reduction outputs (or accumulators)
@@ -402,7 +395,7 @@ class NumbaRenderer:
             args.append((lname, buf, view, True, buf.dtype))
         for j, (b, _) in enumerate(stores):
             args.append((f"y{j}", b, "one" if mode == "scalar" else mode, False, b.dtype))
-        acc_mode = bool(mode == "nd" and red and not trailing)
+        acc_mode = nest.accumulate
         for j, r in enumerate(reds):
             view = "acc" if acc_mode else ("one" if kept == 0 else ("keptflat" if mode == "rows" else "nd"))
             args.append((f"z{j}", r.out, view, False, r.acc_dtype if acc_mode else r.out.dtype))
@@ -498,15 +491,15 @@ class NumbaRenderer:
             for j, r in enumerate(reds):
                 td, ad = tile_dtype(r), r.acc_dtype
                 if td == ad:
-                    out.append(f"{ind}tb{j} = np.empty({TILE + TILE // 2}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:]")
+                    out.append(f"{ind}tb{j} = np.empty({tile + tile // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{tile // 2}:]")
                 elif ad.itemsize % td.itemsize == 0:
-                    out.append(f"{ind}tb{j} = np.empty({TILE // 2 + TILE * td.itemsize // ad.itemsize}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = tb{j}[{TILE // 2}:].view({_T(td)})")
+                    out.append(f"{ind}tb{j} = np.empty({tile // 2 + tile * td.itemsize // ad.itemsize}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = tb{j}[{tile // 2}:].view({_T(td)})")
                 else:
-                    out.append(f"{ind}tb{j} = np.empty({TILE // 2}, {_T(ad)})")
-                    out.append(f"{ind}tile{j} = np.zeros({TILE}, {_T(td)})")
-                out.append(f"{ind}tw{j} = tb{j}[: {TILE // 2}]")
+                    out.append(f"{ind}tb{j} = np.empty({tile // 2}, {_T(ad)})")
+                    out.append(f"{ind}tile{j} = np.zeros({tile}, {_T(td)})")
+                out.append(f"{ind}tw{j} = tb{j}[: {tile // 2}]")
 
         def tile_pass(ind: str, count: str) -> None:
             # the body over one tile: with the fast paths, then exactly if any input was out of range
@@ -527,8 +520,8 @@ class NumbaRenderer:
             # depends only on the tile's length, not on the vector width or thread count)
             for j, r in enumerate(reds):
                 out.append(f"{ind}acc{j} = {_ident(r.kind, r.acc_dtype)}")
-            out.append(f"{ind}for t0 in range({lo}, {hi}, {TILE}):")
-            out.append(f"{ind}    t1 = min(t0 + {TILE}, {hi})")
+            out.append(f"{ind}for t0 in range({lo}, {hi}, {tile}):")
+            out.append(f"{ind}    t1 = min(t0 + {tile}, {hi})")
             for x in tile_ins:
                 out.append(f"{ind}    {x}t = {view(x)}")
             for j in range(len(stores)):
@@ -536,8 +529,8 @@ class NumbaRenderer:
             tile_pass(ind + "    ", "t1 - t0")
             if not reds:
                 return
-            out.append(f"{ind}    w = {TILE // 2}")
-            out.append(f"{ind}    if t1 - t0 < {TILE}:  # a last short tile: pad to a power of two")
+            out.append(f"{ind}    w = {tile // 2}")
+            out.append(f"{ind}    if t1 - t0 < {tile}:  # a last short tile: pad to a power of two")
             out.append(f"{ind}        w = 1")
             out.append(f"{ind}        while 2 * w < t1 - t0:")
             out.append(f"{ind}            w *= 2")
@@ -574,7 +567,7 @@ class NumbaRenderer:
             out.extend(st_lines("    ", "i"))
         elif mode == "rows":
             # rows in chunks (one chunk per prange iteration), each with its tile buffers
-            nch = REDUCE_CHUNKS if par else 1
+            nch = nest.chunks
             for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
                 out.append(f"{x}f = {x}.reshape(nk * nr)")
             start = len(out)
@@ -585,7 +578,7 @@ class NumbaRenderer:
             out.append(f"    if 0 < nr <= {SHORT_ROWS}:")
             # short rows (softmax over 10 classes): the body runs vectorized over as many whole
             # rows as fit in a tile, then each row is combined in order
-            out.append(f"        rpt = {TILE} // nr")
+            out.append(f"        rpt = {tile} // nr")
             out.append("        for kk in range(klo, khi, rpt):")
             out.append("            m = (min(kk + rpt, khi) - kk) * nr")
             for x in [*tile_ins, *(f"y{j}" for j in range(len(stores)))]:
@@ -609,7 +602,7 @@ class NumbaRenderer:
             if nch == 1:  # one chunk: no chunk loop
                 out[start:] = [ln[4:] for ln in out[start + 1 :]]
         elif mode in ("full", "flat"):
-            nch = REDUCE_CHUNKS if par else 1
+            nch = nest.chunks
             if nch == 1:  # one chunk: the tiles of the whole range, no chunk loop or partials
                 tile_bufs("")
                 tiled("", "0", "n", lambda a: f"{a}[t0:t1]")
