@@ -5,17 +5,26 @@ it. Eager semantics are numpy ``impl`` functions; rule families come from the in
 helpers (``ad.defjvp``, ``ad.deflinear``, ``batching.defvectorized``, ...).
 """
 
+# ruff: noqa: F405 - the reduction and wrapper parts come back through star imports
 from __future__ import annotations
 
-import functools
+import functools  # noqa: F401 - used by lax_reductions / lax_wrappers
 import math
 from enum import IntEnum
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fjax import _blas, core, dtypes
-from fjax.backends.registry import ELEMENTWISE, INDEXING, ITERATION, LAYOUT, LIBRARY, REDUCTION, register_lowering
+from fjax import _blas, core, dtypes  # noqa: F401 - also used by lax_reductions / lax_wrappers
+from fjax.backends.registry import (  # noqa: F401 - LIBRARY/REDUCTION: used by lax_reductions
+    ELEMENTWISE,
+    INDEXING,
+    ITERATION,
+    LAYOUT,
+    LIBRARY,
+    REDUCTION,
+    register_lowering,
+)
 from fjax.core import Primitive, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -1080,377 +1089,33 @@ register_lowering(iota_p, ITERATION)
 ad.defzero(iota_p)
 
 # ---------------------------------------------------------------------------------------------
-# reductions
-
-
-def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True) -> Callable:
-    def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
-        _check_kind(name, x, kinds)
-        for a in axes:
-            if not 0 <= a < x.ndim:
-                raise TypeError(f"{name}: axis {a} is out of bounds for an array of shape {x.shape}")
-        if len(set(axes)) != len(axes):
-            raise TypeError(f"{name}: duplicate axes {axes}")
-        shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
-        return ShapedArray(shape, x.dtype, x.weak_type and keep_weak)
-
-    return rule
-
-
-def _reducer(name: str, impl: Callable, kinds: str) -> Primitive:
-    p = Primitive(name)
-    p.def_impl(impl)
-    p.def_abstract_eval(_reduce_abstract(name, kinds))
-    batching.defreducer(p)
-    return p
-
-
-_WIDER_ACC = {np.dtype(np.float16): np.float64, np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
-
-
-def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np.ndarray:
-    if not axes:
-        return x
-    if x.dtype == dtypes.bfloat16:  # numpy would accumulate in bfloat16 (8 bits): XLA adds in float32
-        return np.sum(x, axis=axes, dtype=np.float32).astype(x.dtype)
-    acc = _WIDER_ACC.get(x.dtype)
-    if acc is not None and tuple(sorted(axes)) != tuple(range(x.ndim - len(axes), x.ndim)):
-        # numpy sums non-trailing axes by plain accumulation (error ~ n * eps), not pairwise as
-        # it does along contiguous ones; accumulate in double so eager matches jit's accuracy
-        return np.sum(x, axis=axes, dtype=acc).astype(x.dtype)
-    return np.sum(x, axis=axes, dtype=x.dtype)
-
-
-reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num)
-register_lowering(reduce_sum_p, REDUCTION, monoid="sum")
-
-
-def _reduce_sum_transpose(ct: Any, x: Any, axes: tuple, out_sharding: Any = None) -> list:
-    shape = x.aval.shape
-    kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
-
-
-ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
-
-
-def _empty_reduce(fn: Callable, ident_fn: Callable) -> Callable:
-    def impl(x: np.ndarray, axes: tuple, **params: Any) -> np.ndarray:
-        if not axes:
-            return x
-        if x.size == 0:
-            shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
-            return np.full(shape, ident_fn(x.dtype), x.dtype)
-        return fn(x, axis=axes)
-
-    return impl
-
-
-def _max_ident(dt: np.dtype) -> Any:
-    if dt == np.bool_:
-        return False
-    return -np.inf if _dkind(dt) == "f" else np.iinfo(dt).min
-
-
-def _min_ident(dt: np.dtype) -> Any:
-    if dt == np.bool_:
-        return True
-    return np.inf if _dkind(dt) == "f" else np.iinfo(dt).max
-
-
-reduce_max_p = _reducer("reduce_max", _empty_reduce(np.max, _max_ident), _any)
-register_lowering(reduce_max_p, REDUCTION, monoid="max")
-reduce_min_p = _reducer("reduce_min", _empty_reduce(np.min, _min_ident), _any)
-register_lowering(reduce_min_p, REDUCTION, monoid="min")
-
-
-def _reduce_chooser_jvp(prim: Primitive) -> Callable:
-    def jvp(primals: list, tangents: list, axes: tuple) -> tuple:
-        (x,), (g,) = primals, tangents
-        ans = prim.bind(x, axes=axes)
-        if type(g) is Zero:
-            return ans, Zero(ad.tangent_aval(core.get_aval(ans)))
-        shape = core.get_aval(x).shape
-        kept = tuple(i for i in range(len(shape)) if i not in axes)
-        loc = convert_element_type(eq(x, broadcast_in_dim(ans, shape, kept)), core.get_aval(g).dtype)
-        counts = reduce_sum(loc, axes)
-        return ans, div(reduce_sum(mul(g, loc), axes), counts)
-
-    return jvp
-
-
-ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
-ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
-
-reduce_prod_p = _reducer("reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype) if axes else x, _num)
-register_lowering(reduce_prod_p, REDUCTION, monoid="prod")
-
-
-def _reduce_prod_jvp(primals: list, tangents: list, axes: tuple) -> tuple:
-    (x,), (g,) = primals, tangents
-    ans = reduce_prod(x, axes)
-    if type(g) is Zero:
-        return ans, Zero(ad.tangent_aval(core.get_aval(ans)))
-    # d prod = sum_i g_i * prod_{j != i} x_j, with the exclusive products from a forward and a
-    # reverse cumulative product, so zeros in x are handled exactly
-    from fjax.lax.other import cumprod  # noqa: PLC0415 (sibling module, defined later)
-
-    shape = core.get_aval(x).shape
-    kept = [i for i in range(len(shape)) if i not in axes]
-    perm = tuple(kept + list(axes))
-    n = math.prod(shape[a] for a in axes)
-    kept_shape = tuple(shape[i] for i in kept)
-    xt = reshape(transpose(x, perm), kept_shape + (n,))
-    gt_ = reshape(transpose(g, perm), kept_shape + (n,))
-    last = len(kept_shape)
-    ones = full_like(slice_in_dim(xt, 0, 1, axis=last), 1) if n else xt
-    if n == 0:
-        return ans, reduce_sum(gt_, (last,))
-    left = concatenate([ones, slice_in_dim(cumprod(xt, axis=last), 0, n - 1, axis=last)], last)
-    right = concatenate([slice_in_dim(cumprod(xt, axis=last, reverse=True), 1, n, axis=last), ones], last)
-    return ans, reduce_sum(mul(gt_, mul(left, right)), (last,))
-
-
-ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
-
-reduce_and_p = _reducer("reduce_and", _empty_reduce(np.all, lambda dt: True), "b")
-register_lowering(reduce_and_p, REDUCTION, monoid="and")
-reduce_or_p = _reducer("reduce_or", _empty_reduce(np.any, lambda dt: False), "b")
-register_lowering(reduce_or_p, REDUCTION, monoid="or")
-reduce_xor_p = _reducer("reduce_xor", lambda x, axes: np.logical_xor.reduce(x, axis=axes) if axes else x, "b")
-for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
-    ad.defzero(_p)
-
-
-def _arg_abstract(name: str) -> Callable:
-    def rule(x: Any, *, axes: tuple, index_dtype: np.dtype) -> ShapedArray:
-        _check_kind(name, x, _any)
-        if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
-            raise TypeError(f"{name}: axes must be a single in-range axis, got {axes} for shape {x.shape}")
-        if x.shape[axes[0]] == 0:
-            raise ValueError(f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of shape {x.shape})")
-        if _dkind(np.dtype(index_dtype)) not in "iu":
-            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
-        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]), index_dtype, False)
-
-    return rule
-
-
-def _argmax_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
-    # NaN counts as the maximum (first NaN wins), as JAX
-    if _dkind(x.dtype) == "f":
-        isn = np.isnan(x)
-        if isn.any():
-            r = np.argmax(np.where(isn, np.inf, x), axis=axes[0])
-            anynan = isn.any(axis=axes[0])
-            return np.where(anynan, np.argmax(isn, axis=axes[0]), r).astype(index_dtype)
-    return np.argmax(x, axis=axes[0]).astype(index_dtype)
-
-
-def _argmin_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
-    if _dkind(x.dtype) == "f":
-        isn = np.isnan(x)
-        if isn.any():
-            r = np.argmin(np.where(isn, -np.inf, x), axis=axes[0])
-            anynan = isn.any(axis=axes[0])
-            return np.where(anynan, np.argmax(isn, axis=axes[0]), r).astype(index_dtype)
-    return np.argmin(x, axis=axes[0]).astype(index_dtype)
-
-
-argmax_p = _reducer("argmax", _argmax_impl, _any)
-argmax_p.def_abstract_eval(_arg_abstract("argmax"))
-argmin_p = _reducer("argmin", _argmin_impl, _any)
-argmin_p.def_abstract_eval(_arg_abstract("argmin"))
-ad.defzero(argmax_p)
-ad.defzero(argmin_p)
-
-# ---------------------------------------------------------------------------------------------
-# dot_general
-
-
-def _canon_dnums(dimension_numbers: Any) -> tuple:
-    (lc, rc), (lb, rb) = dimension_numbers
-    return (
-        (tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
-        (tuple(int(i) for i in lb), tuple(int(i) for i in rb)),
-    )
-
-
-def _dot_general_abstract(
-    x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
-) -> ShapedArray:
-    (lc, rc), (lb, rb) = dimension_numbers
-    _check_kind("dot_general", x, _num + "b")
-    if preferred_element_type is None and x.dtype != y.dtype:
-        raise TypeError(
-            f"dot_general requires operands of the same dtype, got {x.dtype.name} and {y.dtype.name} "
-            "(jnp.dot/jnp.matmul promote types first)"
-        )
-    if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError(f"dot_general: contracting/batch dims must come in pairs, got {dimension_numbers}")
-    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
-        if not (0 <= a < x.ndim and 0 <= b < y.ndim) or x.shape[a] != y.shape[b]:
-            raise TypeError(
-                f"dot_general requires contracting and batch dimensions to have the same size, got "
-                f"lhs shape {x.shape}, rhs shape {y.shape}, dimension_numbers {dimension_numbers}"
-            )
-    if len(set(lc + lb)) != len(lc + lb) or len(set(rc + rb)) != len(rc + rb):
-        raise TypeError(f"dot_general: repeated dimensions in {dimension_numbers}")
-    batch = tuple(x.shape[i] for i in lb)
-    lfree = tuple(s for i, s in enumerate(x.shape) if i not in lc and i not in lb)
-    rfree = tuple(s for i, s in enumerate(y.shape) if i not in rc and i not in rb)
-    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
-    return ShapedArray(batch + lfree + rfree, dt, x.weak_type and y.weak_type)
-
-
-@functools.lru_cache(maxsize=2048)
-def _dot_plan(xshape: tuple, yshape: tuple, dimension_numbers: tuple) -> tuple:
-    """Transposes and 3-D shapes that turn a dot_general into one (batched) matmul."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    xnd, ynd = len(xshape), len(yshape)
-    lfree = [i for i in range(xnd) if i not in lc and i not in lb]
-    rfree = [i for i in range(ynd) if i not in rc and i not in rb]
-    xperm = tuple(list(lb) + lfree + list(lc))
-    yperm = tuple(list(rb) + list(rc) + rfree)
-    nb = math.prod(xshape[i] for i in lb)
-    nk = math.prod(xshape[i] for i in lc)
-    nl = math.prod(xshape[i] for i in lfree)
-    nr = math.prod(yshape[i] for i in rfree)
-    out_shape = tuple(xshape[i] for i in lb) + tuple(xshape[i] for i in lfree) + tuple(yshape[i] for i in rfree)
-    xperm = None if xperm == tuple(range(xnd)) else xperm
-    yperm = None if yperm == tuple(range(ynd)) else yperm
-    if nb == 1:
-        return xperm, yperm, (nl, nk), (nk, nr), out_shape
-    return xperm, yperm, (nb, nl, nk), (nb, nk, nr), out_shape
-
-
-def _dot_general_impl(
-    x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
-) -> np.ndarray:
-    dt = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    if dt != x.dtype:
-        x = x.astype(dt)
-    if dt != y.dtype:
-        y = y.astype(dt)
-    xperm, yperm, xs3, ys3, out_shape = _dot_plan(x.shape, y.shape, dimension_numbers)
-    if xperm is not None:
-        x = x.transpose(xperm)
-    if yperm is not None:
-        y = y.transpose(yperm)
-    out = _blas.matmul(x.reshape(xs3), y.reshape(ys3), math.prod(xs3) * ys3[-1])
-    return out.reshape(out_shape)
-
-
-dot_general_p = Primitive("dot_general")
-dot_general_p.def_impl(_dot_general_impl)
-dot_general_p.def_abstract_eval(_dot_general_abstract)
-
-
-def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
-    dt = eqn.outvars[0].aval.dtype
-    if _dkind(dt) != "f" or any(v.aval.dtype != dt for v in eqn.invars):
-        return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
-    return None
-
-
-register_lowering(dot_general_p, LIBRARY, check=_dot_general_lowering_check)
-
-
-def _ranges_like(*xs: Sequence) -> list[list[int]]:
-    start, out = 0, []
-    for x in xs:
-        out.append(list(range(start, start + len(x))))
-        start += len(x)
-    return out
-
-
-def _remaining(n: int, *removed: Sequence[int]) -> list[int]:
-    rm = set(i for r in removed for i in r)
-    return [i for i in range(n) if i not in rm]
-
-
-def _dot_transpose_lhs(
-    ct: Any,
-    x: Any,
-    y: Any,
-    *,
-    dimension_numbers: tuple,
-    precision: Any = None,
-    preferred_element_type: Any = None,
-    swap_ans: bool = False,
-) -> Any:
-    # ct has dims (batch, x_free, y_free) (or (batch, y_free, x_free) when swapped); contract it
-    # with y over y's free dims to get (batch, x_free, y_contract-ordered) then permute into x
-    (xc, yc), (xb, yb) = dimension_numbers
-    x_aval = x.aval if is_undefined_primal(x) else core.get_aval(x)
-    y_aval = y.aval if is_undefined_primal(y) else core.get_aval(y)
-    x_kept = _remaining(x_aval.ndim, xc, xb)
-    y_kept = _remaining(y_aval.ndim, yc, yb)
-    if swap_ans:
-        ans_batch, ans_y, _ = _ranges_like(xb, y_kept, x_kept)
-    else:
-        ans_batch, _, ans_y = _ranges_like(xb, x_kept, y_kept)
-    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
-    xc_by_y = [xc[i] for i in np.argsort(yc)]
-    out_axes = np.argsort(list(xb) + x_kept + xc_by_y)
-    res = dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
-    res = transpose(res, tuple(int(i) for i in out_axes))
-    if core.get_aval(res).dtype != x_aval.dtype:
-        res = convert_element_type(res, x_aval.dtype)
-    return res
-
-
-def _dot_transpose_rhs(
-    ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
-) -> Any:
-    (xc, yc), (xb, yb) = dimension_numbers
-    swapped = ((yc, xc), (yb, xb))
-    return _dot_transpose_lhs(
-        ct,
-        y,
-        x,
-        dimension_numbers=swapped,
-        precision=precision,
-        preferred_element_type=preferred_element_type,
-        swap_ans=True,
-    )
-
-
-ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
-
-
-def _dot_general_batch(
-    vals: list, dims: list, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
-) -> tuple:
-    x, y = vals
-    dx, dy = dims
-    (xc, yc), (xb, yb) = dimension_numbers
-    if dx is not None and dy is not None:
-        # both batched: the vmapped axis becomes a new (leading) batch dimension
-        x = batching.moveaxis(x, dx, 0)
-        y = batching.moveaxis(y, dy, 0)
-        sh = lambda t: tuple(i + 1 for i in t)  # noqa: E731
-        dn = ((sh(xc), sh(yc)), ((0,) + sh(xb), (0,) + sh(yb)))
-        return dot_general(x, y, dn, precision, preferred_element_type), 0
-    if dx is not None:
-        # free dim of x: keep it in place; it lands among x's free dims in the output
-        sh = lambda t: tuple(i + 1 if i >= dx else i for i in t)  # noqa: E731
-        dn = ((sh(xc), yc), (sh(xb), yb))
-        x_ndim = core.get_aval(x).ndim
-        x_free = _remaining(x_ndim, dn[0][0], dn[1][0])
-        out_d = len(xb) + x_free.index(dx)
-        return dot_general(x, y, dn, precision, preferred_element_type), out_d
-    sh = lambda t: tuple(i + 1 if i >= dy else i for i in t)  # noqa: E731
-    dn = ((xc, sh(yc)), (xb, sh(yb)))
-    x_ndim = core.get_aval(x).ndim
-    y_ndim = core.get_aval(y).ndim
-    y_free = _remaining(y_ndim, dn[0][1], dn[1][1])
-    x_free = _remaining(x_ndim, xc, xb)
-    out_d = len(xb) + len(x_free) + y_free.index(dy)
-    return dot_general(x, y, dn, precision, preferred_element_type), out_d
-
-
-batching.primitive_batchers[dot_general_p] = _dot_general_batch
+# reductions and dot_general: fjax/lax/lax_reductions.py
+from fjax.lax.lax_reductions import *  # noqa: E402,F403
+from fjax.lax.lax_reductions import (  # noqa: E402,F401
+    _WIDER_ACC,
+    _arg_abstract,
+    _argmax_impl,
+    _argmin_impl,
+    _canon_dnums,
+    _dot_general_abstract,
+    _dot_general_batch,
+    _dot_general_impl,
+    _dot_general_lowering_check,
+    _dot_plan,
+    _dot_transpose_lhs,
+    _dot_transpose_rhs,
+    _empty_reduce,
+    _max_ident,
+    _min_ident,
+    _ranges_like,
+    _reduce_abstract,
+    _reduce_chooser_jvp,
+    _reduce_prod_jvp,
+    _reduce_sum_impl,
+    _reduce_sum_transpose,
+    _reducer,
+    _remaining,
+)
 
 # ---------------------------------------------------------------------------------------------
 # stop_gradient
@@ -1463,404 +1128,34 @@ ad.defzero(stop_gradient_p)
 batching.defvectorized(stop_gradient_p)
 
 # ---------------------------------------------------------------------------------------------
-# public wrappers (lax API)
-
-
-def neg(x: Any) -> Any:
-    """Elementwise negation: -x."""
-    return _bind(neg_p, x)
-
-
-def sign(x: Any) -> Any:
-    """Elementwise sign."""
-    return _bind(sign_p, x)
-
-
-def floor(x: Any) -> Any:
-    """Elementwise floor."""
-    return _bind(floor_p, x)
-
-
-def ceil(x: Any) -> Any:
-    """Elementwise ceiling."""
-    return _bind(ceil_p, x)
-
-
-def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:  # noqa: A001
-    """Elementwise round (halfway cases away from zero by default, as JAX's lax.round)."""
-    return _bind(round_p, x, rounding_method=int(rounding_method))
-
-
-def is_finite(x: Any) -> Any:
-    """Elementwise: is x neither infinite nor NaN."""
-    return _bind(is_finite_p, x)
-
-
-def abs(x: Any) -> Any:  # noqa: A001
-    """Elementwise absolute value."""
-    return _bind(abs_p, x)
-
-
-def _mk_unary(prim: Primitive, doc: str) -> Callable:
-    def f(x: Any) -> Any:
-        return _bind(prim, x)
-
-    f.__name__ = prim.name
-    f.__doc__ = doc
-    return f
-
-
-exp = _mk_unary(exp_p, "Elementwise exponential e**x.")
-exp2 = _mk_unary(exp2_p, "Elementwise base-2 exponential 2**x.")
-log = _mk_unary(log_p, "Elementwise natural logarithm.")
-log1p = _mk_unary(log1p_p, "Elementwise log(1 + x), accurate near 0.")
-expm1 = _mk_unary(expm1_p, "Elementwise e**x - 1, accurate near 0.")
-sqrt = _mk_unary(sqrt_p, "Elementwise square root.")
-rsqrt = _mk_unary(rsqrt_p, "Elementwise reciprocal square root.")
-cbrt = _mk_unary(cbrt_p, "Elementwise cube root.")
-sin = _mk_unary(sin_p, "Elementwise sine.")
-cos = _mk_unary(cos_p, "Elementwise cosine.")
-tan = _mk_unary(tan_p, "Elementwise tangent.")
-asin = _mk_unary(asin_p, "Elementwise arcsine.")
-acos = _mk_unary(acos_p, "Elementwise arccosine.")
-atan = _mk_unary(atan_p, "Elementwise arctangent.")
-sinh = _mk_unary(sinh_p, "Elementwise hyperbolic sine.")
-cosh = _mk_unary(cosh_p, "Elementwise hyperbolic cosine.")
-tanh = _mk_unary(tanh_p, "Elementwise hyperbolic tangent.")
-asinh = _mk_unary(asinh_p, "Elementwise inverse hyperbolic sine.")
-acosh = _mk_unary(acosh_p, "Elementwise inverse hyperbolic cosine.")
-atanh = _mk_unary(atanh_p, "Elementwise inverse hyperbolic tangent.")
-logistic = _mk_unary(logistic_p, "Elementwise logistic sigmoid 1 / (1 + e**-x).")
-erf = _mk_unary(erf_p, "Elementwise error function.")
-erfc = _mk_unary(erfc_p, "Elementwise complementary error function.")
-erf_inv = _mk_unary(erf_inv_p, "Elementwise inverse error function.")
-lgamma = _mk_unary(lgamma_p, "Elementwise log of the absolute value of the gamma function.")
-digamma = _mk_unary(digamma_p, "Elementwise digamma (derivative of lgamma).")
-
-
-def polygamma(m: Any, x: Any) -> Any:
-    """Elementwise polygamma function psi^(m)(x), m a non-negative integer (as a float array)."""
-    return _bind(polygamma_p, m, x)
-
-
-square = _mk_unary(square_p, "Elementwise square.")
-real = _mk_unary(real_p, "Real part of a complex array.")
-imag = _mk_unary(imag_p, "Imaginary part of a complex array.")
-conj = _mk_unary(conj_p, "Complex conjugate.")
-bitwise_not = _mk_unary(not_p, "Elementwise NOT (logical for booleans).")
-stop_gradient_raw = _mk_unary(stop_gradient_p, "Identity whose derivative is zero.")
-
-
-def integer_pow(x: Any, y: int) -> Any:
-    """Elementwise x**y for a static Python integer y."""
-    return _bind(integer_pow_p, x, y=int(y))
-
-
-def _mk_binary(prim: Primitive, doc: str) -> Callable:
-    def f(x: Any, y: Any) -> Any:
-        return _bind(prim, x, y)
-
-    f.__name__ = prim.name
-    f.__doc__ = doc
-    return f
-
-
-add = _mk_binary(add_p, "Elementwise addition x + y.")
-sub = _mk_binary(sub_p, "Elementwise subtraction x - y.")
-mul = _mk_binary(mul_p, "Elementwise multiplication x * y.")
-div = _mk_binary(div_p, "Elementwise division x / y (integer division rounds toward zero).")
-rem = _mk_binary(rem_p, "Elementwise remainder with the sign of the dividend (C fmod).")
-pow = _mk_binary(pow_p, "Elementwise power x**y.")  # noqa: A001
-max = _mk_binary(max_p, "Elementwise maximum (NaN-propagating).")  # noqa: A001
-min = _mk_binary(min_p, "Elementwise minimum (NaN-propagating).")  # noqa: A001
-atan2 = _mk_binary(atan2_p, "Elementwise arctangent of x / y, in the right quadrant.")
-nextafter = _mk_binary(nextafter_p, "Next representable value after x in the direction of y.")
-eq = _mk_binary(eq_p, "Elementwise x == y.")
-ne = _mk_binary(ne_p, "Elementwise x != y.")
-lt = _mk_binary(lt_p, "Elementwise x < y.")
-le = _mk_binary(le_p, "Elementwise x <= y.")
-gt = _mk_binary(gt_p, "Elementwise x > y.")
-ge = _mk_binary(ge_p, "Elementwise x >= y.")
-bitwise_and = _mk_binary(and_p, "Elementwise AND (logical for booleans).")
-bitwise_or = _mk_binary(or_p, "Elementwise OR (logical for booleans).")
-bitwise_xor = _mk_binary(xor_p, "Elementwise XOR (logical for booleans).")
-shift_left = _mk_binary(shift_left_p, "Elementwise x << y.")
-shift_right_arithmetic = _mk_binary(shift_right_arithmetic_p, "Elementwise arithmetic x >> y.")
-shift_right_logical = _mk_binary(shift_right_logical_p, "Elementwise logical x >> y.")
-
-
-def select_n(which: Any, *cases: Any) -> Any:
-    """Pick, elementwise, ``cases[which]`` (``which`` boolean for two cases, or integer)."""
-    return core.bind(select_n_p, (which,) + cases, {})
-
-
-def select(pred: Any, on_true: Any, on_false: Any) -> Any:
-    """Elementwise ``on_true if pred else on_false``."""
-    return core.bind(select_n_p, (pred, on_false, on_true), {})
-
-
-def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
-    """Elementwise min(max(x, min), max)."""
-    return _bind(clamp_p, min, x, max)
-
-
-def convert_element_type(operand: Any, new_dtype: Any) -> Any:
-    """Cast ``operand`` to ``new_dtype`` (canonicalized; the result is not weakly typed)."""
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if not isinstance(operand, core.Tracer) and not isinstance(operand, core.Array):
-        operand = core.to_array(operand, "convert_element_type")
-    aval = core.get_aval(operand)
-    if aval.dtype == new_dtype and not aval.weak_type:
-        return operand
-    return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=False)
-
-
-def _convert_element_type_weak(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    aval = core.get_aval(operand)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return operand
-    return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> Any:
-    """Broadcast ``operand`` to ``shape``, operand dim i going to ``broadcast_dimensions[i]``."""
-    shape = tuple(int(s) for s in shape)
-    bd = tuple(int(d) for d in broadcast_dimensions)
-    if core.get_aval(operand).shape == shape and bd == tuple(range(len(shape))):
-        return operand
-    return _bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
-
-
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
-    """Add leading dimensions of the given sizes."""
-    nd = core.get_aval(operand).ndim
-    sizes = tuple(sizes)
-    return broadcast_in_dim(operand, sizes + core.get_aval(operand).shape, tuple(range(len(sizes), len(sizes) + nd)))
-
-
-def broadcast_to_rank(x: Any, rank: int) -> Any:
-    nd = core.get_aval(x).ndim
-    return x if nd == rank else broadcast(x, (1,) * (rank - nd))
-
-
-def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
-    """Reshape (after transposing by ``dimensions`` if given)."""
-    new_sizes = tuple(int(s) for s in new_sizes)
-    aval = core.get_aval(operand)
-    dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
-    if aval.shape == new_sizes and dims is None:
-        return operand
-    return _bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
-
-
-def transpose(operand: Any, permutation: Sequence[int]) -> Any:
-    """Permute the dimensions of ``operand``."""
-    perm = tuple(int(p) for p in permutation)
-    if perm == tuple(range(len(perm))) and len(perm) == core.get_aval(operand).ndim:
-        return operand
-    return _bind(transpose_p, operand, permutation=perm)
-
-
-def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
-    """Remove the given size-1 dimensions."""
-    nd = core.get_aval(array).ndim
-    dims = tuple(sorted(int(d) % nd if nd else int(d) for d in dimensions))
-    if not dims:
-        return array
-    return _bind(squeeze_p, array, dimensions=dims)
-
-
-def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
-    """Insert size-1 dimensions at the given positions (of the result)."""
-    aval = core.get_aval(array)
-    nd_out = aval.ndim + len(dimensions)
-    dims = sorted(int(d) % nd_out for d in dimensions)
-    shape = list(aval.shape)
-    for d in dims:
-        shape.insert(d, 1)
-    kept = [i for i in range(nd_out) if i not in dims]
-    return broadcast_in_dim(array, tuple(shape), tuple(kept))
-
-
-def rev(operand: Any, dimensions: Sequence[int]) -> Any:
-    """Reverse the order of elements along the given dimensions."""
-    return _bind(rev_p, operand, dimensions=tuple(int(d) for d in dimensions))
-
-
-def iota(dtype: Any, size: int) -> Any:
-    """[0, 1, ..., size-1] of the given dtype."""
-    return broadcasted_iota(dtype, (int(size),), 0)
-
-
-def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
-    """An array of ``shape`` whose values count along ``dimension``."""
-    return core.bind(
-        iota_p,
-        (),
-        dict(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape), dimension=int(dimension)),
-    )
-
-
-def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
-    """Sum over ``axes``."""
-    return _bind(reduce_sum_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
-    """Maximum over ``axes``."""
-    return _bind(reduce_max_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
-    """Minimum over ``axes``."""
-    return _bind(reduce_min_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
-    """Product over ``axes``."""
-    return _bind(reduce_prod_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
-    """Logical AND over ``axes``."""
-    return _bind(reduce_and_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
-    """Logical OR over ``axes``."""
-    return _bind(reduce_or_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
-    """Logical XOR over ``axes``."""
-    return _bind(reduce_xor_p, operand, axes=tuple(int(a) for a in axes))
-
-
-def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
-    """Index of the maximum along ``axis`` (first occurrence; NaN counts as maximal)."""
-    return _bind(argmax_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
-
-
-def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
-    """Index of the minimum along ``axis`` (first occurrence; NaN counts as minimal)."""
-    return _bind(argmin_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
-
-
-def dot_general(
-    lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None, preferred_element_type: Any = None
-) -> Any:
-    """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
-
-    The output has the batch dims, then lhs free dims, then rhs free dims.
-    """
-    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return _bind(
-        dot_general_p,
-        lhs,
-        rhs,
-        dimension_numbers=_canon_dnums(dimension_numbers),
-        precision=None,
-        preferred_element_type=pet,
-    )
-
-
-def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """Vector/matrix dot product (contracting lhs's last dim with rhs's first)."""
-    la, ra = core.get_aval(lhs), core.get_aval(rhs)
-    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
-        raise TypeError(f"lax.dot requires 1-D or 2-D operands, got shapes {la.shape} and {ra.shape}")
-    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
-
-
-def stop_gradient(x: Any) -> Any:
-    """The identity whose derivative is zero; works on pytrees."""
-    from fjax import tree_util  # noqa: PLC0415
-
-    def stop(v: Any) -> Any:
-        aval = core.get_aval(v)
-        if _dkind(aval.dtype) not in "fc":
-            return v
-        return _bind(stop_gradient_p, v)
-
-    return tree_util.tree_map(stop, x)
-
-
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``."""
-    shape = tuple(int(s) for s in shape)
-    if dtype is None:
-        fv = fill_value if isinstance(fill_value, (core.Tracer, core.Array)) else core.to_array(fill_value, "lax.full")
-        weak = core.get_aval(fv).weak_type
-        dt = core.get_aval(fv).dtype
-    else:
-        dt = dtypes.canonicalize_dtype(dtype)
-        weak = False
-        fv = fill_value
-    if isinstance(fv, core.Tracer):
-        v = _convert_element_type_weak(fv, dt, weak)
-        return broadcast_in_dim(v, shape, ())
-    val = np.asarray(core.concrete_or_error(fv)).astype(dt)
-    if val.ndim:
-        raise TypeError(f"full: fill_value must be a scalar, got shape {val.shape}")
-    return broadcast_in_dim(core.Array(val, weak), shape, ())
-
-
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None) -> Any:
-    """An array like ``x`` (shape and dtype, weak type kept) filled with ``fill_value``."""
-    aval = core.get_aval(x)
-    dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-    shp = aval.shape if shape is None else tuple(shape)
-    val = core.Array(
-        np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array) else fill_value._value.astype(dt),
-        aval.weak_type and dtype is None,
-    )
-    return broadcast_in_dim(val, shp, ())
-
-
-def zeros_like_array(x: Any) -> Any:
-    return full_like(x, 0)
-
-
-def _zeros_of_aval(aval: ShapedArray) -> Any:
-    if aval.dtype == dtypes.float0:
-        return core.Array(np.zeros(aval.shape, dtypes.float0), False)
-    return broadcast_in_dim(core.Array(np.zeros((), aval.dtype), aval.weak_type), aval.shape, ())
-
-
-def _add_any(x: Any, y: Any) -> Any:
-    ax = core.get_aval(x)
-    if ax.dtype == dtypes.float0:
-        return x
-    return add(x, y)
-
-
-def _moveaxis(x: Any, src: int, dst: int) -> Any:
-    nd = core.get_aval(x).ndim
-    perm = [i for i in range(nd) if i != src]
-    perm.insert(dst, src)
-    return transpose(x, perm)
-
-
-def _broadcast_new_axis(x: Any, size: int, axis: int) -> Any:
-    aval = core.get_aval(x)
-    shape = list(aval.shape)
-    shape.insert(axis, size)
-    dims = [i for i in range(len(shape)) if i != axis]
-    return broadcast_in_dim(x, tuple(shape), tuple(dims))
-
-
-def slice_in_dim(operand: Any, start_index: int, limit_index: int, stride: int = 1, axis: int = 0) -> Any:
-    from fjax.lax.slicing import slice_in_dim as _sid  # noqa: PLC0415
-
-    return _sid(operand, start_index, limit_index, stride, axis)
-
-
-def concatenate(operands: Sequence[Any], dimension: int) -> Any:
-    from fjax.lax.slicing import concatenate as _cat  # noqa: PLC0415
-
-    return _cat(operands, dimension)
-
+# public wrappers (lax API): fjax/lax/lax_wrappers.py
+
+from fjax.lax.lax_wrappers import *  # noqa: E402,F403 - the public wrappers (split for size)
+from fjax.lax.lax_wrappers import (  # noqa: E402
+    _add_any,
+    _broadcast_new_axis,
+    _moveaxis,
+    _zeros_of_aval,
+)
+
+
+# lax_reductions and lax_wrappers are parts of this module split off for size: each sees every
+# name of it (their rules call wrappers and each other's primitives at call time)
+def _share_namespace() -> None:
+    from fjax.lax import lax_reductions, lax_wrappers  # noqa: PLC0415
+
+    g = globals()
+    for part in (lax_reductions, lax_wrappers):
+        for k, v in vars(part).items():  # private helpers too (other modules import them from here)
+            if not (k.startswith("__") and k.endswith("__")):
+                g.setdefault(k, v)
+    for part in (lax_reductions, lax_wrappers):
+        for k, v in list(g.items()):
+            if not (k.startswith("__") and k.endswith("__")):
+                part.__dict__.setdefault(k, v)
+
+
+_share_namespace()
 
 # hooks the interpreters use for the few array ops their generic code needs
 ad._add_any = _add_any

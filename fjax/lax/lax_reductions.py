@@ -1,0 +1,390 @@
+"""``fjax.lax.lax``'s reduction primitives (``reduce_sum``/``max``/``min``/``prod``/``and``/``or``,
+``argmax``/``argmin``) and ``dot_general``, each with its rules.
+
+Split from ``fjax/lax/lax.py`` for size; ``lax.py`` re-exports every name defined here.
+"""
+
+# ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
+from __future__ import annotations
+
+from fjax.lax.lax import *  # noqa: F403 - the shared rules, helpers and imports
+from fjax.lax.lax import (  # noqa: F401
+    _any,
+    _blas,
+    _check_kind,
+    _dkind,
+    _num,
+)
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True) -> Callable:
+    def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
+        _check_kind(name, x, kinds)
+        for a in axes:
+            if not 0 <= a < x.ndim:
+                raise TypeError(f"{name}: axis {a} is out of bounds for an array of shape {x.shape}")
+        if len(set(axes)) != len(axes):
+            raise TypeError(f"{name}: duplicate axes {axes}")
+        shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type and keep_weak)
+
+    return rule
+
+
+def _reducer(name: str, impl: Callable, kinds: str) -> Primitive:
+    p = Primitive(name)
+    p.def_impl(impl)
+    p.def_abstract_eval(_reduce_abstract(name, kinds))
+    batching.defreducer(p)
+    return p
+
+
+_WIDER_ACC = {np.dtype(np.float16): np.float64, np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}
+
+
+def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np.ndarray:
+    if not axes:
+        return x
+    if x.dtype == dtypes.bfloat16:  # numpy would accumulate in bfloat16 (8 bits): XLA adds in float32
+        return np.sum(x, axis=axes, dtype=np.float32).astype(x.dtype)
+    acc = _WIDER_ACC.get(x.dtype)
+    if acc is not None and tuple(sorted(axes)) != tuple(range(x.ndim - len(axes), x.ndim)):
+        # numpy sums non-trailing axes by plain accumulation (error ~ n * eps), not pairwise as
+        # it does along contiguous ones; accumulate in double so eager matches jit's accuracy
+        return np.sum(x, axis=axes, dtype=acc).astype(x.dtype)
+    return np.sum(x, axis=axes, dtype=x.dtype)
+
+
+reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num)
+register_lowering(reduce_sum_p, REDUCTION, monoid="sum")
+
+
+def _reduce_sum_transpose(ct: Any, x: Any, axes: tuple, out_sharding: Any = None) -> list:
+    shape = x.aval.shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return [broadcast_in_dim(ct, shape, kept)]
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _empty_reduce(fn: Callable, ident_fn: Callable) -> Callable:
+    def impl(x: np.ndarray, axes: tuple, **params: Any) -> np.ndarray:
+        if not axes:
+            return x
+        if x.size == 0:
+            shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+            return np.full(shape, ident_fn(x.dtype), x.dtype)
+        return fn(x, axis=axes)
+
+    return impl
+
+
+def _max_ident(dt: np.dtype) -> Any:
+    if dt == np.bool_:
+        return False
+    return -np.inf if _dkind(dt) == "f" else np.iinfo(dt).min
+
+
+def _min_ident(dt: np.dtype) -> Any:
+    if dt == np.bool_:
+        return True
+    return np.inf if _dkind(dt) == "f" else np.iinfo(dt).max
+
+
+reduce_max_p = _reducer("reduce_max", _empty_reduce(np.max, _max_ident), _any)
+register_lowering(reduce_max_p, REDUCTION, monoid="max")
+reduce_min_p = _reducer("reduce_min", _empty_reduce(np.min, _min_ident), _any)
+register_lowering(reduce_min_p, REDUCTION, monoid="min")
+
+
+def _reduce_chooser_jvp(prim: Primitive) -> Callable:
+    def jvp(primals: list, tangents: list, axes: tuple) -> tuple:
+        (x,), (g,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        if type(g) is Zero:
+            return ans, Zero(ad.tangent_aval(core.get_aval(ans)))
+        shape = core.get_aval(x).shape
+        kept = tuple(i for i in range(len(shape)) if i not in axes)
+        loc = convert_element_type(eq(x, broadcast_in_dim(ans, shape, kept)), core.get_aval(g).dtype)
+        counts = reduce_sum(loc, axes)
+        return ans, div(reduce_sum(mul(g, loc), axes), counts)
+
+    return jvp
+
+
+ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
+ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
+
+reduce_prod_p = _reducer("reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype) if axes else x, _num)
+register_lowering(reduce_prod_p, REDUCTION, monoid="prod")
+
+
+def _reduce_prod_jvp(primals: list, tangents: list, axes: tuple) -> tuple:
+    (x,), (g,) = primals, tangents
+    ans = reduce_prod(x, axes)
+    if type(g) is Zero:
+        return ans, Zero(ad.tangent_aval(core.get_aval(ans)))
+    # d prod = sum_i g_i * prod_{j != i} x_j, with the exclusive products from a forward and a
+    # reverse cumulative product, so zeros in x are handled exactly
+    from fjax.lax.other import cumprod  # noqa: PLC0415 (sibling module, defined later)
+
+    shape = core.get_aval(x).shape
+    kept = [i for i in range(len(shape)) if i not in axes]
+    perm = tuple(kept + list(axes))
+    n = math.prod(shape[a] for a in axes)
+    kept_shape = tuple(shape[i] for i in kept)
+    xt = reshape(transpose(x, perm), kept_shape + (n,))
+    gt_ = reshape(transpose(g, perm), kept_shape + (n,))
+    last = len(kept_shape)
+    ones = full_like(slice_in_dim(xt, 0, 1, axis=last), 1) if n else xt
+    if n == 0:
+        return ans, reduce_sum(gt_, (last,))
+    left = concatenate([ones, slice_in_dim(cumprod(xt, axis=last), 0, n - 1, axis=last)], last)
+    right = concatenate([slice_in_dim(cumprod(xt, axis=last, reverse=True), 1, n, axis=last), ones], last)
+    return ans, reduce_sum(mul(gt_, mul(left, right)), (last,))
+
+
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+
+reduce_and_p = _reducer("reduce_and", _empty_reduce(np.all, lambda dt: True), "b")
+register_lowering(reduce_and_p, REDUCTION, monoid="and")
+reduce_or_p = _reducer("reduce_or", _empty_reduce(np.any, lambda dt: False), "b")
+register_lowering(reduce_or_p, REDUCTION, monoid="or")
+reduce_xor_p = _reducer("reduce_xor", lambda x, axes: np.logical_xor.reduce(x, axis=axes) if axes else x, "b")
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
+    ad.defzero(_p)
+
+
+def _arg_abstract(name: str) -> Callable:
+    def rule(x: Any, *, axes: tuple, index_dtype: np.dtype) -> ShapedArray:
+        _check_kind(name, x, _any)
+        if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
+            raise TypeError(f"{name}: axes must be a single in-range axis, got {axes} for shape {x.shape}")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of shape {x.shape})")
+        if _dkind(np.dtype(index_dtype)) not in "iu":
+            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
+        return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]), index_dtype, False)
+
+    return rule
+
+
+def _argmax_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
+    # NaN counts as the maximum (first NaN wins), as JAX
+    if _dkind(x.dtype) == "f":
+        isn = np.isnan(x)
+        if isn.any():
+            r = np.argmax(np.where(isn, np.inf, x), axis=axes[0])
+            anynan = isn.any(axis=axes[0])
+            return np.where(anynan, np.argmax(isn, axis=axes[0]), r).astype(index_dtype)
+    return np.argmax(x, axis=axes[0]).astype(index_dtype)
+
+
+def _argmin_impl(x: np.ndarray, axes: tuple, index_dtype: np.dtype) -> np.ndarray:
+    if _dkind(x.dtype) == "f":
+        isn = np.isnan(x)
+        if isn.any():
+            r = np.argmin(np.where(isn, -np.inf, x), axis=axes[0])
+            anynan = isn.any(axis=axes[0])
+            return np.where(anynan, np.argmax(isn, axis=axes[0]), r).astype(index_dtype)
+    return np.argmin(x, axis=axes[0]).astype(index_dtype)
+
+
+argmax_p = _reducer("argmax", _argmax_impl, _any)
+argmax_p.def_abstract_eval(_arg_abstract("argmax"))
+argmin_p = _reducer("argmin", _argmin_impl, _any)
+argmin_p.def_abstract_eval(_arg_abstract("argmin"))
+ad.defzero(argmax_p)
+ad.defzero(argmin_p)
+
+# ---------------------------------------------------------------------------------------------
+# dot_general
+
+
+def _canon_dnums(dimension_numbers: Any) -> tuple:
+    (lc, rc), (lb, rb) = dimension_numbers
+    return (
+        (tuple(int(i) for i in lc), tuple(int(i) for i in rc)),
+        (tuple(int(i) for i in lb), tuple(int(i) for i in rb)),
+    )
+
+
+def _dot_general_abstract(
+    x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> ShapedArray:
+    (lc, rc), (lb, rb) = dimension_numbers
+    _check_kind("dot_general", x, _num + "b")
+    if preferred_element_type is None and x.dtype != y.dtype:
+        raise TypeError(
+            f"dot_general requires operands of the same dtype, got {x.dtype.name} and {y.dtype.name} "
+            "(jnp.dot/jnp.matmul promote types first)"
+        )
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError(f"dot_general: contracting/batch dims must come in pairs, got {dimension_numbers}")
+    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
+        if not (0 <= a < x.ndim and 0 <= b < y.ndim) or x.shape[a] != y.shape[b]:
+            raise TypeError(
+                f"dot_general requires contracting and batch dimensions to have the same size, got "
+                f"lhs shape {x.shape}, rhs shape {y.shape}, dimension_numbers {dimension_numbers}"
+            )
+    if len(set(lc + lb)) != len(lc + lb) or len(set(rc + rb)) != len(rc + rb):
+        raise TypeError(f"dot_general: repeated dimensions in {dimension_numbers}")
+    batch = tuple(x.shape[i] for i in lb)
+    lfree = tuple(s for i, s in enumerate(x.shape) if i not in lc and i not in lb)
+    rfree = tuple(s for i, s in enumerate(y.shape) if i not in rc and i not in rb)
+    dt = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
+    return ShapedArray(batch + lfree + rfree, dt, x.weak_type and y.weak_type)
+
+
+@functools.lru_cache(maxsize=2048)
+def _dot_plan(xshape: tuple, yshape: tuple, dimension_numbers: tuple) -> tuple:
+    """Transposes and 3-D shapes that turn a dot_general into one (batched) matmul."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    xnd, ynd = len(xshape), len(yshape)
+    lfree = [i for i in range(xnd) if i not in lc and i not in lb]
+    rfree = [i for i in range(ynd) if i not in rc and i not in rb]
+    xperm = tuple(list(lb) + lfree + list(lc))
+    yperm = tuple(list(rb) + list(rc) + rfree)
+    nb = math.prod(xshape[i] for i in lb)
+    nk = math.prod(xshape[i] for i in lc)
+    nl = math.prod(xshape[i] for i in lfree)
+    nr = math.prod(yshape[i] for i in rfree)
+    out_shape = tuple(xshape[i] for i in lb) + tuple(xshape[i] for i in lfree) + tuple(yshape[i] for i in rfree)
+    xperm = None if xperm == tuple(range(xnd)) else xperm
+    yperm = None if yperm == tuple(range(ynd)) else yperm
+    if nb == 1:
+        return xperm, yperm, (nl, nk), (nk, nr), out_shape
+    return xperm, yperm, (nb, nl, nk), (nb, nk, nr), out_shape
+
+
+def _dot_general_impl(
+    x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> np.ndarray:
+    dt = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    if dt != x.dtype:
+        x = x.astype(dt)
+    if dt != y.dtype:
+        y = y.astype(dt)
+    xperm, yperm, xs3, ys3, out_shape = _dot_plan(x.shape, y.shape, dimension_numbers)
+    if xperm is not None:
+        x = x.transpose(xperm)
+    if yperm is not None:
+        y = y.transpose(yperm)
+    out = _blas.matmul(x.reshape(xs3), y.reshape(ys3), math.prod(xs3) * ys3[-1])
+    return out.reshape(out_shape)
+
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.def_impl(_dot_general_impl)
+dot_general_p.def_abstract_eval(_dot_general_abstract)
+
+
+def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
+    dt = eqn.outvars[0].aval.dtype
+    if _dkind(dt) != "f" or any(v.aval.dtype != dt for v in eqn.invars):
+        return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
+    return None
+
+
+register_lowering(dot_general_p, LIBRARY, check=_dot_general_lowering_check)
+
+
+def _ranges_like(*xs: Sequence) -> list[list[int]]:
+    start, out = 0, []
+    for x in xs:
+        out.append(list(range(start, start + len(x))))
+        start += len(x)
+    return out
+
+
+def _remaining(n: int, *removed: Sequence[int]) -> list[int]:
+    rm = set(i for r in removed for i in r)
+    return [i for i in range(n) if i not in rm]
+
+
+def _dot_transpose_lhs(
+    ct: Any,
+    x: Any,
+    y: Any,
+    *,
+    dimension_numbers: tuple,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    swap_ans: bool = False,
+) -> Any:
+    # ct has dims (batch, x_free, y_free) (or (batch, y_free, x_free) when swapped); contract it
+    # with y over y's free dims to get (batch, x_free, y_contract-ordered) then permute into x
+    (xc, yc), (xb, yb) = dimension_numbers
+    x_aval = x.aval if is_undefined_primal(x) else core.get_aval(x)
+    y_aval = y.aval if is_undefined_primal(y) else core.get_aval(y)
+    x_kept = _remaining(x_aval.ndim, xc, xb)
+    y_kept = _remaining(y_aval.ndim, yc, yb)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(xb, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(xb, x_kept, y_kept)
+    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
+    xc_by_y = [xc[i] for i in np.argsort(yc)]
+    out_axes = np.argsort(list(xb) + x_kept + xc_by_y)
+    res = dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
+    res = transpose(res, tuple(int(i) for i in out_axes))
+    if core.get_aval(res).dtype != x_aval.dtype:
+        res = convert_element_type(res, x_aval.dtype)
+    return res
+
+
+def _dot_transpose_rhs(
+    ct: Any, x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> Any:
+    (xc, yc), (xb, yb) = dimension_numbers
+    swapped = ((yc, xc), (yb, xb))
+    return _dot_transpose_lhs(
+        ct,
+        y,
+        x,
+        dimension_numbers=swapped,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+        swap_ans=True,
+    )
+
+
+ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
+
+
+def _dot_general_batch(
+    vals: list, dims: list, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
+) -> tuple:
+    x, y = vals
+    dx, dy = dims
+    (xc, yc), (xb, yb) = dimension_numbers
+    if dx is not None and dy is not None:
+        # both batched: the vmapped axis becomes a new (leading) batch dimension
+        x = batching.moveaxis(x, dx, 0)
+        y = batching.moveaxis(y, dy, 0)
+        sh = lambda t: tuple(i + 1 for i in t)  # noqa: E731
+        dn = ((sh(xc), sh(yc)), ((0,) + sh(xb), (0,) + sh(yb)))
+        return dot_general(x, y, dn, precision, preferred_element_type), 0
+    if dx is not None:
+        # free dim of x: keep it in place; it lands among x's free dims in the output
+        sh = lambda t: tuple(i + 1 if i >= dx else i for i in t)  # noqa: E731
+        dn = ((sh(xc), yc), (sh(xb), yb))
+        x_ndim = core.get_aval(x).ndim
+        x_free = _remaining(x_ndim, dn[0][0], dn[1][0])
+        out_d = len(xb) + x_free.index(dx)
+        return dot_general(x, y, dn, precision, preferred_element_type), out_d
+    sh = lambda t: tuple(i + 1 if i >= dy else i for i in t)  # noqa: E731
+    dn = ((xc, sh(yc)), (xb, sh(yb)))
+    x_ndim = core.get_aval(x).ndim
+    y_ndim = core.get_aval(y).ndim
+    y_free = _remaining(y_ndim, dn[0][1], dn[1][1])
+    x_free = _remaining(x_ndim, xc, xb)
+    out_d = len(xb) + len(x_free) + y_free.index(dy)
+    return dot_general(x, y, dn, precision, preferred_element_type), out_d
+
+
+batching.primitive_batchers[dot_general_p] = _dot_general_batch

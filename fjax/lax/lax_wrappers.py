@@ -1,0 +1,412 @@
+"""The public ``lax`` wrappers of ``fjax.lax.lax``'s primitives (``neg``, ``add``, ``reshape``,
+``dot_general``, ``reduce_sum``, ...): argument checking and dtype handling around ``bind``.
+
+Split from ``fjax/lax/lax.py`` (which re-exports every name here, so ``fjax.lax.lax.neg`` and
+``from fjax.lax.lax import *`` keep working); the primitives and their rules stay there.
+"""
+
+# ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
+from __future__ import annotations
+
+from fjax.lax.lax import *  # noqa: F403 - the primitives, rules and imports these wrappers use
+from fjax.lax.lax import (  # noqa: F401
+    _bind,
+    _canon_dnums,
+    _dkind,
+)
+
+
+def neg(x: Any) -> Any:
+    """Elementwise negation: -x."""
+    return _bind(neg_p, x)
+
+
+def sign(x: Any) -> Any:
+    """Elementwise sign."""
+    return _bind(sign_p, x)
+
+
+def floor(x: Any) -> Any:
+    """Elementwise floor."""
+    return _bind(floor_p, x)
+
+
+def ceil(x: Any) -> Any:
+    """Elementwise ceiling."""
+    return _bind(ceil_p, x)
+
+
+def round(x: Any, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Any:  # noqa: A001
+    """Elementwise round (halfway cases away from zero by default, as JAX's lax.round)."""
+    return _bind(round_p, x, rounding_method=int(rounding_method))
+
+
+def is_finite(x: Any) -> Any:
+    """Elementwise: is x neither infinite nor NaN."""
+    return _bind(is_finite_p, x)
+
+
+def abs(x: Any) -> Any:  # noqa: A001
+    """Elementwise absolute value."""
+    return _bind(abs_p, x)
+
+
+def _mk_unary(prim: Primitive, doc: str) -> Callable:
+    def f(x: Any) -> Any:
+        return _bind(prim, x)
+
+    f.__name__ = prim.name
+    f.__doc__ = doc
+    return f
+
+
+exp = _mk_unary(exp_p, "Elementwise exponential e**x.")
+exp2 = _mk_unary(exp2_p, "Elementwise base-2 exponential 2**x.")
+log = _mk_unary(log_p, "Elementwise natural logarithm.")
+log1p = _mk_unary(log1p_p, "Elementwise log(1 + x), accurate near 0.")
+expm1 = _mk_unary(expm1_p, "Elementwise e**x - 1, accurate near 0.")
+sqrt = _mk_unary(sqrt_p, "Elementwise square root.")
+rsqrt = _mk_unary(rsqrt_p, "Elementwise reciprocal square root.")
+cbrt = _mk_unary(cbrt_p, "Elementwise cube root.")
+sin = _mk_unary(sin_p, "Elementwise sine.")
+cos = _mk_unary(cos_p, "Elementwise cosine.")
+tan = _mk_unary(tan_p, "Elementwise tangent.")
+asin = _mk_unary(asin_p, "Elementwise arcsine.")
+acos = _mk_unary(acos_p, "Elementwise arccosine.")
+atan = _mk_unary(atan_p, "Elementwise arctangent.")
+sinh = _mk_unary(sinh_p, "Elementwise hyperbolic sine.")
+cosh = _mk_unary(cosh_p, "Elementwise hyperbolic cosine.")
+tanh = _mk_unary(tanh_p, "Elementwise hyperbolic tangent.")
+asinh = _mk_unary(asinh_p, "Elementwise inverse hyperbolic sine.")
+acosh = _mk_unary(acosh_p, "Elementwise inverse hyperbolic cosine.")
+atanh = _mk_unary(atanh_p, "Elementwise inverse hyperbolic tangent.")
+logistic = _mk_unary(logistic_p, "Elementwise logistic sigmoid 1 / (1 + e**-x).")
+erf = _mk_unary(erf_p, "Elementwise error function.")
+erfc = _mk_unary(erfc_p, "Elementwise complementary error function.")
+erf_inv = _mk_unary(erf_inv_p, "Elementwise inverse error function.")
+lgamma = _mk_unary(lgamma_p, "Elementwise log of the absolute value of the gamma function.")
+digamma = _mk_unary(digamma_p, "Elementwise digamma (derivative of lgamma).")
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """Elementwise polygamma function psi^(m)(x), m a non-negative integer (as a float array)."""
+    return _bind(polygamma_p, m, x)
+
+
+square = _mk_unary(square_p, "Elementwise square.")
+real = _mk_unary(real_p, "Real part of a complex array.")
+imag = _mk_unary(imag_p, "Imaginary part of a complex array.")
+conj = _mk_unary(conj_p, "Complex conjugate.")
+bitwise_not = _mk_unary(not_p, "Elementwise NOT (logical for booleans).")
+stop_gradient_raw = _mk_unary(stop_gradient_p, "Identity whose derivative is zero.")
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    """Elementwise x**y for a static Python integer y."""
+    return _bind(integer_pow_p, x, y=int(y))
+
+
+def _mk_binary(prim: Primitive, doc: str) -> Callable:
+    def f(x: Any, y: Any) -> Any:
+        return _bind(prim, x, y)
+
+    f.__name__ = prim.name
+    f.__doc__ = doc
+    return f
+
+
+add = _mk_binary(add_p, "Elementwise addition x + y.")
+sub = _mk_binary(sub_p, "Elementwise subtraction x - y.")
+mul = _mk_binary(mul_p, "Elementwise multiplication x * y.")
+div = _mk_binary(div_p, "Elementwise division x / y (integer division rounds toward zero).")
+rem = _mk_binary(rem_p, "Elementwise remainder with the sign of the dividend (C fmod).")
+pow = _mk_binary(pow_p, "Elementwise power x**y.")  # noqa: A001
+max = _mk_binary(max_p, "Elementwise maximum (NaN-propagating).")  # noqa: A001
+min = _mk_binary(min_p, "Elementwise minimum (NaN-propagating).")  # noqa: A001
+atan2 = _mk_binary(atan2_p, "Elementwise arctangent of x / y, in the right quadrant.")
+nextafter = _mk_binary(nextafter_p, "Next representable value after x in the direction of y.")
+eq = _mk_binary(eq_p, "Elementwise x == y.")
+ne = _mk_binary(ne_p, "Elementwise x != y.")
+lt = _mk_binary(lt_p, "Elementwise x < y.")
+le = _mk_binary(le_p, "Elementwise x <= y.")
+gt = _mk_binary(gt_p, "Elementwise x > y.")
+ge = _mk_binary(ge_p, "Elementwise x >= y.")
+bitwise_and = _mk_binary(and_p, "Elementwise AND (logical for booleans).")
+bitwise_or = _mk_binary(or_p, "Elementwise OR (logical for booleans).")
+bitwise_xor = _mk_binary(xor_p, "Elementwise XOR (logical for booleans).")
+shift_left = _mk_binary(shift_left_p, "Elementwise x << y.")
+shift_right_arithmetic = _mk_binary(shift_right_arithmetic_p, "Elementwise arithmetic x >> y.")
+shift_right_logical = _mk_binary(shift_right_logical_p, "Elementwise logical x >> y.")
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """Pick, elementwise, ``cases[which]`` (``which`` boolean for two cases, or integer)."""
+    return core.bind(select_n_p, (which,) + cases, {})
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """Elementwise ``on_true if pred else on_false``."""
+    return core.bind(select_n_p, (pred, on_false, on_true), {})
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
+    """Elementwise min(max(x, min), max)."""
+    return _bind(clamp_p, min, x, max)
+
+
+def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+    """Cast ``operand`` to ``new_dtype`` (canonicalized; the result is not weakly typed)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if not isinstance(operand, core.Tracer) and not isinstance(operand, core.Array):
+        operand = core.to_array(operand, "convert_element_type")
+    aval = core.get_aval(operand)
+    if aval.dtype == new_dtype and not aval.weak_type:
+        return operand
+    return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=False)
+
+
+def _convert_element_type_weak(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    aval = core.get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> Any:
+    """Broadcast ``operand`` to ``shape``, operand dim i going to ``broadcast_dimensions[i]``."""
+    shape = tuple(int(s) for s in shape)
+    bd = tuple(int(d) for d in broadcast_dimensions)
+    if core.get_aval(operand).shape == shape and bd == tuple(range(len(shape))):
+        return operand
+    return _bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
+
+
+def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+    """Add leading dimensions of the given sizes."""
+    nd = core.get_aval(operand).ndim
+    sizes = tuple(sizes)
+    return broadcast_in_dim(operand, sizes + core.get_aval(operand).shape, tuple(range(len(sizes), len(sizes) + nd)))
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    nd = core.get_aval(x).ndim
+    return x if nd == rank else broadcast(x, (1,) * (rank - nd))
+
+
+def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+    """Reshape (after transposing by ``dimensions`` if given)."""
+    new_sizes = tuple(int(s) for s in new_sizes)
+    aval = core.get_aval(operand)
+    dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
+    if aval.shape == new_sizes and dims is None:
+        return operand
+    return _bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
+
+
+def transpose(operand: Any, permutation: Sequence[int]) -> Any:
+    """Permute the dimensions of ``operand``."""
+    perm = tuple(int(p) for p in permutation)
+    if perm == tuple(range(len(perm))) and len(perm) == core.get_aval(operand).ndim:
+        return operand
+    return _bind(transpose_p, operand, permutation=perm)
+
+
+def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
+    """Remove the given size-1 dimensions."""
+    nd = core.get_aval(array).ndim
+    dims = tuple(sorted(int(d) % nd if nd else int(d) for d in dimensions))
+    if not dims:
+        return array
+    return _bind(squeeze_p, array, dimensions=dims)
+
+
+def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
+    """Insert size-1 dimensions at the given positions (of the result)."""
+    aval = core.get_aval(array)
+    nd_out = aval.ndim + len(dimensions)
+    dims = sorted(int(d) % nd_out for d in dimensions)
+    shape = list(aval.shape)
+    for d in dims:
+        shape.insert(d, 1)
+    kept = [i for i in range(nd_out) if i not in dims]
+    return broadcast_in_dim(array, tuple(shape), tuple(kept))
+
+
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
+    """Reverse the order of elements along the given dimensions."""
+    return _bind(rev_p, operand, dimensions=tuple(int(d) for d in dimensions))
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """[0, 1, ..., size-1] of the given dtype."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+    """An array of ``shape`` whose values count along ``dimension``."""
+    return core.bind(
+        iota_p,
+        (),
+        dict(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape), dimension=int(dimension)),
+    )
+
+
+def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+    """Sum over ``axes``."""
+    return _bind(reduce_sum_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
+    """Maximum over ``axes``."""
+    return _bind(reduce_max_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
+    """Minimum over ``axes``."""
+    return _bind(reduce_min_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    """Product over ``axes``."""
+    return _bind(reduce_prod_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    """Logical AND over ``axes``."""
+    return _bind(reduce_and_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    """Logical OR over ``axes``."""
+    return _bind(reduce_or_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    """Logical XOR over ``axes``."""
+    return _bind(reduce_xor_p, operand, axes=tuple(int(a) for a in axes))
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the maximum along ``axis`` (first occurrence; NaN counts as maximal)."""
+    return _bind(argmax_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the minimum along ``axis`` (first occurrence; NaN counts as minimal)."""
+    return _bind(argmin_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def dot_general(
+    lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None, preferred_element_type: Any = None
+) -> Any:
+    """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
+
+    The output has the batch dims, then lhs free dims, then rhs free dims.
+    """
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    return _bind(
+        dot_general_p,
+        lhs,
+        rhs,
+        dimension_numbers=_canon_dnums(dimension_numbers),
+        precision=None,
+        preferred_element_type=pet,
+    )
+
+
+def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """Vector/matrix dot product (contracting lhs's last dim with rhs's first)."""
+    la, ra = core.get_aval(lhs), core.get_aval(rhs)
+    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
+        raise TypeError(f"lax.dot requires 1-D or 2-D operands, got shapes {la.shape} and {ra.shape}")
+    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
+
+
+def stop_gradient(x: Any) -> Any:
+    """The identity whose derivative is zero; works on pytrees."""
+    from fjax import tree_util  # noqa: PLC0415
+
+    def stop(v: Any) -> Any:
+        aval = core.get_aval(v)
+        if _dkind(aval.dtype) not in "fc":
+            return v
+        return _bind(stop_gradient_p, v)
+
+    return tree_util.tree_map(stop, x)
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+    """An array of ``shape`` filled with ``fill_value``."""
+    shape = tuple(int(s) for s in shape)
+    if dtype is None:
+        fv = fill_value if isinstance(fill_value, (core.Tracer, core.Array)) else core.to_array(fill_value, "lax.full")
+        weak = core.get_aval(fv).weak_type
+        dt = core.get_aval(fv).dtype
+    else:
+        dt = dtypes.canonicalize_dtype(dtype)
+        weak = False
+        fv = fill_value
+    if isinstance(fv, core.Tracer):
+        v = _convert_element_type_weak(fv, dt, weak)
+        return broadcast_in_dim(v, shape, ())
+    val = np.asarray(core.concrete_or_error(fv)).astype(dt)
+    if val.ndim:
+        raise TypeError(f"full: fill_value must be a scalar, got shape {val.shape}")
+    return broadcast_in_dim(core.Array(val, weak), shape, ())
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None) -> Any:
+    """An array like ``x`` (shape and dtype, weak type kept) filled with ``fill_value``."""
+    aval = core.get_aval(x)
+    dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    shp = aval.shape if shape is None else tuple(shape)
+    val = core.Array(
+        np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array) else fill_value._value.astype(dt),
+        aval.weak_type and dtype is None,
+    )
+    return broadcast_in_dim(val, shp, ())
+
+
+def zeros_like_array(x: Any) -> Any:
+    return full_like(x, 0)
+
+
+def _zeros_of_aval(aval: ShapedArray) -> Any:
+    if aval.dtype == dtypes.float0:
+        return core.Array(np.zeros(aval.shape, dtypes.float0), False)
+    return broadcast_in_dim(core.Array(np.zeros((), aval.dtype), aval.weak_type), aval.shape, ())
+
+
+def _add_any(x: Any, y: Any) -> Any:
+    ax = core.get_aval(x)
+    if ax.dtype == dtypes.float0:
+        return x
+    return add(x, y)
+
+
+def _moveaxis(x: Any, src: int, dst: int) -> Any:
+    nd = core.get_aval(x).ndim
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return transpose(x, perm)
+
+
+def _broadcast_new_axis(x: Any, size: int, axis: int) -> Any:
+    aval = core.get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    dims = [i for i in range(len(shape)) if i != axis]
+    return broadcast_in_dim(x, tuple(shape), tuple(dims))
+
+
+def slice_in_dim(operand: Any, start_index: int, limit_index: int, stride: int = 1, axis: int = 0) -> Any:
+    from fjax.lax.slicing import slice_in_dim as _sid  # noqa: PLC0415
+
+    return _sid(operand, start_index, limit_index, stride, axis)
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    from fjax.lax.slicing import concatenate as _cat  # noqa: PLC0415
+
+    return _cat(operands, dimension)
