@@ -25,6 +25,17 @@ import numpy as np
 from fjax import core
 
 
+def f2i_bounds(dtype: Any) -> tuple[float, float]:
+    """The float range an integer ``dtype`` saturates to when a float converts to it (XLA's
+    semantics; every backend's ``convert_element_type``): ``[min, max]``, except that float64's
+    nearest value to int64's max rounds up past the range, so the bound is the float below it."""
+    info = np.iinfo(dtype)
+    lo, hi = float(info.min), float(info.max)
+    if np.dtype(dtype).itemsize == 8:
+        hi = float(np.nextafter(np.float64(info.max), 0.0))
+    return lo, hi
+
+
 class Buf:
     """An n-d array inside a kernel. ``producer`` is the index of the statement that writes it
     (-1 for kernel parameters); ``contiguous`` says whether it is known C-contiguous."""

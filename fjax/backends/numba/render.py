@@ -187,10 +187,7 @@ class NumbaRenderer:
             if dst == np.bool_:
                 return f"{a[0]} != 0" if src != np.bool_ else a[0]
             if src.kind == "f" and dst.kind in "iu":
-                info = np.iinfo(dst)
-                lo, hi = float(info.min), float(info.max)
-                if dst.itemsize == 8:  # float64(max) rounds up past the range: saturate below it
-                    hi = float(np.nextafter(np.float64(info.max), 0.0))
+                lo, hi = ir.f2i_bounds(dst)
                 return f(f"rt.f2i(np.float64({a[0]}), {lo!r}, {hi!r})", op)
             return f(a[0], op)
 
