@@ -149,12 +149,7 @@ class _Watchdog:
                 )
 
     def _abort(self, msg: str) -> None:
-        sys.stderr.write(f"[fjax rank {self.rank}] {msg}; aborting all {self.size} processes (MPI_Abort)\n")
-        sys.stderr.flush()
-        try:
-            self.comm.Abort(1)
-        finally:
-            os._exit(1)
+        _abort_job(self.comm, f"[fjax rank {self.rank}] {msg}; aborting all {self.size} processes (MPI_Abort)\n")
 
     def enter(self, what: str) -> None:
         # (no MPI call here: the thread has received any exit notice within 50 ms)
@@ -232,12 +227,11 @@ def _barrier(comm: Any, timeout: float) -> None:
     delay = 1e-4
     while not req.Test():
         if time.monotonic() > deadline:
-            sys.stderr.write(
+            _abort_job(
+                comm,
                 f"[fjax rank {comm.Get_rank()}] fjax.distributed.initialize: not every one of the "
-                f"{comm.Get_size()} processes arrived within initialization_timeout={timeout} s; aborting\n"
+                f"{comm.Get_size()} processes arrived within initialization_timeout={timeout} s; aborting\n",
             )
-            sys.stderr.flush()
-            comm.Abort(1)
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
 
@@ -245,16 +239,30 @@ def _barrier(comm: Any, timeout: float) -> None:
 def _excepthook(exc_type: type, exc: BaseException, tb: Any) -> None:
     rank = state.process_id
     text = "".join(traceback.format_exception(exc_type, exc, tb))
-    sys.stderr.write(
+    _abort_job(
+        state.comm,
         "".join(f"[fjax rank {rank}] {line}\n" for line in text.rstrip().splitlines())
         + f"[fjax rank {rank}] aborting all {state.num_processes} processes (MPI_Abort) after an uncaught "
-        f"{exc_type.__name__} on rank {rank}\n"
+        f"{exc_type.__name__} on rank {rank}\n",
     )
-    sys.stderr.flush()
+
+
+# seconds between writing why the job ends and MPI_Abort: the launcher kills every process (and
+# its output forwarding) on the abort, and a message still in the pipe to it can be lost
+_ABORT_FLUSH_S = float(os.environ.get("FJAX_MPI_ABORT_FLUSH", "0.5"))
+
+
+def _abort_job(comm: Any, text: str) -> None:
+    """Say why (on stderr, flushed, and given time to reach the launcher), then end every process."""
     try:
-        state.comm.Abort(1)
-    finally:  # Abort does not return; if it does, exit anyway
-        os._exit(1)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        time.sleep(_ABORT_FLUSH_S)
+    finally:
+        try:
+            comm.Abort(1)
+        finally:  # Abort does not return; if it does, exit anyway
+            os._exit(1)
 
 
 def initialize(

@@ -38,9 +38,17 @@ def env(tmp_path_factory):
 
 def mpirun(env, n, script, *args, timeout=TIMEOUT):
     cmd = [MPIEXEC, "-n", str(n), sys.executable, os.path.join(HERE, "mpi", script), *map(str, args)]
-    t = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout + p.stderr, time.perf_counter() - t
+    for _attempt in range(2):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        out, secs = p.stdout + p.stderr, time.perf_counter() - t
+        # A failed job with no output at all (not even MPICH's own "Abort(1) on node" line) is the
+        # launcher losing the ranks' forwarded output (seen once in CI on a loaded machine), not
+        # anything fjax printed or not: run it once more. Every assertion still applies to the rerun.
+        if p.returncode == 0 or out.strip():
+            break
+        sys.stderr.write(f"mpirun {script} {args}: rc={p.returncode} after {secs:.1f} s with no output; rerunning\n")
+    return p.returncode, out + f"\n(rc={p.returncode}, {secs:.1f} s)", secs
 
 
 @pytest.mark.parametrize("n,local", [(2, 1), (3, 1), (2, 2)])
