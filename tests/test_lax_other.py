@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fjax
+import fjax.numpy as jnp
+from fjax import lax
 from fjax.lax import other
 from fjax.test_util import check_grads
 
@@ -397,3 +400,37 @@ def test_cumulative_derivatives_are_linear_in_memory():
         jaxpr = fjax.make_jaxpr(fjax.grad(lambda v, name=name: getattr(other, name)(v).sum()))(x)
         sizes = [int(np.prod(v.aval.shape)) for e in jaxpr.jaxpr.eqns for v in e.outvars]
         assert max(sizes) <= 2 * n, (name, max(sizes))
+
+
+# --- lax.pow with an integer exponent (JAX accepts any integer dtype for y; the result keeps x's dtype)
+
+_pow_int_jit = fjax.jit(lax.pow)
+_pow_int_grad = fjax.jit(fjax.grad(lambda x, y: lax.pow(x, y).sum()))
+
+
+@given(
+    hnp.arrays(np.float32, 6, elements=st.floats(-3, 3, width=32)),
+    hnp.arrays(np.int32, 6, elements=st.integers(-4, 5)),
+)
+def test_pow_integer_exponent(x, y):
+    x = np.where(np.abs(x) < 0.05, np.float32(0.5), x)  # away from 0 (negative exponents)
+    want = np.power(x.astype(np.float64), y.astype(np.float64))
+    for got in (lax.pow(x, y), _pow_int_jit(x, y)):
+        assert got.dtype == jnp.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-30)
+    dwant = np.where(y == 0, 0.0, y * np.power(x.astype(np.float64), y - 1.0))
+    np.testing.assert_allclose(np.asarray(_pow_int_grad(x, y)), dwant, rtol=2e-5, atol=1e-6)
+
+
+def test_pow_integer_exponent_rules():
+    x = jnp.float32(1.5)
+    assert lax.pow(x, 3).dtype == jnp.float32
+    assert "pow a 3:i32[]" in str(fjax.make_jaxpr(lambda x: lax.pow(x, 3))(x))
+    with fjax.enable_x64(True):
+        fjax.test_util.check_grads(lambda x: lax.pow(x, 3), (jnp.float64(1.3),), order=2)
+    np.testing.assert_allclose(fjax.vmap(lax.pow, (0, None))(jnp.arange(3.0), jnp.int32(2)), [0.0, 1.0, 4.0])
+    assert fjax.grad(lambda x: lax.pow(x, 0))(0.0) == 0.0  # not 0 * 0**-1 = NaN
+    with pytest.raises(TypeError, match="first argument to pow must have an inexact dtype"):
+        lax.pow(jnp.int32(2), 3)
+    with pytest.raises(TypeError, match="two inexact dtypes must match, but got float32 and float16"):
+        lax.pow(jnp.float32(2), jnp.float16(3))

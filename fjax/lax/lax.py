@@ -561,6 +561,8 @@ ad.defjvp(
 
 
 def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if _dkind(y.dtype) in "iu":  # an integer exponent: the result keeps x's dtype (numpy would widen)
+        return np.power(x, y.astype(x.dtype)).astype(x.dtype, copy=False)
     out = np.power(x, y)
     if _dkind(out.dtype) == "f" and np.size(y) == 1 and np.asarray(y).flat[0] == 0.5:
         # numpy's fast path for a single exponent 0.5 is sqrt(x): NaN at -inf and -0 at -0, where
@@ -569,13 +571,34 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-pow_p = standard_naryop("pow", _errstate(_pow_impl), _fc)
+def _pow_abstract(x: Any, y: Any) -> ShapedArray:
+    # as JAX: an inexact base, and an exponent of the base's dtype or of any integer dtype
+    if _dkind(x.dtype) not in "fc" or _dkind(y.dtype) not in "iufc" or (_dkind(y.dtype) in "fc" and x.dtype != y.dtype):
+        raise TypeError(
+            "the first argument to pow must have an inexact dtype (float or complex), and the second "
+            "argument must have an inexact or integer dtype, and two inexact dtypes must match, but got "
+            f"{x.dtype.name} and {y.dtype.name}."
+        )
+    shape = _broadcast_shapes_rule("pow", [x, y])
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+pow_p = Primitive("pow")
+pow_p.def_impl(_errstate(_pow_impl))
+pow_p.def_abstract_eval(_pow_abstract)
+batching.defbroadcasting(pow_p)
 register_lowering(pow_p, ELEMENTWISE)
 
 
 def _pow_jvp_lhs(g: Any, x: Any, y: Any) -> Any:
     # y * x**(y-1), as JAX does for floating y. (Selecting 0 where y == 0 would zero the
     # derivative of this jacobian with respect to y there, so second derivatives came out wrong.)
+    ydt = core.get_aval(y).dtype
+    if _dkind(ydt) in "iu":  # no derivative in y to keep: 0 where y == 0 (0 * x**-1 is NaN at x = 0)
+        xdt = core.get_aval(x).dtype
+        jac = mul(convert_element_type(y, xdt), pow(x, sub(y, _const(y, 1))))
+        jac = select(eq(_bcast_to(y, core.get_aval(jac).shape), _const(y, 0)), full_like(jac, 0), jac)
+        return mul(g, jac)
     return mul(g, mul(y, pow(x, sub(y, _const(y, 1)))))
 
 
@@ -593,7 +616,7 @@ def _pow_jvp(primals: list, tangents: list) -> tuple:
     t: Any = None
     if type(tx) is not Zero:
         t = _bcast_to(_pow_jvp_lhs(tx, x, y), aval.shape)
-    if type(ty) is not Zero:
+    if type(ty) is not Zero and _dkind(core.get_aval(y).dtype) not in "iu":
         c = _bcast_to(_pow_jvp_rhs(ty, ans, x, y), aval.shape)
         t = c if t is None else add(t, c)
     return ans, (Zero(ad.tangent_aval(aval)) if t is None else t)
