@@ -112,14 +112,17 @@ def test_device_objects():
 
 @pytest.fixture
 def four_cpus():
-    """Four CPU devices (the topology reset around the test, as if set before first use)."""
-    old = fjax.config.jax_num_cpu_devices
+    """Four CPU devices (the topology reset around the test, as if set before first use); the CPU is
+    the only platform (``jax_platforms="cpu"``), so these tests mean the same on a machine with a GPU."""
+    old, old_platforms = fjax.config.jax_num_cpu_devices, fjax.config.jax_platforms
+    fjax.config.update("jax_platforms", "cpu")
     _devices._topology = None
     fjax.config.update("jax_num_cpu_devices", 4)
     _devices._topology_changed()
     yield fjax.devices("cpu")
     _devices._topology = None
     fjax.config.update("jax_num_cpu_devices", old)
+    fjax.config.update("jax_platforms", old_platforms)
     _devices._topology_changed()
 
 
