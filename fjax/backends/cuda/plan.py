@@ -19,6 +19,7 @@ plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -333,6 +334,28 @@ def source(prog: ir.Program, caps: Any) -> str:
 # executing a plan through a runtime
 
 
+# plans with fewer launches + GEMMs than this run launch by launch: a graph's copies of the inputs
+# and outputs would cost more than the launches they save
+GRAPH_MIN_STEPS = 4
+
+
+def graph_steps(plan: Plan) -> int | None:
+    """The launches + GEMMs one run of ``plan`` makes (scan bodies counted per iteration), or None
+    when it reads a value back to the host (``while``, ``cond``) and so cannot be a CUDA graph."""
+    n = 0
+    for s in plan.steps:
+        if isinstance(s, (Launch, MatMul)):
+            n += 1
+        elif isinstance(s, Branch) or (isinstance(s, Loop) and s.kind != "scan"):
+            return None
+        elif isinstance(s, Loop):
+            b = graph_steps(s.body)
+            if b is None:
+                return None
+            n += s.length * (b + len(s.ys))
+    return n
+
+
 class Executor:
     """Runs a plan on a runtime (``rt.module/launch/empty/to_device/to_host/matmul``); buffers are
     the runtime's array objects (``.reshape``/``.transpose``/indexing give views)."""
@@ -343,6 +366,13 @@ class Executor:
         self.mod = rt.module(self.src, tuple(options))
         self._consts: dict = {}
         self._upload(plan)
+        # a CUDA graph of the whole plan (runtime.capture_graph), replayed from the second call on
+        # when the plan reads nothing back to the host (no while/cond) and launches enough work
+        # that launch overhead matters; None: not yet tried, False: not used
+        n = graph_steps(plan)
+        use = os.environ.get("FJAX_CUDA_GRAPHS", "1") != "0" and hasattr(rt, "capture_graph")
+        self._graph: Any = None if use and n is not None and n >= GRAPH_MIN_STEPS else False
+        self._calls = 0
 
     def _upload(self, plan: Plan) -> None:
         for n, c in plan.consts.items():
@@ -357,6 +387,20 @@ class Executor:
                     self._upload(b)
 
     def __call__(self, *args: Any) -> list:
+        g = self._graph
+        if g:
+            outs = g.replay(args)
+            if outs is not None:
+                return outs
+        elif g is None and self._calls >= 1:
+            # second call: capture (the first warmed up cuBLAS and the module); on any failure the
+            # plan simply keeps running launch by launch
+            self._graph = self.rt.capture_graph(lambda ins: self.run(self.plan, list(ins)), args) or False
+            if self._graph:
+                outs = self._graph.replay(args)
+                if outs is not None:
+                    return outs
+        self._calls += 1
         return self.run(self.plan, list(args))
 
     def run(self, plan: Plan, args: list) -> list:

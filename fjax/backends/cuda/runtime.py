@@ -19,6 +19,7 @@ what ``fjax.devices()`` asks, and it answers False (never raises) without cupy o
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import re
 import threading
@@ -29,6 +30,7 @@ import numpy as np
 __all__ = [
     "CudaCompileError",
     "available",
+    "capture_graph",
     "device",
     "device_count",
     "device_kind",
@@ -152,9 +154,99 @@ def to_host(buf: Any) -> np.ndarray:
     return _cupy().asnumpy(buf)
 
 
+_cublas_handles: dict[int, int] = {}
+_cublas: list = []
+
+
+def _cublas_lib() -> Any:
+    """libcublas (the one cupy loaded) through ctypes, or None where it cannot be found."""
+    if not _cublas:
+        cp = _cupy()
+        cp.cuda.device.get_cublas_handle()  # loads the library into the process
+        lib = None
+        for name in ("libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"):
+            try:
+                lib = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        _cublas.append(lib)
+    return _cublas[0]
+
+
+_capturing = threading.local()  # .active: this thread is capturing a CUDA graph
+
+
+def _gemm_operand(x: Any) -> tuple[bool, int] | None:
+    """(transposed, leading dimension) of a 3-D operand ``(batch, rows, cols)`` whose matrices are
+    row-major or transposed row-major with a dense batch stride, else None."""
+    _, r, c = x.shape
+    it = x.itemsize
+    sb, sr, sc = x.strides
+    if x.shape[0] > 1 and sb != r * c * it:
+        return None
+    if (sc == it and (sr == c * it or r == 1)) or (c == 1 and sr == it):
+        return False, max(c, 1)
+    if sr == it and (sc == r * it or c == 1):
+        return True, max(r, 1)
+    return None
+
+
 def matmul(a: Any, b: Any, out: Any) -> Any:
-    """``out[...] = a @ b`` on cuBLAS (batched over leading dimensions, as ``numpy.matmul``)."""
-    return _cupy().matmul(a, b, out=out)
+    """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
+    ``(nb, m, k) @ (nb, k, n)`` into a contiguous ``out`` call cuBLAS's strided-batched GEMM directly
+    on the current stream (also inside a CUDA graph capture, which cupy's matmul refuses); other
+    dtypes and layouts go through ``cupy.matmul``."""
+    cp = _cupy()
+    dt = out.dtype
+    if getattr(_capturing, "active", False) and a.ndim == 3 and b.ndim == 3:
+        # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
+        # kernel, which captures)
+        if _gemm_operand(a) is None:
+            a = cp.ascontiguousarray(a)
+        if _gemm_operand(b) is None:
+            b = cp.ascontiguousarray(b)
+    if (
+        a.ndim == 3
+        and b.ndim == 3
+        and out.ndim == 3
+        and dt in (np.float32, np.float64)
+        and a.dtype == dt
+        and b.dtype == dt
+        and out.flags.c_contiguous
+        and a.shape[0] == b.shape[0] == out.shape[0]
+        and min(out.shape) > 0
+        and a.shape[2] > 0
+    ):
+        la, lb = _gemm_operand(a), _gemm_operand(b)
+        if la is not None and lb is not None:
+            lib = _cublas_lib()
+            if lib is not None:
+                nb, m, k = a.shape
+                n = b.shape[2]
+                dev = cp.cuda.runtime.getDevice()
+                handle = _cublas_handles.get(dev)
+                if handle is None:  # (cupy refuses to hand it out during a capture: fetched before)
+                    handle = _cublas_handles[dev] = cp.cuda.device.get_cublas_handle()
+                # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
+                lib.cublasSetStream_v2(ctypes.c_void_p(handle), ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
+                f32 = dt == np.float32
+                one = (ctypes.c_float if f32 else ctypes.c_double)(1.0)
+                zero = (ctypes.c_float if f32 else ctypes.c_double)(0.0)
+                ta, lda = la
+                tb, ldb = lb
+                fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
+                # row-major C = A B is column-major C^T = B^T A^T
+                st = fn(
+                    ctypes.c_void_p(handle), int(tb), int(ta), n, m, k, ctypes.byref(one),
+                    ctypes.c_void_p(b.data.ptr), ldb, ctypes.c_longlong(k * n),
+                    ctypes.c_void_p(a.data.ptr), lda, ctypes.c_longlong(m * k),
+                    ctypes.byref(zero), ctypes.c_void_p(out.data.ptr), n, ctypes.c_longlong(m * n), nb,
+                )  # fmt: skip
+                if st != 0:
+                    raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
+                return out
+    return cp.matmul(a, b, out=out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,6 +288,105 @@ def launch(mod: Any, kernel_name: str, grid: tuple, block: tuple, args: tuple, s
     numpy scalars already of the kernel's parameter types (RawKernels convert nothing)."""
     fn = mod.get_function(kernel_name)
     fn(tuple(grid), tuple(block), tuple(args), shared_mem=int(shared_mem))
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA graphs: a whole plan captured once, replayed with one launch
+
+# a plan whose working set (inputs, intermediates, outputs) exceeds this runs launch by launch: a
+# graph keeps its buffers for good, and a program that large is bound by bandwidth, not launches
+GRAPH_MAX_BYTES = 256 << 20
+_graph_warned: set = set()
+
+
+class Graph:
+    """One plan captured as a CUDA graph over buffers of its own (a private memory pool, kept as
+    long as the graph): ``replay(args)`` copies the arguments into the graph's input buffers,
+    launches it, and copies its outputs into fresh buffers, all on the current stream."""
+
+    def __init__(self, graph: Any, ins: list, outs: list, pool: Any, pack: Any, offsets: list):
+        # outs: the graph's outputs; the graph ends by copying them into ``pack`` (one buffer) at
+        # ``offsets``, so a replay copies them out with one copy and returns views of it
+        self.graph, self.ins, self.outs, self.pool = graph, ins, outs, pool
+        self.pack, self.offsets = pack, offsets
+        self.lock = threading.Lock()
+
+    def replay(self, args: Any) -> list | None:
+        """The outputs, or None when the call cannot replay (an argument of another shape or
+        layout than at capture, or a stream other than the default one): run it launch by launch."""
+        cp = _cupy()
+        stream = cp.cuda.get_current_stream()
+        if stream.ptr != 0 or len(args) != len(self.ins):
+            return None
+        for a, s in zip(args, self.ins):
+            if a.shape != s.shape or a.dtype != s.dtype or not a.flags.c_contiguous:
+                return None
+        with self.lock:
+            for a, s in zip(args, self.ins):
+                if s.nbytes:
+                    s.data.copy_from_device_async(a.data, s.nbytes, stream)
+            self.graph.launch(stream)
+            buf = cp.empty(self.pack.nbytes, np.uint8)
+            if self.pack.nbytes:
+                buf.data.copy_from_device_async(self.pack.data, self.pack.nbytes, stream)
+        return [buf[off : off + o.nbytes].view(o.dtype).reshape(o.shape) for o, off in zip(self.outs, self.offsets)]
+
+
+def capture_graph(run: Any, args: Any) -> Graph | None:
+    """``run(buffers) -> buffers`` (a plan's executor) captured as a CUDA graph on a side stream,
+    after one warm-up run there that fills the graph's private memory pool (so the capture
+    allocates nothing new). None when the plan cannot be captured or is too large; the caller then
+    runs it launch by launch. A failure is said once per reason (never a wrong answer)."""
+    cp = _cupy()
+    if cp.cuda.get_current_stream().ptr != 0:
+        return None
+    if any(not a.flags.c_contiguous for a in args):
+        return None
+    pool = cp.cuda.MemoryPool()
+    side = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.get_current_stream().synchronize()  # the arguments are written on the default stream
+    try:
+        with cp.cuda.using_allocator(pool.malloc), side:
+            ins = [cp.empty(a.shape, a.dtype) for a in args]
+            for a, s in zip(args, ins):
+                if s.nbytes:
+                    s.data.copy_from_device_async(a.data, s.nbytes, side)
+            outs = run(ins)  # warm-up: the pool now holds every buffer the plan allocates
+            del outs
+            side.synchronize()
+            if pool.total_bytes() > GRAPH_MAX_BYTES:
+                return None
+            mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", None)
+            side.begin_capture(mode) if mode is not None else side.begin_capture()
+            _capturing.active = True
+            try:
+                # (cupy's ascontiguousarray makes a 0-d array 1-d: keep the shape)
+                outs = [o if o.flags.c_contiguous else cp.ascontiguousarray(o).reshape(o.shape) for o in run(ins)]
+                offsets, total = [], 0
+                for o in outs:
+                    offsets.append(total)
+                    total += -(-o.nbytes // 256) * 256  # each output 256-byte aligned in the pack
+                pack = cp.empty(total, np.uint8)
+                for o, off in zip(outs, offsets):
+                    if o.nbytes:
+                        pack[off:].data.copy_from_device_async(o.data, o.nbytes, side)
+            finally:
+                _capturing.active = False
+                graph = side.end_capture()
+        side.synchronize()
+    except Exception as e:  # noqa: BLE001 - capture is an optimization: never fail the call for it
+        import traceback  # noqa: PLC0415
+
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+        why = f"{type(e).__name__}: {e}{where}"
+        if why not in _graph_warned:
+            _graph_warned.add(why)
+            import warnings  # noqa: PLC0415
+
+            warnings.warn(f"fjax: a CUDA graph could not be captured ({why}); running launch by launch", stacklevel=3)
+        return None
+    return Graph(graph, ins, outs, pool, pack, offsets)
 
 
 def clear_cache() -> None:
