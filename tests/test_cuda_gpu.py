@@ -1,0 +1,145 @@
+"""The CUDA backend on a real GPU: every program of the lowering corpus (``test_cuda_lowering.CORPUS``)
+run through ``device_put`` + ``jit`` on the GPU (cupy RawKernels, cuBLAS) against the numba backend
+on the CPU; eager primitives on GPU arrays; threefry bits identical to the CPU stream; a primitive
+with no CUDA form raises naming it, with no copy to the host. Skips cleanly without cupy or a GPU
+(always the case in CI); ``bench/gpu_check.sh`` runs it on the lent GPU machine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+from fjax import tree_util
+from fjax.backends.cuda import runtime as cuda_runtime
+
+pytestmark = pytest.mark.skipif(not cuda_runtime.available(), reason="needs cupy and a CUDA device")
+
+# float32 tolerance: CUDA's device math is within 1-4 ULP of the correctly rounded result (CUDA C
+# Programming Guide, "Mathematical Functions"), numba's vector math within a few ULP too, and the
+# GEMMs sum in another order on cuBLAS
+TOL32 = dict(rtol=2e-4, atol=2e-5)
+TOL64 = dict(rtol=1e-10, atol=1e-12)
+
+
+def _corpus() -> dict:
+    # the same programs as the lowering tests; their module-level arrays are made on the host
+    with fjax.default_device(fjax.devices("cpu")[0]):
+        from test_cuda_lowering import CORPUS  # noqa: PLC0415
+
+    return CORPUS
+
+
+def _cpu(x):
+    return fjax.device_put(x, fjax.devices("cpu")[0])
+
+
+def _gpu(x):
+    return fjax.device_put(x, fjax.devices("gpu")[0])
+
+
+def _check(got: list, want: list, name: str) -> None:
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, err_msg=name, **(TOL32 if w.dtype == np.float32 else TOL64))
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def test_gpu_is_the_default_backend():
+    g = fjax.devices()[0]
+    assert fjax.default_backend() == "gpu" and g.platform == "gpu" and g.device_kind
+    x = jnp.arange(4.0)
+    assert x.devices() == {g}
+
+
+@pytest.mark.parametrize("name", sorted(_corpus()))
+def test_corpus_on_gpu_matches_numba(name):
+    fn, args = _corpus()[name]
+    want = tree_util.tree_leaves(fjax.jit(fn)(*tree_util.tree_map(_cpu, args)))
+    assert all(w.devices() == set(fjax.devices("cpu")[:1]) for w in want)
+    out = fjax.jit(fn)(*tree_util.tree_map(_gpu, args))
+    got = tree_util.tree_leaves(out)
+    g0 = fjax.devices("gpu")[0]
+    assert all(o.devices() == {g0} for o in got), name  # results stay on the GPU
+    _check(got, want, name)
+
+
+def test_threefry_bits_identical_on_gpu():
+    k = fjax.random.PRNGKey(7)
+    f = fjax.jit(lambda k: (fjax.random.bits(k, (4097,)), fjax.random.normal(k, (1000,))))
+    want = f(_cpu(k))
+    got = f(_gpu(k))
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+    np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-5, atol=1e-6)
+
+
+def test_eager_ops_and_transforms_on_gpu():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 33)).astype(np.float32)
+    x = _gpu(a)
+    y = jnp.tanh(x) * 2 + x.sum(axis=0)
+    np.testing.assert_allclose(np.asarray(y), np.tanh(a) * 2 + a.sum(axis=0), **TOL32)
+    g = fjax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.sin(a) * np.cos(a), **TOL32)
+    v = fjax.vmap(lambda r: r @ r)(x)
+    np.testing.assert_allclose(np.asarray(v), (a * a).sum(axis=1), rtol=1e-4)
+
+
+def test_large_elementwise_and_reduction():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(1 << 22).astype(np.float32)
+    f = fjax.jit(lambda x: (jnp.tanh(x) * jnp.exp(-x * x) + jnp.sin(x) * 0.5, jnp.sum(x * x), jnp.max(x)))
+    y, s, m = f(_gpu(a))
+    np.testing.assert_allclose(np.asarray(y), np.tanh(a) * np.exp(-a * a) + np.sin(a) * 0.5, **TOL32)
+    np.testing.assert_allclose(float(s), float((a.astype(np.float64) ** 2).sum()), rtol=1e-4)
+    assert float(m) == a.max()
+
+
+def test_unsupported_primitive_names_it_and_stays_on_gpu():
+    x = _gpu(np.arange(8, dtype=np.float32))
+    with pytest.raises(NotImplementedError, match="complex64|fft"):
+        fjax.jit(lambda v: jnp.fft.fft(v))(x)
+
+
+def test_repeated_calls_replay_a_cuda_graph():
+    """From the second call on, a plan with enough launches runs as one CUDA graph
+    (``runtime.capture_graph``): a training loop feeding each step's parameters to the next, with
+    new data each step, gives the CPU's numbers at every step."""
+    captured = []
+    real = cuda_runtime.capture_graph
+
+    def spy(run, args):
+        g = real(run, args)
+        captured.append(g)
+        return g
+
+    cuda_runtime.capture_graph = spy
+    try:
+        _repeated_calls()
+    finally:
+        cuda_runtime.capture_graph = real
+    assert captured and all(captured), captured  # graphs were captured (and replayed from then on)
+
+
+def _repeated_calls():
+    fn, (params, x, y) = _corpus()["mlp_step"]
+    step = fjax.jit(fn)
+    rng = np.random.default_rng(3)
+    pc, pg = tree_util.tree_map(_cpu, params), tree_util.tree_map(_gpu, params)
+    for _ in range(5):
+        xb = rng.standard_normal(x.shape).astype(np.float32)
+        lc, pc = step(pc, _cpu(xb), _cpu(y))
+        lg, pg = step(pg, _gpu(xb), _gpu(y))
+        np.testing.assert_allclose(float(lg), float(lc), rtol=1e-4)
+    _check(tree_util.tree_leaves(pg), tree_util.tree_leaves(pc), "mlp_step x5")
+    # a scan (the RNN and its gradient) replayed with new inputs
+    fn, (w, h0, xs) = _corpus()["rnn_grad"]
+    f = fjax.jit(fn)
+    for i in range(4):
+        xsi = (xs * (1 + 0.1 * i)).astype(np.float32)
+        _check([f(_gpu(w), _gpu(h0), _gpu(xsi))], [f(_cpu(w), _cpu(h0), _cpu(xsi))], f"rnn_grad call {i}")
