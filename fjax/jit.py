@@ -394,8 +394,16 @@ class JitWrapped:
         if not kwargs and not self.static_argnums:
             # fast path: no static or keyword arguments
             flat, in_tree = tu.tree_flatten(args)
+            sig = []
+            for x in flat:
+                if type(x) is core.Array:
+                    v = x._value
+                    sig.append((v.shape, v.dtype, x.weak_type))
+                else:
+                    sig.append(_leaf_signature(x))
             # the named axes in scope are part of the signature (all_gather's shape, axis_size)
-            key = (in_tree, tuple([_leaf_signature(x) for x in flat]), config.jax_enable_x64, batching.axis_env())
+            env = batching.axis_env() if len(core._state.stack) > 1 else ()
+            key = (in_tree, tuple(sig), config.jax_enable_x64, env)
             entry = self._cache.get(key)
             if entry is not None:
                 return entry, flat
@@ -478,27 +486,39 @@ class JitWrapped:
                 raise
             self._refs = (r,)  # the function uses a ref created outside it: thread it (fjax.ref)
             return self(*args, **kwargs)
-        if (
-            core.is_eager()
-            and not any(isinstance(x, core.Tracer) for x in consts + flat)
-            and (len(core._state.stack) == 1 or batching.params_axis_main({"jaxpr": closed}) is None)
+        ins = consts + flat if consts else flat
+        st = core._state
+        if st.dynamic[-1] is core._eval_main and (
+            len(st.stack) == 1 or batching.params_axis_main({"jaxpr": closed}) is None
         ):
-            if core.placement_hook is not None:
-                # inputs on a GPU or committed to a device, or a default device that is not the
-                # host's: run where they live (fjax._placement)
-                outs = core.placement_hook(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
-                if outs is not core.NOT_HANDLED:
-                    return tu.tree_unflatten(out_tree, outs)
             # eager fast path: skip bind and the abstract re-check (the signature already matched)
-            vals = [x._value if type(x) is core.Array else core.to_array(x, self.name)._value for x in consts + flat]
-            outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
-            res = []
-            for o, a in zip(outs, closed.out_avals):
-                if type(o) is not np.ndarray or o.dtype != a.dtype:
-                    o = np.asarray(o, dtype=a.dtype)
-                res.append(core.Array(o, a.weak_type))
-            return tu.tree_unflatten(out_tree, res)
-        outs = core.bind(jit_p, consts + flat, dict(jaxpr=closed, name=self.name))
+            vals: list | None = []
+            for x in ins:
+                if type(x) is core.Array:
+                    vals.append(x._value)
+                elif isinstance(x, core.Tracer):  # (a tracer of an outer transform, e.g. a closure)
+                    vals = None
+                    break
+                else:
+                    vals.append(None)  # (an Array subclass or a Python/numpy value: converted below)
+            if vals is not None:
+                if core.placement_hook is not None:
+                    # inputs on a GPU or committed to a device, or a default device that is not the
+                    # host's: run where they live (fjax._placement)
+                    outs = core.placement_hook(jit_p, ins, dict(jaxpr=closed, name=self.name))
+                    if outs is not core.NOT_HANDLED:
+                        return tu.tree_unflatten(out_tree, outs)
+                for i, v in enumerate(vals):
+                    if v is None:
+                        vals[i] = core.to_array(ins[i], self.name)._value
+                outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
+                res = []
+                for o, a in zip(outs, closed.out_avals):
+                    if type(o) is not np.ndarray or o.dtype != a.dtype:
+                        o = np.asarray(o, dtype=a.dtype)
+                    res.append(core.Array(o, a.weak_type))
+                return tu.tree_unflatten(out_tree, res)
+        outs = core.bind(jit_p, ins, dict(jaxpr=closed, name=self.name))
         return tu.tree_unflatten(out_tree, outs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
