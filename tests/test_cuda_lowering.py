@@ -171,6 +171,11 @@ def random_bits(key):
     return fjax.random.bits(k1, (64,)), fjax.random.uniform(k2, (32,)), fjax.random.normal(k2, (16,))
 
 
+def truncated_normal(key, x):
+    # what nn initializers draw (examples/digits_mlp.py on a GPU): nextafter, erf_inv, clamp
+    return fjax.random.truncated_normal(key, -2.0, 2.0, (64,)), lax.nextafter(x, jnp.float32(np.inf))
+
+
 def vmap_grad(w, xs, ys):
     def loss(w, x, y):
         return jnp.log1p(jnp.exp(-y * jnp.dot(x, w)))
@@ -203,6 +208,7 @@ CORPUS = {
     "while_cond": (while_cond, (_f32(20), np.int32(5))),
     "dus_loop": (dus_loop, (_f32(6, 3),)),
     "random": (random_bits, (fjax.random.PRNGKey(42),)),
+    "truncated_normal": (truncated_normal, (fjax.random.PRNGKey(3), _f32(16))),
     "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
     "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "sort": (sort, (_f32(4, 9), rng.integers(0, 3, (4, 9)).astype(np.int32))),

@@ -96,6 +96,24 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         )
         return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
 
+    if name == "nextafter":
+        a = out_avals[0]
+        d = np.dtype(a.dtype)
+        if d not in (np.float32, np.float64):
+            raise NotImplementedError(f"CUDA backend: nextafter on {d.name}")
+        T = ctype(d)
+        n = math.prod(a.shape)
+        f = "nextafterf" if d == np.float32 else "nextafter"
+        idx = ["t" if tuple(x.shape) else "0" for x in in_avals]
+        blk = _block(n)
+        src = (
+            f"// nextafter: the next representable value of x towards y (CUDA's {f})\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, '
+            f"const {T}* __restrict__ y, {T}* __restrict__ o) {{\n"
+            f"  {_loop(n, blk)}\n    o[t] = {f}(x[{idx[0]}], y[{idx[1]}]);\n}}\n"
+        )
+        return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
+
     if name in _CUM:
         a = in_avals[0]
         T = ctype(a.dtype)
