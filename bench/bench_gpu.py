@@ -5,6 +5,7 @@ Workloads (the issue's list), each written once and run by both libraries:
 - ``chain``: a transcendental elementwise chain (tanh, exp, sin, log1p, ...) over 4M and 64M float32
   elements, reported also as achieved bandwidth (bytes read + written per second) against a
   device-to-device copy of the same size through cupy (the memory-bandwidth yardstick);
+- ``scale``: ``x * 2 + 1`` over 64M float32, bound by memory alone (its bandwidth vs the copy's);
 - ``mlp``: the 784-512-512-10 tanh MLP train step (value_and_grad + SGD), batch 256;
 - ``rnn``: a 256-unit tanh RNN over 200 steps with ``lax.scan``, loss and gradient;
 - ``per_example``: ``vmap(grad(logistic loss))`` over 512 examples of 100 features.
@@ -83,6 +84,8 @@ def workloads(lib: Any, jnp: Any, lax: Any, quick: bool) -> dict[str, tuple[Call
     }
     if not quick:
         out["chain 64M"] = (lib.jit(chain), (rng.standard_normal(1 << 26).astype(f32),))
+        # bound by memory alone: a fused kernel's bandwidth against the copy's
+        out["scale 64M"] = (lib.jit(lambda x: x * 2.0 + 1.0), (rng.standard_normal(1 << 26).astype(f32),))
     out["mlp 784-512-512-10 b256"] = (
         lib.jit(mlp_step),
         (
@@ -223,7 +226,7 @@ def main() -> int:
             row["jax_s"] = med.get("jax")
             if row["jax_s"]:
                 row["ratio"] = row["fjax_s"] / row["jax_s"]
-            if name.startswith("chain"):
+            if name.startswith(("chain", "scale")):
                 nbytes = 2 * a[0].size * 4
                 row["fjax_GBs"] = nbytes / row["fjax_s"] / 1e9
                 if row["jax_s"]:

@@ -17,3 +17,6 @@ cat "$OUT/env.txt"
 timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_cuda_gpu.py tests/test_devices_gpu.py -k "not fake and not emulated" \
   --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -40
 timeout 180 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -30
+# the main example, trained on the GPU (--device gpu)
+timeout 150 $PY examples/digits_mlp.py --device gpu --epochs 10 --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -12
+timeout 60 $PY bench/gpu_profile.py 2>&1 | tee "$OUT/profile.txt" | head -40
