@@ -252,12 +252,43 @@ def _excepthook(exc_type: type, exc: BaseException, tb: Any) -> None:
 _ABORT_FLUSH_S = float(os.environ.get("FJAX_MPI_ABORT_FLUSH", "0.5"))
 
 
-def _abort_job(comm: Any, text: str) -> None:
-    """Say why (on stderr, flushed, and given time to reach the launcher), then end every process."""
+def _unread_bytes(fd: int) -> int | None:
+    """Bytes written to the pipe ``fd`` that its reader (the MPI launcher) has not read yet; None
+    where the OS cannot say (not a pipe, no FIONREAD)."""
     try:
+        import fcntl  # noqa: PLC0415
+        import termios  # noqa: PLC0415
+
+        buf = bytearray(4)
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+        return int.from_bytes(buf, sys.byteorder)
+    except Exception:  # noqa: BLE001 - a terminal, a file, another OS
+        return None
+
+
+def _wait_until_read(fds: tuple, budget: float) -> None:
+    """Wait until the launcher has read what this process wrote to the pipes ``fds`` (at most
+    ``budget`` seconds), then a moment for it to pass it on; a fixed wait where the OS cannot tell."""
+    t0 = time.monotonic()
+    known = [fd for fd in fds if _unread_bytes(fd) is not None]
+    if len(known) < len(fds):
+        time.sleep(_ABORT_FLUSH_S)
+    while any(_unread_bytes(fd) for fd in known) and time.monotonic() < t0 + budget:
+        time.sleep(0.005)
+    time.sleep(0.05)
+
+
+def _abort_job(comm: Any, text: str) -> None:
+    """Say why (on stderr, flushed, and read by the launcher before the abort), then end every
+    process. What the program printed to stdout before is flushed first, so it is not lost."""
+    try:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001, S110 - a closed or broken stdout must not stop the abort
+            pass
         sys.stderr.write(text)
         sys.stderr.flush()
-        time.sleep(_ABORT_FLUSH_S)
+        _wait_until_read((1, 2), max(_ABORT_FLUSH_S, 2.0))
     finally:
         try:
             comm.Abort(1)

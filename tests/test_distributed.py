@@ -97,9 +97,11 @@ def test_rank_exiting_during_a_collective_aborts_the_job(env):
 
 def test_collective_timeout(env):
     # rank 1 hangs outside any collective; rank 0 gives up after fjax_mpi_timeout (1 s here)
+    env = {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}  # rank 0's stdout block-buffered
     rc, out, secs = mpirun(env, 2, "mpi_failure.py", "hang", timeout=60)
     assert rc != 0 and "finished" not in out
     assert "still waiting for the other processes after fjax_mpi_timeout=1 s" in out, out
+    assert "started 0" in out, out  # what rank 0 printed before the abort was flushed, not lost
     assert secs < 45
 
 

@@ -41,6 +41,7 @@ elif mode == "exit_during":  # rank 0 is already waiting in the collective when 
 elif mode == "hang":  # rank 1 never arrives: rank 0 gives up after fjax_mpi_timeout
     if r == 1:
         time.sleep(60)
+    print(f"started {r}")  # not flushed: the abort must flush it (stdout is a pipe, block-buffered)
     fjax.config.update("fjax_mpi_timeout", 1.0)
     f(jnp.ones((1, 3)))
 elif mode == "ok":  # every rank ends normally after its collectives: no false alarm at exit
