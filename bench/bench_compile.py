@@ -155,10 +155,12 @@ print("RESULT " + json.dumps(dict(import_s=t_import, first_s=t_first, first_cpu_
 """
 
 
-def run_child(name: str, use_jax: bool, timeout: float) -> dict | None:
-    """The child's timings, or None (``error`` set) when it failed or timed out."""
+def run_child(name: str, use_jax: bool, timeout: float, tiered: bool = False) -> dict | None:
+    """The child's timings, or None (``error`` set) when it failed or timed out. ``tiered``: fjax
+    with ``fjax_tiered_compile`` (the first call evaluates eagerly while numba compiles in a
+    background thread; the second call waits for the compiled program)."""
     cache = tempfile.mkdtemp(prefix="fjax_cold_")
-    env = dict(os.environ, FJAX_CACHE_DIR=cache)
+    env = dict(os.environ, FJAX_CACHE_DIR=cache, FJAX_TIERED_COMPILE="1" if tiered else "0")
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(k, None)
     src = CHILD.format(use_jax=use_jax, root=ROOT, program=PROGRAMS[name])
@@ -204,6 +206,7 @@ def main() -> None:
     ap.add_argument("--no-jax", action="store_true", help="do not run JAX even when installed")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per child process")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--tiered", action="store_true", help="fjax with fjax_tiered_compile on")
     args = ap.parse_args()
     names = args.only or list(PROGRAMS)
     use_jax = have_jax() and not args.no_jax
@@ -213,7 +216,7 @@ def main() -> None:
         f"{'fjax CPU':>9s} {'JAX CPU':>9s} {'ratio':>6s}   {'fjax 2nd call':>13s}"
     )
     for name in names:
-        f = run_child(name, False, args.timeout)
+        f = run_child(name, False, args.timeout, tiered=args.tiered)
         j = run_child(name, True, args.timeout) if use_jax else None
         results[name] = {"fjax": f, "jax": j}
         second = f"{f['second_s'] * 1e3:.2f} ms" if f and "error" not in f else "-"
@@ -257,6 +260,16 @@ def run(quick: bool = False) -> list:
                 f["first_s"] if ok(f) else None,
                 j["first_s"] if ok(j) else None,
                 note=note,
+            )
+        )
+        t = run_child(name, False, 600.0, tiered=True)
+        waited = f"second call (waits for the compile) {t['second_s']:.2f} s" if ok(t) else ""
+        rows.append(
+            Row(
+                f"first call, cold cache, tiered: {name}",
+                t["first_s"] if ok(t) else None,
+                j["first_s"] if ok(j) else None,
+                note=waited or (t or {}).get("error", ""),
             )
         )
     return rows

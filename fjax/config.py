@@ -49,6 +49,9 @@ class Config:
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
         "fjax_jit_backend": "numba",
+        # tiered compilation: jit evaluates a program it has not compiled yet primitive by primitive
+        # (as "interpret") while a background thread compiles it; later calls run the compiled code
+        "fjax_tiered_compile": False,
         # raise instead of falling back to eager evaluation when the numba lowering fails
         # (the test suite turns this on so lowering bugs surface)
         "fjax_lowering_strict": False,

@@ -286,7 +286,7 @@ class Lowered:
     def compile(self) -> Any:
         from fjax.backends import dispatch  # noqa: PLC0415
 
-        return dispatch.compile_jaxpr(self.jaxpr)
+        return dispatch.compile_jaxpr(self.jaxpr, tiered=False)
 
     def __repr__(self) -> str:
         return f"Lowered({self.name})"

@@ -29,6 +29,11 @@ if os.environ.get("FJAX_LOWERING_STRICT", "1") == "1":
 
     _config.update("fjax_lowering_strict", True)
 
+# jit compiles before the first call returns (tests/test_tiered_compile.py turns tiering on)
+from fjax import config as _cfg  # noqa: E402
+
+_cfg.update("fjax_tiered_compile", False)
+
 
 @pytest.fixture
 def x64():

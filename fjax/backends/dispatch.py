@@ -12,6 +12,7 @@ CPU-only process never imports another backend's modules.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import logging
 import threading
@@ -59,15 +60,6 @@ def register_backend(name: str, backend: Backend | Callable[[], Backend] | str) 
     _generation[0] += 1
 
 
-def _cuda_backend() -> Backend:
-    from fjax.backends.cuda.backend import CudaBackend  # noqa: PLC0415 - renders without cupy or a GPU
-
-    return CudaBackend()
-
-
-register_backend("cuda", _cuda_backend)
-
-
 def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
     """The backend called ``name`` (created on first use: importing numba, or cupy, takes a while)."""
     b = _backends.get(name)
@@ -104,18 +96,117 @@ def _compile(b: Backend, closed: ClosedJaxpr, loops: bool = True) -> Callable | 
     return None if prog is None else b.compile(prog)
 
 
-def compile_jaxpr(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND) -> Callable | None:
+def compile_jaxpr(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND, tiered: bool | None = None) -> Callable | None:
     """A callable on the backend's arrays (numpy for numba) returning a list of them, or None to
     evaluate eagerly.
 
     Cached per (backend, program) on ``closed`` itself (so it is freed with the jaxpr); inside the
-    backend, kernels are cached by the hash of their generated source."""
+    backend, kernels are cached by the hash of their generated source.
+
+    Tiered (``tiered``, default the ``fjax_tiered_compile`` option): a program not compiled yet is
+    handed to a background thread and its first call evaluates the jaxpr primitive by primitive
+    (numpy); a call made while it still compiles waits for it, then runs the compiled program."""
     cache = closed.compiled
     entry = cache.get(backend) if cache is not None else None
     if entry is not None and entry[0] == _generation[0] and entry[2] == 0:
         _stats["hits"] += 1
         return entry[1]
+    if tiered if tiered is not None else config.fjax_tiered_compile:
+        if entry is not None and entry[0] == _generation[0] and entry[2] >= _MAX_ATTEMPTS:
+            return entry[1]  # compiling failed for good: eager
+        return _tiered(closed, backend)
     return _compile_locked(closed, backend)
+
+
+# ---- tiered compilation: evaluate eagerly while a background thread compiles --------------------
+
+_tier = threading.local()  # .depth: inside an eager evaluation standing in for a program compiling
+_tier_lock = threading.Lock()
+_tier_pending: dict[tuple, ClosedJaxpr] = {}
+_tier_queue: list = []  # (closed, backend, generation), compiled in order by one worker thread
+_tier_wake = threading.Condition(_tier_lock)
+_tier_worker: list = []
+_tier_stats = {"queued": 0, "compiled": 0, "eager_calls": 0}
+
+
+def _tiered(closed: ClosedJaxpr, backend: str) -> Callable | None:
+    if getattr(_tier, "depth", 0):
+        return None  # nested in a program evaluated eagerly: the outer program compiles it all
+    if threading.current_thread() in _tier_worker:
+        return _compile_locked(closed, backend)
+    key = (id(closed), backend)
+    with _tier_lock:
+        if key in _tier_pending:
+            # a later call while it compiles: wait for the compiled program (one eager call per
+            # program, so a loop of calls does not keep the interpreter holding the GIL against
+            # the compiling thread)
+            while key in _tier_pending:
+                _tier_wake.wait()
+        else:
+            _tier_pending[key] = closed
+            _tier_queue.append((closed, backend, _generation[0]))
+            _tier_stats["queued"] += 1
+            if not _tier_worker:
+                t = threading.Thread(target=_tier_loop, name="fjax-compile", daemon=True)
+                _tier_worker.append(t)
+                t.start()
+            _tier_wake.notify()
+            return functools.partial(_eager_call, closed)
+    cache = closed.compiled or {}
+    entry = cache.get(backend)
+    return entry[1] if entry is not None else None
+
+
+def _eager_call(closed: ClosedJaxpr, *args: Any) -> list:
+    """``closed`` evaluated primitive by primitive on numpy arrays (what ``fjax_jit_backend =
+    "interpret"`` runs), marking the thread so nested programs do not queue compiles of their own."""
+    import numpy as np  # noqa: PLC0415
+
+    from fjax import core  # noqa: PLC0415
+
+    _tier_stats["eager_calls"] += 1
+    _tier.depth = getattr(_tier, "depth", 0) + 1
+    try:
+        ins = [core.Array(a, av.weak_type) for a, av in zip(args, closed.in_avals)]
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+        return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
+    finally:
+        _tier.depth -= 1
+
+
+def _tier_loop() -> None:
+    while True:
+        with _tier_lock:
+            while not _tier_queue:
+                _tier_wake.wait()
+            closed, backend, gen = _tier_queue.pop(0)
+        try:
+            if gen == _generation[0]:
+                _compile_locked(closed, backend)
+                _tier_stats["compiled"] += 1
+        except Exception:  # noqa: BLE001 - a failed compile leaves the program evaluating eagerly
+            log.warning("fjax: compiling in the background failed; the program keeps running eagerly", exc_info=True)
+            cache = closed.compiled if closed.compiled is not None else {}
+            closed.compiled = cache
+            cache[backend] = (_generation[0], None, _MAX_ATTEMPTS)
+        finally:
+            with _tier_lock:
+                _tier_pending.pop((id(closed), backend), None)
+                _tier_wake.notify_all()
+
+
+def wait_compiled(timeout: float | None = None) -> bool:
+    """Block until the background compiler has no work left (tiered compilation); False on timeout."""
+    import time  # noqa: PLC0415
+
+    end = None if timeout is None else time.monotonic() + timeout
+    with _tier_lock:
+        while _tier_pending:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _tier_wake.wait(left)
+    return True
 
 
 # a program whose compile failed is retried on later calls, this many times in all, so a
