@@ -522,3 +522,23 @@ def hilbert(n: int) -> Any:
 
 from fjax.scipy import _linalg_extra  # noqa: E402
 from fjax.scipy._linalg_extra import funm, solve_sylvester  # noqa: E402, F401
+from fjax.scipy._linalg_special_matrices import __all__ as _special_names  # noqa: E402
+from fjax.scipy._linalg_special_matrices import (  # noqa: E402, F401
+    circulant,
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    qr_multiply,
+    rsf2csf,
+)
+
+__all__ += _special_names
