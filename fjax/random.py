@@ -63,6 +63,7 @@ __all__ = [
     "gumbel",
     "key",
     "key_data",
+    "key_dtype",
     "key_impl",
     "laplace",
     "normal",
@@ -594,6 +595,19 @@ def key_impl(keys: Any) -> str:
     """The name of the PRNG implementation of ``keys``: always ``"threefry2x32"``."""
     _check_key("key_impl", keys, allow_batched=True)
     return "threefry2x32"
+
+
+def key_dtype(impl_spec: Any = None) -> dtypes.KeyDtype:
+    """The dtype of typed keys of the PRNG implementation ``impl_spec`` (``None``: the default).
+
+    fjax has one implementation, ``"threefry2x32"``, whose key dtype is ``key<fry>`` (the dtype of
+    ``key(0)``); any other name raises ``ValueError`` as ``key`` does, and a non-string ``TypeError``.
+    """
+    if impl_spec is not None and not isinstance(impl_spec, str):
+        raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG implementation.")
+    if impl_spec not in (None, "threefry2x32"):
+        raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". Did you mean one of: "threefry2x32"?')
+    return dtypes.KEY_DTYPE
 
 
 def clone(key: Any) -> Any:
