@@ -5,30 +5,62 @@ Eagerly, these primitives otherwise run as chains of numpy ops with float64 temp
 (a 5000x5000 ``random.normal`` took ~28 s); one compiled loop each does the same arithmetic,
 bit for bit. Only used for concrete inputs outside any trace and above a size where numba's
 call overhead does not matter; compiled on first use and cached on disk by numba.
+
+Importing this module (as ``fjax.random`` does) imports neither numba nor the numba backend: the
+kernels below are plain Python functions until the first call of a wrapper (``threefry2x32``,
+``fma_f32``, ``fma_f64``), which imports the backend and replaces each with its ``njit``
+dispatcher in this module's globals (where numba, compiling one kernel, finds the others).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from typing import Any, Callable
 
 import numpy as np
-from numba import njit
-
-# importing the backend package first gives numba a writable cache directory even for a
-# read-only install without HOME; its disk_cache seals the object code of these kernels
-from fjax.backends.numba import disk_cache
-from fjax.backends.numba.runtime import fma as _hw_fma
 
 #: arrays at least this large use the compiled kernels
 MIN_SIZE = 1 << 16
 
+_KERNELS: list[Callable] = []  # compiled by ``_compile`` on first use, in definition order
+_compiled = False
+_compile_lock = threading.Lock()
+_hw_fma: Any = None  # ``fjax.backends.numba.runtime.fma`` (LLVM's fma), set by ``_compile``
 
-@njit(cache=True, nogil=True)
+
+def _kernel(fn: Callable) -> Callable:
+    """Mark ``fn`` as a numba kernel of this module (``njit(cache=True, nogil=True)`` on first use)."""
+    _KERNELS.append(fn)
+    return fn
+
+
+def _compile() -> None:
+    global _compiled, _hw_fma
+    with _compile_lock:
+        if _compiled:
+            return
+        from numba import njit  # noqa: PLC0415
+
+        # importing the backend package first gives numba a writable cache directory even for a
+        # read-only install without HOME; its disk_cache seals the object code of these kernels
+        from fjax.backends.numba import disk_cache  # noqa: PLC0415
+        from fjax.backends.numba.runtime import fma  # noqa: PLC0415
+
+        _hw_fma = fma
+        g = globals()
+        for fn in _KERNELS:
+            g[fn.__name__] = njit(cache=True, nogil=True)(fn)
+        disk_cache.guard_module_caches([sys.modules[__name__]])
+        _compiled = True
+
+
+@_kernel
 def _rotl(x: np.uint32, d: int) -> np.uint32:
     return np.uint32((x << np.uint32(d)) | (x >> np.uint32(32 - d)))
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def threefry2x32_flat(
     k1: np.uint32, k2: np.uint32, x1: np.ndarray, x2: np.ndarray, o1: np.ndarray, o2: np.ndarray
 ) -> None:
@@ -63,7 +95,7 @@ def threefry2x32_flat(
         o2[i] = b
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def fma_f32_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
     """``a*b + c`` rounded once to float32: the product is exact in float64; a float64 sum that
     lands exactly halfway between two float32 values is resolved by the sum's rounding error."""
@@ -83,7 +115,7 @@ def fma_f32_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -
         out[i] = r
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def fma_f64_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
     """``a*b + c`` rounded once in float64 (LLVM's fma, as jit lowers the primitive)."""
     for i in range(out.size):
@@ -92,6 +124,8 @@ def fma_f64_flat(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -
 
 def threefry2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """numpy in, numpy out: the threefry2x32 hash (keys rank 0, counters of one shape)."""
+    if not _compiled:
+        _compile()
     x1 = np.ascontiguousarray(x1, np.uint32)
     x2 = np.ascontiguousarray(x2, np.uint32)
     o1 = np.empty_like(x1)
@@ -102,6 +136,8 @@ def threefry2x32(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray)
 
 def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """numpy in, numpy out: float32 ``a*b + c`` with one rounding (broadcasting the operands)."""
+    if not _compiled:
+        _compile()
     a, b, c = (np.ascontiguousarray(v, np.float32) for v in np.broadcast_arrays(a, b, c))
     out = np.empty(a.shape, np.float32)
     fma_f32_flat(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
@@ -110,6 +146,8 @@ def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """numpy in, numpy out: float64 ``a*b + c`` with one rounding (broadcasting the operands)."""
+    if not _compiled:
+        _compile()
     a, b, c = np.broadcast_arrays(a, b, c)
     shape = a.shape  # (ascontiguousarray makes a 0-d array 1-d)
     a, b, c = (np.ascontiguousarray(v, np.float64).reshape(-1) for v in (a, b, c))
@@ -117,6 +155,3 @@ def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     if out.size:
         fma_f64_flat(a, b, c, out)
     return out.reshape(shape)
-
-
-disk_cache.guard_module_caches([sys.modules[__name__]])

@@ -5,13 +5,20 @@
 - no backend module imports the user-facing layers (``fjax.jit``, ``fjax.api``) or the primitives
   (``fjax.lax``, which registers its lowering rules with ``fjax.backends.registry``);
 - the kernel IR and the lowering import no backend subpackage (``fjax.backends.numba``);
-- no import cycle runs through a backend module.
+- no import cycle runs through a backend module;
+- importing the user-facing modules (``fjax``, ``fjax.numpy``, ``fjax.random``, ``fjax.lax``,
+  ``fjax.nn``) loads no backend subpackage, numba or cupy: the jit backend is created on first use
+  (``fjax.backends.dispatch`` names it by a ``"module:Class"`` string), and the eager kernels of
+  random and linalg import the numba backend when first called (checked in a fresh interpreter).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
+import subprocess
+import sys
 
 import fjax
 
@@ -129,3 +136,22 @@ def test_no_import_cycle_through_a_backend():
 def test_the_cycle_check_sees_cycles():
     g = {"fjax.backends.a": {"fjax.b"}, "fjax.b": {"fjax.backends.a"}, "fjax.c": set()}
     assert [c for c in _sccs(g) if len(c) > 1] == [{"fjax.backends.a", "fjax.b"}]
+
+
+def test_importing_fjax_loads_no_backend_subpackage():
+    code = (
+        "import json, sys\n"
+        "import fjax, fjax.numpy, fjax.random, fjax.lax, fjax.nn\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = json.loads(out.splitlines()[-1])
+    assert "fjax.backends.dispatch" in loaded  # the jit hook is installed (its backend is not)
+    unwanted = [
+        m
+        for m in loaded
+        if m.startswith("fjax.backends.numba")
+        or m.startswith("fjax.backends.cuda")
+        or m.split(".")[0] in ("numba", "cupy")
+    ]
+    assert not unwanted, unwanted

@@ -105,15 +105,23 @@ def _batch_front(prim: Primitive) -> None:
     batching.primitive_batchers[prim] = batching.wants_axis_size(rule)
 
 
+_linalg_kernels: Any = None  # ``fjax.backends.numba.linalg_kernels`` once ``_batched_kernel`` loaded it
+
+
 def _batched_kernel(name: str, x: np.ndarray) -> Any:
     """The compiled batch loop for primitive ``name`` (``fjax.backends.numba.linalg_kernels``, one
     LAPACK call per matrix without Python in between) when ``x`` is a stack of several matrices,
-    else None. Loaded on first use: it registers scipy's LAPACK symbols with numba."""
+    else None. Loaded on first use (never at import: it imports numba and registers scipy's LAPACK
+    symbols with it), then kept in a module global."""
+    global _linalg_kernels
     if x.ndim < 3:
         return None
-    from fjax.backends.numba import linalg_kernels  # noqa: PLC0415
+    lk = _linalg_kernels
+    if lk is None:
+        from fjax.backends.numba import linalg_kernels as lk  # noqa: PLC0415
 
-    return getattr(linalg_kernels, name) if linalg_kernels.is_batched(x.shape) else None
+        _linalg_kernels = lk
+    return getattr(lk, name) if lk.is_batched(x.shape) else None
 
 
 def _zeros_tangents(outs: list) -> list:
