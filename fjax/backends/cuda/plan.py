@@ -35,8 +35,8 @@ __all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build
 
 
 # ---------------------------------------------------------------------------------------------
-# step adapter: the one place that reads a step's primitive and params (the step nodes are being
-# rewritten to carry prim/params/avals instead of a JaxprEqn)
+# step adapter: the one place that reads a step's primitive and params (IR steps carry
+# prim/params/in_avals/out_avals/aux, ``kernel_ir.Step``; no JaxprEqn reaches this backend)
 
 
 def step_info(step: Any, io: tuple) -> tuple[str, dict, list, list]:
