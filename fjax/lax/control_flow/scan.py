@@ -10,7 +10,8 @@ Rules:
 * impl: a Python loop evaluating the body's equations directly with their numpy ``impl`` (no
   per-equation abstract evaluation), writing each ``y`` into a preallocated stacked array; with
   the compiling jit backend the body is compiled once and called per step;
-* JVP: a scan of the JVP body, with a fixed point over which carries have nonzero tangents;
+* JVP: a scan of the JVP body (``ad.jvp_jaxpr``, inputs and outputs regrouped per consts, carry
+  and xs), with a fixed point over which carries have nonzero tangents;
 * partial evaluation (linearize/grad): the body is split with ``pe.partial_eval_jaxpr`` into a
   known scan, run now, whose per-step residuals come out as extra stacked ``ys``, and an unknown
   (tangent) scan staged to consume them; carries whose tangents are unknown go to the unknown
@@ -196,40 +197,31 @@ scan_p.def_abstract_eval(_scan_abstract)
 
 @functools.lru_cache(maxsize=1024)
 def _jvp_body(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, nonzeros: tuple, carry_nz: tuple) -> tuple:
-    """The JVP of the body, taking ``consts, consts_dot, carry, carry_dot, xs, xs_dot`` (only the
-    nonzero tangents; carry tangents for ``carry_nz``) and returning ``carry, carry_dot (for
-    carry_nz), ys, ys_dot (nonzero ones)``. Returns ``(closed, hoisted_consts, carry_out_nz,
-    ys_nz)``."""
-    avals = jaxpr.in_avals
-    n = len(avals)
+    """The JVP of the body (``ad.jvp_jaxpr``, carry tangents instantiated for ``carry_nz``) with its
+    inputs reordered to ``hoisted, consts, consts_dot, carry, carry_dot, xs, xs_dot`` (only the
+    nonzero tangents) and its outputs to ``carry, carry_dot, ys, ys_dot`` (present tangents).
+    Returns ``(closed, hoisted_consts, carry_out_nz, ys_nz)``; ``carry_out_nz`` covers ``carry_nz``
+    (a fixed point when equal to it). Cached, so a scan's JVP body is one jaxpr object."""
+    n = len(jaxpr.in_avals)
+    n_out = len(jaxpr.out_avals)
     nz = list(nonzeros)
     nz[num_consts : num_consts + num_carry] = carry_nz
-    groups = [(0, num_consts), (num_consts, num_consts + num_carry), (num_consts + num_carry, n)]
-    in_avals: list = []
-    for lo, hi in groups:
-        in_avals += avals[lo:hi]
-        in_avals += [ad.tangent_aval(a) for a, z in zip(avals[lo:hi], nz[lo:hi]) if z]
-    box: list = []
-
-    def f(*args: Any) -> list:
-        it = iter(args)
-        primals, tangents = [], []
-        for lo, hi in groups:
-            primals += [next(it) for _ in range(lo, hi)]
-            tangents += [next(it) if nz[i] else Zero(ad.tangent_aval(avals[i])) for i in range(lo, hi)]
-        po, to = ad.jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, [], *xs), primals, tangents)
-        c_out, y_out = po[:num_carry], po[num_carry:]
-        ct_out, yt_out = to[:num_carry], to[num_carry:]
-        c_out_nz = tuple(type(t) is not Zero for t in ct_out)
-        y_nz = tuple(type(t) is not Zero for t in yt_out)
-        box.append((c_out_nz, y_nz))
-        ct = [ad.instantiate_zeros(t) for t, z in zip(ct_out, carry_nz) if z]
-        yt = [t for t in yt_out if type(t) is not Zero]
-        return [*c_out, *ct, *y_out, *yt]
-
-    closed, consts = _trace(f, in_avals, "jvp(scan)")
-    c_out_nz, y_nz = box[0]
-    return closed, consts, c_out_nz, y_nz
+    inst = list(carry_nz) + [False] * (n_out - num_carry)
+    closed, consts, out_nz = ad.jvp_jaxpr(jaxpr, nz, inst, name="jvp(scan)")
+    j = closed.jaxpr
+    h = len(consts)
+    primals, tangents = j.invars[h : h + n], iter(j.invars[h + n :])
+    invars = list(j.invars[:h])
+    for lo, hi in ((0, num_consts), (num_consts, num_consts + num_carry), (num_consts + num_carry, n)):
+        invars += primals[lo:hi]
+        invars += [next(tangents) for i in range(lo, hi) if nz[i]]
+    outs = j.outvars
+    t_out = iter(outs[n_out:])
+    c_dot = [next(t_out) for z in out_nz[:num_carry] if z]
+    y_dot = [next(t_out) for z in out_nz[num_carry:] if z]
+    outvars = outs[:num_carry] + c_dot + outs[num_carry:n_out] + y_dot
+    body = ClosedJaxpr(Jaxpr([], invars, outvars, j.eqns), [])
+    return body, consts, tuple(out_nz[:num_carry]), tuple(out_nz[num_carry:])
 
 
 def _scan_jvp(
