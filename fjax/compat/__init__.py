@@ -51,6 +51,15 @@ class Array(metaclass=_ArrayMeta):
     tracers, as JAX's does inside transforms (``fjax.Array`` itself is the concrete class)."""
 
 
+# names JAX 0.10 has at the top level that fjax keeps in a submodule: name -> (module, attribute).
+# fjax's own top-level attribute of the same name, once it has one, takes precedence.
+_TOP_LEVEL_ALIASES = {
+    "Device": ("fjax.sharding", "Device"),
+    "NamedSharding": ("fjax.sharding", "NamedSharding"),
+    "P": ("fjax.sharding", "PartitionSpec"),
+}
+
+
 class _JaxView(types.ModuleType):
     """The module object ``sys.modules["jax"]``: attribute reads and writes go to ``fjax``."""
 
@@ -62,6 +71,9 @@ class _JaxView(types.ModuleType):
         try:
             return getattr(fjax, name)
         except AttributeError:
+            if name in _TOP_LEVEL_ALIASES:
+                mod_name, attr = _TOP_LEVEL_ALIASES[name]
+                return getattr(importlib.import_module(mod_name), attr)
             # ``import jax; jax.scipy.special`` works in JAX for the submodules jax imports itself
             if name.startswith("_"):
                 raise
@@ -86,7 +98,7 @@ class _JaxView(types.ModuleType):
     def __dir__(self) -> list[str]:
         import fjax
 
-        return sorted(set(dir(fjax)) | {"__version__"})
+        return sorted(set(dir(fjax)) | set(_TOP_LEVEL_ALIASES) | {"Array", "__version__"})
 
 
 def _target_names(fullname: str) -> list[str] | None:
