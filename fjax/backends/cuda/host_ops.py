@@ -49,6 +49,13 @@ HOST_OPS = frozenset(
 )
 
 
+# host-step primitives that are one float function call per element: CUDA function, what it does
+_FLOAT_CALLS = {
+    "random_fma": ("fma", "one rounding (as the CPU impl)"),
+    "nextafter": ("nextafter", "the next representable value of x towards y"),
+}
+
+
 def _grid(n: int, block: int) -> tuple:
     return (max(1, min(4096, -(-n // block))), 1, 1)
 
@@ -79,38 +86,24 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         except NotImplementedError:
             raise NotImplementedError(f"CUDA backend: primitive {name} on dtype {np.dtype(a.dtype).name}") from None
 
-    if name == "random_fma":
-        a = out_avals[0]
-        T = ctype(a.dtype)
-        if np.dtype(a.dtype).kind != "f":
-            raise NotImplementedError(f"CUDA backend: random_fma on {np.dtype(a.dtype).name}")
-        n = math.prod(a.shape)
-        f = "fmaf" if np.dtype(a.dtype) == np.float32 else "fma"
-        idx = ["t" if tuple(x.shape) else "0" for x in in_avals]
-        blk = _block(n)
-        src = (
-            f"// random_fma: one rounding (as the CPU impl)\n"
-            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ a, '
-            f"const {T}* __restrict__ b, const {T}* __restrict__ c, {T}* __restrict__ o) {{\n"
-            f"  {_loop(n, blk)}\n    o[t] = {f}(a[{idx[0]}], b[{idx[1]}], c[{idx[2]}]);\n}}\n"
-        )
-        return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
-
-    if name == "nextafter":
+    # float functions of same-shaped (or 0-d) operands, one thread per output element
+    if name in _FLOAT_CALLS:
         a = out_avals[0]
         d = np.dtype(a.dtype)
         if d not in (np.float32, np.float64):
-            raise NotImplementedError(f"CUDA backend: nextafter on {d.name}")
+            raise NotImplementedError(f"CUDA backend: {name} on {d.name}")
+        fn, why = _FLOAT_CALLS[name]
+        f = fn + "f" if d == np.float32 else fn
         T = ctype(d)
         n = math.prod(a.shape)
-        f = "nextafterf" if d == np.float32 else "nextafter"
-        idx = ["t" if tuple(x.shape) else "0" for x in in_avals]
         blk = _block(n)
+        names = [f"x{i}" for i in range(len(in_avals))]
+        args = ", ".join(f"{v}[{'t' if tuple(x.shape) else '0'}]" for v, x in zip(names, in_avals))
+        params_ = "".join(f"const {T}* __restrict__ {v}, " for v in names)
         src = (
-            f"// nextafter: the next representable value of x towards y (CUDA's {f})\n"
-            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {T}* __restrict__ x, '
-            f"const {T}* __restrict__ y, {T}* __restrict__ o) {{\n"
-            f"  {_loop(n, blk)}\n    o[t] = {f}(x[{idx[0]}], y[{idx[1]}]);\n}}\n"
+            f"// {name}: {why} (CUDA's {f})\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({params_}{T}* __restrict__ o) {{\n'
+            f"  {_loop(n, blk)}\n    o[t] = {f}({args});\n}}\n"
         )
         return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
 
