@@ -24,12 +24,12 @@ new leaves. A ``PyTreeDef`` holds a nested tuple ``(type, aux_data, children)`` 
 
 from __future__ import annotations
 
-import collections
-import dataclasses
+import collections  # noqa: F401 - this and the unused names below: kept importable from here
+import dataclasses  # noqa: F401
 import functools
-import operator
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, Self, TypeVar
+import operator  # noqa: F401
+from collections.abc import Callable, Hashable, Iterable, Sequence  # noqa: F401
+from typing import Any, Self, TypeVar  # noqa: F401
 
 __all__ = [
     "DictKey",
@@ -374,137 +374,6 @@ def _spec_repr(spec: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# flatten_up_to: a fast walker that raises a bare _Mismatch, and a slow one that explains it.
-# ---------------------------------------------------------------------------------------------
-
-
-class _Mismatch(Exception):
-    pass
-
-
-def _up_to(spec: Any, x: Any, append: Callable[[Any], None]) -> None:
-    t, aux, kids = spec
-    if type(x) is not t:
-        raise _Mismatch
-    if t is tuple or t is list:
-        children: Any = x
-    elif t is dict:
-        if len(x) != len(aux):
-            raise _Mismatch
-        try:
-            children = [x[k] for k in aux]
-        except KeyError:
-            raise _Mismatch from None
-    elif t is _NoneType:
-        return
-    elif _kinds[t] == _NAMEDTUPLE:
-        children = x
-    else:
-        children, x_aux = _registry[t].flatten(x)
-        if x_aux != aux:
-            raise _Mismatch
-        children = list(children)
-    if len(children) != len(kids):
-        raise _Mismatch
-    for s, c in zip(kids, children):
-        if s is None:
-            append(c)
-        else:
-            _up_to(s, c, append)
-
-
-def _short_repr(x: Any, limit: int = 200) -> str:
-    try:
-        r = repr(x)
-    except Exception:  # noqa: BLE001 - repr of arbitrary user objects
-        r = f"<{type(x).__name__} object>"
-    return r if len(r) <= limit else r[: limit - 3] + "..."
-
-
-def _type_desc(t: type) -> str:
-    if t is _NoneType:
-        return "None"
-    if t in (tuple, list, dict):
-        return t.__name__
-    if _kinds.get(t) == _NAMEDTUPLE:
-        return f"named tuple {t!r}"
-    return repr(t)
-
-
-def _is_builtin_container(t: type) -> bool:
-    return t is dict or t is tuple or t is list or _kinds.get(t) == _NAMEDTUPLE
-
-
-def _node_children_with_keys(spec: Any, x: Any) -> list[tuple[Any, Any]]:
-    """Children of ``x`` (already known to match the node ``spec``) paired with key entries."""
-    t, aux, _ = spec
-    if t is tuple or t is list:
-        return [(SequenceKey(i), c) for i, c in enumerate(x)]
-    if t is dict:
-        return [(DictKey(k), x[k]) for k in aux]
-    if _kinds[t] == _NAMEDTUPLE:
-        return [(GetAttrKey(f), c) for f, c in zip(t._fields, x)]
-    return _custom_children_with_keys(_registry[t], x)[0]
-
-
-def _custom_children_with_keys(node: _NodeDef, x: Any) -> tuple[list[tuple[Any, Any]], Any]:
-    if node.flatten_with_keys is not None:
-        keyed, aux = node.flatten_with_keys(x)
-        return list(keyed), aux
-    children, aux = node.flatten(x)
-    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
-
-
-def _explain_mismatch(spec: Any, x: Any, path: tuple) -> str | None:
-    """Message for the first place where ``x`` does not match ``spec``, or None if it matches."""
-    if spec is None:
-        return None
-    t, aux, kids = spec
-    where = f" at key path {keystr(path) or '()'}" if path else ""
-    if type(x) is not t:
-        msg = f"Expected {_type_desc(t)}{where}, got {_short_repr(x)}."
-        if t is _NoneType:
-            msg += (
-                " (None is a pytree node with no children, not a prefix of other values;"
-                " use is_leaf=lambda x: x is None to treat None as a leaf.)"
-            )
-        elif _is_builtin_container(t) and _is_builtin_container(type(x)):
-            msg = f"Expected {_type_desc(t)}{where}, got {_type_desc(type(x))}: {_short_repr(x)}."
-        return msg
-    if t is _NoneType:
-        return None
-    if t is dict:
-        present = list(x)
-        try:
-            present = sorted(present)
-        except TypeError:
-            pass
-        if set(present) != set(aux) or len(x) != len(aux):
-            return f"Dict key mismatch{where}; expected keys: {list(aux)}; present keys: {present}."
-    elif t is tuple or t is list or _kinds[t] == _NAMEDTUPLE:
-        if len(x) != len(kids):
-            name = "Named tuple" if _kinds[t] == _NAMEDTUPLE else t.__name__.capitalize()
-            return (
-                f"{name} arity mismatch{where}: expected {len(kids)} children, got {len(x)}; value: {_short_repr(x)}."
-            )
-    else:
-        children, x_aux = _registry[t].flatten(x)
-        if x_aux != aux:
-            return f"Mismatch custom node data{where}: expected {aux!r}, got {x_aux!r}; value: {_short_repr(x)}."
-        n = len(list(children))
-        if n != len(kids):
-            return (
-                f"Custom node {_node_name(t)} arity mismatch{where}: expected {len(kids)} children,"
-                f" got {n}; value: {_short_repr(x)}."
-            )
-    for s, (key, c) in zip(kids, _node_children_with_keys(spec, x)):
-        msg = _explain_mismatch(s, c, path + (key,))
-        if msg is not None:
-            return msg
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
 # PyTreeDef
 # ---------------------------------------------------------------------------------------------
 
@@ -809,349 +678,10 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Key paths
+# Parts split off for size, re-exported here: key paths and the flatten_up_to walkers
+# (fjax/_tree_paths.py), registration and the built-in registrations (fjax/_tree_register.py),
+# the tree utilities JAX added later (fjax/_tree_extra.py)
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SequenceKey:
-    """Key of a tuple or list child: its index."""
-
-    idx: int
-
-    def __str__(self) -> str:
-        return f"[{self.idx!r}]"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class DictKey:
-    """Key of a dict (or OrderedDict/defaultdict) child: its dict key."""
-
-    key: Hashable
-
-    def __str__(self) -> str:
-        return f"[{self.key!r}]"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class GetAttrKey:
-    """Key of a child reached by attribute access (namedtuple fields, dataclass fields)."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return f".{self.name}"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class FlattenedIndexKey:
-    """Key of a child of a custom node registered without keys: its position among the children."""
-
-    key: int
-
-    def __str__(self) -> str:
-        return f"[<flat index {self.key}>]"
-
-
-KeyEntry = Any
-KeyPath = tuple[Any, ...]
-
-
-def _simple_key(k: Any) -> str:
-    if isinstance(k, SequenceKey):
-        return str(k.idx)
-    if isinstance(k, GetAttrKey):
-        return str(k.name)
-    if isinstance(k, (DictKey, FlattenedIndexKey)):
-        return str(k.key)
-    return str(k)
-
-
-def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
-    """Render a key path, e.g. ``"['a'][0].x"``; ``simple=True`` gives bare keys (``"a/0/x"``
-    with ``separator="/"``)."""
-    if simple:
-        return separator.join(_simple_key(k) for k in keys)
-    return separator.join(str(k) for k in keys)
-
-
-def _flatten_with_path(
-    x: Any, path: tuple, out: list[tuple[KeyPath, Any]], is_leaf: Callable[[Any], bool] | None
-) -> Any:
-    if is_leaf is not None and is_leaf(x):
-        out.append((path, x))
-        return None
-    t = type(x)
-    kind = _kind_of(t)
-    if kind is None:
-        kind = _classify(t)
-    if kind == _LEAF:
-        out.append((path, x))
-        return None
-    if kind == _NONE:
-        return _NONE_SPEC
-    aux: Any = None
-    if kind == _TUPLE or kind == _LIST:
-        keyed: list[tuple[Any, Any]] = [(SequenceKey(i), c) for i, c in enumerate(x)]
-    elif kind == _DICT:
-        aux = _sorted_keys(x)
-        keyed = [(DictKey(k), x[k]) for k in aux]
-    elif kind == _NAMEDTUPLE:
-        keyed = [(GetAttrKey(f), c) for f, c in zip(t._fields, x)]
-    else:
-        keyed, aux = _custom_children_with_keys(_registry[t], x)
-    return (t, aux, tuple([_flatten_with_path(c, path + (k,), out, is_leaf) for k, c in keyed]))
-
-
-def tree_flatten_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
-) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
-    """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``.
-
-    Key entries are :class:`SequenceKey` for tuple/list children, :class:`DictKey` for dict
-    children, :class:`GetAttrKey` for namedtuple and dataclass fields, and
-    :class:`FlattenedIndexKey` for custom nodes registered without keys.
-    """
-    out: list[tuple[KeyPath, Any]] = []
-    spec = _flatten_with_path(tree, (), out, is_leaf)
-    if spec is None:
-        return out, _LEAF_TREEDEF
-    return out, PyTreeDef(spec, len(out))
-
-
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[tuple[KeyPath, Any]]:
-    """The ``(key_path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
-
-
-def tree_map_with_path(
-    f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None
-) -> Any:
-    """Like :func:`tree_map`, but ``f`` is called as ``f(key_path, leaf, *others)``."""
-    keyed, treedef = tree_flatten_with_path(tree, is_leaf)
-    all_leaves = [[x for _, x in keyed], *_flatten_rest(treedef, rest, "tree_map_with_path")]
-    paths = [p for p, _ in keyed]
-    return treedef.unflatten([f(p, *xs) for p, *xs in zip(paths, *all_leaves)])
-
-
-# ---------------------------------------------------------------------------------------------
-# Registration
-# ---------------------------------------------------------------------------------------------
-
-
-def _register(nodetype: type, node: _NodeDef) -> None:
-    if not isinstance(nodetype, type):
-        raise TypeError(f"Expected a type to register as a pytree node, got {nodetype!r}.")
-    if nodetype in _registry or nodetype in _BUILTIN_NODE_TYPES:
-        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = node
-    _kinds[nodetype] = _CUSTOM
-
-
-def register_pytree_node(
-    nodetype: type[T],
-    flatten_func: Callable[[T], tuple[Iterable[Any], Any]],
-    unflatten_func: Callable[[Any, Iterable[Any]], T],
-    flatten_with_keys_func: Callable[[T], tuple[Iterable[tuple[Any, Any]], Any]] | None = None,
-) -> None:
-    """Make ``nodetype`` a pytree node type.
-
-    ``flatten_func(x)`` returns ``(children, aux_data)``; ``unflatten_func(aux_data, children)``
-    rebuilds the node (``children`` is a tuple). ``aux_data`` becomes part of the structure:
-    it must support ``==`` and should be hashable. ``flatten_with_keys_func``, if given,
-    returns ``(((key, child), ...), aux_data)`` for key paths. Registering a type twice
-    raises ValueError.
-    """
-    _register(nodetype, _NodeDef(flatten_func, unflatten_func, flatten_with_keys_func))
-
-
-def register_pytree_with_keys(
-    nodetype: type[T],
-    flatten_with_keys: Callable[[T], tuple[Iterable[tuple[Any, Any]], Any]],
-    unflatten_func: Callable[[Any, Iterable[Any]], T],
-    flatten_func: Callable[[T], tuple[Iterable[Any], Any]] | None = None,
-) -> None:
-    """Register ``nodetype`` with a flatten function that also gives each child's key entry.
-
-    ``flatten_with_keys(x)`` returns ``(((key, child), ...), aux_data)``. ``flatten_func``, a
-    faster key-less flatten, is derived from it when omitted.
-    """
-    if flatten_func is None:
-
-        def flatten_func(x: Any) -> tuple[tuple[Any, ...], Any]:
-            keyed, aux = flatten_with_keys(x)
-            return tuple([c for _, c in keyed]), aux
-
-    _register(nodetype, _NodeDef(flatten_func, unflatten_func, flatten_with_keys))
-
-
-def register_pytree_node_class(cls: Typ) -> Typ:
-    """Class decorator: register ``cls`` using its ``tree_flatten`` method and its
-    ``tree_unflatten(aux_data, children)`` classmethod."""
-    register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten)
-    return cls
-
-
-def register_pytree_with_keys_class(cls: Typ) -> Typ:
-    """Class decorator: register ``cls`` using its ``tree_flatten_with_keys`` method, its
-    ``tree_unflatten`` classmethod and, if present, its ``tree_flatten`` method."""
-    flatten = operator.methodcaller("tree_flatten") if hasattr(cls, "tree_flatten") else None
-    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"), cls.tree_unflatten, flatten)
-    return cls
-
-
-def register_static(cls: Typ) -> Typ:
-    """Register ``cls`` as a node without children: instances live in the structure as aux
-    data (so they must be hashable) and contribute no leaves."""
-    register_pytree_node(cls, lambda x: ((), x), lambda aux, _: aux)
-    return cls
-
-
-def register_dataclass(
-    nodetype: Typ | None = None,
-    data_fields: Sequence[str] | None = None,
-    meta_fields: Sequence[str] | None = None,
-    drop_fields: Sequence[str] = (),
-) -> Any:
-    """Register a dataclass-like type whose ``data_fields`` are children and ``meta_fields``
-    aux data.
-
-    Rebuilding calls ``nodetype(**fields)``. When both field lists are omitted, ``nodetype``
-    must be a dataclass: fields marked ``dataclasses.field(metadata=dict(static=True))`` are
-    meta fields and the other ``init=True`` fields are data fields. For a dataclass, data and
-    meta fields must together be exactly its ``init=True`` fields minus ``drop_fields``.
-    Returns ``nodetype``, so it works as a class decorator; called without ``nodetype`` it
-    returns a decorator.
-    """
-    if nodetype is None:
-        return functools.partial(
-            register_dataclass, data_fields=data_fields, meta_fields=meta_fields, drop_fields=drop_fields
-        )
-    if data_fields is None or meta_fields is None:
-        if (data_fields is None) != (meta_fields is None):
-            raise TypeError(
-                "register_dataclass: data_fields and meta_fields must both be given when either is;"
-                f" got data_fields={data_fields!r}, meta_fields={meta_fields!r}."
-            )
-        if not dataclasses.is_dataclass(nodetype):
-            raise TypeError(
-                "register_dataclass: data_fields and meta_fields are required when nodetype is not"
-                f" a dataclass; got nodetype={nodetype!r}."
-            )
-        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
-        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
-        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
-    data_names = tuple(data_fields)
-    meta_names = tuple(meta_fields)
-    if dataclasses.is_dataclass(nodetype):
-        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
-        given = {*data_names, *meta_names}
-        if given != init_fields:
-            msg = "data_fields and meta_fields must include all dataclass fields with init=True and only them."
-            if missing := init_fields - given:
-                msg += f" Missing fields: {sorted(missing)}. Add them to drop_fields to suppress this error."
-            if unexpected := given - init_fields:
-                msg += f" Unexpected fields: {sorted(unexpected)}."
-            raise ValueError(msg)
-    if overlap := set(data_names) & set(meta_names):
-        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {sorted(overlap)}.")
-
-    cls = nodetype
-    data_keys = tuple(GetAttrKey(n) for n in data_names)
-
-    def flatten(x: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return (
-            tuple([getattr(x, n) for n in data_names]),
-            tuple([getattr(x, n) for n in meta_names]),
-        )
-
-    def flatten_with_keys(x: Any) -> tuple[tuple[tuple[Any, Any], ...], tuple[Any, ...]]:
-        return (
-            tuple([(k, getattr(x, n)) for k, n in zip(data_keys, data_names)]),
-            tuple([getattr(x, n) for n in meta_names]),
-        )
-
-    def unflatten(meta: tuple[Any, ...], data: Iterable[Any]) -> Any:
-        kwargs = dict(zip(meta_names, meta))
-        kwargs.update(zip(data_names, data))
-        return cls(**kwargs)
-
-    _register(nodetype, _NodeDef(flatten, unflatten, flatten_with_keys))
-    return nodetype
-
-
-# ---------------------------------------------------------------------------------------------
-# Built-in registrations beyond tuple/list/dict/None.
-# ---------------------------------------------------------------------------------------------
-
-register_pytree_with_keys(
-    collections.OrderedDict,
-    lambda d: (tuple([(DictKey(k), v) for k, v in d.items()]), tuple(d)),
-    lambda keys, values: collections.OrderedDict(zip(keys, values)),
-    lambda d: (tuple(d.values()), tuple(d)),
-)
-
-
-def _defaultdict_flatten_with_keys(d: collections.defaultdict) -> tuple[tuple, tuple]:
-    keys = _sorted_keys(d)
-    return tuple([(DictKey(k), d[k]) for k in keys]), (d.default_factory, keys)
-
-
-def _defaultdict_flatten(d: collections.defaultdict) -> tuple[tuple, tuple]:
-    keys = _sorted_keys(d)
-    return tuple([d[k] for k in keys]), (d.default_factory, keys)
-
-
-register_pytree_with_keys(
-    collections.defaultdict,
-    _defaultdict_flatten_with_keys,
-    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
-    _defaultdict_flatten,
-)
-
-
-class _StaticCallable:
-    """Wraps a ``functools.partial`` given to :class:`Partial` so its arguments stay static
-    (CPython would otherwise merge them into the new partial's arguments, making them leaves)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _StaticCallable) and self.fn == other.fn
-
-    def __hash__(self) -> int:
-        return hash(self.fn)
-
-    def __repr__(self) -> str:
-        return repr(self.fn)
-
-
-class Partial(functools.partial):
-    """A ``functools.partial`` that is a pytree: its positional and keyword arguments are
-    children and the wrapped function is aux data.
-
-    So a ``Partial`` can be passed through transformations, with its bound arguments traced
-    like any other leaves. If ``func`` is itself a ``functools.partial`` (or a ``Partial``),
-    its bound arguments are treated as part of the (static) function, as in JAX.
-    """
-
-    def __new__(cls, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Self:
-        if isinstance(func, functools.partial):
-            func = _StaticCallable(func)
-        return super().__new__(cls, func, *args, **kwargs)
-
-
-register_pytree_node(
-    Partial,
-    lambda p: ((p.args, p.keywords), p.func),
-    lambda func, children: Partial(func, *children[0], **children[1]),
-)
 
 from fjax._tree_extra import (  # noqa: E402
     default_registry,
@@ -1159,6 +689,41 @@ from fjax._tree_extra import (  # noqa: E402
     is_tree_node,
     tree_broadcast,
     tree_reduce_associative,
+)
+from fjax._tree_paths import (  # noqa: E402,F401 - the private helpers too
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    KeyEntry,
+    KeyPath,
+    SequenceKey,
+    _custom_children_with_keys,
+    _explain_mismatch,
+    _flatten_with_path,
+    _is_builtin_container,
+    _Mismatch,
+    _node_children_with_keys,
+    _short_repr,
+    _simple_key,
+    _type_desc,
+    _up_to,
+    keystr,
+    tree_flatten_with_path,
+    tree_leaves_with_path,
+    tree_map_with_path,
+)
+from fjax._tree_register import (  # noqa: E402,F401 - the private helpers too
+    Partial,
+    _defaultdict_flatten,
+    _defaultdict_flatten_with_keys,
+    _register,
+    _StaticCallable,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
+    register_pytree_with_keys,
+    register_pytree_with_keys_class,
+    register_static,
 )
 
 __all__ += [
