@@ -73,6 +73,14 @@ def test_mismatched_shapes_raise(env):
     assert "differ in shape or dtype across processes (rank 0: float32(3,), rank 1: float32(4,))" in out, out
 
 
+def test_mismatched_shapes_raise_after_each_shape_ran(env):
+    # the check runs on every call, not once per shape: a shape every rank used before still
+    # raises when the ranks disagree
+    rc, out, _ = mpirun(env, 2, "mpi_failure.py", "shape_seen", timeout=60)
+    assert rc != 0
+    assert "differ in shape or dtype across processes (rank 0: float32(3,), rank 1: float32(4,))" in out, out
+
+
 def test_rank_dying_ends_the_job(env):
     rc, out, secs = mpirun(env, 2, "mpi_failure.py", "die", timeout=60)
     assert rc != 0 and "finished 0" not in out

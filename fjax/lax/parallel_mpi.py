@@ -11,11 +11,17 @@ only when the operand is not already contiguous; the result buffer is the output
 Before each call the ranks compare a fingerprint of the operand's shape and dtype (one 8-byte
 ``Allgather``), so a collective called with different shapes on different ranks raises a
 ``ValueError`` naming every rank's shape instead of corrupting memory or hanging;
-``fjax.config.update("fjax_mpi_check_shapes", False)`` turns this off.
+``fjax.config.update("fjax_mpi_check_shapes", False)`` turns this off. The check runs on every
+call: remembering which shapes were checked would not be safe, since a rank that skips the check
+while another one runs it calls a different collective (MPICH then hangs in it), and two ranks
+that both skip it with different shapes make the reduction itself fail ("Message truncated") on
+one rank only. What is remembered is each rank's own fingerprint and buffers for a shape, so a
+check costs the 8-byte exchange and little Python around it.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import zlib
 from typing import Any
@@ -23,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from fjax import core
+from fjax import distributed as _distributed
+from fjax.config import config as _config
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
 
@@ -46,9 +54,10 @@ _POOL_MAX = 8
 _POOL_MAX_BYTES = 256 << 20
 
 
-def _empty(shape: tuple, dtype: Any) -> np.ndarray:
+def _empty(shape: tuple, dtype: Any, nbytes: int = -1) -> np.ndarray:
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < 0:
+        nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _POOL_MIN_BYTES:
         return np.empty(shape, dtype)
     for i in range(len(_POOL)):
@@ -66,29 +75,37 @@ def _empty(shape: tuple, dtype: Any) -> np.ndarray:
 
 
 def _guard(what: str) -> Any:
-    from fjax.distributed import collective  # noqa: PLC0415
-
-    return collective(what)
+    return _distributed.collective(what)
 
 
 def _comm() -> Any:
-    from fjax import distributed  # noqa: PLC0415
-
-    comm = distributed.state.comm
+    comm = _distributed.state.comm
     if comm is None:
         raise RuntimeError("an MPI collective was called but fjax.distributed.initialize() has not run")
     return comm
 
 
-def _check_same(comm: Any, what: str, x: np.ndarray) -> None:
-    from fjax.config import config  # noqa: PLC0415
+# (what, shape, dtype, number of processes) -> (this rank's fingerprint, the Allgather's receive buffer,
+# the bytes it holds when every rank has the same fingerprint): only this rank's own values,
+# so the cache cannot make ranks disagree about whether to check
+_FP: dict = {}
+_FP_MAX = 4096
 
-    if not config.fjax_mpi_check_shapes:
+
+def _check_same(comm: Any, what: str, x: np.ndarray) -> None:
+    if not _config.fjax_mpi_check_shapes:
         return
-    fp = np.array([zlib.crc32(repr((what, x.shape, x.dtype.str)).encode())], dtype=np.int64)
-    allfp = np.empty(comm.Get_size(), dtype=np.int64)
+    n = comm.Get_size()
+    key = (what, x.shape, x.dtype, n)
+    entry = _FP.get(key)
+    if entry is None:
+        fp = np.array([zlib.crc32(repr((what, x.shape, x.dtype.str)).encode())], dtype=np.int64)
+        if len(_FP) >= _FP_MAX:
+            _FP.clear()
+        entry = _FP[key] = (fp, np.empty(n, dtype=np.int64), fp.tobytes() * n)
+    fp, allfp, same = entry
     comm.Allgather(fp, allfp)
-    if (allfp != fp[0]).any():
+    if allfp.tobytes() != same:
         shapes = comm.allgather((x.shape, x.dtype.name))
         desc = ", ".join(f"rank {r}: {s}{tuple(sh)}" for r, (sh, s) in enumerate(shapes))
         raise ValueError(f"{what}: the operands differ in shape or dtype across processes ({desc})")
@@ -111,19 +128,33 @@ def _mpi_op(kind: str) -> Any:
 mpi_allreduce_p = core.Primitive("mpi_allreduce")
 
 
+_ALLREDUCE_WHAT = {op: f"psum/pmax/pmin across processes (op={op})" for op in ("sum", "max", "min")}
+
+
 def _allreduce_impl(x: np.ndarray, *, op: str) -> np.ndarray:
-    comm = _comm()
-    x = _contiguous(x)
-    what = f"psum/pmax/pmin across processes (op={op})"
-    with _guard(what):
+    # the hot path of data-parallel training (every gradient bucket): the watchdog mark is made
+    # here rather than with ``collective`` (a context manager costs a few microseconds more)
+    comm = _distributed.state.comm
+    if comm is None:
+        _comm()  # (raises)
+    if type(x) is not np.ndarray or not x.flags.c_contiguous:
+        x = _contiguous(x)
+    what = _ALLREDUCE_WHAT.get(op) or f"psum/pmax/pmin across processes (op={op})"
+    w = _distributed.state.watchdog
+    if w is not None:
+        w.enter(what)
+    try:
         _check_same(comm, what, x)
         if x.dtype == np.bool_:
             # MPI has no bool sum; reduce as uint8 (sum of bools saturates to True, as a logical or)
             tmp = np.empty(x.shape, np.uint8)
             comm.Allreduce(x.view(np.uint8), tmp, op=_mpi_op("max" if op == "sum" else op))
             return tmp.astype(np.bool_)
-        out = _empty(x.shape, x.dtype)
-        comm.Allreduce(x, out, op=_mpi_op(op))
+        out = _empty(x.shape, x.dtype, x.nbytes)
+        comm.Allreduce(x, out, op=_OPS[op] if _OPS else _mpi_op(op))
+    finally:
+        if w is not None:
+            w.leave()
     return out
 
 

@@ -28,6 +28,10 @@ elif mode == "die":
     f(jnp.ones((1, 3)))
 elif mode == "shape":
     f(jnp.ones((1, 3 + r)))
+elif mode == "shape_seen":  # both shapes ran on every rank first (fingerprints and pmap's fast path cached)
+    for n in (3, 4, 3, 4):
+        f(jnp.ones((1, n)))
+    f(jnp.ones((1, 3 + r)))
 elif mode == "exit_before":  # rank 1 leaves normally; rank 0 calls a collective after that
     if r == 1:
         sys.exit(0)
