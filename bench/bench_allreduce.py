@@ -59,12 +59,16 @@ def timed(fn, repeat: int, comm) -> float:
 def timed_interleaved(fns: list, repeat: int, comm) -> list:
     """Median (ms) of each of ``fns`` over ``repeat`` rounds, each round calling every function
     once in turn (each call's time is the slowest rank's): load from other processes on a shared
-    machine then falls on all of them alike instead of on whichever ran during a busy spell."""
+    machine then falls on all of them alike instead of on whichever ran during a busy spell.
+    Round ``r`` starts with function ``r mod len(fns)``, so none is always the one that follows
+    the others (whose buffers then fill the caches)."""
     for fn in fns:
         fn()  # warm up (compiles, first-touch of buffers)
     ts: list = [[] for _ in fns]
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
+    for r in range(repeat):
+        for j in range(len(fns)):
+            k = (r + j) % len(fns)
+            fn = fns[k]
             comm.Barrier()
             t = time.perf_counter()
             fn()
