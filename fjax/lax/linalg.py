@@ -110,18 +110,19 @@ _linalg_kernels: Any = None  # ``fjax.backends.numba.linalg_kernels`` once ``_ba
 
 def _batched_kernel(name: str, x: np.ndarray) -> Any:
     """The compiled batch loop for primitive ``name`` (``fjax.backends.numba.linalg_kernels``, one
-    LAPACK call per matrix without Python in between) when ``x`` is a stack of several matrices,
-    else None. Loaded on first use (never at import: it imports numba and registers scipy's LAPACK
+    LAPACK call per matrix without Python in between) when ``x`` is a stack of several matrices
+    (or, for cholesky and triangular_solve, one large matrix: ``linalg_kernels.is_batched``), else
+    None. Loaded on first use (never at import: it imports numba and registers scipy's LAPACK
     symbols with it), then kept in a module global."""
     global _linalg_kernels
-    if x.ndim < 3:
+    if x.ndim < 2 or (x.ndim < 3 and max(x.shape) < 128):  # 128: linalg_kernels.SINGLE_MIN
         return None
     lk = _linalg_kernels
     if lk is None:
         from fjax.backends.numba import linalg_kernels as lk  # noqa: PLC0415
 
         _linalg_kernels = lk
-    return getattr(lk, name) if lk.is_batched(x.shape) else None
+    return getattr(lk, name) if lk.is_batched(x.shape, name) else None
 
 
 def _zeros_tangents(outs: list) -> list:
@@ -132,13 +133,15 @@ def _zeros_tangents(outs: list) -> list:
 # cholesky
 
 
-def _cholesky_impl(x: np.ndarray) -> np.ndarray:
+def _cholesky_impl(x: np.ndarray, *, symmetrize_input: bool = False, upper: bool = False) -> np.ndarray:
     if x.size == 0:
         return np.zeros_like(x)
     fast = _batched_kernel("cholesky", x)
-    r = None if fast is None else fast(x)
+    r = None if fast is None else fast(x, symmetrize_input=symmetrize_input, upper=upper)
     if r is not None:
         return r
+    if symmetrize_input:
+        x = (x + np.conj(np.swapaxes(x, -1, -2))) / np.asarray(2, x.dtype)
     # one LAPACK potrf per matrix: measured faster than numpy's batched cholesky gufunc here
     # (256 float32 64x64: ~4-12 ms against ~30 ms)
     (potrf,) = sla.get_lapack_funcs(("potrf",), (x,))
@@ -148,33 +151,47 @@ def _cholesky_impl(x: np.ndarray) -> np.ndarray:
         # as JAX: a matrix that is not positive definite gives a NaN factor; the others are fine
         return (c if info == 0 else u.nan_like(a.shape, a.dtype),)
 
-    return u.batch_apply(one, [x], [2], [(x.shape[-2:], x.dtype)])[0]
+    L = u.batch_apply(one, [x], [2], [(x.shape[-2:], x.dtype)])[0]
+    return np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2))) if upper else L
 
 
-def _cholesky_abstract(x: ShapedArray) -> ShapedArray:
+def _cholesky_abstract(x: ShapedArray, *, symmetrize_input: bool = False, upper: bool = False) -> ShapedArray:
     _check_inexact("cholesky", x)
     _check_square("cholesky", x)
     return ShapedArray(x.shape, x.dtype)
 
 
+# params (both optional, so ``cholesky_p.bind(x)`` is JAX's primitive): ``symmetrize_input``
+# factors ``(x + x^H) / 2`` (formed inside the batched LAPACK loop, per matrix, instead of as
+# separate elementwise passes under jit); ``upper`` returns ``L^H`` (LAPACK writes it directly,
+# no transposing pass). Without them only ``x``'s lower triangle is read and ``L`` is returned.
 cholesky_p = Primitive("cholesky")
 cholesky_p.def_impl(_cholesky_impl)
 cholesky_p.def_abstract_eval(_cholesky_abstract)
 
 
-def _cholesky_jvp(primals: list, tangents: list) -> tuple:
+def _cholesky_params(symmetrize_input: bool, upper: bool) -> dict:
+    """The non-default params of a ``cholesky_p`` equation (none: JAX's plain primitive)."""
+    return {k: True for k, v in (("symmetrize_input", symmetrize_input), ("upper", upper)) if v}
+
+
+def _cholesky_jvp(primals: list, tangents: list, *, symmetrize_input: bool = False, upper: bool = False) -> tuple:
     # forward rule of Murray, arXiv:1602.07527: L_dot = L phi(L^-1 sigma_dot L^-H)
     (x,), (sigma_dot,) = primals, tangents
-    L = cholesky_p.bind(x)
+    out = cholesky_p.bind(x, **_cholesky_params(symmetrize_input, upper))
     if type(sigma_dot) is Zero:
-        return L, Zero(ad.tangent_aval(core.get_aval(L)))
+        return out, Zero(ad.tangent_aval(core.get_aval(out)))
+    if symmetrize_input:
+        sigma_dot = u.symmetrize(sigma_dot)
+    L = u.H(out) if upper else out
     n = u.shape(x)[-1]
     nd = len(u.shape(x))
     tmp = triangular_solve(L, sigma_dot, left_side=False, transpose_a=True, conjugate_a=True, lower=True)
     inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
     half = np.tril(np.ones((n, n))) / (1.0 + np.eye(n))
     phi = u.mul(inner, core.Array(half.astype(u.dtype(inner)).reshape((1,) * (nd - 2) + (n, n)), False))
-    return L, u.mm(L, phi)
+    L_dot = u.mm(L, phi)
+    return out, u.H(L_dot) if upper else L_dot
 
 
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
@@ -187,11 +204,15 @@ def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
     With ``symmetrize_input`` (default), ``(x + x^H)/2`` is factored, which makes the derivative
     a symmetric one. A matrix that is not positive definite gives a factor full of NaN.
     """
+    return cholesky_factor(x, symmetrize_input=symmetrize_input)
+
+
+def cholesky_factor(x: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
+    """``cholesky(x)``, or with ``upper`` its conjugate transpose ``U = L^H`` (``x = U^H U``),
+    computed by LAPACK in that form (fjax's own entry point for ``cho_factor`` and friends)."""
     x = core.to_array(x, "cholesky") if not isinstance(x, (core.Array, core.Tracer)) else x
     _check_square("cholesky", core.get_aval(x))
-    if symmetrize_input:
-        x = u.symmetrize(x)
-    return cholesky_p.bind(x)
+    return cholesky_p.bind(x, **_cholesky_params(symmetrize_input, upper))
 
 
 # ---------------------------------------------------------------------------------------------

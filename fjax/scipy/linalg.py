@@ -68,8 +68,11 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
 
 
 def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
-    """``(c, lower)`` for cho_solve: the Cholesky factor (the other triangle is zero)."""
-    return cholesky(a, lower=lower), lower
+    """``(c, lower)`` for cho_solve: the Cholesky factor (the other triangle is zero). The upper
+    factor (the default) comes from LAPACK in that form, not as a transposed lower one."""
+    (a,) = nla._prep("cholesky", a)
+    nla._square("cholesky", a)
+    return lax_linalg.cholesky_factor(a, upper=not lower), lower
 
 
 def _vec_rhs(b: Any) -> tuple[Any, bool]:

@@ -59,6 +59,8 @@ _sgetrf, _dgetrf, _cgetrf, _zgetrf = (_ext(p + "getrf") for p in "sdcz")
 _strsm, _dtrsm, _ctrsm, _ztrsm = (_ext(p + "trsm") for p in "sdcz")
 
 _opts = dict(cache=True, nogil=True)
+# up to this size a lower Cholesky factor is computed as LAPACK's "L" in a scratch and transposed
+_VIA_L_MAX = 256
 
 
 @njit(**_opts)
@@ -100,21 +102,57 @@ def _trsm(kind, flags, m, n, alpha, a, lda, b, ldb):  # pragma: no cover - numba
 
 
 @njit(**_opts)
-def _cholesky_batch(x, out, kind):  # pragma: no cover - numba
-    """``out[i]`` = lower Cholesky factor of ``x[i]`` (its lower triangle read), NaN if it fails."""
+def _cholesky_batch(x, out, kind, sym, upper):  # pragma: no cover - numba
+    """``out[i]`` = Cholesky factor of ``x[i]`` (lower, or its conjugate transpose with ``upper``),
+    NaN if it fails. Only ``x[i]``'s lower triangle is read, or with ``sym`` (real dtypes only)
+    that of ``(x[i] + x[i]^T) / 2``, formed here per matrix instead of as a separate pass.
+
+    The factorization is LAPACK's lower one (``uplo="L"``, as scipy's ``potrf(lower=1)`` on a
+    Fortran copy): a C upper triangle is Fortran's lower one of ``conj(x)``, whose factor seen
+    from C is ``L^H``. An upper result is written in place; a lower one of a small matrix is
+    factored in a scratch and conjugate-transposed into ``out`` (in cache; OpenBLAS's "L" is
+    ~25% faster than its "U" here), a large one is factored in place as Fortran's "U"."""
     nb, n, _ = x.shape
-    uplo = np.array([85], np.uint8)  # "U": C lower = Fortran upper
+    via_l = upper or n <= _VIA_L_MAX
+    uplo = np.array([76 if via_l else 85], np.uint8)  # "L" / "U"
     nn = np.array([n], np.int32)
     info = np.zeros(1, np.int32)
+    scratch = np.empty((n, n) if via_l and not upper else (0, 0), out.dtype)
     for b in range(nb):
-        for i in range(n):
-            for j in range(i + 1):
-                out[b, i, j] = x[b, i, j]
-            for j in range(i + 1, n):
-                out[b, i, j] = 0
-        _potrf(kind, uplo, nn, out[b], nn, info)
-        if info[0] != 0:
-            out[b, :, :] = np.nan
+        xb = x[b]
+        if via_l:
+            w = out[b] if upper else scratch
+            for i in range(n):
+                for j in range(i):
+                    w[i, j] = 0
+                for j in range(i, n):
+                    if sym:
+                        w[i, j] = (xb[j, i] + xb[i, j]) / 2
+                    else:
+                        w[i, j] = np.conj(xb[j, i])
+            _potrf(kind, uplo, nn, w, nn, info)
+            if info[0] != 0:
+                out[b, :, :] = np.nan
+            elif not upper:
+                o = out[b]
+                for i in range(n):
+                    for j in range(i + 1):
+                        o[i, j] = np.conj(w[j, i])
+                    for j in range(i + 1, n):
+                        o[i, j] = 0
+        else:
+            o = out[b]
+            for i in range(n):
+                for j in range(i + 1):
+                    if sym:
+                        o[i, j] = (xb[i, j] + xb[j, i]) / 2
+                    else:
+                        o[i, j] = xb[i, j]
+                for j in range(i + 1, n):
+                    o[i, j] = 0
+            _potrf(kind, uplo, nn, o, nn, info)
+            if info[0] != 0:
+                o[:, :] = np.nan
 
 
 @njit(**_opts)
@@ -169,7 +207,7 @@ def _install(kernel: Any, name: str, dt: np.dtype) -> None:
         return
     ro, rw, i32 = array_type(dt, 3, readonly=True), array_type(dt, 3), array_type(np.int32, 2)
     sig = {
-        "cholesky": (ro, rw, types.int64),
+        "cholesky": (ro, rw, types.int64, types.boolean, types.boolean),
         "trsm": (ro, rw, types.int64, array_type(np.uint8, 1), array_type(dt, 1)),
         "lu": (ro, rw, i32, i32, types.int64),
     }[name]
@@ -182,17 +220,22 @@ def _flat(x: np.ndarray) -> np.ndarray:
     return readonly(np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:]))
 
 
-def cholesky(x: np.ndarray) -> np.ndarray | None:
-    """Lower Cholesky factors of the stack ``x[..., n, n]`` (lower triangles read; a matrix that is
-    not positive definite gives NaN), or None when not handled here."""
+def cholesky(x: np.ndarray, *, symmetrize_input: bool = False, upper: bool = False) -> np.ndarray | None:
+    """Cholesky factors of the stack ``x[..., n, n]``: lower ``L`` (``upper``: ``L^H``), from the
+    lower triangles of ``x`` or, with ``symmetrize_input``, of ``(x + x^H) / 2``; a matrix that is
+    not positive definite gives NaN. None when not handled here."""
     dt = x.dtype
     kind = _kind(dt)
     if kind is None or x.size == 0:
         return None
     _install(_cholesky_batch, "cholesky", dt)
+    sym = bool(symmetrize_input)
+    if sym and kind >= 2:  # complex: symmetrize here (the kernel's in-loop form is for reals)
+        x = (x + np.conj(np.swapaxes(x, -1, -2))) / np.asarray(2, dt)
+        sym = False
     xf = _flat(x)
     out = np.empty(xf.shape, dt)
-    _cholesky_batch(xf, out, kind)
+    _cholesky_batch(xf, out, kind, sym, bool(upper))
     return out.reshape(x.shape)
 
 
@@ -248,10 +291,19 @@ def lu(x: np.ndarray) -> list | None:
     return [lu_.reshape(x.shape), piv.reshape(bs + piv.shape[1:]), perm.reshape(bs + (m,))]
 
 
-def is_batched(shape: tuple) -> bool:
-    """Whether a stack of this shape goes through these kernels (more than one matrix; a single
-    matrix gains little and stays on scipy's wrapper, eagerly and under jit alike)."""
-    return int(np.prod(shape[:-2])) > 1
+# a single matrix at least this large also takes the compiled path (cholesky, triangular_solve):
+# it calls LAPACK on the C buffer as is, where scipy's wrappers copy each operand to Fortran order
+SINGLE_MIN = 128
+
+
+def is_batched(shape: tuple, name: str = "lu") -> bool:
+    """Whether a stack of this shape goes through these kernels, eagerly (the impls) and under jit
+    alike: more than one matrix, or for ``cholesky`` / ``triangular_solve`` one matrix with a
+    side of ``SINGLE_MIN`` or more (a small single matrix gains little and stays on scipy's
+    wrapper; so does a single ``lu``, whose kernel copies through a transposed scratch anyway)."""
+    if len(shape) >= 3 and int(np.prod(shape[:-2])) > 1:
+        return True
+    return name != "lu" and len(shape) >= 2 and max(shape[-2:]) >= SINGLE_MIN
 
 
 _ENTRY: dict[str, Callable] = {"cholesky": cholesky, "triangular_solve": triangular_solve, "lu": lu}
@@ -263,9 +315,10 @@ def host_kernel(step: Any) -> Callable | None:
     in_avals = step.in_avals
     if any(np.dtype(av.dtype) not in _PREFIX for av in in_avals) or any(0 in av.shape for av in in_avals):
         return None
-    if not is_batched(in_avals[0].shape):
-        return None  # one matrix: the impl's scipy call (the same numbers eagerly and under jit)
     prim = step.prim
+    # the right-hand side's shape decides for triangular_solve (as its impl does)
+    if not is_batched(in_avals[-1].shape, prim.name):
+        return None  # one small matrix: the impl's scipy call (the same numbers eagerly and under jit)
     fast, impl, params = _ENTRY[prim.name], prim.impl, dict(step.params)
 
     def run(*args: np.ndarray) -> Any:
