@@ -37,13 +37,13 @@ from fjax.backends.numba import disk_cache
 from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
 
 _PREFIX = {np.dtype(t): p for t, p in ((np.float32, "s"), (np.float64, "d"), (np.complex64, "c"), (np.complex128, "z"))}
-_NARGS = {"potrf": 5, "getrf": 6, "trsm": 11}
+_NARGS = {"potrf": 5, "getrf": 6, "trsm": 11, "trsv": 8}
 
 
 def _register_symbols() -> None:
     for p in _PREFIX.values():
         for name in _NARGS:
-            mod = "scipy.linalg.cython_blas" if name == "trsm" else "scipy.linalg.cython_lapack"
+            mod = "scipy.linalg.cython_blas" if name in ("trsm", "trsv") else "scipy.linalg.cython_lapack"
             llvm.add_symbol(f"fjax_{p}{name}", get_cython_function_address(mod, p + name))
 
 
@@ -57,6 +57,7 @@ def _ext(name: str) -> Any:
 _spotrf, _dpotrf, _cpotrf, _zpotrf = (_ext(p + "potrf") for p in "sdcz")
 _sgetrf, _dgetrf, _cgetrf, _zgetrf = (_ext(p + "getrf") for p in "sdcz")
 _strsm, _dtrsm, _ctrsm, _ztrsm = (_ext(p + "trsm") for p in "sdcz")
+_strsv, _dtrsv = (_ext(p + "trsv") for p in "sd")
 
 _opts = dict(cache=True, nogil=True)
 # up to this size a lower Cholesky factor is computed as LAPACK's "L" in a scratch and transposed
@@ -99,6 +100,15 @@ def _trsm(kind, flags, m, n, alpha, a, lda, b, ldb):  # pragma: no cover - numba
         _ctrsm(s.ctypes, u.ctypes, t.ctypes, d.ctypes, m.ctypes, n.ctypes, al, a.ctypes, lda.ctypes, b.ctypes, ldb_)
     else:
         _ztrsm(s.ctypes, u.ctypes, t.ctypes, d.ctypes, m.ctypes, n.ctypes, al, a.ctypes, lda.ctypes, b.ctypes, ldb_)
+
+
+@njit(**_opts)
+def _trsv(kind, flags, n, a, lda, x, incx):  # pragma: no cover - numba
+    u, t, d = flags[0:1], flags[1:2], flags[2:3]
+    if kind == 0:
+        _strsv(u.ctypes, t.ctypes, d.ctypes, n.ctypes, a.ctypes, lda.ctypes, x.ctypes, incx.ctypes)
+    else:
+        _dtrsv(u.ctypes, t.ctypes, d.ctypes, n.ctypes, a.ctypes, lda.ctypes, x.ctypes, incx.ctypes)
 
 
 @njit(**_opts)
@@ -167,6 +177,16 @@ def _trsm_batch(a, out, kind, flags, alpha):  # pragma: no cover - numba
 
 
 @njit(**_opts)
+def _trsv_batch(a, out, kind, flags):  # pragma: no cover - numba
+    """In place on ``out``, whose matrices are single (contiguous) vectors: one Fortran ``trsv``
+    per matrix (real dtypes), cheaper than a one-column ``trsm``."""
+    n = np.array([a.shape[2]], np.int32)
+    inc = np.array([1], np.int32)
+    for b in range(out.shape[0]):
+        _trsv(kind, flags, n, a[b], n, out[b], inc)
+
+
+@njit(**_opts)
 def _lu_batch(x, lu, piv, perm, kind):  # pragma: no cover - numba
     nb, m, n = x.shape
     k = min(m, n)
@@ -209,6 +229,7 @@ def _install(kernel: Any, name: str, dt: np.dtype) -> None:
     sig = {
         "cholesky": (ro, rw, types.int64, types.boolean, types.boolean),
         "trsm": (ro, rw, types.int64, array_type(np.uint8, 1), array_type(dt, 1)),
+        "trsv": (ro, rw, types.int64, array_type(np.uint8, 1)),
         "lu": (ro, rw, i32, i32, types.int64),
     }[name]
     ensure_compiled(kernel, sig)
@@ -260,6 +281,18 @@ def triangular_solve(
         # a transposed view (an upper factor L^H, say): solve with the buffer it views, whose
         # transpose flips both the triangle and op(a), instead of copying it
         a, lower, transpose_a = at, not lower, not transpose_a
+    vector = (b.shape[-1] == 1) if left_side else (b.shape[-2] == 1)
+    if vector and kind < 2:
+        # one right-hand side, real: trsv. A C matrix is the transpose of its Fortran buffer, so a
+        # left-side op(a) x = b is trsv with the triangle flipped and op toggled; a right-side
+        # x op(a) = b is op(a)^T x^T = b^T, the same without the toggle
+        _install(_trsv_batch, "trsv", dt)
+        t = transpose_a if left_side else not transpose_a
+        codes = ("U" if lower else "L") + ("N" if t else "T") + ("U" if unit_diagonal else "N")
+        flags = np.frombuffer(codes.encode(), np.uint8).copy()
+        out = np.array(b.reshape((-1,) + b.shape[-2:]), dtype=dt, order="C", copy=True)
+        _trsv_batch(_flat(a), out, kind, flags)
+        return out.reshape(b.shape)
     conj_only = conjugate_a and not transpose_a
     trans = ("C" if conjugate_a else "T") if transpose_a else "N"
     # C left side = Fortran right side; C lower = Fortran upper
