@@ -194,3 +194,22 @@ def test_triangular_solve_single_large(dt):
         close(got, want, dt)
     at = np.swapaxes(np.ascontiguousarray(a.T), -1, -2)  # a non-contiguous view of the same matrix
     close(LL.triangular_solve(at, b, left_side=True, lower=True, transpose_a=True), want, dt)
+
+
+def test_blas_threads_restored():
+    # the loops run scipy's OpenBLAS on one thread below PARALLEL_MACS, and give the count back
+    from fjax import _blas
+    from fjax.backends.numba import linalg_kernels as lk
+
+    a = _herm_pd((3, 8, 8), 13, np.float64, skew=0)
+    seen = []
+    real_use = _blas.use
+    try:
+        _blas.use = lambda n: (seen.append(n), real_use(n))  # noqa: E731
+        lk.cholesky(a)
+        lk.triangular_solve(a, a[..., :1], left_side=True, lower=True, transpose_a=False, conjugate_a=False,
+                            unit_diagonal=False)  # fmt: skip
+    finally:
+        _blas.use = real_use
+    assert seen and all(n == 1 for n in seen[::2])
+    assert _blas._current == _blas.DEFAULT

@@ -23,8 +23,9 @@ sizes, dtypes other than float32/64 and complex64/128), so the caller falls back
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -33,6 +34,7 @@ from numba.extending import get_cython_function_address
 
 # importing the backend package first gives numba a writable cache directory even for a
 # read-only install without HOME; its disk_cache seals the object code of these kernels
+from fjax import _blas
 from fjax.backends.numba import disk_cache
 from fjax.backends.numba.warm_load import array_type, ensure_compiled, readonly
 
@@ -214,6 +216,27 @@ def _lu_batch(x, lu, piv, perm, kind):  # pragma: no cover - numba
             perm[b, p] = t
 
 
+# per-call work (multiply-adds) from which a loop's LAPACK/BLAS calls may use OpenBLAS's thread
+# team (``fjax._blas.threads_for``: unless the machine is busy); below it they run on one thread
+PARALLEL_MACS = 1 << 32
+
+
+@contextlib.contextmanager
+def _blas_threads(macs: int) -> Iterator[None]:
+    """Run the loop's LAPACK/BLAS calls (scipy's OpenBLAS) on one thread unless each call has at
+    least ``PARALLEL_MACS`` multiply-adds (about a 1600x1600 triangular solve). OpenBLAS's team
+    busy-waits, and beside numpy's OpenBLAS team (after a GEMM) and numba's threads it loses on
+    2 cores: the GP marginal likelihood + gradient (n = 1000) took 165-175 ms with scipy's
+    OpenBLAS at its default 2 threads and 111-114 ms with one (JAX: 116-118 ms), and a 2-thread
+    potrf of a 256x256 matrix took 264 ms against 0.5 ms at load ~3."""
+    _blas.include_scipy()
+    _blas.use(1 if macs < PARALLEL_MACS else _blas.threads_for(macs))
+    try:
+        yield
+    finally:
+        _blas.restore()
+
+
 def _kind(dt: np.dtype) -> int | None:
     return {"s": 0, "d": 1, "c": 2, "z": 3}[_PREFIX[dt]] if dt in _PREFIX else None
 
@@ -256,7 +279,9 @@ def cholesky(x: np.ndarray, *, symmetrize_input: bool = False, upper: bool = Fal
         sym = False
     xf = _flat(x)
     out = np.empty(xf.shape, dt)
-    _cholesky_batch(xf, out, kind, sym, bool(upper))
+    n = xf.shape[-1]
+    with _blas_threads(n * n * n // 3):
+        _cholesky_batch(xf, out, kind, sym, bool(upper))
     return out.reshape(x.shape)
 
 
@@ -291,7 +316,8 @@ def triangular_solve(
         codes = ("U" if lower else "L") + ("N" if t else "T") + ("U" if unit_diagonal else "N")
         flags = np.frombuffer(codes.encode(), np.uint8).copy()
         out = np.array(b.reshape((-1,) + b.shape[-2:]), dtype=dt, order="C", copy=True)
-        _trsv_batch(_flat(a), out, kind, flags)
+        with _blas_threads(a.shape[-1] ** 2):
+            _trsv_batch(_flat(a), out, kind, flags)
         return out.reshape(b.shape)
     conj_only = conjugate_a and not transpose_a
     trans = ("C" if conjugate_a else "T") if transpose_a else "N"
@@ -301,7 +327,8 @@ def triangular_solve(
     out = np.array(b.reshape((-1,) + b.shape[-2:]), dtype=dt, order="C", copy=True)
     if conj_only:
         np.conjugate(out, out=out)
-    _trsm_batch(_flat(a), out, kind, flags, np.ones(1, dt))
+    with _blas_threads(a.shape[-1] * out.shape[-1] * out.shape[-2]):
+        _trsm_batch(_flat(a), out, kind, flags, np.ones(1, dt))
     if conj_only:
         np.conjugate(out, out=out)
     return out.reshape(b.shape)
@@ -319,7 +346,8 @@ def lu(x: np.ndarray) -> list | None:
     lu_ = np.empty(xf.shape, dt)
     piv = np.empty((nb, min(m, n)), np.int32)
     perm = np.empty((nb, m), np.int32)
-    _lu_batch(xf, lu_, piv, perm, kind)
+    with _blas_threads(m * n * min(m, n)):
+        _lu_batch(xf, lu_, piv, perm, kind)
     bs = x.shape[:-2]
     return [lu_.reshape(x.shape), piv.reshape(bs + piv.shape[1:]), perm.reshape(bs + (m,))]
 
