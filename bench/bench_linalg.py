@@ -13,7 +13,9 @@ All in the precision stated (float32 except item 5). OpenBLAS is pinned to Haswe
 OPENBLAS_CORETYPE on these machines (ARCHITECTURE.md); JAX brings its own kernels, so compare
 with ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_linalg.py``.
 
-Run: python bench/bench_linalg.py
+Run: python bench/bench_linalg.py (best-of timings, one workload after the other), or through
+``run(quick)`` (``python -m bench`` / bench/run_all.py: medians of round-robin rounds, fjax and
+JAX interleaved, eager rows for the two batched workloads as well).
 """
 
 from __future__ import annotations
@@ -125,6 +127,53 @@ def main() -> None:
             f"{t_jit / t_jax:9.2f}x {t_eager / t_jax:11.2f}x",
             flush=True,
         )
+
+
+def run(quick: bool = False) -> list:
+    """Rows for bench/run_all.py: each workload under fjax.jit against jax.jit, and the two batched
+    ones (cholesky + cho_solve, solve) also eagerly (fjax's and JAX's op-by-op dispatch), sampled
+    round-robin (``_pairs.pair``). ``--quick`` leaves out eigh/svd/GP (the slow ones)."""
+    from _pairs import row  # noqa: PLC0415
+
+    rows = []
+    for name, make, args in cases():
+        if quick and name.startswith(("eigh", "svd", "GP")):
+            continue
+        is_gp = name.startswith("GP")
+        if is_gp:
+            fj = fjax.value_and_grad(lambda p, x, y, _m=make: _m(fnp, fsl)(p, x, y)[0])
+        else:
+            fj = make(fnp, fsl)
+        fjj = fjax.jit(fj)
+        jf = je = None
+        if jax is not None:
+            if is_gp:
+                je = jax.value_and_grad(lambda p, x, y, _m=make: _m(jnp, jsl)(p, x, y)[0])
+            else:
+                je = make(jnp, jsl)
+            jf = jax.jit(je)
+            jargs = [jnp.asarray(a) for a in args]
+        seconds = 2.0 if is_gp or name.startswith(("eigh", "svd")) else 0.6
+        rows.append(
+            row(
+                f"linalg {name}, jit",
+                lambda f=fjj: block(f(*args)),
+                None if jf is None else (lambda f=jf: block(f(*jargs))),
+                quick,
+                seconds=seconds,
+            )
+        )
+        if name.startswith(("cholesky", "solve")):
+            rows.append(
+                row(
+                    f"linalg {name}, eager",
+                    lambda f=fj: block(f(*args)),
+                    None if je is None else (lambda f=je: block(f(*jargs))),
+                    quick,
+                    note="eager: op-by-op on both sides",
+                )
+            )
+    return rows
 
 
 if __name__ == "__main__":
