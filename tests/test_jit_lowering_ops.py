@@ -365,3 +365,77 @@ def test_pooled_dot_outputs_of_other_rank():
     g = fjax.jit(fjax.vmap(fjax.grad(f), in_axes=(None, 0)))(w, np.stack([x, x * 0.5]))
     want = fjax.vmap(fjax.grad(f), in_axes=(None, 0))(w, np.stack([x, x * 0.5]))
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=2e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# transposes: the loop nest runs the read-contiguous and write-contiguous axes in blocks
+
+
+def _blocked(jf, *args) -> bool:
+    return "in blocks" in jf.lower(*args).as_text(dialect="numba")
+
+
+@fjax.jit
+def transpose_affine(x):
+    return x.T * 2 + 1
+
+
+@fjax.jit
+def swap_last(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+@fjax.jit
+def transpose_plus_self(x):
+    # two loads of one buffer, one transposed and one in order, and a broadcast row
+    return x.T + x + x[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize(
+    "f, ref, shape",
+    [
+        # parallel: prange over the blocks of the read axis
+        (transpose_affine, lambda x: x.T * x.dtype.type(2) + x.dtype.type(1), (1000, 1000)),
+        # partial blocks on both axes
+        (transpose_affine, lambda x: x.T * x.dtype.type(2) + x.dtype.type(1), (37, 129)),
+        (swap_last, lambda x: np.swapaxes(x, -1, -2), (256, 64, 64)),  # parallel over the batch axis
+        (swap_last, lambda x: np.swapaxes(x, -1, -2), (3, 70, 33)),
+        (transpose_plus_self, lambda x: x.T + x + x[0], (72, 72)),
+    ],
+)
+def test_transpose_blocks(f, ref, shape, dtype):
+    x = (RNG.standard_normal(shape) * 100).astype(dtype)
+    got, want = np.asarray(f(x)), ref(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert _blocked(f, x)
+
+
+def test_transpose_blocks_only_across_axes():
+    # contiguous elementwise work and small transposed axes keep their plain loops
+    x = f32(64, 64)
+    assert not _blocked(fjax.jit(lambda v: v * 2 + 1), x)
+    assert not _blocked(fjax.jit(lambda v: v.T), f32(500, 8))
+
+
+def test_transpose_blocks_hypothesis():
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    @hyp.settings(max_examples=20, deadline=None, derandomize=True)
+    @hyp.given(
+        shape=st.lists(st.integers(1, 90), min_size=2, max_size=4),
+        seed=st.integers(0, 2**31 - 1),
+        dtype=st.sampled_from([np.float32, np.int32]),
+        data=st.data(),
+    )
+    def check(shape, seed, dtype, data):
+        perm = data.draw(st.permutations(range(len(shape))))
+        x = (np.random.default_rng(seed).standard_normal(shape) * 100).astype(dtype)
+        got = np.asarray(fjax.jit(lambda v: jnp.transpose(v, perm) * 3 - 2)(x))
+        want = np.transpose(x, perm) * dtype(3) - dtype(2)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+    check()

@@ -416,9 +416,11 @@ class NumbaRenderer:
         inner_loads = [ld for ld in loads if ld.index != ()]
         par = nest.parallel
 
-        def ld_lines(ind: str, idx_of: Callable) -> list:
+        def ld_lines(ind: str, idx_of: Callable, skip: frozenset | set = frozenset()) -> list:
             lines = []
             for li, ld in enumerate(inner_loads):
+                if li in skip:
+                    continue
                 if not any(isinstance(e, ir.Ix) for e in ld.index):
                     lines.append(f"{ind}{nm(ld.out)} = {ins[ld.buf.name][0]}[{idx_of(ld)}]")
                     continue
@@ -647,6 +649,54 @@ class NumbaRenderer:
                 kidx = ", ".join(f"i{a}" for a in range(kept)) if kept else "0"
                 for j, r in enumerate(reds):
                     out.append(f"{ind}z{j}[{kidx}] = {_T(r.out.dtype)}(acc{j})")
+            elif getattr(nest, "blocks", None) and not red:
+                # a transpose (``passes.transpose_blocks``): the other axes outermost, then axes b
+                # (read contiguously by some load) and a (written contiguously) in blocks of
+                # ``bb`` x ``ba``, each block's elements looping along ``a``. Loads at plain
+                # indices and the stores go through per-block views indexed from 0 (as the tiled
+                # loops: absolute indices keep numba's negative-index wrap-around, ~1.5x slower)
+                b, a, bb, ba = nest.blocks
+                first = True
+                for ax in range(n):
+                    if ax not in (a, b):
+                        out.append(f"{ind}for i{ax} in {'prange' if (par and first) else 'range'}(d{ax}):")
+                        ind += "    "
+                        first = False
+                if par and first:
+                    out.append(f"{ind}for kb{b} in prange((d{b} + {bb - 1}) // {bb}):")
+                    out.append(f"{ind}    ob{b} = kb{b} * {bb}")
+                else:
+                    out.append(f"{ind}for ob{b} in range(0, d{b}, {bb}):")
+                ind += "    "
+                out.append(f"{ind}nb{b} = min({bb}, d{b} - ob{b})")
+                out.append(f"{ind}for ob{a} in range(0, d{a}, {ba}):")
+                ind += "    "
+                out.append(f"{ind}nb{a} = min({ba}, d{a} - ob{a})")
+
+                def sl(e: Any) -> str:
+                    if e in (a, b):
+                        return f"ob{e} : ob{e} + nb{e}"
+                    return "0" if e is None else f"i{e}"
+
+                viewed = []
+                for li, ld in enumerate(inner_loads):
+                    if all(e is None or type(e) is int for e in ld.index) and (a in ld.index or b in ld.index):
+                        out.append(f"{ind}w{li} = {ins[ld.buf.name][0]}[{', '.join(sl(e) for e in ld.index)}]")
+                        viewed.append(li)
+                for j in range(len(stores)):
+                    out.append(f"{ind}v{j} = y{j}[{', '.join(sl(e) for e in range(n))}]")
+                out.append(f"{ind}for l{b} in range(nb{b}):")
+                ind += "    "
+                out.append(f"{ind}i{b} = ob{b} + l{b}")
+                out.append(f"{ind}for l{a} in range(nb{a}):")
+                ind += "    "
+                out.append(f"{ind}i{a} = ob{a} + l{a}")
+                for li in viewed:
+                    idx = ", ".join(f"l{e}" for e in inner_loads[li].index if e in (a, b))
+                    out.append(f"{ind}{nm(inner_loads[li].out)} = w{li}[{idx}]")
+                out.extend(ld_lines(ind, nd_idx, set(viewed)))
+                out.extend(ind + b_ for b_ in body)
+                out.extend(f"{ind}v{j}[l{b}, l{a}] = s{j}" for j in range(len(stores)))  # b < a = n - 1
             else:
                 for a in range(n):
                     p = "prange" if (par and a == 0 and not red) else "range"
@@ -675,10 +725,13 @@ class NumbaRenderer:
             out[:0] = [f"{n}_ = {_T(a.dtype)}({n})" for n, a in cargs]
             extents = extents + cargs
         params = [a[0] for a in args] + [e[0] for e in extents]
+        blk = getattr(nest, "blocks", None)
         deco = f"@njit(cache=CACHE, error_model='numpy', nogil=True{', parallel=True' if par else ''})"
         src = "\n".join(
             [
-                f"# {mode} loop nest" + (f", reduce axes {list(red)}" if red else ""),
+                f"# {mode} loop nest"
+                + (f", reduce axes {list(red)}" if red else "")
+                + (f", axes {blk[0]} x {blk[1]} in blocks" if blk and not red else ""),
                 *kconsts,
                 deco,
                 f"def nest({', '.join(params)}):",
