@@ -89,8 +89,9 @@ def cold_compile_time() -> float:
     x = np.zeros(4, np.float32)
     P = np.zeros((1, 1, 1), np.float32)
     t = np.zeros((1, 1), np.int64)
+    cont = np.zeros(1, np.uint8)
     t0 = time.perf_counter()
-    k(x, P, 1, 0, 1, 0, 1, 1, t, t, t, True)
+    k(x, P, 1, 0, 0, 1, 1, 1, t, t, t, cont)
     return time.perf_counter() - t0
 
 

@@ -336,3 +336,136 @@ def test_conv_transpose_kernel_is_gradient_of_conv():
     ct = rng.standard_normal(y.shape).astype(np.float32)
     got = conv_mod.conv_transpose(ct, w, (2, 2), "SAME", dimension_numbers=dn, transpose_kernel=True)
     np.testing.assert_allclose(np.asarray(got), np.asarray(vjp(ct)[0]), rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# the numba backend's compiled conv (fjax/backends/numba/conv.py): each patch-matrix form, the
+# blocks shared between threads, against the primitive's impl on the same equation
+
+
+def _conv_steps(f, *args):
+    """(step, operands) of every conv_general_dilated equation of ``make_jaxpr(f)(*args)``."""
+    from fjax import core
+    from fjax.backends.kernel_ir import Step
+
+    closed = fjax.make_jaxpr(f)(*args)
+    env = dict(zip(closed.jaxpr.constvars, closed.consts))
+    env.update(zip(closed.jaxpr.invars, args))
+    found = []
+    for e in closed.jaxpr.eqns:
+        ins = [v.val if isinstance(v, core.Literal) else env[v] for v in e.invars]
+        if e.primitive.name == "conv_general_dilated":
+            found.append((Step(e.primitive, e.params, [v.aval for v in e.invars], [v.aval for v in e.outvars]), ins))
+        outs = e.primitive.bind(*ins, **e.params)
+        outs = outs if e.primitive.multiple_results else [outs]
+        env.update(zip(e.outvars, (np.asarray(o) for o in outs)))
+    return found
+
+
+def _check_compiled(f, *args, forms=None):
+    """Every conv of ``f`` (and of its gradient) compiled against the impl; returns the forms used."""
+    from fjax.backends.numba import conv as numba_conv
+
+    used = []
+    for step, ins in _conv_steps(f, *args):
+        k = numba_conv.build_conv(step)
+        if k is None:
+            continue
+        used.append(k.form)
+        ref = np.asarray(step.prim.impl(*ins, **step.params))
+        for _ in range(2):  # the second call reuses the pooled patch buffers
+            got = k(*ins)
+            assert got.shape == ref.shape
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+    if forms is not None:
+        assert set(forms) <= set(used), used
+    return used
+
+
+def _nhwc_loss(kw, dn=("NHWC", "HWIO", "NHWC")):
+    def loss(x, w, g):
+        return jnp_sum(conv_general_dilated(x, w, dimension_numbers=dn, **kw) * g)
+
+    return loss
+
+
+def jnp_sum(a):
+    import fjax.numpy as jnp
+
+    return jnp.sum(a)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(window_strides=(1, 1), padding="SAME"),
+        dict(window_strides=(2, 1), padding=((1, 0), (2, 1)), rhs_dilation=(1, 2)),
+        dict(window_strides=(1, 2), padding=((0, 1), (1, 0)), lhs_dilation=(2, 1)),
+        dict(window_strides=(1, 1), padding="SAME", feature_group_count=2),
+    ],
+)
+def test_compiled_conv_forms_nhwc_and_gradients(kw):
+    """NHWC forward and input gradient: the rows form (channel runs, adjacent taps merged); the
+    kernel gradient (its batch dim is the input's last axis): the transposed form, batch-grouped
+    for a feature-grouped conv."""
+    rng = np.random.default_rng(0)
+    G = kw.get("feature_group_count", 1)
+    x = rng.standard_normal((3, 9, 8, 4 * G)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 4, 6 * G)).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    y = conv_general_dilated(x, w, dimension_numbers=dn, **kw)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    loss = _nhwc_loss(kw, dn)
+    _check_compiled(fjax.grad(loss, argnums=(0, 1)), x, w, g, forms=("rows", "transposed"))
+
+
+def test_compiled_conv_other_layouts():
+    """NCHW (channel-major columns) and a 3-d conv."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((2, 5, 7, 6)).astype(np.float32)
+    dn = ("NCHW", "OIHW", "NCHW")
+    forms = _check_compiled(fjax.grad(_nhwc_loss(dict(window_strides=(1, 1), padding="SAME"), dn), (0, 1)), x, w, g)
+    assert "cm" in forms
+    x3 = rng.standard_normal((2, 4, 5, 3, 4)).astype(np.float32)
+    w3 = rng.standard_normal((2, 3, 2, 4, 3)).astype(np.float32)
+    dn3 = ("NDHWC", "DHWIO", "NDHWC")
+    y3 = conv_general_dilated(x3, w3, (1, 1, 1), "SAME", dimension_numbers=dn3)
+    g3 = rng.standard_normal(y3.shape).astype(np.float32)
+    loss3 = _nhwc_loss(dict(window_strides=(1, 1, 1), padding="SAME"), dn3)
+    _check_compiled(fjax.grad(loss3, argnums=(0, 1)), x3, w3, g3, forms=("rows", "transposed"))
+
+
+def test_compiled_conv_float64_1d(x64):
+    rng = np.random.default_rng(4)
+    x1 = rng.standard_normal((3, 11, 8))
+    w1 = rng.standard_normal((3, 8, 5))
+    f1 = lambda a, b: conv_general_dilated(a, b, (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))  # noqa: E731
+    assert _check_compiled(f1, x1, w1) == ["rows"]
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_compiled_conv_blocks_on_numba_pool(monkeypatch, busy):
+    """Many small blocks shared out on numba's thread pool (forced on whatever the size), or done
+    by the calling thread while the machine is busy: the same results, summed over the blocks in
+    the transposed form; the later calls reuse the pooled buffers."""
+    from fjax.backends.numba import conv as numba_conv
+
+    monkeypatch.setattr(numba_conv, "_PARALLEL_MACS", 0)
+    monkeypatch.setattr(numba_conv, "_MIN_PAR_ROWS", 3)
+    monkeypatch.setattr(numba_conv._blas, "machine_busy", lambda now=None: busy)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 10, 9, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
+    kw = dict(window_strides=(1, 1), padding="SAME", feature_group_count=2)
+    g = rng.standard_normal(conv_general_dilated(x, w, dimension_numbers=("NHWC", "HWIO", "NHWC"), **kw).shape)
+    args = (x, w, g.astype(np.float32))
+    for step, _ in _conv_steps(fjax.grad(_nhwc_loss(kw), argnums=(0, 1)), *args):
+        k = numba_conv.build_conv(step)
+        assert k.blocks >= 4 and k.workers == numba_conv._threads()
+    _check_compiled(fjax.grad(_nhwc_loss(kw), argnums=(0, 1)), *args, forms=("rows", "transposed"))
+    xc = rng.standard_normal((3, 6, 7, 5)).astype(np.float32)  # NCHW: the channel-major form on the pool
+    wc = rng.standard_normal((4, 6, 3, 2)).astype(np.float32)
+    fc = lambda a, b: conv_general_dilated(a, b, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))  # noqa: E731
+    assert _check_compiled(fc, xc, wc) == ["cm"]
