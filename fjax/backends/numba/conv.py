@@ -27,15 +27,19 @@ equation (shapes, dimension numbers, strides, padding, dilations, groups):
 
   A transpose (a view) puts the result in the output's dimension order.
 - a convolution of at least ``_PARALLEL_MACS`` multiply-adds runs its blocks on numba's thread
-  pool (``_blocks_par``: ``prange`` over the blocks, a patch buffer per thread, numba's ``np.dot``
-  on scipy's OpenBLAS; the transposed form sums into one accumulator per thread), with OpenBLAS on
+  pool (``_blocks_par``: ``prange`` over the blocks, a patch buffer per thread, scipy's BLAS ``gemm``
+  as an external symbol; the transposed form sums into one accumulator per thread), with OpenBLAS on
   one thread during the call. These are the threads the program's parallel loop nests run on:
   they are still spinning (OpenMP's wait policy) when the conv starts, so a second team of threads
   (OpenBLAS's own, or Python threads, both measured) only fought them for the cores. While the
   load average says the cores are busy (``fjax._blas.machine_busy``), or for a small convolution,
   the calling thread does the blocks in order. (On 2 cores, OpenBLAS's own 2-thread team on these
-  block GEMMs was ~2x *slower* than one thread: 910x144 @ 144x32 is too small to share.) A cold
-  compile of ``_blocks_par`` takes ~3.5 s per dtype, once: it is saved in numba's disk cache.
+  block GEMMs was ~2x *slower* than one thread: 910x144 @ 144x32 is too small to share.) The
+  GEMM is scipy's ``gemm`` called by symbol (``_register_gemm``; beta = 1 accumulates the
+  transposed form in place): numba's ``np.dot`` copied the transposed operand (~25% slower) and
+  took ~4 s more to compile. A cold compile of ``_block`` + ``_blocks_par`` still takes ~4.5 s per
+  dtype, once: numba's disk cache keeps them (a first grad call with every cache empty: 6.5 s,
+  against 1.35 s before; with numba's cache warm and fjax's kernel cache empty: 0.85 s, was 1.07).
 
 Feature groups and batch groups are the ``group`` axis of the GEMM (a group reads a channel slice,
 resp. a batch slice, of the input). Up to three spatial dims (missing ones are size 1). The patch
@@ -163,27 +167,64 @@ def _im2col_cm(x, P, nrows, r0, base0, c_per, sn, sc, t0, t1, t2):  # pragma: no
                         row += 1
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _blocks_par(x, wm, out, acc, bufs, blocks, bases, ustride, run, rstride, T0, T1, T2, cont, cm):  # pragma: no cover
-    """Every block (rows ``blocks[b, 1] ..`` of group ``blocks[b, 0]``, ``blocks[b, 2]`` of them) on
-    numba's thread pool: the patches into the thread's buffer (``_im2col``, or ``_im2col_cm`` with
-    ``run, ustride, rstride`` = ``c_per, sn, sc`` when ``cm``), then their GEMM into ``out`` (rows and
-    channel-major forms) or added into the thread's ``acc`` (transposed form: ``acc`` not empty)."""
+_sgemm = types.ExternalFunction("fjax_conv_sgemm", types.void(*([types.voidptr] * 13)))
+_dgemm = types.ExternalFunction("fjax_conv_dgemm", types.void(*([types.voidptr] * 13)))
+_gemm_registered: list = []
+
+
+def _register_gemm() -> None:
+    """scipy's BLAS ``sgemm``/``dgemm`` as the C symbols ``_block`` calls (by name: cacheable)."""
+    if not _gemm_registered:
+        from llvmlite import binding as llvm  # noqa: PLC0415
+        from numba.extending import get_cython_function_address  # noqa: PLC0415
+
+        for p in "sd":
+            llvm.add_symbol(f"fjax_conv_{p}gemm", get_cython_function_address("scipy.linalg.cython_blas", p + "gemm"))
+        _gemm_registered.append(True)
+
+
+@njit(cache=True, nogil=True)
+def _block(x, wm, out, acc, bufs, blocks, bases, ustride, run, rstride, T0, T1, T2, cont, cm, b, t):  # pragma: no cover
+    """Block ``b`` on thread ``t`` (``_blocks_par``): its patches into ``bufs[t]`` (``_im2col``, or
+    ``_im2col_cm`` with ``run, ustride, rstride`` = ``c_per, sn, sc`` when ``cm``), then one BLAS
+    gemm (column-major view of the C arrays): ``out``'s rows of the block (rows and channel-major
+    forms), or added into ``acc[t]`` (transposed form: ``acc`` not empty; beta = 1)."""
     transposed = acc.shape[0] > 0
     row_len = out.shape[1] if transposed else wm.shape[1]
+    Og = wm.shape[2]
+    g, r0, rows = blocks[b, 0], blocks[b, 1], blocks[b, 2]
+    P = bufs[t]
+    if cm:
+        _im2col_cm(x, P, rows, r0, bases[g], run, ustride, rstride, T0, T1, T2)
+    else:
+        _im2col(x, P, rows, r0, bases[g], ustride, run, rstride, T0, T1, T2, cont)
+    ints = np.empty(6, np.int32)
+    fl = np.ones(2, x.dtype)
+    ch = np.full(2, 78, np.uint8)  # 'N'
+    if transposed:  # acc^T (Og x Mq) += W_blk^T (Og x rows) @ P (rows x Mq)
+        ch[1] = 84  # 'T'
+        ints[0], ints[1], ints[2], ints[3], ints[4], ints[5] = Og, row_len, rows, Og, row_len, Og
+        a = wm[g, r0:]
+        c = acc[t, g]
+    else:  # out_blk^T (Og x rows) = W^T (Og x Kc) @ P^T (Kc x rows)
+        fl[1] = 0.0
+        ints[0], ints[1], ints[2], ints[3], ints[4], ints[5] = Og, rows, row_len, Og, row_len, Og
+        a = wm[g]
+        c = out[g, r0:]
+    ta, tb, m, n, k, lda, ldb, ldc = ch[0:1], ch[1:2], ints[0:1], ints[1:2], ints[2:3], ints[3:4], ints[4:5], ints[5:6]
+    if x.itemsize == 4:
+        _sgemm(ta.ctypes, tb.ctypes, m.ctypes, n.ctypes, k.ctypes, fl[0:1].ctypes, a.ctypes, lda.ctypes, P.ctypes,
+               ldb.ctypes, fl[1:2].ctypes, c.ctypes, ldc.ctypes)  # fmt: skip
+    else:
+        _dgemm(ta.ctypes, tb.ctypes, m.ctypes, n.ctypes, k.ctypes, fl[0:1].ctypes, a.ctypes, lda.ctypes, P.ctypes,
+               ldb.ctypes, fl[1:2].ctypes, c.ctypes, ldc.ctypes)  # fmt: skip
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _blocks_par(x, wm, out, acc, bufs, blocks, bases, ustride, run, rstride, T0, T1, T2, cont, cm):  # pragma: no cover
+    """Every block on numba's thread pool (``_block``; a patch buffer and accumulator per thread)."""
     for b in prange(blocks.shape[0]):
-        t = get_thread_id()
-        g, r0, rows = blocks[b, 0], blocks[b, 1], blocks[b, 2]
-        P = bufs[t]
-        if cm:
-            _im2col_cm(x, P, rows, r0, bases[g], run, ustride, rstride, T0, T1, T2)
-        else:
-            _im2col(x, P, rows, r0, bases[g], ustride, run, rstride, T0, T1, T2, cont)
-        Pm = P[: rows * row_len].reshape((rows, row_len))
-        if transposed:
-            acc[t, g] += np.dot(Pm.T, wm[g, r0 : r0 + rows])
-        else:
-            np.dot(Pm, wm[g], out[g, r0 : r0 + rows])
+        _block(x, wm, out, acc, bufs, blocks, bases, ustride, run, rstride, T0, T1, T2, cont, cm, b, get_thread_id())
 
 
 def _tap_table(n: int, k: int, o: int, stride: int, pad_lo: int, ldil: int, rdil: int, estride: int) -> np.ndarray:
@@ -322,7 +363,10 @@ def build_conv(step: Step) -> Callable[..., Any] | None:
     transposed = form == "transposed"
     if nwork > 1:
         psig = (ro(1), ro(3), array_type(dt, 3), array_type(dt, 4), array_type(dt, 2), ro(2, np.int64), ro(1, np.int64))
-        ensure_compiled(_blocks_par, psig + (*[types.int64] * 3, tab, tab, tab, flags, types.boolean))
+        psig += (*[types.int64] * 3, tab, tab, tab, flags, types.boolean)
+        _register_gemm()
+        ensure_compiled(_block, psig + (types.int64, types.int64))
+        ensure_compiled(_blocks_par, psig)
         _blas.include_scipy()  # numba's np.dot calls scipy's OpenBLAS: one thread, as numpy's (_blas.use)
         blocks_arr = _frozen(np.array(blocks, np.int64).reshape(-1, 3))
         bases_arr = _frozen(np.array(bases, np.int64))
