@@ -13,6 +13,15 @@
 import os as _os
 import tempfile as _tempfile
 
+# numba's OpenMP threading layer (libgomp) lets its workers spin ~300,000 times after each parallel
+# loop before sleeping. fjax runs many short parallel kernels between BLAS calls and the compiled
+# convolution's own thread pool, so the spinning workers took the cores those needed (and, with
+# another busy process on a 2-core machine, stalled every parallel kernel for a 4 ms scheduler
+# tick). Spin briefly instead, unless the user chose a policy. libgomp reads this when numba first
+# loads it (the first parallel kernel), so it is set before anything here imports numba.
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
+
 
 def _writable(d: str) -> bool:
     try:
