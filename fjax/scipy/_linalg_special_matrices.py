@@ -56,11 +56,15 @@ def _is_concrete(x: Any) -> bool:
     return not isinstance(x, core.Tracer)
 
 
-def _size(name: str, n: Any) -> int:
+def _size(name: str, n: Any, least: int | None = 0) -> int:
+    """``n`` as an int: TypeError for a non-integer, ValueError below ``least`` (0 or 1; None: no check)."""
     try:
         n = operator.index(n)
     except TypeError:
         raise TypeError(f"{name}: n must be an integer, got {n!r}") from None
+    if least is not None and n < least:
+        kind = "non-negative" if least == 0 else "positive"
+        raise ValueError(f"{name}: n must be a {kind} integer, got {n}")
     return n
 
 
@@ -225,9 +229,7 @@ def convolution_matrix(a: Any, n: int, mode: str = "full") -> Any:
     """
     jnp = _jnp()
     a = _arr("convolution_matrix", a)
-    n = _size("convolution_matrix", n)
-    if n <= 0:
-        raise ValueError(f"convolution_matrix: n must be a positive integer, got {n}")
+    n = _size("convolution_matrix", n, least=1)
     if a.ndim == 0 or a.shape[-1] == 0:
         raise ValueError("convolution_matrix: len(a) must be at least 1.")
     if mode not in ("full", "valid", "same"):
@@ -258,8 +260,6 @@ def dft(n: int, scale: str | None = None) -> Any:
     ``'n'`` (divide by ``n``).
     """
     n = _size("dft", n)
-    if n < 0:
-        raise ValueError(f"dft: n must be a non-negative integer, got {n}")
     if scale not in (None, "sqrtn", "n"):
         raise ValueError(f"dft: scale must be None, 'sqrtn', or 'n'; {scale!r} is not valid.")
     jk = np.outer(np.arange(n), np.arange(n)) % max(n, 1)  # exact phases
@@ -276,7 +276,7 @@ def hadamard(n: int, dtype: Any = int) -> Any:
 
     ``dtype`` (default ``int``, i.e. the default integer dtype) is the dtype of the result.
     """
-    n = _size("hadamard", n)
+    n = _size("hadamard", n, least=None)
     if n < 1 or n & (n - 1):
         raise ValueError("hadamard: n must be a positive integer, and n must be a power of 2")
     h = np.ones((1, 1), np.int64)
@@ -289,8 +289,6 @@ def helmert(n: int, full: bool = False) -> Any:
     """The Helmert matrix of order ``n`` (default float dtype): orthogonal rows, the first (kept
     only when ``full``) constant ``1 / sqrt(n)``; shape ``(n - 1, n)``, or ``(n, n)`` if ``full``."""
     n = _size("helmert", n)
-    if n < 0:
-        raise ValueError(f"helmert: n must be a non-negative integer, got {n}")
     h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n, dtype=np.float64))
     d = np.arange(n) * np.arange(1, n + 1)
     if n:
@@ -337,8 +335,6 @@ def invhilbert(n: int, exact: bool = False) -> Any:
     not fit (SciPy falls back to an object array, which has no JAX counterpart).
     """
     n = _size("invhilbert", n)
-    if n < 0:
-        raise ValueError(f"invhilbert: n must be a non-negative integer, got {n}")
     comb = math.comb
     vals = [
         [
@@ -365,8 +361,6 @@ def pascal(n: int, kind: str = "symmetric", exact: bool = True) -> Any:
     """
     _check_kind("pascal", kind)
     n = _size("pascal", n)
-    if n < 0:
-        raise ValueError(f"pascal: n must be a non-negative integer, got {n}")
     comb = math.comb
     if kind == "symmetric":
         vals = [[comb(i + j, i) for j in range(n)] for i in range(n)]
@@ -386,8 +380,6 @@ def invpascal(n: int, kind: str = "symmetric", exact: bool = True) -> Any:
     """
     _check_kind("invpascal", kind)
     n = _size("invpascal", n)
-    if n < 0:
-        raise ValueError(f"invpascal: n must be a non-negative integer, got {n}")
     comb = math.comb
     # inverse of the lower Pascal matrix: (-1)**(i + j) C(i, j)
     low = [[(-1) ** (i + j) * comb(i, j) for j in range(n)] for i in range(n)]
