@@ -9,7 +9,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-import scipy.signal as _ss
 
 from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
@@ -27,6 +26,8 @@ def _jnp() -> Any:
 def _window(window: Any, nperseg: int, dtype: Any) -> Any:
     jnp = _jnp()
     if isinstance(window, (str, tuple)):
+        import scipy.signal as _ss  # noqa: PLC0415 - scipy.signal takes ~1 s to import: only for named windows
+
         return jnp.asarray(_ss.get_window(window, nperseg), dtype=dtype)
     win = jnp.asarray(window, dtype=dtype)
     if win.ndim != 1:
