@@ -14,6 +14,8 @@ import subprocess
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fjax
 import fjax.numpy as jnp
@@ -141,6 +143,23 @@ def sort(x, i):
     return jnp.sort(y, axis=-1), jnp.sort(y, axis=0), jnp.argsort(y, axis=1), lax.sort((i, x), num_keys=1)
 
 
+def sort_long(x, i):
+    # longer than one shared-memory tile (1024): the tile sort, then two global merge passes
+    return jnp.sort(x), jnp.argsort(x), lax.sort((i, x), num_keys=2)
+
+
+def elementwise_vec(x, y, i, b):
+    # flat float32 / int32 buffers (the vector path; sizes not multiples of 4), with a broadcast
+    # operand, an iota and a bool output read and written per lane (float64: test_vector_path_*)
+    return (
+        x * 2.0 + 1.0,
+        y * y - 0.5,
+        i * 3 + 1,
+        (x[:, None] * b + lax.broadcasted_iota(jnp.float32, (1003, 3), 1)),
+        x > 0,
+    )
+
+
 def gather_scatter(x, idx, v):
     return x[idx], x.at[idx].add(v), jnp.take_along_axis(x[:6], idx[:, None] % 4, axis=1)
 
@@ -212,6 +231,17 @@ CORPUS = {
     "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
     "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "sort": (sort, (_f32(4, 9), rng.integers(0, 3, (4, 9)).astype(np.int32))),
+    "sort_long": (
+        sort_long,
+        (
+            np.where(rng.random(2100) < 0.1, np.nan, rng.integers(-5, 5, 2100)).astype(np.float32),
+            rng.integers(0, 3, 2100).astype(np.int32),
+        ),
+    ),
+    "elementwise_vec": (
+        elementwise_vec,
+        (_f32(1003), rng.standard_normal(517), rng.integers(-100, 100, 1001).astype(np.int32), _f32(3)),
+    ),
     "grouped_conv": (grouped_conv, (_f32(2, 4, 6, 6), _f32(6, 2, 3, 3))),
     "batch_grouped_conv": (batch_grouped_conv, (_f32(4, 2, 6, 6), _f32(4, 2, 3, 3))),
     "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
@@ -399,3 +429,129 @@ def test_emulator_barriers_shuffles_deadlocks():
     np.testing.assert_array_equal(s, [sum(range(32)), sum(range(32, 64))])
     with pytest.raises(RuntimeError, match="deadlocked"):
         rt.launch(mod, "emu_divergent", (1, 1, 1), (32, 1, 1), (rt.empty((32,), np.float32),))
+
+
+# ---------------------------------------------------------------------------------------------
+# sort: the merge sort against the impl (hypothesis over shapes, keys, duplicates, NaNs, -0.0)
+
+# (shape, axis, key dtypes, extra operand dtypes); lengths 1, odd, one tile, over a tile (1024)
+SORT_CASES = [
+    ((1, 5), 0, ("float32",), ()),
+    ((7,), 0, ("float32",), ("int32",)),
+    ((3, 33), 1, ("int32", "float32"), ("float32",)),
+    ((33, 2), 0, ("bool", "float32"), ()),
+    ((2, 1024), 1, ("float32",), ()),
+    ((1500, 2), 0, ("float32", "int32"), ("float32",)),
+    ((4100,), 0, ("float32",), ()),
+]
+
+
+def _sort_case(case):
+    shape, axis, kd, od = case
+
+    def f(*ops):
+        # the last operand is an iota along the axis: the permutation (argsort), as jnp.argsort
+        iota = lax.broadcasted_iota(jnp.int32, shape, axis)
+        return lax.sort((*ops, iota), dimension=axis, num_keys=len(kd))
+
+    return f
+
+
+def _sort_args(case, seed, distinct, nan_frac):
+    shape, _, kd, od = case
+    r = np.random.default_rng(seed)
+    out = []
+    for dt in kd + od:
+        v = r.integers(-distinct, distinct + 1, shape)
+        if dt == "float32":
+            x = v.astype(np.float32) * 0.5
+            x[x == 0] = np.where(r.random(int((x == 0).sum())) < 0.5, -0.0, 0.0)
+            x[r.random(shape) < nan_frac] = np.nan
+        else:
+            x = v.astype(dt) if dt != "bool" else v > 0
+        out.append(x)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sort_runtime():
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    rt = emulate.EmulatedRuntime()
+    srcs = [_lowered(_sort_case(c), _sort_args(c, 0, 2, 0.1)).as_text() for c in SORT_CASES]
+    rt.preload("\n".join(srcs))
+    return rt
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+@given(
+    case=st.sampled_from(SORT_CASES),
+    seed=st.integers(0, 2**16),
+    distinct=st.integers(0, 6),
+    nan_frac=st.sampled_from([0.0, 0.1, 0.9]),
+)
+def test_sort_matches_impl(sort_runtime, case, seed, distinct, nan_frac):
+    f = _sort_case(case)
+    args = _sort_args(case, seed, distinct, nan_frac)
+    got = emulate.run_lowered(_lowered(f, args), *args, runtime=sort_runtime)
+    want = [np.ascontiguousarray(w) for w in f(*args)]  # eager: the impl (numpy lexsort)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))  # bits: -0.0 and NaN in place
+
+
+def test_sort_launches_are_fixed_by_the_shape():
+    # no host reads: only allocations and launches, one tile sort + ceil(log2(n / 1024)) merges
+    from fjax.backends import dispatch
+    from fjax.backends.cuda.records import Alloc, Launch
+
+    for n, merges in ((1000, 0), (1025, 1), (4100, 3)):
+        x = np.zeros(n, np.float32)
+        b = dispatch.get_backend("cuda")
+        plan = b.plan(dispatch.lower(fjax.jit(jnp.sort).trace(x).jaxpr, b))
+        assert all(isinstance(s, (Alloc, Launch)) for s in plan)
+        comments = [s.comment for s in plan if isinstance(s, Launch)]
+        assert sum(c.startswith("sort: tiles") for c in comments) == 1
+        assert sum(c.startswith("sort: merge") for c in comments) == merges
+
+
+# ---------------------------------------------------------------------------------------------
+# the vector path of elementwise kernels: aligned buffers (vector loads), views at odd offsets
+# (the scalar loop), sizes not multiples of the lanes, float32 / float64 / int32 / int64
+
+
+def _vec_fn(x, y):
+    return x * 2 + 1, x - y, x > y
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+def test_vector_path_aligned_and_misaligned(x64, tmp_path):
+    from fjax.backends import dispatch
+
+    r = np.random.default_rng(1)
+    cases = [(dt, n) for dt in ("float32", "float64", "int32", "int64") for n in (1003, 130)]
+    args = {c: [(r.standard_normal(c[1]) * 50).astype(c[0]) for _ in range(2)] for c in cases}
+    low = {c: _lowered(_vec_fn, args[c]) for c in cases}
+    srcs = [lo.as_text() for lo in low.values()]
+    for want in ("float4", "double2", "int4", "longlong2", "make_float4"):
+        assert any(want in s for s in srcs), want
+    rt = emulate.EmulatedRuntime()
+    rt.preload("\n".join(srcs))
+    b = dispatch.get_backend("cuda")
+    for c in cases:
+        ex = b.compile(dispatch.lower(low[c].jaxpr, b), runtime=rt)
+        want = [np.asarray(w) for w in fjax.jit(_vec_fn)(*args[c])]
+        for off in (0, 1):  # element offset 1: no buffer 16-byte aligned
+            views = []
+            for a in args[c]:
+                big = np.zeros(a.size + 2, a.dtype)
+                assert big.ctypes.data % 16 == 0
+                v = big[off : off + a.size]
+                v[...] = a
+                views.append(v)
+            got = [rt.to_host(o) for o in ex(*views)]
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+    if shutil.which("nvcc"):
+        info = _nvcc_info("\n".join(srcs), "sm_90", tmp_path)
+        assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info)

@@ -27,6 +27,29 @@ struct dim3 {
   unsigned int x, y, z;
 };
 
+// CUDA's vector types (16- or 8-byte aligned structs) and their make_ functions
+#define FJEMU_VEC2(T, N, A)                      \
+  struct alignas(A) N {                          \
+    T x, y;                                      \
+  };                                             \
+  inline N make_##N(T x, T y) { return N{x, y}; }
+#define FJEMU_VEC4(T, N, A)                                  \
+  struct alignas(A) N {                                      \
+    T x, y, z, w;                                            \
+  };                                                         \
+  inline N make_##N(T x, T y, T z, T w) { return N{x, y, z, w}; }
+FJEMU_VEC2(float, float2, 8)
+FJEMU_VEC4(float, float4, 16)
+FJEMU_VEC2(int, int2, 8)
+FJEMU_VEC4(int, int4, 16)
+FJEMU_VEC2(unsigned int, uint2, 8)
+FJEMU_VEC4(unsigned int, uint4, 16)
+FJEMU_VEC2(double, double2, 16)
+FJEMU_VEC2(long long, longlong2, 16)
+FJEMU_VEC2(unsigned long long, ulonglong2, 16)
+#undef FJEMU_VEC2
+#undef FJEMU_VEC4
+
 #define __global__
 #define __device__
 #define __host__

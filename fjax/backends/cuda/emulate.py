@@ -37,7 +37,8 @@ from fjax.config import config
 
 HEADER_DIR = os.path.dirname(os.path.abspath(__file__))
 _KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(([^)]*)\)')
-CXXFLAGS = ("-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-w")
+# no strict aliasing: the vector path reads float buffers through float4 pointers, as CUDA does
+CXXFLAGS = ("-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-w")
 
 
 def compiler() -> str | None:

@@ -6,9 +6,10 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 - ``cumsum``/``cumprod``/``cummax``/``cummin``: one thread per line along the axis, the same
   sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating);
 - ``argmax``/``argmin``: one thread per output, NaN counting as the extreme (first NaN wins);
-- ``sort`` (any number of keys and operands, along any axis): each element's output position is
-  its rank (elements ordered before it, plus equal ones earlier in the input), so the sort is stable
-  with the impl's order (NaNs last, -0.0 equal to 0.0); O(n) work per element, one thread each;
+- ``sort`` (any number of keys and operands, along any axis): a stable merge sort of an int32
+  permutation per line (tiles of up to 1024 in shared memory, then one launch per doubling run
+  width, each element placed by a binary search in the partner run), with the impl's order (NaNs
+  last, -0.0 equal to 0.0); O(n log^2 n) work, ``1 + ceil(log2(n / tile))`` launches;
 - ``conv_general_dilated`` (feature and batch groups): an im2col kernel, the weights permuted to
   (groups, out features, in features x window), one (batched) cuBLAS GEMM, and a kernel writing the
   product in the output's dimension order;
@@ -469,8 +470,62 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     return recs + launch("op", src, n_out, blk, (gn, outs[0]), "conv output layout")
 
 
+SORT_TILE = 1024  # most elements of a line one block sorts in shared memory (a power of two)
+_SORT_SHARED = 32768  # bytes of static shared memory the tile sort may use (of 48 KiB)
+
+
+def _sort_less(kts: list) -> str:
+    """The device function ``__NAME___lt(keys..., a, b)``: element ``a`` orders before element ``b``
+    (offsets into the key arrays), lexicographic over the keys as the impl (``lax._sort_keys``): a
+    float NaN after every number (NaNs equal each other), -0.0 equal to 0.0."""
+    ps = "".join(f"const {t}* k{k}, " for k, t in enumerate(kts))
+    body = []
+    for k, t in enumerate(kts):
+        body.append(f"  {{ const {t} u = k{k}[a], v = k{k}[b];")
+        if t in ("float", "double"):
+            body.append("    const bool un = u != u, vn = v != v;")
+            body.append("    if (un != vn) return vn;")
+            body.append("    if (!un) { if (u < v) return true; if (v < u) return false; } }")
+        else:
+            body.append("    if (u < v) return true; if (v < u) return false; }")
+    return (
+        f"static __device__ __forceinline__ bool __NAME___lt({ps}long long a, long long b) {{\n"
+        + "\n".join(body)
+        + "\n  return false;\n}\n"
+    )
+
+
+def _merge_step(P: str, ind: str, lt) -> list:  # noqa: ANN001
+    """One merge pass for the element at position ``i`` of a line of ``len`` (runs of width ``w``,
+    a power of two, sorted in ``src``): it goes to its index in its own run plus the number of the
+    partner run's elements ordered before it, found by binary search: those strictly less for an
+    element of the left run (lower bound), those not greater for the right run (upper bound), so
+    equal keys keep their input order. ``lt(a, b)`` renders the comparison of two positions."""
+    return [
+        f"{ind}const {P} s = i & ~(({P})2 * w - 1);",
+        f"{ind}const {P} m = fj_imin(s + w, ({P})len), e = fj_imin(s + ({P})2 * w, ({P})len);",
+        f"{ind}const int p = src[i];",
+        f"{ind}const bool right = i >= m;",
+        f"{ind}{P} lo = right ? s : m, hi = right ? m : e;",
+        f"{ind}while (lo < hi) {{",
+        f"{ind}  const {P} mid = (lo + hi) >> 1;",
+        f"{ind}  const int q = src[mid];",
+        f"{ind}  // left: q < p (lower bound); right: !(p < q), i.e. q <= p (upper bound)",
+        f"{ind}  if ({lt('right ? p : q', 'right ? q : p')} != right) lo = mid + 1; else hi = mid;",
+        f"{ind}}}",
+        f"{ind}const {P} to = i + lo - m;",
+    ]
+
+
 def _sort(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
-    """A stable sort by rank: element i of a line goes to #(elements before it in the order)."""
+    """A stable merge sort of every line along the axis, in O(n log^2 n) work and a number of
+    launches fixed by the shape (so it runs inside a CUDA graph capture: no host synchronization).
+
+    An int32 permutation per line is sorted instead of the operands: first one block per tile of
+    ``T`` (<= ``SORT_TILE``) elements sorts it in shared memory (keys cached there), merging runs
+    of width 1, 2, 4, ... between two shared index arrays; then one launch per run width T, 2T,
+    ... < n merges pairs of runs between two global index buffers (ping-pong). The last step (the
+    tile sort when a line fits one tile) gathers every operand through the permutation."""
     axis, nkeys = int(params["dimension"]), int(params["num_keys"])
     shape = tuple(in_avals[0].shape)
     n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
@@ -478,34 +533,107 @@ def _sort(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     total = n0 * n * n2
     if not total:
         return recs
-    cmp = []  # lexicographic over the keys: NaNs last, then by value
-    for k in range(nkeys):
-        fl = np.dtype(in_avals[k].dtype).kind == "f"
-        a, b = f"x{k}[base + j * {n2}]", f"x{k}[base + i * {n2}]"
-        cmp.append(f"        {{ const auto a = {a}; const auto b = {b};")
-        if fl:
-            cmp.append("          const bool an = a != a, bn = b != b;")
-            cmp.append("          if (an != bn) { less = bn; goto done; }")
-            cmp.append("          if (!an && a < b) { less = true; goto done; }")
-            cmp.append("          if (!an && b < a) { less = false; goto done; }")
-        else:
-            cmp.append("          if (a < b) { less = true; goto done; }")
-            cmp.append("          if (b < a) { less = false; goto done; }")
-        cmp.append("        }")
-    ps = [f"const {ctype(a.dtype)}* __restrict__ x{m}" for m, a in enumerate(in_avals)]
-    ps += [f"{ctype(a.dtype)}* __restrict__ o{m}" for m, a in enumerate(out_avals)]
-    moves = "\n".join(f"    o{m}[base + rank * {n2}] = x{m}[base + i * {n2}];" for m in range(len(in_avals)))
+    if n >= 1 << 31:
+        raise NotImplementedError(f"CUDA backend: sort of lines of {n} elements (int32 permutations)")
+    nlines = n0 * n2
+    tys = [ctype(a.dtype) for a in in_avals]
+    kts = tys[:nkeys]
+    kbytes = sum(np.dtype(a.dtype).itemsize for a in in_avals[:nkeys])
+    T = 32
+    while T < min(n, SORT_TILE):
+        T *= 2
+    while T > 32 and T * (8 + kbytes) > _SORT_SHARED:
+        T //= 2
+    cache = T * (8 + kbytes) <= _SORT_SHARED  # else (very many keys) the keys are read from global memory
+    tpl = -(-n // T)  # tiles per line
+    gather = tpl == 1
+    less = _sort_less(kts)
+    xs = [f"const {t}* __restrict__ x{m}" for m, t in enumerate(tys)]
+    os_ = [f"{t}* __restrict__ o{m}" for m, t in enumerate(tys)]
+    pa, pb = f"{outs[0]}_sortperm_a", f"{outs[0]}_sortperm_b"
+    base = f"(line / {n2}) * {n * n2}LL + line % {n2}"
+
+    # the tile sort: one block per tile (grid-stride over the tiles of every line)
+    if cache:
+        kargs = ", ".join(f"sk{k}" for k in range(nkeys))
+
+        def lt_tile(a: str, b: str) -> str:
+            return f"__NAME___lt({kargs}, {a}, {b})"
+
+        load = [f"      sk{k}[i] = x{k}[base + (long long)(start + i) * {n2}];" for k in range(nkeys)]
+    else:
+        kargs = ", ".join(f"x{k}" for k in range(nkeys))
+
+        def lt_tile(a: str, b: str) -> str:
+            at = [f"base + (long long)(start + ({v})) * {n2}" for v in (a, b)]
+            return f"__NAME___lt({kargs}, {at[0]}, {at[1]})"
+
+        load = []
+    if gather:
+        fin = []
+        for m in range(len(in_avals)):
+            v = f"sk{m}[src[i]]" if cache and m < nkeys else f"x{m}[base + (long long)(start + src[i]) * {n2}]"
+            fin.append(f"      o{m}[base + (long long)(start + i) * {n2}] = {v};")
+        tail = os_
+    else:
+        fin = [f"      perm[line * {n}LL + start + i] = start + src[i];"]
+        tail = ["int* __restrict__ perm"]
+    src = (
+        less + f"// sort along axis {axis} of {list(shape)} by {nkeys} key(s), stable: merge sort of tiles of {T} "
+        f"in shared memory{' (keys cached there)' if cache else ''}"
+        + (", then the operands gathered\n" if gather else ", each tile's permutation written out\n")
+        + f'extern "C" __global__ void __launch_bounds__({T}) __NAME__({", ".join(xs + tail)}) {{\n'
+        f"  __shared__ int pa[{T}];\n  __shared__ int pb[{T}];\n"
+        + "".join(f"  __shared__ {kts[k]} sk{k}[{T}];\n" for k in range(nkeys) if cache)
+        + "  const int i = threadIdx.x;\n"
+        f"  for (long long tile = blockIdx.x; tile < {nlines * tpl}LL; tile += gridDim.x) {{\n"
+        f"    const long long line = tile / {tpl};\n"
+        f"    const int start = (int)(tile % {tpl}) * {T};\n"
+        f"    const long long base = {base};\n"
+        f"    const int len = fj_imin({n} - start, {T});\n"
+        "    (void)base;\n"
+        "    if (i < len) {\n      pa[i] = i;\n" + "\n".join(load) + "\n    }\n"
+        "    __syncthreads();\n"
+        "    int* src = pa;\n    int* dst = pb;\n"
+        "    for (int w = 1; w < len; w <<= 1) {  // len is the same for the whole block\n"
+        "      if (i < len) {\n"
+        + "\n".join(_merge_step("int", "        ", lt_tile))
+        + "\n        dst[to] = p;\n      }\n"
+        "      __syncthreads();\n"
+        "      int* t = src;\n      src = dst;\n      dst = t;\n    }\n"
+        "    if (i < len) {\n" + "\n".join(fin) + "\n    }\n"
+        "    __syncthreads();  // before the next tile overwrites shared memory\n  }\n}\n"
+    )
+    if not gather:
+        recs += [Alloc(pa, (nlines * n,), np.dtype(np.int32)), Alloc(pb, (nlines * n,), np.dtype(np.int32))]
+    recs += launch("op", src, nlines * tpl * T, T, (*ins, *(outs if gather else [pa])), f"sort: tiles of {T}")
+    if gather:
+        return recs
+
+    # one merge pass per run width T, 2T, ... (< n): a runtime argument, so one kernel serves them all
+    kargs = ", ".join(f"x{k}" for k in range(nkeys))
+
+    def lt_global(a: str, b: str) -> str:
+        return f"__NAME___lt({kargs}, base + (long long)({a}) * {n2}, base + (long long)({b}) * {n2})"
+
+    moves = "\n".join(f"      o{m}[base + to * {n2}] = x{m}[base + (long long)p * {n2}];" for m in range(len(tys)))
     blk = _block(total)
     src = (
-        f"// sort along axis {axis} of {list(shape)} by {nkeys} key(s), stable: each element to its rank\n"
-        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({", ".join(ps)}) {{\n'
+        less + f"// sort along axis {axis} of {list(shape)}: one merge pass over runs of width w (the last one "
+        "gathers the operands through the permutation)\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const int* __restrict__ psrc, '
+        f"int* __restrict__ pdst, const long long w, const int last, {', '.join(xs + os_)}) {{\n"
         f"  {_loop(total, blk)} {{\n"
-        f"    const long long line = t / {n}, i = t % {n};\n"
-        f"    const long long base = (line / {n2}) * {n * n2} + line % {n2};\n"
-        f"    long long rank = 0;\n"
-        f"    for (long long j = 0; j < {n}; ++j) {{\n"
-        f"      bool less = j < i;  // equal keys: input order\n" + "\n".join(cmp) + "\n      done:\n"
-        f"      rank += less ? 1 : 0;\n    }}\n"
-        f"{moves}\n  }}\n}}\n"
+        f"    const long long line = t / {n}, i = t % {n}, len = {n};\n"
+        f"    const long long base = {base};\n"
+        f"    const int* src = psrc + line * {n}LL;\n"
+        + "\n".join(_merge_step("long long", "    ", lt_global))
+        + f"\n    if (last) {{\n{moves}\n    }} else {{\n      pdst[line * {n}LL + to] = p;\n    }}\n  }}\n}}\n"
     )
-    return recs + launch("op", src, total, blk, (*ins, *outs), "sort")
+    w, cur, nxt = T, pa, pb
+    while w < n:
+        last = 2 * w >= n
+        args = (cur, nxt, np.int64(w), np.int32(last), *ins, *outs)
+        recs += launch("op", src, total, blk, args, f"sort: merge runs of {w}" + (", gather" if last else ""))
+        cur, nxt, w = nxt, cur, 2 * w
+    return recs

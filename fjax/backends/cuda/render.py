@@ -5,7 +5,11 @@ nest (two for a reduction split over several blocks), rendered through the op ta
 - Elementwise nests: a grid-stride loop over the flattened domain; the loop index is split into
   per-axis indices by constant extents (the compiler turns the divisions into multiply-shifts), and
   every load's offset is computed from its buffer's C strides (broadcast, transpose, slice, pad,
-  gather and concatenate are index arithmetic, as on the CPU).
+  gather and concatenate are index arithmetic, as on the CPU). Nests of 64+ elements that read or
+  write buffers at the flat loop position first run a vector path: ``lanes`` (4, or 2 with 8-byte
+  elements) consecutive elements per thread, those buffers as float4/int4/double2/... when every
+  one is aligned to its vector size (a run-time check of the pointers), the scalar loop finishing
+  the tail (or doing everything when some view is misaligned).
 - Reductions: one block per kept output element (grid-stride over them along ``gridDim.x``); the
   block's threads accumulate the reduced positions in a strided order, then combine with warp
   shuffles (``__shfl_down_sync``) and one shared-memory step across warps. When there are few
@@ -141,8 +145,11 @@ def _offset(ld: ir.Load, names: _Names, IDX: str, ax: dict, lines: list, ind: st
     return (" + ".join(terms) if terms else "0"), ok
 
 
-def _body_lines(nest: ir.LoopNest, names: _Names, IDX: str, ax: dict, ind: str, params: dict) -> list:
-    """The nest's loads, ops and iotas in order (each an SSA ``const``)."""
+def _body_lines(
+    nest: ir.LoopNest, names: _Names, IDX: str, ax: dict, ind: str, params: dict, lane: dict | None = None
+) -> list:
+    """The nest's loads, ops and iotas in order (each an SSA ``const``); ``lane`` maps body
+    positions of loads to the expression that holds their value (a lane of a vector load)."""
     lines: list = []
     for li, s in enumerate(nest.body):
         if isinstance(s, ir.Load):
@@ -151,6 +158,9 @@ def _body_lines(nest: ir.LoopNest, names: _Names, IDX: str, ax: dict, ind: str, 
             if s.buf.dtype != s.dtype:
                 raise NotImplementedError(f"CUDA backend: a load of {s.buf} as {s.dtype}")
             p = params.setdefault(b.name, (f"p{len(params)}", b))[0]
+            if lane and li in lane:
+                lines.append(f"{ind}const {T} {s.out} = {lane[li]};")
+                continue
             off, ok = _offset(s, names, IDX, ax, lines, ind, li)
             if ok:
                 fill = names.val(s.fill)
@@ -214,7 +224,68 @@ def _kept_size(nest: ir.LoopNest) -> int:
     return math.prod(d for a, d in enumerate(nest.domain) if a not in red)
 
 
+# vector types of 16 (or 8) bytes: (C type, lanes) -> (the CUDA vector type, its size = alignment)
+_VEC = {
+    ("float", 4): ("float4", 16),
+    ("float", 2): ("float2", 8),
+    ("int", 4): ("int4", 16),
+    ("int", 2): ("int2", 8),
+    ("unsigned int", 4): ("uint4", 16),
+    ("unsigned int", 2): ("uint2", 8),
+    ("double", 2): ("double2", 16),
+    ("long long", 2): ("longlong2", 16),
+    ("unsigned long long", 2): ("ulonglong2", 16),
+}
+_LANE = "xyzw"
+VEC_MIN_SIZE = 64  # smaller nests keep the scalar loop only
+VEC_MAX_STMTS = 64  # bodies longer than this are compute-bound: not replicated per lane
+
+
+def _flat_load(s: ir.Load, domain: tuple) -> bool:
+    """``s`` reads its buffer at the flat position of the loop index (same shape, every axis
+    in order, unguarded): a contiguous run of lanes maps to a contiguous run of memory."""
+    if tuple(s.buf.shape) != tuple(domain) or len(s.index) != len(domain):
+        return False
+    for k, e in enumerate(s.index):
+        if domain[k] == 1:
+            continue
+        if isinstance(e, ir.Ix):
+            if tuple(e) != tuple(ir.Ix(k)):
+                return False
+        elif e != k:
+            return False
+    return True
+
+
+def _vector_plan(nest: ir.LoopNest) -> tuple[int, dict, dict] | None:
+    """The lanes per thread of the vector path, the vector loads (body position -> vector type)
+    and the vector stores (store index -> vector type); None when the nest keeps the scalar loop
+    only. Buffers of other element sizes (bool, int8, ...) and non-flat loads (broadcasts,
+    gathers) are read or written per lane inside the vector path."""
+    if nest.size < VEC_MIN_SIZE or len(nest.body) > VEC_MAX_STMTS:
+        return None
+    flat = {
+        li: ctype(s.dtype) for li, s in enumerate(nest.body) if isinstance(s, ir.Load) and _flat_load(s, nest.domain)
+    }
+    st = {j: ctype(b.dtype) for j, (b, _) in enumerate(nest.stores)}
+    cand = [t for t in list(flat.values()) + list(st.values()) if (t, 4) in _VEC or (t, 2) in _VEC]
+    if not cand:
+        return None
+    # 8-byte elements anywhere: 2 lanes (double2; 4-byte buffers then as float2), else 4
+    lanes = 2 if any((t, 4) not in _VEC for t in cand) else 4
+    vl = {li: _VEC[(t, lanes)] for li, t in flat.items() if (t, lanes) in _VEC}
+    vs = {j: _VEC[(t, lanes)] for j, t in st.items() if (t, lanes) in _VEC}
+    if not vl and not vs:
+        return None
+    return lanes, vl, vs
+
+
 def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaunch:
+    """A grid-stride loop over the flat domain. With a vector plan (``_vector_plan``) each thread
+    first takes ``lanes`` consecutive elements per step, loading and storing the flat buffers as
+    float4/double2/... when every one of them is aligned to the vector's size (checked on the
+    pointers at run time: a view at an odd offset, e.g. a scan's slice, takes the scalar loop for
+    everything); the scalar loop then does the rest (the tail, or all when unaligned)."""
     names = _Names(consts, root)
     n = len(nest.domain)
     N = nest.size
@@ -227,12 +298,72 @@ def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaun
     outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
     stores = [f"{ind}y{j}[fi] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
     block = min(BLOCK, max(32, -(-N // 32) * 32))
-    grid = min(MAX_GRID, -(-N // block))
+    vec = _vector_plan(nest)
+    lanes = vec[0] if vec else 1
+    threads = -(-N // lanes)  # one per vector (or element)
+    grid = min(MAX_GRID, -(-threads // block))
+    tid = f"({IDX})blockIdx.x * {block} + threadIdx.x"
+    stride = f"({IDX}){block} * gridDim.x"
+    vsrc: list = []
+    first = "0"
+    if vec:
+        lanes, vl, vs = vec
+        nv = N // lanes
+        pname = {li: params[names.buf(nest.body[li].buf).name][0] for li in vl}
+        al = [f"((unsigned long long)(const void*){pname[li]} & {t[1] - 1}ull)" for li, t in vl.items()]
+        al += [f"((unsigned long long)(const void*)y{j} & {t[1] - 1}ull)" for j, t in vs.items()]
+        seen: dict = {}
+        vars_ = {}
+        for li, (t, _) in vl.items():
+            p = pname[li]
+            if p not in seen:
+                seen[p] = f"v_{p}"
+                vsrc.append(f"    const {t} v_{p} = reinterpret_cast<const {t}*>({p})[fv];")
+            vars_[li] = seen[p]
+        res = []
+        for j, (b, _) in enumerate(nest.stores):
+            if j in vs:
+                res.append(f"    {ctype(b.dtype)} {', '.join(f'r{j}_{c}' for c in range(lanes))};")
+        lane_blocks = []
+        for c in range(lanes):
+            lsplit, lax_ = _split_lines("fi", list(range(n)), nest.domain, IDX, "      ")
+            lbody = _body_lines(
+                nest, names, IDX, lax_, "      ", params, {li: f"{v}.{_LANE[c]}" for li, v in vars_.items()}
+            )
+            lst = []
+            for j, (_, v) in enumerate(nest.stores):
+                lst.append(f"      r{j}_{c} = {names.val(v)};" if j in vs else f"      y{j}[fi] = {names.val(v)};")
+            lane_blocks += [
+                "    {",
+                f"      const {IDX} fi = fv * {lanes} + {c};",
+                "      (void)fi;",
+                *lsplit,
+                *lbody,
+                *lst,
+                "    }",
+            ]
+        vst = [
+            f"    reinterpret_cast<{t}*>(y{j})[fv] = make_{t}({', '.join(f'r{j}_{c}' for c in range(lanes))});"
+            for j, (t, _) in vs.items()
+        ]
+        vsrc = [
+            f"  // vector path: {lanes} elements per thread and step when every flat buffer is aligned",
+            f"  const bool fj_aligned = ({' | '.join(al)}) == 0;",
+            f"  const {IDX} fj_nv = fj_aligned ? ({IDX}){nv} : ({IDX})0;",
+            f"  for ({IDX} fv = {tid}; fv < fj_nv; fv += {stride}) {{",
+            *vsrc,
+            *res,
+            *lane_blocks,
+            *vst,
+            "  }",
+        ]
+        first = f"fj_nv * {lanes}"
     src = [
         f"// elementwise loop nest over {list(nest.domain)}",
         f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({_signature(params, outs)}) {{',
         *_const_lines(names, "  "),
-        f"  for ({IDX} fi = ({IDX})blockIdx.x * {block} + threadIdx.x; fi < {N}; fi += ({IDX}){block} * gridDim.x) {{",
+        *vsrc,
+        f"  for ({IDX} fi = {first} + {tid}; fi < {N}; fi += {stride}) {{",
         *split,
         *body,
         *stores,
