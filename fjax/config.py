@@ -50,8 +50,10 @@ class Config:
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
         "fjax_jit_backend": "numba",
         # tiered compilation: jit evaluates a program it has not compiled yet primitive by primitive
-        # (as "interpret") while a background thread compiles it; later calls run the compiled code
-        "fjax_tiered_compile": False,
+        # (as "interpret") while a background thread compiles it; later calls run the compiled code.
+        # "auto": only programs cheap to interpret that this machine has not compiled before
+        # (fjax/backends/tiering.py); True: every program; False: never
+        "fjax_tiered_compile": "auto",
         # raise instead of falling back to eager evaluation when the numba lowering fails
         # (the test suite turns this on so lowering bugs surface)
         "fjax_lowering_strict": False,

@@ -29,10 +29,12 @@ if os.environ.get("FJAX_LOWERING_STRICT", "1") == "1":
 
     _config.update("fjax_lowering_strict", True)
 
-# jit compiles before the first call returns (tests/test_tiered_compile.py turns tiering on)
+# jit compiles before the first call returns, here and in the processes tests start (fjax's
+# default, "auto", evaluates some first calls eagerly; tests/test_tiered_compile.py tests that)
 from fjax import config as _cfg  # noqa: E402
 
 _cfg.update("fjax_tiered_compile", False)
+os.environ["FJAX_TIERED_COMPILE"] = "0"
 
 
 @pytest.fixture

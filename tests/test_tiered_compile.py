@@ -85,3 +85,134 @@ def test_aot_compile_waits(tiered):
     entry = f.trace(x).jaxpr.compiled["numba"]
     assert entry[1] is not None and entry[2] == 0
     np.testing.assert_allclose(np.asarray(f(x)), np.cos(x) * 2, rtol=1e-6)
+
+
+# ---- "auto" (the default outside this suite): which programs tier --------------------------------
+
+from fjax.backends import tiering  # noqa: E402
+
+
+@pytest.fixture
+def auto(tmp_path, monkeypatch):
+    old = fjax.config.fjax_tiered_compile
+    monkeypatch.setattr(fjax.config, "fjax_cache_dir", str(tmp_path))
+    fjax.config.update("fjax_tiered_compile", "auto")
+    yield tmp_path
+    dispatch.wait_compiled(60)
+    fjax.config.update("fjax_tiered_compile", old)
+
+
+@pytest.mark.parametrize(
+    "value, want",
+    [("auto", "auto"), (" AUTO ", "auto"), (True, "on"), ("1", "on"), ("on", "on"), (False, "off"), ("0", "off")],
+)
+def test_mode_values(value, want):
+    assert tiering.mode(value) == want
+
+
+def _jaxpr(f, *args):
+    return fjax.make_jaxpr(f)(*args).jaxpr
+
+
+def test_cost_model_orders_programs():
+    x = np.ones(1000, np.float32)
+    small = tiering.eager_seconds(_jaxpr(lambda x: jnp.tanh(x) * 2.0 + 1.0, x))
+    assert 0 < small < 1e-3
+    # a scan costs its length times its body
+    body = lambda c, a: (jnp.tanh(c + a), c)  # noqa: E731
+    s10 = tiering.eager_seconds(_jaxpr(lambda x: lax.scan(body, 0.0, x[:10])[0], x))
+    s1000 = tiering.eager_seconds(_jaxpr(lambda x: lax.scan(body, 0.0, x)[0], x))
+    assert 50 < s1000 / s10 < 150
+    # a while loop's trip count is unknown: never worth interpreting
+    w = _jaxpr(lambda x: lax.while_loop(lambda c: c[0] < 3.0, lambda c: c + 1.0, x), x)
+    assert tiering.eager_seconds(w) == float("inf")
+    # dots and convolutions by their multiply-adds
+    a = np.ones((512, 512), np.float32)
+    assert tiering.eager_seconds(_jaxpr(lambda a: a @ a, a)) > 10 * tiering.eager_seconds(_jaxpr(lambda a: a + a, a))
+    dn = ("NHWC", "HWIO", "NHWC")
+    conv = _jaxpr(
+        lambda x, k: lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=dn),
+        np.ones((128, 28, 28, 8), np.float32),
+        np.ones((3, 3, 8, 16), np.float32),
+    )
+    assert tiering.eager_seconds(conv) > tiering.EAGER_BUDGET_S
+
+
+def test_auto_tiers_a_cheap_new_program_then_compiles_it_synchronously_next_process(auto):
+    x = np.linspace(-1, 1, 300).astype(np.float32)
+
+    def f(x):
+        return jnp.exp(-x * x) * jnp.cos(x) + 0.5
+
+    g = fjax.jit(f)
+    e0 = dispatch._tier_stats["eager_calls"]
+    np.testing.assert_allclose(np.asarray(g(x)), np.exp(-x * x) * np.cos(x) + 0.5, rtol=1e-5)
+    assert dispatch._tier_stats["eager_calls"] == e0 + 1  # cheap and new: evaluated while it compiles
+    assert dispatch.wait_compiled(120)
+    closed = g.trace(x).jaxpr
+    assert tiering.compiled_before(closed, "numba")  # the marker a later process looks for
+    assert any((auto / "programs").iterdir())
+    # a new process tracing the same program finds the marker and compiles (loads) at once:
+    # the same function jitted anew stands in for it (a new jaxpr object, the same program)
+    fjax.clear_caches()
+    h = fjax.jit(f)
+    e1 = dispatch._tier_stats["eager_calls"]
+    np.testing.assert_allclose(np.asarray(h(x)), np.exp(-x * x) * np.cos(x) + 0.5, rtol=1e-5)
+    assert dispatch._tier_stats["eager_calls"] == e1
+    assert h.trace(x).jaxpr.compiled["numba"][1] is not None
+
+
+def test_auto_compiles_costly_programs_first(auto):
+    x = np.zeros(4, np.float32)
+    f = fjax.jit(lambda x: lax.while_loop(lambda c: c[0] < 10.0, lambda c: c + 1.0, x))
+    e0 = dispatch._tier_stats["eager_calls"]
+    np.testing.assert_allclose(np.asarray(f(x)), np.full(4, 10.0))
+    assert dispatch._tier_stats["eager_calls"] == e0  # a while loop: compiled before the first call
+    assert f.trace(x).jaxpr.compiled["numba"][1] is not None
+
+
+def test_auto_with_an_unwritable_cache_still_tiers_and_computes(auto, monkeypatch):
+    target = auto / "programs"
+    target.write_text("not a directory")  # markers cannot be written under it
+    x = np.arange(6, dtype=np.float32)
+    f = fjax.jit(lambda x: x * 2.0 - 1.0)
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(f(x)), x * 2 - 1)
+        assert dispatch.wait_compiled(60)
+    assert not tiering.compiled_before(f.trace(x).jaxpr, "numba")
+
+
+_CHILD = """
+import sys, json
+import numpy as np
+import fjax, fjax.numpy as jnp
+from fjax.backends import dispatch
+x = np.linspace(-3, 3, 999).astype(np.float32)
+f = fjax.jit(lambda x: jnp.tanh(x) * jnp.exp(-x * x) + jnp.sin(x) * 0.5)
+first = np.asarray(f(x))
+assert dispatch.wait_compiled(300)
+second = np.asarray(f(x))
+print("RESULT " + json.dumps(dict(eager=dispatch._tier_stats["eager_calls"], first=first.tobytes().hex(),
+                                  second=second.tobytes().hex())))
+"""
+
+
+def test_default_in_new_processes(tmp_path):
+    """fjax's default (the suite turns it off): a new program's first call in a fresh process is
+    evaluated eagerly; once compiled, a later process loads it and every call gives its bits."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, FJAX_CACHE_DIR=str(tmp_path))
+    env.pop("FJAX_TIERED_COMPILE")
+
+    def child():
+        p = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads([ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")][0][7:])
+
+    cold, warm = child(), child()
+    assert cold["eager"] == 1 and warm["eager"] == 0
+    assert warm["first"] == warm["second"] == cold["second"]  # the compiled program's bits

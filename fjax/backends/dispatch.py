@@ -19,6 +19,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
+from fjax.backends import tiering
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
 from fjax.backends.lowering import _has_control_flow, build_program
@@ -96,7 +97,9 @@ def _compile(b: Backend, closed: ClosedJaxpr, loops: bool = True) -> Callable | 
     return None if prog is None else b.compile(prog)
 
 
-def compile_jaxpr(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND, tiered: bool | None = None) -> Callable | None:
+def compile_jaxpr(
+    closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND, tiered: bool | str | None = None
+) -> Callable | None:
     """A callable on the backend's arrays (numpy for numba) returning a list of them, or None to
     evaluate eagerly.
 
@@ -105,16 +108,18 @@ def compile_jaxpr(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND, tiered: b
 
     Tiered (``tiered``, default the ``fjax_tiered_compile`` option): a program not compiled yet is
     handed to a background thread and its first call evaluates the jaxpr primitive by primitive
-    (numpy); a call made while it still compiles waits for it, then runs the compiled program."""
+    (numpy); a call made while it still compiles waits for it, then runs the compiled program.
+    ``"auto"`` (the option's default) tiers only the programs ``tiering.worth_tiering`` picks."""
     cache = closed.compiled
     entry = cache.get(backend) if cache is not None else None
     if entry is not None and entry[0] == _generation[0] and entry[2] == 0:
         _stats["hits"] += 1
         return entry[1]
-    if tiered if tiered is not None else config.fjax_tiered_compile:
+    mode = tiering.mode(tiered)
+    if mode != "off":
         if entry is not None and entry[0] == _generation[0] and entry[2] >= _MAX_ATTEMPTS:
             return entry[1]  # compiling failed for good: eager
-        return _tiered(closed, backend)
+        return _tiered(closed, backend, mode == "auto")
     return _compile_locked(closed, backend)
 
 
@@ -129,12 +134,14 @@ _tier_worker: list = []
 _tier_stats = {"queued": 0, "compiled": 0, "eager_calls": 0}
 
 
-def _tiered(closed: ClosedJaxpr, backend: str) -> Callable | None:
+def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable | None:
     if getattr(_tier, "depth", 0):
         return None  # nested in a program evaluated eagerly: the outer program compiles it all
     if threading.current_thread() in _tier_worker:
         return _compile_locked(closed, backend)
     key = (id(closed), backend)
+    if auto and key not in _tier_pending and not tiering.worth_tiering(closed, backend):
+        return _compile_locked(closed, backend)  # costly to interpret, or its kernels are on disk
     with _tier_lock:
         if key in _tier_pending:
             # a later call while it compiles: wait for the compiled program (one eager call per
@@ -234,6 +241,8 @@ def _compile_locked(closed: ClosedJaxpr, backend: str) -> Callable | None:
             _stats["compiles"] += 1
             # failed: count the attempt (the eager fallback keeps working meanwhile)
             cache[backend] = (_generation[0], fn, attempts + 1 if failed else 0)
+            if fn is not None and not failed and tiering.mode() == "auto":
+                tiering.note_compiled(closed, backend)  # later processes load it instead of tiering
             return fn
         finally:
             with _compiling_lock:
