@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core, dtypes
-from fjax import tree_util as tu
 from fjax.api import ShapeDtypeStruct, jacrev, make_jaxpr, vjp
 from fjax.config import config
 from fjax.dtypes import kind as _dkind

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.core import Array
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from fjax import _devices, core, distributed
-from fjax import tree_util as tu
+from fjax import _tree_lifted as tu
 
 
 def _contiguous(x: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from fjax import _devices, core
-from fjax import tree_util as tu
+from fjax import _tree_lifted as tu
 from fjax.interpreters import batching
 
 __all__ = ["pmap"]

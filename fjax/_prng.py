@@ -1,10 +1,11 @@
 """Typed PRNG keys: ``random.key(0)`` gives a key array of dtype ``key<fry>`` and shape ``()``.
 
-A ``PRNGKeyArray`` wraps the uint32 key data (shape ``(*key_shape, 2)``) and is a pytree whose
-one leaf is that data, so key arrays pass through ``jit``, ``vmap``, ``scan`` and every other
-transform as their data does; ``fjax.random`` functions take typed and raw (``PRNGKey``) keys
-alike and give back the kind they were given. ``jnp`` operations on key arrays other than
-indexing, ``reshape`` and iteration are not supported (use ``random.key_data``).
+A ``PRNGKeyArray`` wraps the uint32 key data (shape ``(*key_shape, 2)``). It is a pytree leaf, as
+in JAX, and fjax's transforms look through it to that data (``fjax/_tree_lifted.py``), so key
+arrays pass through ``jit``, ``vmap``, ``scan`` and every other transform as their data does;
+``fjax.random`` functions take typed and raw (``PRNGKey``) keys alike and give back the kind
+they were given. ``jnp`` operations on key arrays other than indexing, ``reshape``, iteration,
+``stack`` and ``concatenate`` are not supported (use ``random.key_data``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core
-from fjax import tree_util as tu
+from fjax import _tree_lifted, core
 
 __all__ = ["KeyDtype", "PRNGKeyArray", "extended", "prng_key"]
 
@@ -100,7 +100,8 @@ class PRNGKeyArray:
     __hash__ = None  # type: ignore[assignment]
 
 
-tu.register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, ch: PRNGKeyArray(ch[0]))
+# a leaf for users (as in JAX); fjax's transforms see through it to the data (fjax/_tree_lifted.py)
+_tree_lifted.register_lifted_leaf(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, ch: PRNGKeyArray(ch[0]))
 
 
 def is_key_dtype(dt: Any) -> bool:

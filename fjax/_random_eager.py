@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, tree_util
+from fjax import _tree_lifted as tree_util
+from fjax import core
 from fjax.config import config
 
 #: samples from which an eager call is compiled: around here op-by-op evaluation takes 0.1-1.5 s

@@ -30,8 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.interpreters import batching
 from fjax.sharding import Mesh, PartitionSpec
 

@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core, dtypes
-from fjax import tree_util as tu
 from fjax.interpreters import batching
 
 __all__ = ["VmaAxisData", "vma_active", "vma_vjp"]

@@ -56,8 +56,8 @@ class Offloadable(NamedTuple):
 def print_saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> None:
     """Print the residuals (values kept for the backward pass) of ``vjp(f, *args)``: shape,
     dtype and whether each is an argument or an intermediate."""
+    from fjax import _tree_lifted as tu
     from fjax import api, core
-    from fjax import tree_util as tu
 
     _, f_vjp = api.vjp(lambda *a: f(*a, **kwargs), *args)
     arg_ids = {id(x) for x in tu.tree_leaves(args)}

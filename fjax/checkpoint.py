@@ -23,8 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from fjax import _debug_nans, core, dtypes
-from fjax import tree_util as tu
+from fjax import _tree_lifted as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
 from fjax.interpreters import ad, batching

@@ -400,7 +400,7 @@ def _resolve(fn: str, s: Any) -> Any:
 def _apply(fn: str, what: str, tree: Any, shardings: Any) -> Any:
     """``tree`` with each leaf laid out by the sharding of its position in the prefix tree
     ``shardings`` (``None`` leaves: left as they are); traced leaves pass unchanged."""
-    from fjax import tree_util as tu  # noqa: PLC0415
+    from fjax import _tree_lifted as tu  # noqa: PLC0415
     from fjax._devices import device_put  # noqa: PLC0415
 
     def put(s: Any, sub: Any) -> Any:

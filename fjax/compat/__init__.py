@@ -34,21 +34,25 @@ JAX_API_VERSION = "0.10.2"
 _SHIM_PACKAGE = "fjax.compat._shims"
 
 
+def _array_types() -> tuple[type, ...]:
+    from fjax._prng import PRNGKeyArray
+    from fjax.core import Array, Tracer
+
+    return (Array, Tracer, PRNGKeyArray)
+
+
 class _ArrayMeta(type):
     def __instancecheck__(cls, obj: Any) -> bool:
-        from fjax.core import Array, Tracer
-
-        return isinstance(obj, (Array, Tracer))
+        return isinstance(obj, _array_types())
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        from fjax.core import Array, Tracer
-
-        return issubclass(sub, (Array, Tracer))
+        return issubclass(sub, _array_types())
 
 
 class Array(metaclass=_ArrayMeta):
-    """``jax.Array`` under the hook: ``isinstance(x, jax.Array)`` holds for fjax arrays and for
-    tracers, as JAX's does inside transforms (``fjax.Array`` itself is the concrete class)."""
+    """``jax.Array`` under the hook: ``isinstance(x, jax.Array)`` holds for fjax arrays, for
+    tracers, as JAX's does inside transforms, and for typed key arrays (``random.key(0)``), which
+    are arrays of a key dtype in JAX (``fjax.Array`` itself is the concrete class)."""
 
 
 # names JAX 0.10 has at the top level that fjax keeps in a submodule: name -> (module, attribute).

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 
 _PAYLOAD_TREE = tu.tree_structure(((0, 0, 0), {}))
 INDEX_PRIMS = ("gather", "dynamic_slice", "dynamic_update_slice")

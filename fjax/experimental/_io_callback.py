@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax._callback import (
     FlatCallback,
     _pure_callback_abstract,

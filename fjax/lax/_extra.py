@@ -243,7 +243,7 @@ def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequen
     whole arrays, so any function of fjax ops works, with every transform. Several operands
     (a tuple) are reduced together, ``computation`` taking and returning tuples.
     """
-    from fjax import tree_util as tu
+    from fjax import _tree_lifted as tu
 
     flat_ops, tree = tu.tree_flatten(operands)
     flat_init, init_tree = tu.tree_flatten(init_values)

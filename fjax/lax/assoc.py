@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, tree_util
+from fjax import _tree_lifted as tree_util
+from fjax import core
 from fjax.lax import lax
 from fjax.lax.slicing import concatenate, pad, slice_in_dim
 

@@ -325,7 +325,7 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
 
 def stop_gradient(x: Any) -> Any:
     """The identity whose derivative is zero; works on pytrees."""
-    from fjax import tree_util  # noqa: PLC0415
+    from fjax import _tree_lifted as tree_util  # noqa: PLC0415 - sees through key arrays
 
     def stop(v: Any) -> Any:
         aval = core.get_aval(v)

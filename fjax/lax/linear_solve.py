@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr
 from fjax.custom_derivatives import _batch_closed, custom_jvp
 from fjax.interpreters import ad, batching

@@ -28,8 +28,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero

@@ -361,8 +361,33 @@ def _concat(xs: list, axis: int) -> Any:
     return _slicing().concatenate(xs, axis)
 
 
+def _key_arrays(fn_name: str, arrays: Any) -> list | None:
+    """The typed key arrays in ``arrays`` when it holds them (all its items must be then), else None."""
+    from fjax._prng import PRNGKeyArray  # noqa: PLC0415 - fjax._prng imports the tree modules
+
+    if not isinstance(arrays, (list, tuple)) or not any(isinstance(a, PRNGKeyArray) for a in arrays):
+        return None
+    if not all(isinstance(a, PRNGKeyArray) for a in arrays):
+        raise TypeError(f"{fn_name}: cannot combine key arrays with arrays of a numeric dtype")
+    return list(arrays)
+
+
+def _keys_like(data: Any) -> Any:
+    from fjax._prng import PRNGKeyArray  # noqa: PLC0415
+
+    return PRNGKeyArray(data)
+
+
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) -> Any:
     """Join arrays along an existing axis (``axis=None`` flattens them first)."""
+    keys = _key_arrays("concatenate", arrays)
+    if keys is not None:  # typed keys: join their data (whose last axis holds the key words)
+        if axis is None:
+            keys, axis = [k.ravel() for k in keys], 0
+        if any(k.ndim == 0 for k in keys):
+            raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+        ax = _util.canonicalize_axis(axis, keys[0].ndim, "concatenate")
+        return _keys_like(concatenate([k._base for k in keys], axis=ax))
     if isinstance(arrays, (Array, Tracer, np.ndarray)):
         if np.ndim(arrays) == 0:
             raise ValueError("Zero-dimensional arrays cannot be concatenated.")
@@ -389,6 +414,12 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
     """Join arrays of one shape along a new axis."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    keys = _key_arrays("stack", arrays)
+    if keys is not None:  # typed keys: stack their data (whose last axis holds the key words)
+        if not keys:
+            raise ValueError("Need at least one array to stack.")
+        ax = _util.canonicalize_axis(axis, keys[0].ndim + 1, "stack")
+        return _keys_like(stack([k._base for k in keys], axis=ax))
     xs = _promote_all("stack", arrays, dtype)
     if not xs:
         raise ValueError("Need at least one array to stack.")

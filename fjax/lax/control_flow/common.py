@@ -17,8 +17,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.core import ClosedJaxpr, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core, dtypes
-from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from fjax.dtypes import kind as _dkind

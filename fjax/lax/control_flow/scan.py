@@ -33,8 +33,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
 from fjax import core
-from fjax import tree_util as tu
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from fjax.interpreters import ad, batching
