@@ -216,3 +216,17 @@ def test_default_in_new_processes(tmp_path):
     cold, warm = child(), child()
     assert cold["eager"] == 1 and warm["eager"] == 0
     assert warm["first"] == warm["second"] == cold["second"]  # the compiled program's bits
+
+
+def test_auto_first_call_eager_without_the_compiler_then_eager_scan_bodies_compile(auto):
+    x = np.linspace(0, 1, 64).astype(np.float32)
+    f = fjax.jit(lambda x: jnp.cos(x) * 3.0 - x)
+    q0 = dispatch._tier_stats["queued"]
+    first = f(x)
+    assert dispatch._tier_stats["queued"] == q0 + 1  # queued once the eager first call returned
+    np.testing.assert_allclose(np.asarray(first), np.cos(x) * 3 - x, rtol=1e-6)
+    # an eager scan (outside jit) runs its body once per step: the body compiles, it is never tiered
+    e0 = dispatch._tier_stats["eager_calls"]
+    c, ys = lax.scan(lambda c, a: (c * 0.5 + a, c), np.float32(0), x)
+    assert dispatch._tier_stats["eager_calls"] == e0
+    assert ys.shape == (64,)

@@ -12,7 +12,6 @@ CPU-only process never imports another backend's modules.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 import logging
 import threading
@@ -150,18 +149,41 @@ def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable |
             while key in _tier_pending:
                 _tier_wake.wait()
         else:
+            # later calls wait for the compile, which is queued when this first call returns (so
+            # the eager evaluation does not share the GIL with the compiling thread)
             _tier_pending[key] = closed
-            _tier_queue.append((closed, backend, _generation[0]))
+            return _FirstCall(closed, backend, _generation[0])
+    cache = closed.compiled or {}
+    entry = cache.get(backend)
+    return entry[1] if entry is not None else None
+
+
+class _FirstCall:
+    """A program's first call under tiering: evaluated eagerly, then its compile is queued."""
+
+    __slots__ = ("closed", "backend", "gen", "queued")
+
+    def __init__(self, closed: ClosedJaxpr, backend: str, gen: int) -> None:
+        self.closed, self.backend, self.gen, self.queued = closed, backend, gen, False
+
+    def __call__(self, *args: Any) -> list:
+        try:
+            return _eager_call(self.closed, *args)
+        finally:
+            self._queue()
+
+    def _queue(self) -> None:
+        with _tier_lock:
+            if self.queued:
+                return
+            self.queued = True
+            _tier_queue.append((self.closed, self.backend, self.gen))
             _tier_stats["queued"] += 1
             if not _tier_worker:
                 t = threading.Thread(target=_tier_loop, name="fjax-compile", daemon=True)
                 _tier_worker.append(t)
                 t.start()
             _tier_wake.notify()
-            return functools.partial(_eager_call, closed)
-    cache = closed.compiled or {}
-    entry = cache.get(backend)
-    return entry[1] if entry is not None else None
 
 
 def _eager_call(closed: ClosedJaxpr, *args: Any) -> list:

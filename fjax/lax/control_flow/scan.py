@@ -143,7 +143,8 @@ def _body_callable(jaxpr: ClosedJaxpr) -> Callable:
     # ``fjax.jit`` names the function re-exported by fjax: reach the module for its hook
     hook = getattr(sys.modules.get("fjax.jit"), "compile_hook", None)
     if hook is not None and not config.jax_disable_jit:
-        fn = hook(jaxpr)
+        # compiled now, not tiered: an eager scan calls its body once per step
+        fn = hook(jaxpr, tiered=False)
         if fn is not None:
             return fn
     return _numpy_body(jaxpr)
