@@ -217,28 +217,34 @@ def main() -> None:
     names = args.only or list(PROGRAMS)
     use_jax = have_jax() and not args.no_jax
     results = {}
+    compiled_too = args.tiered != "0"  # also run each program with tiering off: its compile time
     print(
         f"{'program':18s} {'fjax first':>11s} {'JAX first':>11s} {'ratio':>6s}   "
         f"{'fjax CPU':>9s} {'JAX CPU':>9s} {'ratio':>6s}   {'fjax 2nd call':>13s}"
+        + (f"   {'compiled first':>14s} {'ratio':>6s}" if compiled_too else "")
     )
     for name in names:
         f = run_child(name, False, args.timeout, tiered=args.tiered)
         j = run_child(name, True, args.timeout) if use_jax else None
-        results[name] = {"fjax": f, "jax": j}
+        c = run_child(name, False, args.timeout, tiered="0") if compiled_too else f
+        results[name] = {"fjax": f, "jax": j, "fjax_compiled": c}
         second = f"{f['second_s'] * 1e3:.2f} ms" if f and "error" not in f else "-"
+        extra = f"   {fmt(c):>14s} {ratio(c, j, 'first_s'):>6s}" if compiled_too else ""
         print(
             f"{name:18s} {fmt(f):>11s} {fmt(j):>11s} {ratio(f, j, 'first_s'):>6s}   "
             f"{fmt(f, 'first_cpu_s'):>9s} {fmt(j, 'first_cpu_s'):>9s} {ratio(f, j, 'first_cpu_s'):>6s}   "
-            f"{second:>13s}",
+            f"{second:>13s}{extra}",
             flush=True,
         )
-    sizes = [(int(n.split("_")[1]), results[n]["fjax"]) for n in names if n.startswith("elementwise_")]
+    # compile time against program size: the compiled first calls (tiering off)
+    sizes = [(int(n.split("_")[1]), results[n]["fjax_compiled"]) for n in names if n.startswith("elementwise_")]
     sizes = [(n, r["first_s"]) for n, r in sizes if r and "error" not in r]
     if len(sizes) >= 2:
         (n0, t0), (n1, t1) = sizes[0], sizes[-1]
         slope = math.log(t1 / t0) / math.log(n1 / n0)
         print(
-            f"elementwise chains: first call ~ equations^{slope:.2f} ({n0} -> {n1} equations: {t0:.2f} -> {t1:.2f} s)"
+            f"elementwise chains, compiled first call ~ equations^{slope:.2f} ({n0} -> {n1} equations: "
+            f"{t0:.2f} -> {t1:.2f} s)"
         )
         print("  linear or better" if slope <= 1.1 else "  SUPER-LINEAR: compile time grows faster than the program")
     if args.json:

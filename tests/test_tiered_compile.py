@@ -230,3 +230,21 @@ def test_auto_first_call_eager_without_the_compiler_then_eager_scan_bodies_compi
     c, ys = lax.scan(lambda c, a: (c * 0.5 + a, c), np.float32(0), x)
     assert dispatch._tier_stats["eager_calls"] == e0
     assert ys.shape == (64,)
+
+
+def test_auto_scan_inside_an_eager_first_call_is_not_compiled_separately(auto, monkeypatch):
+    import threading
+
+    here = []
+    real = dispatch._compile_locked
+
+    def spy(closed, backend):
+        if threading.current_thread() is threading.main_thread():
+            here.append(closed)
+        return real(closed, backend)
+
+    monkeypatch.setattr(dispatch, "_compile_locked", spy)
+    xs = np.linspace(0, 1, 50, dtype=np.float32).reshape(10, 5)
+    f = fjax.jit(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x), c.sum()), jnp.zeros(5), xs))
+    f(xs)  # evaluated eagerly: its scan body runs in numpy too, nothing compiles in this thread
+    assert here == []

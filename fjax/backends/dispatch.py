@@ -114,6 +114,8 @@ def compile_jaxpr(
     if entry is not None and entry[0] == _generation[0] and entry[2] == 0:
         _stats["hits"] += 1
         return entry[1]
+    if getattr(_tier, "depth", 0):
+        return None  # nested in a program evaluated eagerly while it compiles: that compiles it all
     mode = tiering.mode(tiered)
     if mode != "off":
         if entry is not None and entry[0] == _generation[0] and entry[2] >= _MAX_ATTEMPTS:
