@@ -35,7 +35,7 @@ _EQN_S = 5e-6  # one primitive's eager dispatch (bind, the numpy call, wrapping)
 _ITER_S = 20e-6  # one scan step's own overhead
 _ELEM_S = 2e-9  # per output element of an elementwise-like primitive
 _MAC_S = 1e-10  # per multiply-add of a dot (numpy's BLAS)
-_CONV_MAC_S = 2e-8  # per multiply-add of a convolution (the eager convolution is a numpy loop)
+_CONV_MAC_S = 7e-9  # per multiply-add of a convolution (the eager one: padding, copies, an einsum)
 _COLLECTIVES = frozenset(
     {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "all_to_all", "ppermute", "axis_index"}
 )
