@@ -87,6 +87,26 @@ def lift(leaves: list, treedef: PyTreeDef) -> tuple[list, PyTreeDef]:
     return out, PyTreeDef(spec, len(out))
 
 
+def _mask(spec: Any, parent_lifted: bool, out: list) -> None:
+    if spec is None:
+        out.append(parent_lifted)
+        return
+    lifted = spec[0] in _lifted
+    for s in spec[2]:
+        _mask(s, lifted, out)
+
+
+def lifted_leaf_mask(treedef: PyTreeDef) -> list[bool]:
+    """For each leaf of ``treedef``, whether it is the data of a lifted leaf (a key array's data,
+    whose last axis holds the key words: a key array's axis ``-1`` is its data's axis ``-2``)."""
+    out: list[bool] = []
+    if _lifted:
+        _mask(treedef._spec, False, out)
+    else:
+        out = [False] * treedef.num_leaves
+    return out
+
+
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], PyTreeDef]:
     """``tree_util.tree_flatten`` looking through key arrays (to their data)."""
     return lift(*_tu.tree_flatten(tree, is_leaf))

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fjax import _tree_lifted as tu
-from fjax import core, dtypes
+from fjax import core, dtypes, tree_util
 from fjax.core import Array, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -25,7 +25,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Any = None, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.KeyDtype) else np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding  # accepted for JAX compatibility; fjax has one device
 
@@ -51,6 +51,31 @@ class ShapeDtypeStruct:
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _key_shapes_in(tree: Any) -> Any:
+    """``tree`` with each ShapeDtypeStruct of a key dtype standing for a key array over its data's shape."""
+    from fjax._prng import PRNGKeyArray  # noqa: PLC0415
+
+    def lift(x: Any) -> Any:
+        if isinstance(x, ShapeDtypeStruct) and isinstance(x.dtype, dtypes.KeyDtype):
+            return PRNGKeyArray(ShapeDtypeStruct((*x.shape, 2), np.uint32))
+        return x
+
+    return tree_util.tree_map(lift, tree)
+
+
+def shapes_of_keys(tree: Any) -> Any:
+    """``tree`` with each key array over a ShapeDtypeStruct of its data made a ShapeDtypeStruct of
+    the key dtype (what ``eval_shape`` gives for a key array, as in JAX)."""
+    from fjax._prng import PRNGKeyArray  # noqa: PLC0415
+
+    def lower(x: Any) -> Any:
+        if isinstance(x, PRNGKeyArray) and isinstance(x._base, ShapeDtypeStruct):
+            return ShapeDtypeStruct(x._base.shape[:-1], dtypes.KEY_DTYPE)
+        return x
+
+    return tree_util.tree_map(lower, tree)
 
 
 def _fun_name(fun: Callable) -> str:
@@ -97,7 +122,7 @@ def make_jaxpr(
     def make_jaxpr_f(*args: Any, **kwargs: Any) -> Any:
         dyn_idx = [i for i in range(len(args)) if i not in static]
         dyn_args = [args[i] for i in dyn_idx]
-        flat, in_tree = tu.tree_flatten((dyn_args, kwargs))
+        flat, in_tree = tu.tree_flatten(_key_shapes_in((dyn_args, kwargs)))
         in_avals = [_abstractify(x) for x in flat]
         out_tree_box: list = []
 
@@ -115,7 +140,7 @@ def make_jaxpr(
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, weak_type=o.aval.weak_type) for o in outs]
-            return closed, tu.tree_unflatten(out_tree_box[0], shapes)
+            return closed, shapes_of_keys(tu.tree_unflatten(out_tree_box[0], shapes))
         return closed
 
     return make_jaxpr_f
@@ -541,18 +566,21 @@ def vmap(
         k_flat, k_tree = tu.tree_flatten(kwargs)
         axes_flat = _flatten_axes("in_axes", a_tree, in_axes) + [0] * len(k_flat)
         flat = [_check_arg(x, f"vmap({name})") for x in a_flat + k_flat]
+        # a key array's axes are its data's but the last (the key words): count negative ones so
+        key_data = tu.lifted_leaf_mask(a_tree) + tu.lifted_leaf_mask(k_tree)
         dims = []
-        for x, ax in zip(flat, axes_flat):
+        for x, ax, kd in zip(flat, axes_flat, key_data):
             if ax is None:
                 dims.append(None)
                 continue
             if not isinstance(ax, int):
                 raise TypeError(f"vmap in_axes leaves must be ints or None, got {ax!r}")
-            nd = core.get_aval(x).ndim
+            nd = core.get_aval(x).ndim - kd
             if not -nd <= ax < nd:
                 raise ValueError(
-                    f"vmap was requested to map its argument along axis {ax}, which implies that its rank should be "
-                    f"at least {ax + 1 if ax >= 0 else -ax}, but is only {nd} (its shape is {core.get_aval(x).shape})"
+                    f"vmap was requested to map its argument along axis {ax}, which implies that its rank should "
+                    f"be at least {ax + 1 if ax >= 0 else -ax}, but is only {nd} (its shape is "
+                    f"{core.get_aval(x).shape[:nd]})"
                 )
             dims.append(ax % nd)
         sizes = {core.get_aval(x).shape[d] for x, d in zip(flat, dims) if d is not None}
@@ -584,7 +612,8 @@ def vmap(
 
         def out_dims_thunk(n: int) -> list:
             axes = _flatten_axes("out_axes", out_tree_box[0], out_axes)
-            return axes
+            key_data = tu.lifted_leaf_mask(out_tree_box[0])
+            return [a - 1 if kd and isinstance(a, int) and a < 0 else a for a, kd in zip(axes, key_data)]
 
         data = batching.AxisData(size, axis_name, spmd_axis_name)
         outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data)

@@ -529,11 +529,11 @@ class JitWrapped:
         return self.lower(*args, **kwargs)
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
-        from fjax.api import ShapeDtypeStruct  # noqa: PLC0415
+        from fjax.api import ShapeDtypeStruct, shapes_of_keys  # noqa: PLC0415
 
         (closed, _, out_tree), _ = self._get(args, kwargs)
         outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
-        return tu.tree_unflatten(out_tree, outs)
+        return shapes_of_keys(tu.tree_unflatten(out_tree, outs))
 
     def clear_cache(self) -> None:
         self._cache.clear()

@@ -144,3 +144,25 @@ def test_compat_array_isinstance_holds_for_keys():
 
     assert isinstance(K, Array) and isinstance(jnp.ones(1), Array)
     assert not isinstance(np.ones(1), Array)
+
+
+def test_vmap_negative_axes_count_key_dims():
+    # a key array's axis -1 is its last key axis, not the key words of its data (as in JAX)
+    ks = random.split(K, 4)
+    assert fjax.vmap(random.key_data, in_axes=-1)(ks).shape == (4, 2)
+    ks2 = random.split(K, 6).reshape(2, 3)
+    assert fjax.vmap(random.key_data, in_axes=-1)(ks2).shape == (3, 2, 2)
+    out = fjax.vmap(lambda k: random.split(k, 3), out_axes=-1)(ks)
+    assert out.shape == (3, 4) and out.dtype == random.key_dtype()
+    ref = np.asarray(random.key_data(fjax.vmap(lambda k: random.split(k, 3))(ks))).transpose(1, 0, 2)
+    np.testing.assert_array_equal(_data(out), ref)
+    with pytest.raises(ValueError, match=r"rank should be at least 2, but is only 1 \(its shape is \(4,\)\)"):
+        fjax.vmap(lambda k: k, in_axes=1)(ks)
+
+
+def test_eval_shape_of_keys_is_a_key_dtype_struct():
+    out = fjax.eval_shape(lambda k: (random.split(k), random.normal(k, (3,))), K)
+    assert out == (fjax.ShapeDtypeStruct((2,), random.key_dtype()), fjax.ShapeDtypeStruct((3,), jnp.float32))
+    spec = fjax.ShapeDtypeStruct((4,), random.key_dtype())
+    assert fjax.eval_shape(lambda ks: fjax.vmap(random.split)(ks), spec).shape == (4, 2)
+    assert fjax.jit(random.split).eval_shape(K) == fjax.ShapeDtypeStruct((2,), random.key_dtype())
