@@ -99,7 +99,11 @@ def transpose_blocks(nest: LoopNest, read: int, write: int, min_extent: int = 16
         if isinstance(e, Ix):
             # a slice or reversal of a transposed buffer; strided or computed indices are left alone
             e = e.axis if (e.scale in (1, -1) and e.div == 1) else None
-        if type(e) is int and e != a and nest.domain[e] >= min_extent:
+        # a transpose reads along ``e`` and also walks ``a`` in an outer buffer dim; a buffer that
+        # does not depend on ``a`` (a column broadcast along it, an outer product's left factor)
+        # is read once per output row whatever the order: blocking it only shortens the row loop
+        outer = {x.axis if isinstance(x, Ix) else x for x in s.index[:-1]}
+        if type(e) is int and e != a and a in outer and nest.domain[e] >= min_extent:
             return (e, a, int(read), int(write))
     return None
 
