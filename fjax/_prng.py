@@ -70,6 +70,14 @@ class PRNGKeyArray:
 
     flatten = ravel
 
+    def astype(self, dtype: Any) -> PRNGKeyArray:
+        if dtype is KEY_DTYPE or isinstance(dtype, KeyDtype):
+            return self
+        raise TypeError(
+            f"Cannot convert a key array (dtype {KEY_DTYPE}) to {dtype}: use jax.random.key_data(arr) for its "
+            "integer data"
+        )
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TypeError(
             "JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use jax.random.key_data(arr) "

@@ -166,3 +166,19 @@ def test_eval_shape_of_keys_is_a_key_dtype_struct():
     spec = fjax.ShapeDtypeStruct((4,), random.key_dtype())
     assert fjax.eval_shape(lambda ks: fjax.vmap(random.split)(ks), spec).shape == (4, 2)
     assert fjax.jit(random.split).eval_shape(K) == fjax.ShapeDtypeStruct((2,), random.key_dtype())
+
+
+def test_where_asarray_astype_on_keys():
+    # optax's MultiSteps selects between two states holding keys (jnp.where + jnp.astype), and
+    # inject_hyperparams calls jnp.asarray on a key hyperparameter
+    ks, other = random.split(K, 3), random.split(random.key(1), 3)
+    select = fjax.jit(lambda c, a, b: jnp.astype(jnp.where(c, a, b), a.dtype))
+    picked = select(jnp.array([True, False, True]), ks, other)
+    assert picked.dtype == random.key_dtype()
+    np.testing.assert_array_equal(_data(picked), np.where([[True], [False], [True]], _data(ks), _data(other)))
+    np.testing.assert_array_equal(_data(jnp.where(False, K, random.key(1))), _data(random.key(1)))
+    assert jnp.asarray(K) is K and jnp.array(K, dtype=random.key_dtype()) is K
+    with pytest.raises(TypeError, match="key array"):
+        jnp.asarray(K, dtype=jnp.uint32)
+    with pytest.raises(TypeError, match="key arrays"):
+        jnp.where(True, K, jnp.zeros(2))

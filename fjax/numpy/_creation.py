@@ -276,6 +276,9 @@ def array(
     del device
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
+    if getattr(object, "dtype", None) is dtypes.KEY_DTYPE and hasattr(object, "_base"):
+        # a typed key array stays one (as in JAX); a numeric dtype is refused by its astype
+        return object.astype(dtype) if dtype is not None else object
     dt = _canon_dtype_arg(dtype)
     t = type(object)
     if t is Array or isinstance(object, Tracer):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core, lax
+from fjax import core, dtypes, lax
 from fjax.numpy import _creation as C
 from fjax.numpy import _reductions as R
 from fjax.numpy import _shape as S
@@ -161,6 +161,8 @@ def isreal(x: Any) -> Any:
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
     """``x`` converted to ``dtype`` (the Array-API function form of ``x.astype``)."""
+    if getattr(x, "dtype", None) is dtypes.KEY_DTYPE and hasattr(x, "_base"):
+        return x.astype(dtype)  # a typed key array: only the key dtype itself
     return _arr(x, "astype").astype(dtype)
 
 

@@ -977,6 +977,8 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
         return _nonzero_concrete(condition, size, fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
+    if getattr(x, "dtype", None) is dtypes.KEY_DTYPE or getattr(y, "dtype", None) is dtypes.KEY_DTYPE:
+        return _where_keys(condition, x, y)
     check_arraylike("where", condition, x, y)
     c = _to_bool(to_fjax(condition, "where"))
     x, y = promote_dtypes("where", x, y)
@@ -984,6 +986,16 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
     shape = max((c.shape, x.shape, y.shape), key=len)
     c, x, y = (lax.broadcast_in_dim(a, shape, ()) if a.shape != shape else a for a in (c, x, y))
     return lax.select(c, x, y)
+
+
+def _where_keys(condition: Any, x: Any, y: Any) -> Any:
+    """``where`` over typed key arrays: selects whole keys (the condition broadcasts over key axes)."""
+    from fjax._prng import PRNGKeyArray  # noqa: PLC0415 - fjax._prng imports the tree modules
+
+    if not (isinstance(x, PRNGKeyArray) and isinstance(y, PRNGKeyArray)):
+        raise TypeError("where: cannot combine key arrays with arrays of a numeric dtype")
+    c = _to_bool(to_fjax(condition, "where"))
+    return PRNGKeyArray(where(lax.expand_dims(c, (c.ndim,)), x._base, y._base))
 
 
 def _nonzero_concrete(a: Any, size: int | None, fill_value: Any) -> tuple:
