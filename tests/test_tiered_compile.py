@@ -248,3 +248,31 @@ def test_auto_scan_inside_an_eager_first_call_is_not_compiled_separately(auto, m
     f = fjax.jit(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x), c.sum()), jnp.zeros(5), xs))
     f(xs)  # evaluated eagerly: its scan body runs in numpy too, nothing compiles in this thread
     assert here == []
+
+
+def test_auto_threads_racing_for_a_new_program(auto):
+    import threading
+
+    x = np.linspace(-2, 2, 257).astype(np.float32)
+    f = fjax.jit(lambda x: jnp.sinh(x) * 0.25 + jnp.abs(x))
+    want = np.sinh(x) * 0.25 + np.abs(x)
+    e0 = dispatch._tier_stats["eager_calls"]
+    out, errors = [None] * 6, []
+    barrier = threading.Barrier(6)
+
+    def worker(i):
+        try:
+            barrier.wait()
+            out[i] = np.asarray(f(x))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert not errors
+    for o in out:
+        np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
+    assert dispatch._tier_stats["eager_calls"] - e0 == 1  # one eager call; the others waited for the compile
