@@ -127,13 +127,7 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """``tree_util.tree_map`` over the leaves that ``tree_flatten`` here gives (key data, not keys)."""
-    leaves, treedef = tree_flatten(tree, is_leaf)
-    if not rest:
-        results = [f(x) for x in leaves]
-    else:
-        all_leaves = [leaves, *_flatten_rest(treedef, rest, "tree_map")]
-        results = [f(*xs) for xs in zip(*all_leaves)]
-    return treedef._unflatten_unchecked(results)
+    return _tu._map_flattened(tree_flatten, f, tree, rest, is_leaf)
 
 
 def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:

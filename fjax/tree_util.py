@@ -566,7 +566,13 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[An
     of ``tree`` may face a whole subtree of another tree, while a None in ``tree`` must face
     None); otherwise ValueError names both structures.
     """
-    leaves, treedef = tree_flatten(tree, is_leaf)
+    return _map_flattened(tree_flatten, f, tree, rest, is_leaf)
+
+
+def _map_flattened(flatten: Callable, f: Callable[..., Any], tree: Any, rest: tuple, is_leaf: Any) -> Any:
+    """``tree_map`` over the leaves ``flatten`` gives (``tree_flatten`` here; ``fjax._tree_lifted``
+    passes its own, which looks through key arrays)."""
+    leaves, treedef = flatten(tree, is_leaf)
     if not rest:
         results = [f(x) for x in leaves]
     else:
