@@ -116,6 +116,9 @@ __all__ = [
 
 # operators and methods of Array and Tracer come from fjax.numpy
 from fjax import numpy  # noqa: E402
+from fjax.numpy import _key_shape  # noqa: E402
+
+_key_shape.install(vars(lax), _key_shape.LAX_FUNCTIONS)  # lax's shape functions take key arrays too
 from fjax import nn, optim, random  # noqa: E402
 from fjax._devices import (  # noqa: E402
     block_until_ready,

@@ -68,6 +68,34 @@ class PRNGKeyArray:
     def ravel(self) -> PRNGKeyArray:
         return self.reshape(-1)
 
+    def _jnp(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        from fjax import numpy as jnp
+
+        return getattr(jnp, name)(self, *args, **kwargs)
+
+    def transpose(self, *axes: Any) -> PRNGKeyArray:
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
+        return self._jnp("transpose", axes)
+
+    T = property(lambda self: self.transpose())
+    mT = property(lambda self: self._jnp("matrix_transpose"))
+
+    def squeeze(self, axis: Any = None) -> PRNGKeyArray:
+        return self._jnp("squeeze", axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> PRNGKeyArray:
+        return self._jnp("swapaxes", axis1, axis2)
+
+    def take(self, indices: Any, axis: Any = None, **kwargs: Any) -> PRNGKeyArray:
+        return self._jnp("take", indices, axis=axis, **kwargs)
+
+    @property
+    def at(self) -> Any:
+        """``keys.at[idx].set(other_keys)`` / ``.get()``, as for arrays."""
+        from fjax.numpy._key_shape import key_at
+
+        return key_at(self)
+
     flatten = ravel
 
     def astype(self, dtype: Any) -> PRNGKeyArray:

@@ -29,3 +29,8 @@ del _install, _install_more, _Array, _Tracer
 from fjax.numpy._more import *  # noqa: F401,F403
 from fjax.numpy._more2 import *  # noqa: F401,F403
 from fjax.numpy._more3 import *  # noqa: F401,F403
+
+# shape and indexing functions take typed key arrays, as in JAX
+from fjax.numpy import _key_shape as _ks  # noqa: E402
+
+_ks.install(globals(), _ks.JNP_FUNCTIONS)
