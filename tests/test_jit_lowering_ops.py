@@ -453,3 +453,30 @@ def test_transpose_blocks_hypothesis():
         np.testing.assert_array_equal(got, want)
 
     check()
+
+
+# ---------------------------------------------------------------------------------------------
+# row reductions: the kernel keeps only the path of its (static) row length class
+
+
+@pytest.mark.parametrize("nr", [0, 1, 5, 32, 33, 100, 700])
+def test_row_reductions_both_length_classes(nr):
+    from fjax.backends.numba.render import SHORT_ROWS
+
+    x = RNG.standard_normal((7, nr)).astype(np.float32)
+    f = fjax.jit(lambda x: (jnp.exp(x) * 0.5).sum(axis=-1))
+    np.testing.assert_allclose(np.asarray(f(x)), (np.exp(x) * 0.5).sum(-1), rtol=1e-5, atol=1e-6)
+    src = f.lower(x).as_text(dialect="numba")
+    if "rows loop nest" in src:
+        short = 0 < nr <= SHORT_ROWS
+        assert ("rows of at most" in src) == short and ("rows of more than" in src) == (not short)
+
+
+def test_one_body_two_row_classes_in_one_program():
+    # the same fused body over rows of 10 and of 300: two kernels (one per class), both right
+    a = RNG.standard_normal((6, 10)).astype(np.float32)
+    b = RNG.standard_normal((6, 300)).astype(np.float32)
+    f = fjax.jit(lambda a, b: (jnp.tanh(a).sum(-1), jnp.tanh(b).sum(-1)))
+    ga, gb = f(a, b)
+    np.testing.assert_allclose(np.asarray(ga), np.tanh(a).sum(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(gb), np.tanh(b).sum(-1), rtol=1e-5, atol=1e-5)
