@@ -521,7 +521,15 @@ class JitWrapped:
         outs = core.bind(jit_p, ins, dict(jaxpr=closed, name=self.name))
         return tu.tree_unflatten(out_tree, outs)
 
+    @staticmethod
+    def _abstract_keys(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """A ShapeDtypeStruct of the key dtype given to lower/trace/eval_shape stands for a key array."""
+        from fjax.api import _key_shapes_in  # noqa: PLC0415
+
+        return _key_shapes_in(args), _key_shapes_in(kwargs)
+
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        args, kwargs = self._abstract_keys(args, kwargs)
         (closed, consts, _), _ = self._get(args, kwargs)
         return Lowered(closed, consts, self.name)
 
@@ -531,6 +539,7 @@ class JitWrapped:
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         from fjax.api import ShapeDtypeStruct, shapes_of_keys  # noqa: PLC0415
 
+        args, kwargs = self._abstract_keys(args, kwargs)
         (closed, _, out_tree), _ = self._get(args, kwargs)
         outs = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
         return shapes_of_keys(tu.tree_unflatten(out_tree, outs))

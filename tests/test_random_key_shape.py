@@ -130,3 +130,14 @@ def test_plain_arrays_unchanged():
     x = np.arange(12.0).reshape(3, 4)
     np.testing.assert_array_equal(np.asarray(jnp.flip(x, -1)), np.flip(x, -1))
     assert jnp.reshape.__name__ == "reshape" and jnp.reshape.__doc__ == jnp.reshape.__wrapped__.__doc__
+
+
+def test_jit_eval_shape_and_lower_take_key_shape_dtype_structs():
+    kd = random.key(0).dtype
+    f = fjax.jit(lambda k, x: (random.split(k[0]), random.normal(k[1], x.shape) + x))
+    spec = (fjax.ShapeDtypeStruct((3,), kd), fjax.ShapeDtypeStruct((4,), np.float32))
+    keys_out, x_out = f.eval_shape(*spec)
+    assert keys_out.shape == (2,) and keys_out.dtype == kd
+    assert x_out.shape == (4,) and x_out.dtype == np.float32
+    assert f.eval_shape(random.split(random.key(1), 3), np.ones(4, np.float32))[0].dtype == kd
+    assert "program" in f.trace(*spec).lower().as_text()
