@@ -4,8 +4,9 @@ A ``PRNGKeyArray`` wraps the uint32 key data (shape ``(*key_shape, 2)``). It is 
 in JAX, and fjax's transforms look through it to that data (``fjax/_tree_lifted.py``), so key
 arrays pass through ``jit``, ``vmap``, ``scan`` and every other transform as their data does;
 ``fjax.random`` functions take typed and raw (``PRNGKey``) keys alike and give back the kind
-they were given. ``jnp`` operations on key arrays other than indexing, ``reshape``, iteration,
-``stack`` and ``concatenate`` are not supported (use ``random.key_data``).
+they were given. Indexing, iteration, ``jnp.stack``/``concatenate``/``where`` and the shape and
+indexing functions of ``jnp`` and ``lax`` (``fjax/numpy/_key_shape.py``) take key arrays;
+arithmetic does not (use ``random.key_data``), as in JAX.
 """
 
 from __future__ import annotations

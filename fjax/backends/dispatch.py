@@ -136,8 +136,6 @@ _tier_stats = {"queued": 0, "compiled": 0, "eager_calls": 0}
 
 
 def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable | None:
-    if getattr(_tier, "depth", 0):
-        return None  # nested in a program evaluated eagerly: the outer program compiles it all
     if threading.current_thread() in _tier_worker:
         return _compile_locked(closed, backend)
     key = (id(closed), backend)
