@@ -11,6 +11,11 @@ compare like with like. numba's own caches of
 fjax's helper modules (``vmath``, ``loops``, ...) are part of the installed package and stay warm
 after their first use on a machine; only the cache of generated kernels starts empty.
 
+fjax runs with its default, tiered compilation "auto" (a cheap program's first call is evaluated
+eagerly while it compiles in the background; ``fjax/backends/tiering.py``); each program also
+runs with tiering off ("compiled first": the first call compiles, as JAX's does), and the "2nd
+call" column is what the second call waits for while the background compile finishes.
+
 Programs: the digits-sized MLP (64-128-64-10, GELU, softmax cross-entropy) train step with Adam;
 the gradient of a 64-unit tanh RNN ``scan`` over 1,000 steps; the gradient of a 3x3 convolution
 (batch 128, 28x28x1 -> 16 channels); chains of ``sin(x) * 0.9 + c`` (200 and 2,000 steps);
