@@ -1,0 +1,430 @@
+"""A CPU stand-in for the part of cupy that fjax's CUDA runtime (``runtime.py``) calls, so the
+runtime's own code (buffers, modules, launches, the cuBLAS calls through ctypes, CUDA-graph capture
+and replay) runs and is tested on machines without a GPU. A developer and test tool: fjax never
+imports it by itself.
+
+``install(compute=True)`` puts it in ``sys.modules["cupy"]`` (``uninstall()`` undoes that):
+
+- device buffers are numpy arrays (``StandinArray``, whose ``.data`` is a device-pointer-like
+  ``MemoryPointer``), ``cupy.ndarray(shape, dtype, memptr=...)`` views memory at a pointer;
+- ``RawModule`` compiles the CUDA source with the CUDA emulator (``emulate.py``: g++ and
+  ``cuda_emu.h``), and a launch runs the kernel there, with the argument values packed at the
+  call, as CUDA does;
+- ``cublas{S,D}gemmStridedBatched`` (reached through the ctypes library the runtime loads) compute
+  column-major GEMMs with numpy over the raw pointers, on the stream set on the handle;
+- a stream's ``begin_capture``/``end_capture`` records the launches, copies and GEMMs issued on it
+  instead of running them; the resulting graph replays them with the pointers and scalars of the
+  capture baked in (so a replay that should have re-pointed an input reads the captured buffer,
+  exactly the mistake a real graph would make).
+
+``compute=False`` makes kernels, copies and GEMMs no-ops and counts them (``calls``): what remains
+is fjax's host-side Python, which ``bench/gpu_host_overhead.py`` times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+import threading
+import types
+from collections import Counter
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["MemoryPointer", "StandinArray", "calls", "install", "uninstall"]
+
+calls: Counter = Counter()
+_state = {"compute": True}
+_local = threading.local()
+
+
+def _compute() -> bool:
+    return _state["compute"]
+
+
+# ---------------------------------------------------------------------------------------------
+# buffers
+
+
+class MemoryPointer:
+    """A device pointer (``ptr``) ``off`` bytes into the memory of ``owner`` (kept alive while the
+    pointer is)."""
+
+    __slots__ = ("off", "owner")
+
+    def __init__(self, owner: Any, off: int = 0):
+        self.owner, self.off = owner, int(off)
+
+    @property
+    def ptr(self) -> int:
+        return self.owner.__array_interface__["data"][0] + self.off
+
+    def __add__(self, off: int) -> MemoryPointer:
+        return MemoryPointer(self.owner, self.off + int(off))
+
+    def copy_from_device_async(self, src: MemoryPointer, nbytes: int, stream: Any = None) -> None:
+        calls["copy"] += 1
+        if not _state["compute"]:
+            return
+        dst, s, n = self.ptr, src.ptr, int(nbytes)
+        _issue(stream, lambda: ctypes.memmove(dst, s, n) if n else None)
+
+
+class StandinArray(np.ndarray):
+    """A "device" buffer: numpy memory; ``.data`` is its ``MemoryPointer``."""
+
+    @property
+    def data(self) -> MemoryPointer:  # type: ignore[override]
+        return MemoryPointer(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        ai = self.__array_interface__
+        keys = ("shape", "typestr", "data", "strides")
+        return {**{k: ai[k] for k in keys}, "version": 3}
+
+    def get(self) -> np.ndarray:
+        return np.array(np.asarray(self))
+
+
+def _fresh(shape: Any, dtype: Any) -> StandinArray:
+    out = np.empty(shape, dtype)
+    if _compute() and out.size:
+        out.reshape(-1).view(np.uint8).fill(0xA5)  # unwritten outputs show up in comparisons
+    return out.view(StandinArray)
+
+
+def empty(shape: Any, dtype: Any = np.float64) -> StandinArray:
+    calls["empty"] += 1
+    return _pooled(_fresh(shape, dtype))
+
+
+def _pooled(arr: StandinArray) -> StandinArray:
+    """Inside ``using_allocator(pool.malloc)`` the pool keeps the memory for good, as a private
+    cupy pool keeps freed blocks from everyone but its own allocator (a CUDA graph's buffers)."""
+    pool = getattr(_local, "pool", None)
+    if pool is not None:
+        pool.keep.append(arr)
+        pool.bytes += arr.nbytes
+    return arr
+
+
+def ndarray(shape: Any, dtype: Any = np.float64, memptr: MemoryPointer | None = None, strides: Any = None) -> Any:
+    """``cupy.ndarray(shape, dtype, memptr)``: a C-contiguous array over the memory at ``memptr``."""
+    calls["ndarray"] += 1
+    if memptr is None:
+        return _fresh(shape, dtype)
+    dt = np.dtype(dtype)
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = (ctypes.c_uint8 * max(n, 1)).from_address(memptr.ptr)
+    arr = np.frombuffer(raw, np.uint8, count=n).view(dt).reshape(shape).view(StandinArray)
+    arr._owner = memptr.owner  # type: ignore[attr-defined]  # keep the memory alive
+    return arr
+
+
+def asarray(x: Any) -> StandinArray:
+    calls["upload"] += 1
+    return np.array(x, order="C").view(StandinArray)
+
+
+def asnumpy(x: Any) -> np.ndarray:
+    calls["download"] += 1
+    return np.array(np.asarray(x))
+
+
+def ascontiguousarray(x: Any) -> StandinArray:
+    calls["contiguous"] += 1
+    return _pooled(np.array(x, order="C").view(StandinArray))
+
+
+def matmul(a: Any, b: Any, out: Any = None) -> Any:
+    calls["cupy.matmul"] += 1
+    if out is None:
+        out = empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), a.dtype)
+    _issue(None, lambda: np.matmul(np.asarray(a), np.asarray(b), out=np.asarray(out)) if _compute() else None)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# streams and graphs: work issued on a capturing stream is recorded, not run
+
+
+class Stream:
+    _next_ptr = [0x1000]
+
+    def __init__(self, non_blocking: bool = False, ptr: int | None = None):
+        if ptr is None:
+            ptr = Stream._next_ptr[0]
+            Stream._next_ptr[0] += 0x10
+        self.ptr = ptr
+        self.capture: list | None = None
+        _streams_by_ptr[ptr] = self
+
+    def synchronize(self) -> None:
+        calls["sync"] += 1
+
+    def __enter__(self) -> Stream:
+        _stack().append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _stack().pop()
+
+    def begin_capture(self, mode: Any = None) -> None:
+        self.capture = []
+
+    def end_capture(self) -> Graph:
+        ops, self.capture = self.capture or [], None
+        return Graph(ops)
+
+
+class Graph:
+    def __init__(self, ops: list):
+        self.ops = ops
+
+    def launch(self, stream: Any = None) -> None:
+        calls["graph launch"] += 1
+        if not _state["compute"]:
+            return
+        for op in self.ops:
+            _issue(stream, op)
+
+
+_streams_by_ptr: dict = {}
+_default = Stream(ptr=0)
+
+
+def _stack() -> list:
+    s = getattr(_local, "stack", None)
+    if s is None:
+        s = _local.stack = [_default]
+    return s
+
+
+def get_current_stream() -> Stream:
+    return _stack()[-1]
+
+
+def _issue(stream: Any, op: Callable[[], Any]) -> None:
+    """Run ``op`` now, or record it when ``stream`` (default: the current one) is capturing."""
+    s = stream if stream is not None else get_current_stream()
+    if s.capture is not None:
+        s.capture.append(op)
+    elif _compute():
+        op()
+
+
+class MemoryPool:
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.keep: list = []
+
+    def malloc(self, n: int) -> Any:
+        raise NotImplementedError("cupy_standin: allocate with cupy.empty inside using_allocator(pool.malloc)")
+
+    def total_bytes(self) -> int:
+        return self.bytes
+
+    def used_bytes(self) -> int:
+        return self.bytes
+
+
+_pool = MemoryPool()
+
+
+def get_default_memory_pool() -> MemoryPool:
+    return _pool
+
+
+@contextlib.contextmanager
+def _using_allocator(fn: Any = None) -> Any:
+    prev = getattr(_local, "pool", None)
+    _local.pool = getattr(fn, "__self__", None)
+    try:
+        yield
+    finally:
+        _local.pool = prev
+
+
+class Device:
+    def __init__(self, i: int = 0):
+        self.id = int(i)
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels: compiled and run by the CUDA emulator
+
+
+class _Function:
+    def __init__(self, module: Any, name: str):
+        self.module, self.name = module, name
+        self.types = module.kernels[name] if module is not None else None
+        self.fn = module.function(name) if module is not None else None
+
+    def __call__(self, grid: tuple, block: tuple, args: tuple, shared_mem: int = 0) -> None:
+        calls["launch"] += 1
+        if self.fn is None:
+            return
+        from fjax.backends.cuda.emulate import _CTYPES  # noqa: PLC0415
+
+        if len(self.types) != len(args):
+            raise TypeError(f"{self.name} takes {len(self.types)} arguments, got {len(args)}")
+        keep = []
+        ptrs = (ctypes.c_void_p * max(1, len(args)))()
+        for i, (t, a) in enumerate(zip(self.types, args)):
+            if t.endswith("*"):
+                if not isinstance(a, np.ndarray):
+                    raise TypeError(f"argument {i} of {self.name} must be a device buffer, got {type(a).__name__}")
+                v: Any = ctypes.c_void_p(a.__array_interface__["data"][0])
+            else:  # RawKernels convert nothing: a scalar must already be of the parameter's type
+                d = np.dtype(getattr(a, "dtype", type(a)))
+                v = _CTYPES[d](np.asarray(a).item())
+            keep.append(v)
+            ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+        g = (ctypes.c_uint * 3)(*(tuple(grid) + (1, 1))[:3])
+        b = (ctypes.c_uint * 3)(*(tuple(block) + (1, 1))[:3])
+        fn, name = self.fn, self.name
+
+        def run() -> None:
+            keep  # noqa: B018 - the packed argument values live as long as the launch (or graph)
+            if min(g) and fn(g, b, ptrs):
+                raise RuntimeError(f"CUDA emulator: {name}<<<{tuple(grid)}, {tuple(block)}>>> failed")
+
+        _issue(None, run)
+
+
+class RawModule:
+    def __init__(self, code: str = "", options: tuple = ()):
+        self.code, self.options = code, options
+        self._mod: Any = None
+
+    def compile(self) -> None:
+        if _compute() and self._mod is None:
+            from fjax.backends.cuda import emulate  # noqa: PLC0415
+
+            self._mod = emulate.compile_source(self.code)
+
+    def get_function(self, name: str) -> _Function:
+        calls["get_function"] += 1
+        self.compile()
+        return _Function(self._mod, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# cuBLAS (what the runtime calls through ctypes)
+
+
+def _colmajor(ptr: int, rows: int, cols: int, ld: int, dtype: np.dtype) -> np.ndarray:
+    """The column-major ``rows x cols`` matrix at ``ptr`` with leading dimension ``ld`` (a view)."""
+    n = (cols - 1) * ld + rows if rows and cols else 0
+    base = np.frombuffer((ctypes.c_uint8 * max(1, n * dtype.itemsize)).from_address(ptr), dtype, count=n)
+    return np.lib.stride_tricks.as_strided(base, (rows, cols), (dtype.itemsize, ld * dtype.itemsize))
+
+
+def _val(x: Any) -> Any:
+    return x.value if hasattr(x, "value") else x
+
+
+class _Cublas:
+    def __init__(self) -> None:
+        self.stream: dict = {}
+
+    def cublasSetStream_v2(self, handle: Any, stream: Any) -> int:
+        self.stream[_val(handle)] = _val(stream) or 0
+        return 0
+
+    def _gemm(self, dt: Any, handle: Any, ta: int, tb: int, m: int, n: int, k: int, alpha: Any, *rest: Any) -> int:
+        calls["gemm"] += 1
+        if not _state["compute"]:
+            return 0
+        a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb = rest
+        dt = np.dtype(dt)
+        al, be = float(alpha._obj.value), float(beta._obj.value)
+        a, b, c = _val(a), _val(b), _val(c)
+        lda, ldb, ldc, sa, sb, sc = (int(_val(v)) for v in (lda, ldb, ldc, sa, sb, sc))
+        it = dt.itemsize
+
+        def run() -> None:
+            for i in range(int(nb)):
+                A = _colmajor(a + i * sa * it, k, m, lda, dt).T if ta else _colmajor(a + i * sa * it, m, k, lda, dt)
+                B = _colmajor(b + i * sb * it, n, k, ldb, dt).T if tb else _colmajor(b + i * sb * it, k, n, ldb, dt)
+                C = _colmajor(c + i * sc * it, m, n, ldc, dt)
+                r = al * (A @ B)
+                C[...] = r if be == 0 else r + be * C
+
+        _issue(_streams_by_ptr.get(self.stream.get(_val(handle), 0), _default), run)
+        return 0
+
+    def cublasSgemmStridedBatched(self, *args: Any) -> int:
+        return self._gemm(np.float32, *args)
+
+    def cublasDgemmStridedBatched(self, *args: Any) -> int:
+        return self._gemm(np.float64, *args)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+_saved: dict = {}
+
+
+def install(compute: bool = True, n_devices: int = 1) -> None:
+    """Make ``import cupy`` give this stand-in and reset fjax's runtime and device state to it.
+    ``compute=False``: kernels, copies and GEMMs do nothing (host-overhead timing)."""
+    _state["compute"] = bool(compute)
+    cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(
+            getDeviceCount=lambda: n_devices,
+            getDeviceProperties=lambda i: {"name": b"CPU stand-in GPU (fjax cupy_standin)"},
+            getDevice=lambda: 0,
+            memGetInfo=lambda: (1 << 34, 1 << 34),
+            streamCaptureModeRelaxed=2,
+        ),
+        Device=Device,
+        Stream=Stream,
+        MemoryPool=MemoryPool,
+        get_current_stream=get_current_stream,
+        using_allocator=_using_allocator,
+        device=types.SimpleNamespace(get_cublas_handle=lambda: 1),
+    )
+    mod = sys.modules[__name__]
+    mod.cuda = cuda  # type: ignore[attr-defined]
+    mod.__version__ = "standin"  # type: ignore[attr-defined]
+    if "cupy" not in _saved:
+        _saved["cupy"] = sys.modules.get("cupy")
+    sys.modules["cupy"] = mod  # type: ignore[assignment]
+    _reset_fjax(_Cublas())
+
+
+def uninstall() -> None:
+    """Undo ``install``: ``import cupy`` is the real one (or missing) again."""
+    prev = _saved.pop("cupy", None)
+    if prev is None:
+        sys.modules.pop("cupy", None)
+    else:
+        sys.modules["cupy"] = prev
+    _reset_fjax(None)
+
+
+def _reset_fjax(cublas: Any) -> None:
+    from fjax import _devices, _placement  # noqa: PLC0415
+    from fjax.backends import dispatch  # noqa: PLC0415
+    from fjax.backends.cuda import runtime  # noqa: PLC0415
+
+    dispatch.register_backend("cuda", "fjax.backends.cuda.backend:CudaBackend")  # forget compiled plans
+    runtime._probe = None
+    runtime._modules.clear()
+    runtime._cublas_handles.clear()
+    runtime._cublas[:] = [cublas] if cublas is not None else []
+    _devices._reset_platforms()
+    _placement._clear()
+    _placement.rearm()

@@ -1,0 +1,98 @@
+"""fjax's real cupy runtime (``fjax/backends/cuda/runtime.py``: buffers, module cache, launches,
+cuBLAS through ctypes, CUDA-graph capture and replay) and GPU placement, run on the CPU against
+``fjax.backends.cuda.cupy_standin``: a stand-in for cupy whose kernels run in the CUDA emulator
+(g++), whose GEMMs are numpy over the raw pointers cuBLAS would get, and whose graphs record the
+captured work and replay it with the capture's pointers baked in (as a real CUDA graph does).
+
+The real-GPU tests (``test_cuda_gpu.py``) run here unchanged against the stand-in: the programs
+that exercise the runtime's paths (GEMM layouts, scan, while, cond, sort, gather/scatter, random)
+always, the whole lowering corpus under the thorough hypothesis profile. Nothing here touches a
+GPU: it says the runtime's host code is right, not how fast a GPU is."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import fjax
+from fjax.backends.cuda import emulate
+
+pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
+
+THOROUGH = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
+# corpus programs whose plans cover the runtime's paths: GEMMs in every operand layout (forward,
+# transposed in the gradient, batched), a scan, a while loop, a cond, sort, gather/scatter, random
+CORE = ("mlp_step", "rnn_grad", "while_cond", "sort", "gather_grad", "random", "vmap_grad", "conv_grad", "dus_loop")
+
+
+@pytest.fixture
+def standin_gpu():
+    from fjax.backends.cuda import cupy_standin
+
+    old = fjax.config.jax_platforms
+    fjax.config.update("jax_platforms", None)
+    cupy_standin.install(compute=True)
+    try:
+        yield cupy_standin
+    finally:
+        cupy_standin.uninstall()
+        fjax.config.update("jax_platforms", old)
+
+
+def _corpus_names() -> list:
+    import test_cuda_gpu  # noqa: PLC0415
+
+    names = sorted(test_cuda_gpu._corpus())
+    return names if THOROUGH else [n for n in names if n in CORE]
+
+
+def test_core_names_are_in_the_corpus():
+    import test_cuda_gpu  # noqa: PLC0415
+
+    assert set(CORE) <= set(test_cuda_gpu._corpus()), set(CORE) - set(test_cuda_gpu._corpus())
+
+
+@pytest.mark.parametrize("name", _corpus_names())
+def test_corpus_through_the_cupy_runtime(standin_gpu, name):
+    import test_cuda_gpu  # noqa: PLC0415
+
+    assert fjax.default_backend() == "gpu"
+    test_cuda_gpu.test_corpus_on_gpu_matches_numba(name)
+
+
+def test_graph_replay_through_the_cupy_runtime(standin_gpu):
+    """A training loop and an RNN gradient called repeatedly: captured as graphs on the second call
+    and replayed with new inputs every call, against the CPU at every step."""
+    import test_cuda_gpu  # noqa: PLC0415
+
+    standin_gpu.calls.clear()
+    test_cuda_gpu.test_repeated_calls_replay_a_cuda_graph()
+    assert standin_gpu.calls["graph launch"] >= 6, dict(standin_gpu.calls)
+
+
+def test_threefry_and_eager_ops_through_the_cupy_runtime(standin_gpu):
+    import test_cuda_gpu  # noqa: PLC0415
+
+    test_cuda_gpu.test_threefry_bits_identical_on_gpu()
+    test_cuda_gpu.test_eager_ops_and_transforms_on_gpu()
+
+
+def test_standin_graph_bakes_in_the_captured_pointers(standin_gpu):
+    """The stand-in's graphs behave as CUDA's: a replay reads the buffers of the capture, so a
+    runtime that forgot to copy new inputs in would read stale data (the check above relies on it)."""
+    cp = standin_gpu
+    src = cp.asarray(np.arange(4, dtype=np.float32))
+    dst = cp.empty((4,), np.float32)
+    side = cp.Stream(non_blocking=True)
+    with side:
+        side.begin_capture()
+        dst.data.copy_from_device_async(src.data, src.nbytes, side)
+        graph = side.end_capture()
+    assert not np.array_equal(np.asarray(dst), np.arange(4))  # captured, not run
+    graph.launch(cp.get_current_stream())
+    np.testing.assert_array_equal(np.asarray(dst), np.arange(4, dtype=np.float32))
+    np.asarray(src)[:] = 7
+    graph.launch(cp.get_current_stream())
+    np.testing.assert_array_equal(np.asarray(dst), np.full(4, 7, np.float32))
