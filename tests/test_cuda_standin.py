@@ -68,8 +68,12 @@ def test_graph_replay_through_the_cupy_runtime(standin_gpu):
     import test_cuda_gpu  # noqa: PLC0415
 
     standin_gpu.calls.clear()
+    standin_gpu.launches.clear()
     test_cuda_gpu.test_repeated_calls_replay_a_cuda_graph()
     assert standin_gpu.calls["graph launch"] >= 6, dict(standin_gpu.calls)
+    # the replays copied their inputs in with one kernel and returned views of one output buffer
+    copy_in = sum(n for k, n in standin_gpu.launches.items() if k.startswith("fj_copy_in_"))
+    assert copy_in >= 6 and standin_gpu.calls["ndarray"] > 0, (dict(standin_gpu.launches), dict(standin_gpu.calls))
 
 
 def test_threefry_and_eager_ops_through_the_cupy_runtime(standin_gpu):
@@ -96,3 +100,41 @@ def test_standin_graph_bakes_in_the_captured_pointers(standin_gpu):
     np.asarray(src)[:] = 7
     graph.launch(cp.get_current_stream())
     np.testing.assert_array_equal(np.asarray(dst), np.full(4, 7, np.float32))
+
+
+@pytest.mark.parametrize("offsets", [(0, 0, 0), (1, 3, 16), (16, 5, 0)])
+def test_copy_in_kernel_copies_every_buffer(offsets):
+    """The graph replay's one-launch input copy (``runtime.copy_in_source``) in the emulator:
+    buffers of odd sizes, at 16-byte aligned and misaligned addresses, each copied exactly."""
+    from fjax.backends.cuda import runtime
+
+    rt = emulate.EmulatedRuntime()
+    sizes = [37, 4096 + 12, 16]
+    name, src = runtime.copy_in_source(sizes)
+    mod = rt.module(src)
+    rng = np.random.default_rng(0)
+    srcs, dsts = [], []
+    for n, off in zip(sizes, offsets):
+        base = np.zeros(n + 32, np.uint8)  # (numpy's allocations are 16-byte aligned)
+        s = base[off : off + n]
+        s[:] = rng.integers(0, 256, n, dtype=np.uint8)
+        srcs.append(s)
+        dsts.append(np.zeros(n + 32, np.uint8)[off : off + n])
+    rt.launch(mod, name, (2, 1, 1), (256, 1, 1), tuple(srcs + dsts))
+    for s, d in zip(srcs, dsts):
+        np.testing.assert_array_equal(d, s)
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+def test_copy_in_kernel_compiles_with_nvcc(tmp_path):
+    import subprocess
+
+    from fjax.backends.cuda import runtime
+
+    _, src = runtime.copy_in_source([8, 1 << 20, 3])
+    cu = tmp_path / "copy_in.cu"
+    cu.write_text(src)
+    r = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-c", str(cu), "-o", str(tmp_path / "c.o")], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr[-2000:]

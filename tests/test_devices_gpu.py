@@ -412,7 +412,7 @@ def emulated_gpu(monkeypatch):
     fjax.config.update("jax_platforms", None)
     for name in ("available", "unavailable_reason", "device_count", "device_kind", "device", "synchronize"):
         monkeypatch.setattr(cuda_runtime, name, getattr(fake, name))
-    for name in ("module", "launch", "empty", "to_device", "to_host", "matmul"):
+    for name in ("module", "kernel", "launch", "empty", "to_device", "to_host", "matmul"):
         monkeypatch.setattr(cuda_runtime, name, getattr(emu, name))
     dispatch.register_backend("cuda", "fjax.backends.cuda.backend:CudaBackend")
     _devices._reset_platforms()

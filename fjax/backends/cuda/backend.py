@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.cuda import plan as cplan
+from fjax.backends.cuda.executor import Executor
 from fjax.backends.cuda.ops import CUDA_OPS
 from fjax.backends.kernel_ir import Program
 
@@ -62,7 +63,7 @@ class CudaBackend(Backend):
         p, module = self.build(program)
         if runtime is None:
             runtime = default_runtime()
-        ex = cplan.Executor(p, module, runtime, options=())
+        ex = Executor(p, module, runtime, options=())
         ex.__fjax_source__ = ex.src
         return ex
 

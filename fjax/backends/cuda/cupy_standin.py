@@ -33,9 +33,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["MemoryPointer", "StandinArray", "calls", "install", "uninstall"]
+__all__ = ["MemoryPointer", "StandinArray", "calls", "install", "launches", "uninstall"]
 
 calls: Counter = Counter()
+launches: Counter = Counter()  # kernel name -> launches
 _state = {"compute": True}
 _local = threading.local()
 
@@ -114,7 +115,7 @@ def _pooled(arr: StandinArray) -> StandinArray:
 def ndarray(shape: Any, dtype: Any = np.float64, memptr: MemoryPointer | None = None, strides: Any = None) -> Any:
     """``cupy.ndarray(shape, dtype, memptr)``: a C-contiguous array over the memory at ``memptr``."""
     calls["ndarray"] += 1
-    if memptr is None:
+    if memptr is None or not _state["compute"]:
         return _fresh(shape, dtype)
     dt = np.dtype(dtype)
     shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
@@ -272,6 +273,7 @@ class _Function:
 
     def __call__(self, grid: tuple, block: tuple, args: tuple, shared_mem: int = 0) -> None:
         calls["launch"] += 1
+        launches[self.name] += 1
         if self.fn is None:
             return
         from fjax.backends.cuda.emulate import _CTYPES  # noqa: PLC0415
@@ -424,6 +426,8 @@ def _reset_fjax(cublas: Any) -> None:
     runtime._probe = None
     runtime._modules.clear()
     runtime._cublas_handles.clear()
+    runtime._gemm_plans.clear()
+    runtime._count.clear()
     runtime._cublas[:] = [cublas] if cublas is not None else []
     _devices._reset_platforms()
     _placement._clear()

@@ -23,6 +23,7 @@ all defines use it without compiling again (tests compile a corpus once).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -166,6 +167,10 @@ class EmulatedRuntime:
                 mod = compile_source(source)
             self._modules[key] = mod
         return mod
+
+    def kernel(self, module: EmulatedModule, kernel_name: str) -> Any:
+        """``fn(grid, block, args, shared_mem=0)`` launching ``kernel_name`` (as ``launch``)."""
+        return functools.partial(self.launch, module, kernel_name)
 
     def launch(
         self, module: EmulatedModule, kernel_name: str, grid: tuple, block: tuple, args: tuple, shared_mem: int = 0

@@ -19,7 +19,6 @@ plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from fjax.backends.cuda.ops import PRELUDE, ctype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
 from fjax.backends.cuda.render import CudaKernel, describe, render_nest
 
-__all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source", "Executor"]
+__all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,142 +327,3 @@ def source(prog: ir.Program, caps: Any) -> str:
     """One CUDA C++ translation unit: every kernel of ``prog`` and its launch sequence as comments."""
     plan, module = build(prog, caps)
     return module.source(plan_text(plan))
-
-
-# ---------------------------------------------------------------------------------------------
-# executing a plan through a runtime
-
-
-# plans with fewer launches + GEMMs than this run launch by launch: a graph's copies of the inputs
-# and outputs would cost more than the launches they save
-GRAPH_MIN_STEPS = 4
-
-
-def graph_steps(plan: Plan) -> int | None:
-    """The launches + GEMMs one run of ``plan`` makes (scan bodies counted per iteration), or None
-    when it reads a value back to the host (``while``, ``cond``) and so cannot be a CUDA graph."""
-    n = 0
-    for s in plan.steps:
-        if isinstance(s, (Launch, MatMul)):
-            n += 1
-        elif isinstance(s, Branch) or (isinstance(s, Loop) and s.kind != "scan"):
-            return None
-        elif isinstance(s, Loop):
-            b = graph_steps(s.body)
-            if b is None:
-                return None
-            n += s.length * (b + len(s.ys))
-    return n
-
-
-class Executor:
-    """Runs a plan on a runtime (``rt.module/launch/empty/to_device/to_host/matmul``); buffers are
-    the runtime's array objects (``.reshape``/``.transpose``/indexing give views)."""
-
-    def __init__(self, plan: Plan, module: Module, rt: Any, options: tuple = ()):
-        self.plan, self.rt = plan, rt
-        self.src = module.source(plan_text(plan))
-        self.mod = rt.module(self.src, tuple(options))
-        self._consts: dict = {}
-        self._upload(plan)
-        # a CUDA graph of the whole plan (runtime.capture_graph), replayed from the second call on
-        # when the plan reads nothing back to the host (no while/cond) and launches enough work
-        # that launch overhead matters; None: not yet tried, False: not used
-        n = graph_steps(plan)
-        use = os.environ.get("FJAX_CUDA_GRAPHS", "1") != "0" and hasattr(rt, "capture_graph")
-        self._graph: Any = None if use and n is not None and n >= GRAPH_MIN_STEPS else False
-        self._calls = 0
-
-    def _upload(self, plan: Plan) -> None:
-        for n, c in plan.consts.items():
-            self._consts[n] = self.rt.to_device(np.ascontiguousarray(c))
-        for s in plan.steps:
-            if isinstance(s, Loop):
-                self._upload(s.body)
-                if s.cond is not None:
-                    self._upload(s.cond)
-            elif isinstance(s, Branch):
-                for b in s.branches:
-                    self._upload(b)
-
-    def __call__(self, *args: Any) -> list:
-        g = self._graph
-        if g:
-            outs = g.replay(args)
-            if outs is not None:
-                return outs
-        elif g is None and self._calls >= 1:
-            # second call: capture (the first warmed up cuBLAS and the module); on any failure the
-            # plan simply keeps running launch by launch
-            self._graph = self.rt.capture_graph(lambda ins: self.run(self.plan, list(ins)), args) or False
-            if self._graph:
-                outs = self._graph.replay(args)
-                if outs is not None:
-                    return outs
-        self._calls += 1
-        return self.run(self.plan, list(args))
-
-    def run(self, plan: Plan, args: list) -> list:
-        rt = self.rt
-        env: dict = dict(zip(plan.inputs, args))
-        for n in plan.consts:
-            env[n] = self._consts[n]
-        for s in plan.steps:
-            if isinstance(s, Alloc):
-                env[s.name] = rt.empty(tuple(s.shape), s.dtype)
-            elif isinstance(s, View):
-                env[s.name] = env[s.src].reshape(tuple(s.shape))
-            elif isinstance(s, Launch):
-                a = tuple(env[x] if isinstance(x, str) else x for x in s.args)
-                rt.launch(self.mod, s.kernel, s.grid, s.block, a, s.shared_mem)
-            elif isinstance(s, MatMul):
-                env[s.out] = self._matmul(s, env)
-            elif isinstance(s, Loop):
-                outs = self._loop(s, env)
-                env.update(zip(s.outs, outs))
-            elif isinstance(s, Branch):
-                i = int(np.asarray(rt.to_host(env[s.index])).reshape(()))
-                i = min(max(i, 0), len(s.branches) - 1)
-                outs = self.run(s.branches[i], [env[x] for x in s.ins])
-                env.update(zip(s.outs, outs))
-            else:
-                raise NotImplementedError(f"CUDA runtime: plan record {type(s).__name__}")
-        return [env[o] for o in plan.outputs]
-
-    def _matmul(self, s: MatMul, env: dict) -> Any:
-        nb, nl, nk, nr = s.dims
-        lhs, rhs = env[s.lhs], env[s.rhs]
-        if s.lhs_perm is not None:
-            lhs = lhs.transpose(s.lhs_perm)
-        if s.rhs_perm is not None:
-            rhs = rhs.transpose(s.rhs_perm)
-        a = lhs.reshape(nb, nk, nl).transpose(0, 2, 1) if s.lhs_t else lhs.reshape(nb, nl, nk)
-        b = rhs.reshape(nb, nr, nk).transpose(0, 2, 1) if s.rhs_t else rhs.reshape(nb, nk, nr)
-        out = self.rt.empty((nb, nl, nr), s.dtype)
-        self.rt.matmul(a, b, out)
-        return out.reshape(tuple(s.out_shape))
-
-    def _loop(self, s: Loop, env: dict) -> list:
-        rt = self.rt
-        consts = [env[c] for c in s.consts]
-        carry = [env[c] for c in s.carries]
-        if s.kind == "scan":
-            xs = [env[x] for x in s.xs]
-            ys = [rt.empty(tuple(y[1]), y[2]) for y in s.ys]
-            for it in range(s.length):
-                t = s.length - 1 - it if s.reverse else it
-                outs = self.run(s.body, consts + carry + [x[t : t + 1].reshape(tuple(x.shape[1:])) for x in xs])
-                carry = outs[: len(carry)]
-                for (_, shape, _, kname, block), y, v in zip(s.ys, ys, outs[len(carry) :]):
-                    n = math.prod(shape[1:])
-                    if n:
-                        dst = y[t : t + 1].reshape(tuple(shape[1:]))
-                        rt.launch(self.mod, kname, launch_grid(n, block), (block, 1, 1), (v, dst), 0)
-            return carry + ys
-        cconsts = [env[c] for c in s.cond_consts]
-        while True:
-            (p,) = self.run(s.cond, cconsts + carry)
-            if not bool(np.asarray(rt.to_host(p)).reshape(())):
-                break
-            carry = self.run(s.body, consts + carry)
-        return carry

@@ -23,7 +23,7 @@ import ctypes
 import hashlib
 import re
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +35,7 @@ __all__ = [
     "device_count",
     "device_kind",
     "empty",
+    "kernel",
     "launch",
     "matmul",
     "memory_stats",
@@ -96,11 +97,15 @@ def unavailable_reason() -> str:
     return _probe_once()[1]
 
 
+_count: list = []
+
+
 def device_count() -> int:
-    """The number of CUDA devices visible to this process (0 without cupy or a GPU)."""
-    if not available():
-        return 0
-    return int(_cupy().cuda.runtime.getDeviceCount())
+    """The number of CUDA devices visible to this process (0 without cupy or a GPU; probed once,
+    as CUDA fixes the visible devices when it initializes)."""
+    if not _count:
+        _count.append(int(_cupy().cuda.runtime.getDeviceCount()) if available() else 0)
+    return _count[0]
 
 
 def device_kind(index: int) -> str:
@@ -109,11 +114,15 @@ def device_kind(index: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-@contextlib.contextmanager
-def device(index: int) -> Iterator[None]:
-    """Make CUDA device ``index`` current in the block: allocations, transfers and launches go there."""
-    with _cupy().cuda.Device(int(index)):
-        yield
+_single = contextlib.nullcontext()
+
+
+def device(index: int) -> contextlib.AbstractContextManager:
+    """A context making CUDA device ``index`` current in the block: allocations, transfers and
+    launches go there. With one device in the process it is always current: nothing to switch."""
+    if device_count() == 1 and index == 0:
+        return _single
+    return _cupy().cuda.Device(int(index))
 
 
 def memory_stats(index: int) -> dict[str, int]:
@@ -192,20 +201,20 @@ def _gemm_operand(x: Any) -> tuple[bool, int] | None:
     return None
 
 
-def matmul(a: Any, b: Any, out: Any) -> Any:
-    """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
-    ``(nb, m, k) @ (nb, k, n)`` into a contiguous ``out`` call cuBLAS's strided-batched GEMM directly
-    on the current stream (also inside a CUDA graph capture, which cupy's matmul refuses); other
-    dtypes and layouts go through ``cupy.matmul``."""
-    cp = _cupy()
+_gemm_plans: dict = {}
+_NO_GEMM = ()
+
+
+def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
+    """The cuBLAS call for ``out = a @ b`` with these shapes, strides and dtypes, minus the
+    pointers (``_NO_GEMM`` when cuBLAS's strided-batched GEMM cannot do it): computed once per
+    layout, so a repeated GEMM costs one dictionary lookup before the call."""
+    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, a.dtype, b.dtype, out.dtype)
+    plan = _gemm_plans.get(key)
+    if plan is not None:
+        return plan
+    plan = _NO_GEMM
     dt = out.dtype
-    if getattr(_capturing, "active", False) and a.ndim == 3 and b.ndim == 3:
-        # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
-        # kernel, which captures)
-        if _gemm_operand(a) is None:
-            a = cp.ascontiguousarray(a)
-        if _gemm_operand(b) is None:
-            b = cp.ascontiguousarray(b)
     if (
         a.ndim == 3
         and b.ndim == 3
@@ -219,34 +228,59 @@ def matmul(a: Any, b: Any, out: Any) -> Any:
         and a.shape[2] > 0
     ):
         la, lb = _gemm_operand(a), _gemm_operand(b)
-        if la is not None and lb is not None:
-            lib = _cublas_lib()
-            if lib is not None:
-                nb, m, k = a.shape
-                n = b.shape[2]
-                dev = cp.cuda.runtime.getDevice()
-                handle = _cublas_handles.get(dev)
-                if handle is None:  # (cupy refuses to hand it out during a capture: fetched before)
-                    handle = _cublas_handles[dev] = cp.cuda.device.get_cublas_handle()
-                # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
-                lib.cublasSetStream_v2(ctypes.c_void_p(handle), ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
-                f32 = dt == np.float32
-                one = (ctypes.c_float if f32 else ctypes.c_double)(1.0)
-                zero = (ctypes.c_float if f32 else ctypes.c_double)(0.0)
-                ta, lda = la
-                tb, ldb = lb
-                fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
-                # row-major C = A B is column-major C^T = B^T A^T
-                st = fn(
-                    ctypes.c_void_p(handle), int(tb), int(ta), n, m, k, ctypes.byref(one),
-                    ctypes.c_void_p(b.data.ptr), ldb, ctypes.c_longlong(k * n),
-                    ctypes.c_void_p(a.data.ptr), lda, ctypes.c_longlong(m * k),
-                    ctypes.byref(zero), ctypes.c_void_p(out.data.ptr), n, ctypes.c_longlong(m * n), nb,
-                )  # fmt: skip
-                if st != 0:
-                    raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
-                return out
-    return cp.matmul(a, b, out=out)
+        lib = _cublas_lib() if la is not None and lb is not None else None
+        if lib is not None:
+            nb, m, k = a.shape
+            n = b.shape[2]
+            f32 = dt == np.float32
+            ct = ctypes.c_float if f32 else ctypes.c_double
+            fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
+            one, zero = ct(1.0), ct(0.0)
+            ta, lda = la
+            tb, ldb = lb
+            # row-major C = A B is column-major C^T = B^T A^T
+            plan = (
+                lib, fn, int(tb), int(ta), n, m, k, ctypes.byref(one), ldb, ctypes.c_longlong(k * n), lda,
+                ctypes.c_longlong(m * k), ctypes.byref(zero), n, ctypes.c_longlong(m * n), nb, (one, zero),
+            )  # fmt: skip
+    with _lock:
+        if len(_gemm_plans) >= 4096:
+            _gemm_plans.clear()
+        _gemm_plans[key] = plan
+    return plan
+
+
+def matmul(a: Any, b: Any, out: Any) -> Any:
+    """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
+    ``(nb, m, k) @ (nb, k, n)`` into a contiguous ``out`` call cuBLAS's strided-batched GEMM directly
+    on the current stream (also inside a CUDA graph capture, which cupy's matmul refuses); other
+    dtypes and layouts go through ``cupy.matmul``."""
+    cp = _cupy()
+    if getattr(_capturing, "active", False) and a.ndim == 3 and b.ndim == 3:
+        # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
+        # kernel, which captures)
+        if _gemm_operand(a) is None:
+            a = cp.ascontiguousarray(a)
+        if _gemm_operand(b) is None:
+            b = cp.ascontiguousarray(b)
+    plan = _gemm_plan(a, b, out)
+    if plan is _NO_GEMM:
+        return cp.matmul(a, b, out=out)
+    lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _ = plan
+    dev = cp.cuda.runtime.getDevice() if device_count() > 1 else 0
+    handle = _cublas_handles.get(dev)
+    if handle is None:  # (cupy refuses to hand it out during a capture: fetched before)
+        handle = _cublas_handles[dev] = cp.cuda.device.get_cublas_handle()
+    h = ctypes.c_void_p(handle)
+    # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
+    lib.cublasSetStream_v2(h, ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
+    st = fn(
+        h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), ldb, sb, ctypes.c_void_p(a.data.ptr), lda, sa,
+        zero, ctypes.c_void_p(out.data.ptr), ldc, sc, nb,
+    )  # fmt: skip
+    if st != 0:
+        raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +317,12 @@ def module(source: str, options: tuple[str, ...] = ()) -> Any:
     return mod
 
 
+def kernel(mod: Any, kernel_name: str) -> Any:
+    """The launcher of ``kernel_name`` in ``mod``, fetched once by a plan's executor:
+    ``fn(grid, block, args, shared_mem=0)`` launches it on the current stream (``launch``)."""
+    return mod.get_function(kernel_name)
+
+
 def launch(mod: Any, kernel_name: str, grid: tuple, block: tuple, args: tuple, shared_mem: int = 0) -> None:
     """Launch ``kernel_name`` of ``mod`` on the current stream; ``args`` are device buffers and
     numpy scalars already of the kernel's parameter types (RawKernels convert nothing)."""
@@ -299,16 +339,53 @@ GRAPH_MAX_BYTES = 256 << 20
 _graph_warned: set = set()
 
 
+def copy_in_source(nbytes: list) -> tuple[str, str]:
+    """``(kernel name, CUDA source)`` of one kernel copying ``len(nbytes)`` buffers at once:
+    arguments ``src0..srcN-1, dst0..dstN-1``, buffer ``i`` being ``nbytes[i]`` bytes; 16-byte
+    words where both pointers are 16-byte aligned, bytes otherwise. A graph replay copies its inputs
+    in with it: one launch instead of one copy per input."""
+    name = "fj_copy_in_" + hashlib.sha1(repr(list(nbytes)).encode()).hexdigest()[:12]
+    n = len(nbytes)
+    params = [f"const unsigned char* __restrict__ s{i}" for i in range(n)]
+    params += [f"unsigned char* __restrict__ d{i}" for i in range(n)]
+    lines = [
+        "#ifdef FJAX_EMULATE",  # (the CPU emulator's header: tests run this kernel there)
+        '#include "cuda_emu.h"',
+        "#endif",
+        f"// copy of {n} buffers ({', '.join(map(str, nbytes))} bytes)",
+        f'extern "C" __global__ void __launch_bounds__(256) {name}({", ".join(params)}) {{',
+        "  const long long tid = (long long)blockIdx.x * 256 + threadIdx.x;",
+        "  const long long step = (long long)gridDim.x * 256;",
+    ]
+    for i, nb in enumerate(nbytes):
+        nb = int(nb)
+        lines += [
+            f"  if ((((unsigned long long)s{i}) | ((unsigned long long)d{i})) % 16ULL == 0ULL) {{",
+            f"    for (long long j = tid; j < {nb // 16}LL; j += step) ((int4*)d{i})[j] = ((const int4*)s{i})[j];",
+            f"    for (long long j = {nb // 16 * 16}LL + tid; j < {nb}LL; j += step) d{i}[j] = s{i}[j];",
+            "  } else {",
+            f"    for (long long j = tid; j < {nb}LL; j += step) d{i}[j] = s{i}[j];",
+            "  }",
+        ]
+    lines.append("}")
+    return name, "\n".join(lines) + "\n"
+
+
 class Graph:
     """One plan captured as a CUDA graph over buffers of its own (a private memory pool, kept as
-    long as the graph): ``replay(args)`` copies the arguments into the graph's input buffers,
-    launches it, and copies its outputs into fresh buffers, all on the current stream."""
+    long as the graph): ``replay(args)`` copies the arguments into the graph's input buffers (one
+    multi-buffer copy kernel, ``copy_in_source``), launches the graph, and copies its outputs (packed
+    into one buffer by the graph) into one fresh buffer whose views it returns, all on the current
+    stream: four operations per call whatever the number of inputs and outputs."""
 
     def __init__(self, graph: Any, ins: list, outs: list, pool: Any, pack: Any, offsets: list):
         # outs: the graph's outputs; the graph ends by copying them into ``pack`` (one buffer) at
         # ``offsets``, so a replay copies them out with one copy and returns views of it
-        self.graph, self.ins, self.outs, self.pool = graph, ins, outs, pool
-        self.pack, self.offsets = pack, offsets
+        self.graph, self.ins, self.pool, self.pack = graph, ins, pool, pack
+        self.specs = [(tuple(o.shape), o.dtype, off, o.nbytes) for o, off in zip(outs, offsets)]
+        self.check = [(tuple(s.shape), s.dtype) for s in ins]
+        self.nz = [i for i, s in enumerate(ins) if s.nbytes]
+        self.copy_in: Any = None  # (kernel, grid, block) copying the inputs with one launch
         self.lock = threading.Lock()
 
     def replay(self, args: Any) -> list | None:
@@ -316,20 +393,48 @@ class Graph:
         layout than at capture, or a stream other than the default one): run it launch by launch."""
         cp = _cupy()
         stream = cp.cuda.get_current_stream()
-        if stream.ptr != 0 or len(args) != len(self.ins):
+        if stream.ptr != 0 or len(args) != len(self.check):
             return None
-        for a, s in zip(args, self.ins):
-            if a.shape != s.shape or a.dtype != s.dtype or not a.flags.c_contiguous:
+        for a, (shape, dt) in zip(args, self.check):
+            if a.shape != shape or a.dtype != dt or not a.flags.c_contiguous:
                 return None
+        ins = self.ins
         with self.lock:
-            for a, s in zip(args, self.ins):
-                if s.nbytes:
-                    s.data.copy_from_device_async(a.data, s.nbytes, stream)
+            if self.copy_in is not None:
+                fn, grid, block = self.copy_in
+                fn(grid, block, tuple([args[i] for i in self.nz] + [ins[i] for i in self.nz]))
+            else:
+                for i in self.nz:
+                    ins[i].data.copy_from_device_async(args[i].data, ins[i].nbytes, stream)
             self.graph.launch(stream)
-            buf = cp.empty(self.pack.nbytes, np.uint8)
-            if self.pack.nbytes:
-                buf.data.copy_from_device_async(self.pack.data, self.pack.nbytes, stream)
-        return [buf[off : off + o.nbytes].view(o.dtype).reshape(o.shape) for o, off in zip(self.outs, self.offsets)]
+            n = self.pack.nbytes
+            buf = cp.empty(n, np.uint8)
+            if n:
+                buf.data.copy_from_device_async(self.pack.data, n, stream)
+        nd, base = cp.ndarray, buf.data
+        return [nd(shape, dt, memptr=base + off) if nb else cp.empty(shape, dt) for shape, dt, off, nb in self.specs]
+
+    def use_copy_kernel(self) -> None:
+        """Copy the inputs in with one kernel (compiled now) when there are two or more; on any
+        failure keep one copy per input (said once)."""
+        if len(self.nz) < 2:
+            return
+        try:
+            sizes = [self.ins[i].nbytes for i in self.nz]
+            name, src = copy_in_source(sizes)
+            fn = module(src).get_function(name)
+            grid = (max(1, min(1024, -(-max(sizes) // (16 * 256)))), 1, 1)
+            self.copy_in = (fn, grid, (256, 1, 1))
+        except Exception as e:  # noqa: BLE001 - an optimization: never fail the call for it
+            _warn_once(f"the graph input copy kernel failed to compile ({type(e).__name__}: {e})")
+
+
+def _warn_once(why: str) -> None:
+    if why not in _graph_warned:
+        _graph_warned.add(why)
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(f"fjax: {why}; running without it", stacklevel=4)
 
 
 def capture_graph(run: Any, args: Any) -> Graph | None:
@@ -389,7 +494,9 @@ def capture_graph(run: Any, args: Any) -> Graph | None:
 
             warnings.warn(f"fjax: a CUDA graph could not be captured ({why}); running launch by launch", stacklevel=3)
         return None
-    return Graph(graph, ins, outs, pool, pack, offsets)
+    g = Graph(graph, ins, outs, pool, pack, offsets)
+    g.use_copy_kernel()
+    return g
 
 
 def clear_cache() -> None:
