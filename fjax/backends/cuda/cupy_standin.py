@@ -89,6 +89,20 @@ class StandinArray(np.ndarray):
     def get(self) -> np.ndarray:
         return np.array(np.asarray(self))
 
+    # the metadata operations a caller makes on a device buffer, counted: on cupy each is a call
+    # into its ndarray machinery (microseconds of host time), unlike numpy's
+    def reshape(self, *a: Any, **k: Any) -> Any:
+        calls["reshape"] += 1
+        return super().reshape(*a, **k)
+
+    def transpose(self, *a: Any) -> Any:
+        calls["transpose"] += 1
+        return super().transpose(*a)
+
+    def __getitem__(self, key: Any) -> Any:
+        calls["index"] += 1
+        return super().__getitem__(key)
+
 
 def _fresh(shape: Any, dtype: Any) -> StandinArray:
     out = np.empty(shape, dtype)

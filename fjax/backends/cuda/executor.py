@@ -256,10 +256,16 @@ def _launch(fn: Callable, grid: tuple, block: tuple, spec: list, shared: int) ->
 
 
 def _matmul(rt: Any, s: MatMul, o: int, li: int, ri: int) -> Callable:
+    """``dot_general`` as GEMMs: one 2-D GEMM when there is one batch (no reshape of operands that
+    already have the matrix's shape: each reshape is a call into cupy), batched 3-D otherwise."""
     nb, nl, nk, nr = s.dims
     lperm, rperm, lt, rt_ = s.lhs_perm, s.rhs_perm, s.lhs_t, s.rhs_t
     la, ra = ((nb, nk, nl) if lt else (nb, nl, nk)), ((nb, nr, nk) if rt_ else (nb, nk, nr))
-    oshape, out_shape, dt = (nb, nl, nr), tuple(s.out_shape), np.dtype(s.dtype)
+    oshape = (nb, nl, nr)
+    if nb == 1:
+        la, ra, oshape = la[1:], ra[1:], oshape[1:]
+    ax = (1, 0) if nb == 1 else (0, 2, 1)
+    out_shape, dt = tuple(s.out_shape), np.dtype(s.dtype)
     same = oshape == out_shape
     empty, matmul = rt.empty, rt.matmul
 
@@ -269,10 +275,12 @@ def _matmul(rt: Any, s: MatMul, o: int, li: int, ri: int) -> Callable:
             lhs = lhs.transpose(lperm)
         if rperm is not None:
             rhs = rhs.transpose(rperm)
-        a = lhs.reshape(la).transpose(0, 2, 1) if lt else lhs.reshape(la)
-        b = rhs.reshape(ra).transpose(0, 2, 1) if rt_ else rhs.reshape(ra)
+        if lhs.shape != la:
+            lhs = lhs.reshape(la)
+        if rhs.shape != ra:
+            rhs = rhs.reshape(ra)
         out = empty(oshape, dt)
-        matmul(a, b, out)
+        matmul(lhs.transpose(ax) if lt else lhs, rhs.transpose(ax) if rt_ else rhs, out)
         env[o] = out if same else out.reshape(out_shape)
 
     return op

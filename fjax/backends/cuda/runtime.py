@@ -186,13 +186,20 @@ def _cublas_lib() -> Any:
 _capturing = threading.local()  # .active: this thread is capturing a CUDA graph
 
 
+def _shape3(x: Any) -> tuple[tuple, tuple]:
+    """``(shape, strides)`` of ``x`` as ``(batch, rows, cols)``: a 2-D operand is one matrix."""
+    if x.ndim == 2:
+        r, c = x.shape
+        return (1, r, c), (r * c * x.itemsize, *x.strides)
+    return x.shape, x.strides
+
+
 def _gemm_operand(x: Any) -> tuple[bool, int] | None:
-    """(transposed, leading dimension) of a 3-D operand ``(batch, rows, cols)`` whose matrices are
-    row-major or transposed row-major with a dense batch stride, else None."""
-    _, r, c = x.shape
+    """(transposed, leading dimension) of a 2-D or 3-D operand ``([batch,] rows, cols)`` whose
+    matrices are row-major or transposed row-major with a dense batch stride, else None."""
+    (nb, r, c), (sb, sr, sc) = _shape3(x)
     it = x.itemsize
-    sb, sr, sc = x.strides
-    if x.shape[0] > 1 and sb != r * c * it:
+    if nb > 1 and sb != r * c * it:
         return None
     if (sc == it and (sr == c * it or r == 1)) or (c == 1 and sr == it):
         return False, max(c, 1)
@@ -216,22 +223,21 @@ def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
     plan = _NO_GEMM
     dt = out.dtype
     if (
-        a.ndim == 3
-        and b.ndim == 3
-        and out.ndim == 3
+        a.ndim == b.ndim == out.ndim
+        and a.ndim in (2, 3)
         and dt in (np.float32, np.float64)
         and a.dtype == dt
         and b.dtype == dt
         and out.flags.c_contiguous
-        and a.shape[0] == b.shape[0] == out.shape[0]
+        and (a.ndim == 2 or a.shape[0] == b.shape[0] == out.shape[0])
         and min(out.shape) > 0
-        and a.shape[2] > 0
+        and a.shape[-1] > 0
     ):
         la, lb = _gemm_operand(a), _gemm_operand(b)
         lib = _cublas_lib() if la is not None and lb is not None else None
         if lib is not None:
-            nb, m, k = a.shape
-            n = b.shape[2]
+            nb, m, k = _shape3(a)[0]
+            n = b.shape[-1]
             f32 = dt == np.float32
             ct = ctypes.c_float if f32 else ctypes.c_double
             fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
@@ -252,11 +258,11 @@ def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
 
 def matmul(a: Any, b: Any, out: Any) -> Any:
     """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
-    ``(nb, m, k) @ (nb, k, n)`` into a contiguous ``out`` call cuBLAS's strided-batched GEMM directly
-    on the current stream (also inside a CUDA graph capture, which cupy's matmul refuses); other
-    dtypes and layouts go through ``cupy.matmul``."""
+    ``(nb, m, k) @ (nb, k, n)`` or ``(m, k) @ (k, n)`` into a contiguous ``out`` call cuBLAS's
+    strided-batched GEMM directly on the current stream (also inside a CUDA graph capture, which
+    cupy's matmul refuses); other dtypes and layouts go through ``cupy.matmul``."""
     cp = _cupy()
-    if getattr(_capturing, "active", False) and a.ndim == 3 and b.ndim == 3:
+    if getattr(_capturing, "active", False) and a.ndim == b.ndim and a.ndim in (2, 3):
         # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
         # kernel, which captures)
         if _gemm_operand(a) is None:
