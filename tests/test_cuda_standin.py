@@ -76,10 +76,16 @@ def test_graph_replay_through_the_cupy_runtime(standin_gpu):
     assert copy_in >= 6 and standin_gpu.calls["ndarray"] > 0, (dict(standin_gpu.launches), dict(standin_gpu.calls))
 
 
-def test_threefry_and_eager_ops_through_the_cupy_runtime(standin_gpu):
+def test_threefry_through_the_cupy_runtime(standin_gpu):
     import test_cuda_gpu  # noqa: PLC0415
 
     test_cuda_gpu.test_threefry_bits_identical_on_gpu()
+
+
+@pytest.mark.skipif(not THOROUGH, reason="each eager primitive compiles a module with g++: thorough profile only")
+def test_eager_ops_through_the_cupy_runtime(standin_gpu):
+    import test_cuda_gpu  # noqa: PLC0415
+
     test_cuda_gpu.test_eager_ops_and_transforms_on_gpu()
 
 
