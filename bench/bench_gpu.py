@@ -162,6 +162,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", default="", help="comma-separated substrings of workload names")
     args = ap.parse_args()
 
     import fjax  # noqa: PLC0415
@@ -194,6 +195,8 @@ def main() -> int:
     fw = workloads(fjax, fnp, flax, args.quick)
     jw = workloads(jax, jjnp, jlax, args.quick) if jax is not None else {}
     for name, (ff, a) in fw.items():
+        if args.only and not any(s in name for s in args.only.split(",")):
+            continue
         row: dict[str, Any] = {"name": name}
         try:
             fa = fjax.tree_util.tree_map(lambda v: fjax.device_put(v, gdev), a)

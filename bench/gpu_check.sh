@@ -17,6 +17,9 @@ cat "$OUT/env.txt"
 timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_cuda_gpu.py tests/test_devices_gpu.py -k "not fake and not emulated" \
   --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -40
 timeout 180 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -30
+# small plans as CUDA graphs too (per-example gradients: 3 steps, under the default threshold of 4)
+FJAX_CUDA_GRAPH_MIN_STEPS=2 timeout 90 $PY bench/bench_gpu.py --quick --only per-example,mlp --rounds 5 \
+  --json "$OUT/bench_gpu_graph2.json" 2>&1 | tee "$OUT/bench_gpu_graph2.txt" | tail -6
 # the main example, trained on the GPU (--device gpu)
 timeout 150 $PY examples/digits_mlp.py --device gpu --epochs 10 --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -12
 timeout 60 $PY bench/gpu_profile.py 2>&1 | tee "$OUT/profile.txt" | head -40

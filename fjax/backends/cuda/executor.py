@@ -25,9 +25,10 @@ from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan
 
 __all__ = ["GRAPH_MIN_STEPS", "Executor", "graph_steps", "launch_grid"]
 
-# plans with fewer launches + GEMMs than this run launch by launch: a graph's copies of the inputs
-# and outputs would cost more than the launches they save
-GRAPH_MIN_STEPS = 4
+# plans with fewer launches + GEMMs than this run launch by launch: a graph replay's own four
+# operations (input copy kernel, graph launch, output allocation and copy) would cost more than the
+# launches they save. FJAX_CUDA_GRAPH_MIN_STEPS overrides it (the GPU benchmark sweeps it).
+GRAPH_MIN_STEPS = int(os.environ.get("FJAX_CUDA_GRAPH_MIN_STEPS", "4"))
 
 
 def launch_grid(n: int, block: int) -> tuple:
