@@ -60,6 +60,8 @@ class MemoryPointer:
 
     @property
     def ptr(self) -> int:
+        if not _state["compute"]:
+            return 0  # (nothing reads memory then: no-op kernels, copies and GEMMs)
         return self.owner.__array_interface__["data"][0] + self.off
 
     def __add__(self, off: int) -> MemoryPointer:
@@ -438,6 +440,7 @@ def _reset_fjax(cublas: Any) -> None:
 
     dispatch.register_backend("cuda", "fjax.backends.cuda.backend:CudaBackend")  # forget compiled plans
     runtime._probe = None
+    runtime._cp.clear()
     runtime._modules.clear()
     runtime._cublas_handles.clear()
     runtime._gemm_plans.clear()

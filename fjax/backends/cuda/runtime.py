@@ -58,7 +58,12 @@ _modules: dict[str, Any] = {}
 _MAX_MODULES = 1024
 
 
+_cp: list = []  # the cupy module once imported (every launch and allocation asks for it)
+
+
 def _cupy() -> Any:
+    if _cp:
+        return _cp[0]
     try:
         import cupy  # noqa: PLC0415 - imported only when a GPU is asked for
     except ImportError as e:
@@ -66,6 +71,7 @@ def _cupy() -> Any:
             "fjax's CUDA backend needs cupy and an NVIDIA GPU: pip install 'fjax[gpu]' "
             f"(cupy for CUDA 12; see the README for CUDA 13) ({type(e).__name__}: {e})"
         ) from e
+    _cp[:] = [cupy]
     return cupy
 
 
@@ -150,7 +156,7 @@ def synchronize() -> None:
 
 def empty(shape: tuple, dtype: Any) -> Any:
     """An uninitialized device buffer (a C-contiguous cupy array) on the current device."""
-    return _cupy().empty(tuple(shape), dtype=np.dtype(dtype))
+    return (_cp[0] if _cp else _cupy()).empty(shape, dtype)
 
 
 def to_device(x: np.ndarray) -> Any:
@@ -163,7 +169,7 @@ def to_host(buf: Any) -> np.ndarray:
     return _cupy().asnumpy(buf)
 
 
-_cublas_handles: dict[int, int] = {}
+_cublas_handles: dict[int, Any] = {}  # device -> its cuBLAS handle (a ctypes.c_void_p)
 _cublas: list = []
 
 
@@ -274,10 +280,9 @@ def matmul(a: Any, b: Any, out: Any) -> Any:
         return cp.matmul(a, b, out=out)
     lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _ = plan
     dev = cp.cuda.runtime.getDevice() if device_count() > 1 else 0
-    handle = _cublas_handles.get(dev)
-    if handle is None:  # (cupy refuses to hand it out during a capture: fetched before)
-        handle = _cublas_handles[dev] = cp.cuda.device.get_cublas_handle()
-    h = ctypes.c_void_p(handle)
+    h = _cublas_handles.get(dev)
+    if h is None:  # (cupy refuses to hand it out during a capture: fetched before)
+        h = _cublas_handles[dev] = ctypes.c_void_p(cp.cuda.device.get_cublas_handle())
     # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
     lib.cublasSetStream_v2(h, ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
     st = fn(
