@@ -292,24 +292,11 @@ class _Function:
         launches[self.name] += 1
         if self.fn is None:
             return
-        from fjax.backends.cuda.emulate import _CTYPES  # noqa: PLC0415
+        from fjax.backends.cuda.emulate import dims, pack_args  # noqa: PLC0415
 
-        if len(self.types) != len(args):
-            raise TypeError(f"{self.name} takes {len(self.types)} arguments, got {len(args)}")
-        keep = []
-        ptrs = (ctypes.c_void_p * max(1, len(args)))()
-        for i, (t, a) in enumerate(zip(self.types, args)):
-            if t.endswith("*"):
-                if not isinstance(a, np.ndarray):
-                    raise TypeError(f"argument {i} of {self.name} must be a device buffer, got {type(a).__name__}")
-                v: Any = ctypes.c_void_p(a.__array_interface__["data"][0])
-            else:  # RawKernels convert nothing: a scalar must already be of the parameter's type
-                d = np.dtype(getattr(a, "dtype", type(a)))
-                v = _CTYPES[d](np.asarray(a).item())
-            keep.append(v)
-            ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-        g = (ctypes.c_uint * 3)(*(tuple(grid) + (1, 1))[:3])
-        b = (ctypes.c_uint * 3)(*(tuple(block) + (1, 1))[:3])
+        # (cupy passes any array's data pointer, contiguous or not)
+        keep, ptrs = pack_args(self.name, self.types, tuple(args), contiguous=False)
+        g, b = dims(grid), dims(block)
         fn, name = self.fn, self.name
 
         def run() -> None:

@@ -142,6 +142,32 @@ _CTYPES = {
 }
 
 
+def pack_args(kernel_name: str, types: list, args: tuple, contiguous: bool = True) -> tuple[list, Any]:
+    """``(values, pointers)``: the kernel arguments as ctypes values (a device buffer's data pointer,
+    a scalar of the parameter's type: RawKernels convert nothing) and the ``void*`` array of their
+    addresses a launch takes. ``values`` must live as long as the launch."""
+    if len(types) != len(args):
+        raise TypeError(f"CUDA emulator: {kernel_name} takes {len(types)} arguments, got {len(args)}")
+    keep: list = []
+    ptrs = (ctypes.c_void_p * max(1, len(args)))()
+    for i, (t, a) in enumerate(zip(types, args)):
+        if t.endswith("*"):
+            if not isinstance(a, np.ndarray) or (contiguous and not a.flags.c_contiguous):
+                raise TypeError(f"CUDA emulator: argument {i} of {kernel_name} must be a contiguous device buffer")
+            v: Any = ctypes.c_void_p(a.__array_interface__["data"][0])
+        else:
+            d = np.dtype(getattr(a, "dtype", type(a)))
+            v = _CTYPES[d](np.asarray(a).item())
+        keep.append(v)
+        ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+    return keep, ptrs
+
+
+def dims(d: tuple) -> Any:
+    """A grid or block (1 to 3 extents) as the ``unsigned[3]`` a launch takes."""
+    return (ctypes.c_uint * 3)(*(tuple(d) + (1, 1))[:3])
+
+
 class EmulatedRuntime:
     """The CUDA runtime API (see the module docstring) on the CPU."""
 
@@ -176,23 +202,8 @@ class EmulatedRuntime:
         self, module: EmulatedModule, kernel_name: str, grid: tuple, block: tuple, args: tuple, shared_mem: int = 0
     ) -> None:
         fn = module.function(kernel_name)
-        types = module.kernels[kernel_name]
-        if len(types) != len(args):
-            raise TypeError(f"CUDA emulator: {kernel_name} takes {len(types)} arguments, got {len(args)}")
-        keep = []
-        ptrs = (ctypes.c_void_p * max(1, len(args)))()
-        for i, (t, a) in enumerate(zip(types, args)):
-            if t.endswith("*"):
-                if not isinstance(a, np.ndarray) or not a.flags.c_contiguous:
-                    raise TypeError(f"CUDA emulator: argument {i} of {kernel_name} must be a contiguous device buffer")
-                v = ctypes.c_void_p(a.ctypes.data)
-            else:
-                d = np.dtype(getattr(a, "dtype", type(a)))
-                v = _CTYPES[d](np.asarray(a).item())
-            keep.append(v)
-            ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-        g = (ctypes.c_uint * 3)(*(tuple(grid) + (1, 1))[:3])
-        b = (ctypes.c_uint * 3)(*(tuple(block) + (1, 1))[:3])
+        _, ptrs = pack_args(kernel_name, module.kernels[kernel_name], args)
+        g, b = dims(grid), dims(block)
         if min(g) == 0:
             return
         rc = fn(g, b, ptrs)
