@@ -144,3 +144,111 @@ def test_copy_in_kernel_compiles_with_nvcc(tmp_path):
         ["nvcc", "-arch=sm_90", "-c", str(cu), "-o", str(tmp_path / "c.o")], capture_output=True, text=True
     )
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# ---- faults: a graph that cannot be used is said once and the numbers stay right ---------------
+
+
+def _mlp_steps(n: int = 4) -> None:
+    """``n`` MLP training steps on the GPU and on the CPU, compared at every step."""
+    import test_cuda_gpu  # noqa: PLC0415
+
+    from fjax import tree_util
+
+    fn, (params, x, y) = test_cuda_gpu._corpus()["mlp_step"]
+    step = fjax.jit(fn)
+    rng = np.random.default_rng(5)
+    pc = tree_util.tree_map(test_cuda_gpu._cpu, params)
+    pg = tree_util.tree_map(test_cuda_gpu._gpu, params)
+    for _ in range(n):
+        xb = rng.standard_normal(x.shape).astype(np.float32)
+        lc, pc = step(pc, test_cuda_gpu._cpu(xb), test_cuda_gpu._cpu(y))
+        lg, pg = step(pg, test_cuda_gpu._gpu(xb), test_cuda_gpu._gpu(y))
+        np.testing.assert_allclose(float(lg), float(lc), rtol=1e-4)
+    test_cuda_gpu._check(tree_util.tree_leaves(pg), tree_util.tree_leaves(pc), "mlp_step")
+
+
+@pytest.fixture
+def fresh_warnings():
+    from fjax.backends.cuda import runtime
+
+    saved = set(runtime._graph_warned)
+    runtime._graph_warned.clear()
+    yield
+    runtime._graph_warned.clear()
+    runtime._graph_warned.update(saved)
+
+
+def test_failed_capture_is_said_once_and_runs_launch_by_launch(standin_gpu, fresh_warnings, monkeypatch):
+    def refuse(self, mode=None):
+        raise RuntimeError("capture refused by the driver")
+
+    monkeypatch.setattr(standin_gpu.Stream, "begin_capture", refuse)
+    standin_gpu.calls.clear()
+    with pytest.warns(UserWarning, match="could not be captured .*capture refused") as rec:
+        _mlp_steps(4)
+    assert len([w for w in rec if "could not be captured" in str(w.message)]) == 1
+    assert standin_gpu.calls["graph launch"] == 0
+
+
+def test_no_cublas_library_falls_back_to_cupy_matmul(standin_gpu, fresh_warnings):
+    """Without a loadable libcublas the GEMMs go through cupy.matmul, which refuses a capturing
+    stream: the capture fails once, said once, and every step is still right."""
+    from fjax.backends.cuda import runtime
+
+    runtime._cublas[:] = [None]
+    runtime._gemm_plans.clear()
+    standin_gpu.calls.clear()
+    with pytest.warns(UserWarning, match="could not be captured"):
+        _mlp_steps(3)
+    assert standin_gpu.calls["cupy.matmul"] > 0 and standin_gpu.calls["gemm"] == 0
+
+
+def test_copy_kernel_failure_copies_each_input(standin_gpu, fresh_warnings, monkeypatch):
+    from fjax.backends.cuda import runtime
+
+    def broken(nbytes):
+        raise RuntimeError("NVRTC refused the copy kernel")
+
+    monkeypatch.setattr(runtime, "copy_in_source", broken)
+    standin_gpu.calls.clear()
+    with pytest.warns(UserWarning, match="input copy kernel failed .*NVRTC refused"):
+        _mlp_steps(4)
+    assert standin_gpu.calls["graph launch"] >= 2 and standin_gpu.calls["copy"] > 8
+
+
+def test_threads_share_a_replayed_graph(standin_gpu):
+    """Four threads calling the same jitted step (captured as a graph, replayed under its lock)
+    with their own data: each gets its own numbers."""
+    import threading
+
+    import test_cuda_gpu  # noqa: PLC0415
+
+    from fjax import tree_util
+
+    fn, (params, x, y) = test_cuda_gpu._corpus()["mlp_step"]
+    step = fjax.jit(fn)
+    pg = tree_util.tree_map(test_cuda_gpu._gpu, params)
+    pc = tree_util.tree_map(test_cuda_gpu._cpu, params)
+    standin_gpu.calls.clear()
+    step(pg, test_cuda_gpu._gpu(x), test_cuda_gpu._gpu(y))  # the first call: launch by launch
+    data = [np.random.default_rng(i).standard_normal(x.shape).astype(np.float32) for i in range(4)]
+    want = [float(step(pc, test_cuda_gpu._cpu(d), test_cuda_gpu._cpu(y))[0]) for d in data]
+    got: dict = {}
+    errors: list = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(3):
+                got[i] = float(step(pg, test_cuda_gpu._gpu(data[i]), test_cuda_gpu._gpu(y))[0])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    np.testing.assert_allclose([got[i] for i in range(4)], want, rtol=1e-4)
+    assert standin_gpu.calls["graph launch"] > 0

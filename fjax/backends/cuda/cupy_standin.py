@@ -39,6 +39,7 @@ calls: Counter = Counter()
 launches: Counter = Counter()  # kernel name -> launches
 _state = {"compute": True}
 _local = threading.local()
+_launch_lock = threading.Lock()
 
 
 def _compute() -> bool:
@@ -159,6 +160,8 @@ def ascontiguousarray(x: Any) -> StandinArray:
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
     calls["cupy.matmul"] += 1
+    if get_current_stream().capture is not None:  # (cupy's cuBLAS wrappers refuse a capturing stream)
+        raise RuntimeError("cupy_standin: cupy.matmul on a capturing stream")
     if out is None:
         out = empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), a.dtype)
     _issue(None, lambda: np.matmul(np.asarray(a), np.asarray(b), out=np.asarray(out)) if _compute() else None)
@@ -301,8 +304,10 @@ class _Function:
 
         def run() -> None:
             keep  # noqa: B018 - the packed argument values live as long as the launch (or graph)
-            if min(g) and fn(g, b, ptrs):
-                raise RuntimeError(f"CUDA emulator: {name}<<<{tuple(grid)}, {tuple(block)}>>> failed")
+            # one launch at a time, as on one stream (the emulator's __shared__ arrays are statics)
+            with _launch_lock:
+                if min(g) and fn(g, b, ptrs):
+                    raise RuntimeError(f"CUDA emulator: {name}<<<{tuple(grid)}, {tuple(block)}>>> failed")
 
         _issue(None, run)
 

@@ -437,15 +437,19 @@ class Graph:
             grid = (max(1, min(1024, -(-max(sizes) // (16 * 256)))), 1, 1)
             self.copy_in = (fn, grid, (256, 1, 1))
         except Exception as e:  # noqa: BLE001 - an optimization: never fail the call for it
-            _warn_once(f"the graph input copy kernel failed to compile ({type(e).__name__}: {e})")
+            _warn_once(
+                f"fjax: the CUDA graph input copy kernel failed to compile ({type(e).__name__}: {e}); "
+                "copying each input on its own"
+            )
 
 
-def _warn_once(why: str) -> None:
-    if why not in _graph_warned:
-        _graph_warned.add(why)
+def _warn_once(message: str) -> None:
+    """Warn ``message`` once per process (a graph that cannot be used is said once, not per call)."""
+    if message not in _graph_warned:
+        _graph_warned.add(message)
         import warnings  # noqa: PLC0415
 
-        warnings.warn(f"fjax: {why}; running without it", stacklevel=4)
+        warnings.warn(message, stacklevel=4)
 
 
 def capture_graph(run: Any, args: Any) -> Graph | None:
@@ -498,12 +502,9 @@ def capture_graph(run: Any, args: Any) -> Graph | None:
 
         tb = traceback.extract_tb(e.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
-        why = f"{type(e).__name__}: {e}{where}"
-        if why not in _graph_warned:
-            _graph_warned.add(why)
-            import warnings  # noqa: PLC0415
-
-            warnings.warn(f"fjax: a CUDA graph could not be captured ({why}); running launch by launch", stacklevel=3)
+        _warn_once(
+            f"fjax: a CUDA graph could not be captured ({type(e).__name__}: {e}{where}); running launch by launch"
+        )
         return None
     g = Graph(graph, ins, outs, pool, pack, offsets)
     g.use_copy_kernel()
