@@ -19,6 +19,7 @@ plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from fjax.backends import kernel_ir as ir
 from fjax.backends.cuda import host_ops
 from fjax.backends.cuda.ops import PRELUDE, ctype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
-from fjax.backends.cuda.render import CudaKernel, describe, render_nest
+from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
 
 __all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source"]
 
@@ -81,6 +82,8 @@ class _Builder:
         self.module = module
         self.caps = caps
         self.count = 0
+        # independent elementwise nests of a kernel share one launch (FJAX_CUDA_HFUSE=0: one each)
+        self.hfuse = os.environ.get("FJAX_CUDA_HFUSE", "1") != "0"
 
     def fresh(self, prefix: str) -> str:
         self.count += 1
@@ -158,28 +161,57 @@ class _Builder:
             return n
 
         consts = {c.name: c for c in k.consts}
+
+        def emit(nl: Any, comment: str) -> None:
+            kname = self.module.add(nl.kernel)
+            for t in nl.temps:
+                plan.steps.append(Alloc(f"{tag}_{t[0]}", t[1], np.dtype(t[2])))
+            args = []
+            for role, b in nl.args:
+                if role == "tmp":
+                    args.append(f"{tag}_{b[0]}")
+                    continue
+                if role == "out" and b.name not in bufname:
+                    plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
+                args.append(bn(b))
+            plan.steps.append(Launch(kname, nl.grid, nl.block, tuple(args), 0, comment))
+
+        def finish(st: ir.LoopNest) -> None:
+            # outputs of an empty nest (no launch) still exist
+            for b, _ in st.stores:
+                if b.name not in bufname:
+                    plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
+            for r in st.reductions:
+                if r.out.name not in bufname:
+                    plan.steps.append(Alloc(bn(r.out), r.out.shape, r.out.dtype))
+
+        group: list = []  # consecutive independent elementwise nests, launched together
+
+        def flush() -> None:
+            if len(group) == 1:
+                for nl in render_nest(group[0], consts, root):
+                    emit(nl, describe(group[0]))
+            elif group:
+                emit(render_group(group, consts, root), " | ".join(describe(g) for g in group))
+            for g in group:
+                finish(g)
+            group.clear()
+
+        def written(nests: list) -> set:
+            return {root.get(b.name, b).name for g in nests for b, _ in g.stores}
+
         for st in k.stmts:
+            if isinstance(st, ir.LoopNest) and groupable(st) and self.hfuse:
+                reads = {root.get(x.buf.name, x.buf).name for x in st.body if isinstance(x, ir.Load)}
+                if len(group) >= GROUP_MAX or reads & written(group):
+                    flush()
+                group.append(st)
+                continue
+            flush()
             if isinstance(st, ir.LoopNest):
                 for nl in render_nest(st, consts, root):
-                    kname = self.module.add(nl.kernel)
-                    for t in nl.temps:
-                        plan.steps.append(Alloc(f"{tag}_{t[0]}", t[1], np.dtype(t[2])))
-                    args = []
-                    for role, b in nl.args:
-                        if role == "tmp":
-                            args.append(f"{tag}_{b[0]}")
-                            continue
-                        if role == "out" and b.name not in bufname:
-                            plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
-                        args.append(bn(b))
-                    plan.steps.append(Launch(kname, nl.grid, nl.block, tuple(args), 0, describe(st)))
-                # outputs of an empty nest (no launch) still exist
-                for b, _ in st.stores:
-                    if b.name not in bufname:
-                        plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
-                for r in st.reductions:
-                    if r.out.name not in bufname:
-                        plan.steps.append(Alloc(bn(r.out), r.out.shape, r.out.dtype))
+                    emit(nl, describe(st))
+                finish(st)
             elif isinstance(st, ir.Reshape):
                 src = root.get(st.src.name, st.src)
                 root[st.out.name] = src
@@ -207,6 +239,7 @@ class _Builder:
                 )
             else:
                 raise NotImplementedError(f"CUDA backend: kernel statement {type(st).__name__}")
+        flush()
         for o, v in zip(k.outputs, outs):
             n = bn(o)
             if v not in names:

@@ -280,12 +280,22 @@ def _vector_plan(nest: ir.LoopNest) -> tuple[int, dict, dict] | None:
     return lanes, vl, vs
 
 
-def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaunch:
+def _ew_block(nest: ir.LoopNest) -> int:
+    """Threads per block of an elementwise nest (a warp multiple, at most ``BLOCK``)."""
+    return min(BLOCK, max(32, -(-nest.size // 32) * 32))
+
+
+def _render_elementwise(
+    nest: ir.LoopNest, consts: dict, root: dict, block: int | None = None, segment: bool = False
+) -> NestLaunch:
     """A grid-stride loop over the flat domain. With a vector plan (``_vector_plan``) each thread
     first takes ``lanes`` consecutive elements per step, loading and storing the flat buffers as
     float4/double2/... when every one of them is aligned to the vector's size (checked on the
     pointers at run time: a view at an odd offset, e.g. a scan's slice, takes the scalar loop for
-    everything); the scalar loop then does the rest (the tail, or all when unaligned)."""
+    everything); the scalar loop then does the rest (the tail, or all when unaligned).
+
+    ``segment``: the loop as a ``__device__`` function of the block index and grid size it is
+    given (``fj_bx``, ``fj_gx``), one segment of a horizontally fused kernel (``render_group``)."""
     names = _Names(consts, root)
     n = len(nest.domain)
     N = nest.size
@@ -297,13 +307,14 @@ def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaun
     body = _body_lines(nest, names, IDX, ax, ind, params)
     outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
     stores = [f"{ind}y{j}[fi] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
-    block = min(BLOCK, max(32, -(-N // 32) * 32))
+    block = block or _ew_block(nest)
     vec = _vector_plan(nest)
     lanes = vec[0] if vec else 1
     threads = -(-N // lanes)  # one per vector (or element)
     grid = min(MAX_GRID, -(-threads // block))
-    tid = f"({IDX})blockIdx.x * {block} + threadIdx.x"
-    stride = f"({IDX}){block} * gridDim.x"
+    bx, gx = ("fj_bx", "fj_gx") if segment else ("blockIdx.x", "gridDim.x")
+    tid = f"({IDX}){bx} * {block} + threadIdx.x"
+    stride = f"({IDX}){block} * {gx}"
     vsrc: list = []
     first = "0"
     if vec:
@@ -358,9 +369,15 @@ def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaun
             "  }",
         ]
         first = f"fj_nv * {lanes}"
+    sig = _signature(params, outs)
+    head = (
+        f"__device__ __forceinline__ void __NAME__({sig}, const unsigned fj_bx, const unsigned fj_gx) {{"
+        if segment
+        else f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{'
+    )
     src = [
-        f"// elementwise loop nest over {list(nest.domain)}",
-        f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({_signature(params, outs)}) {{',
+        f"// elementwise loop nest over {list(nest.domain)}" + (" (a segment of a fused kernel)" if segment else ""),
+        head,
         *_const_lines(names, "  "),
         *vsrc,
         f"  for ({IDX} fi = {first} + {tid}; fi < {N}; fi += {stride}) {{",
@@ -371,9 +388,54 @@ def _render_elementwise(nest: ir.LoopNest, consts: dict, root: dict) -> NestLaun
         "}",
         "",
     ]
-    k = CudaKernel("ew", "\n".join(src))
+    k = CudaKernel("seg" if segment else "ew", "\n".join(src))
     args = [("in", b) for _, b in params.values()] + [("out", b) for b, _ in nest.stores]
     return NestLaunch(k, (grid, 1, 1), (block, 1, 1), args, [])
+
+
+# horizontal fusion: at most this many independent elementwise nests share one launch
+GROUP_MAX = 8
+
+
+def groupable(nest: ir.LoopNest) -> bool:
+    """An elementwise nest with work (rendered as one grid-stride launch)."""
+    return not nest.reductions and nest.size > 0
+
+
+def render_group(nests: list, consts: dict, root: dict) -> NestLaunch:
+    """Independent elementwise nests (none reads what another writes) as ONE launch: each nest's
+    loop becomes a ``__device__`` segment, and the kernel's blocks are split between them (blocks
+    ``[g0, g0 + g1)`` run segment 1 with block index ``blockIdx.x - g0`` in a grid of ``g1``), so
+    the launch does exactly the work of the separate launches. One launch instead of several for
+    e.g. the parameter updates ending a training step (CUDA-graph nodes or host launches saved)."""
+    block = max(_ew_block(n) for n in nests)
+    segs = [_render_elementwise(n, consts, root, block=block, segment=True) for n in nests]
+    params, calls, defs = [], [], []
+    first = 0
+    for i, sg in enumerate(segs):
+        names = []
+        for j, (role, b) in enumerate(sg.args):
+            q = "const " if role == "in" else ""
+            params.append(f"{q}{ctype(b.dtype)}* __restrict__ s{i}_{j}")
+            names.append(f"s{i}_{j}")
+        g = sg.grid[0]
+        calls.append(
+            f"  if (blockIdx.x < {first + g}u) {{ {sg.kernel.name}({', '.join(names)}, blockIdx.x - {first}u, {g}u);"
+            " return; }"
+        )
+        defs.append(sg.kernel.src)
+        first += g
+    src = [
+        *defs,
+        f"// {len(segs)} independent elementwise nests in one launch (blocks split between them)",
+        f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({", ".join(params)}) {{',
+        *calls,
+        "}",
+        "",
+    ]
+    k = CudaKernel("ew", "\n".join(src))
+    args = [a for sg in segs for a in sg.args]
+    return NestLaunch(k, (first, 1, 1), (block, 1, 1), args, [])
 
 
 def _warp_reduce(kind: str, acc: str, dt: np.dtype, ind: str) -> list:
