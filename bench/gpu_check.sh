@@ -18,10 +18,10 @@ timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_cuda_gpu.py tests/te
   --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -40
 timeout 180 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -30
 # small plans as CUDA graphs too (per-example gradients: 3 steps, under the default threshold of 4)
-FJAX_CUDA_GRAPH_MIN_STEPS=2 timeout 90 $PY bench/bench_gpu.py --quick --only per-example,mlp --rounds 5 \
+FJAX_CUDA_GRAPH_MIN_STEPS=2 timeout 60 $PY bench/bench_gpu.py --quick --only per-example --rounds 5 \
   --json "$OUT/bench_gpu_graph2.json" 2>&1 | tee "$OUT/bench_gpu_graph2.txt" | tail -6
 # the same MLP step with one launch per elementwise nest (no horizontal fusion), for the A/B
-FJAX_CUDA_HFUSE=0 timeout 90 $PY bench/bench_gpu.py --quick --only mlp --rounds 5 \
+FJAX_CUDA_HFUSE=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp --rounds 5 \
   --json "$OUT/bench_gpu_nohfuse.json" 2>&1 | tee "$OUT/bench_gpu_nohfuse.txt" | tail -4
 # the main example, trained on the GPU (--device gpu)
 timeout 150 $PY examples/digits_mlp.py --device gpu --epochs 10 --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -12
