@@ -1,15 +1,28 @@
-"""Eager ``fjax.random`` samplers on large shapes run as one compiled program.
+"""Eager ``fjax.random`` samplers on moderate and large shapes run as one compiled program.
 
 Called eagerly, a sampler is a chain of ~150 primitives (threefry's rounds, the inverse-erf
 polynomial, ...), each a numpy pass over the whole array with temporaries: a 5000x5000
 ``random.normal`` took 28 s. JAX's samplers are jitted functions, so an eager call compiles once
-per shape and then runs fused. fjax does the same above ``MIN_SIZE`` samples: the sampler is
-called through ``fjax.jit`` with the array arguments dynamic and everything else (shapes, dtypes,
-Python scalars, modes) static; the fused kernels give the same bits as the op-by-op evaluation
-(integer hashing, and the same correctly rounded float ops; tests/test_random_eager.py).
+per shape and then runs fused. fjax does the same: the sampler is called through ``fjax.jit`` with
+the array arguments dynamic and everything else (shapes, dtypes, Python scalars, modes) static;
+the fused kernels give the same bits as the op-by-op evaluation (integer hashing, and the same
+correctly rounded float ops; tests/test_random_eager.py).
 
-Small calls stay op-by-op (compiling would cost more than it saves), as do calls under
-``jax_disable_jit`` and calls whose arguments are tracers (they are being traced anyway).
+Compiling a sampler's program cold takes 1-5 s, so no call waits for it below ``MIN_SIZE``:
+
+- at least ``MIN_SIZE`` samples: the call goes through ``fjax.jit`` (compiling on the first call,
+  or as jit's own tiering decides);
+- ``TIERED_MIN_SIZE`` up to ``MIN_SIZE`` (with ``fjax_tiered_compile`` on, the default "auto"):
+  the compiled program when this process has it; otherwise its kernels are loaded now when they
+  are on disk and the numba backend is already loaded in this process (10-50 ms; cold, importing
+  numba and the backend costs 0.3-0.6 s, more than the numpy evaluation), and else the call is
+  evaluated op by op in numpy while one background thread compiles (or loads) the program for the
+  next calls. Calls while it compiles keep using numpy: they never wait. With
+  ``fjax_tiered_compile`` off these calls stay op-by-op, as before;
+- fewer samples: op by op (the trace alone, ~6 ms, would cost about as much as the call).
+
+Calls under ``jax_disable_jit``, with tracer arguments (they are being traced anyway) or with
+arrays placed on a device other than the host stay op-by-op too.
 """
 
 from __future__ import annotations
@@ -17,10 +30,14 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import sys
+import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _random_kernels as kernels
 from fjax import _tree_lifted as tree_util
 from fjax import core
 from fjax.config import config
@@ -29,6 +46,20 @@ from fjax.config import config
 #: (uniform / normal), about what compiling a sampler costs the first time on this machine; the
 #: kernels are then on disk (and shape-generic), so later calls and processes load them
 MIN_SIZE = 1 << 20
+
+#: samples from which an eager call runs compiled once compiled in the background (tiered). At
+#: 2**14 samples the op-by-op evaluation of normal / uniform / categorical takes 13 / 2.6 / 12 ms,
+#: the compiled program 0.08 / 0.03 / 0.09 ms, and tracing it once ~6 ms (bench/bench_random_eager.py)
+TIERED_MIN_SIZE = 1 << 14
+
+# a program whose background compile failed is queued again on later calls, this many times in all
+_MAX_ATTEMPTS = 3
+
+#: what the tiered calls did: ran the compiled program, loaded it from disk first, evaluated op by
+#: op (while it compiles, or after it failed), queued a background compile
+stats = {"compiled_calls": 0, "loaded": 0, "numpy_calls": 0, "queued": 0}
+_local = threading.local()  # .depth: inside the op-by-op evaluation of a tiered call
+_attempts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> failed compiles
 
 _ARRAYS = (core.Array, np.ndarray)
 
@@ -63,14 +94,77 @@ def _jitted(fn: Callable, dyn_names: tuple, static_items: tuple) -> Callable:
     return jit(call)
 
 
+def _compiled(closed: core.ClosedJaxpr, dispatch: Any) -> bool:
+    """Whether this process holds ``closed`` compiled (jit's cache entry: current, built, no failure)."""
+    entry = (closed.compiled or {}).get(dispatch.DEFAULT_BACKEND)
+    return entry is not None and entry[0] == dispatch._generation[0] and entry[1] is not None and entry[2] == 0
+
+
+def _compile_job(closed: core.ClosedJaxpr, dispatch: Any) -> Callable[[], None]:
+    def job() -> None:
+        try:
+            dispatch.compile_jaxpr(closed, dispatch.DEFAULT_BACKEND, tiered=False)
+        finally:
+            if not _compiled(closed, dispatch):  # (dispatch, or the compile thread, logged why)
+                _attempts[closed] = _attempts.get(closed, 0) + 1
+
+    return job
+
+
+def _tiered_call(jitted: Callable, dyn: list, mode: str, fallback: Callable[[], Any]) -> Any:
+    """A call of ``TIERED_MIN_SIZE`` to ``MIN_SIZE`` samples with tiering on: compiled when it can
+    be without compiling now, else ``fallback()`` (op by op) while it compiles in the background."""
+    from fjax.backends import dispatch, tiering  # noqa: PLC0415
+
+    closed = jitted.lower(*dyn).jaxpr  # traced once per signature, then jit's cache
+    if _compiled(closed, dispatch):
+        stats["compiled_calls"] += 1
+        return jitted(*dyn)
+    key = ("sampler", id(closed))  # (the queued job holds ``closed``: the id stays its own)
+    queue = not kernels.is_pending(key) and _attempts.get(closed, 0) < _MAX_ATTEMPTS
+    if (
+        queue
+        and mode == "auto"
+        and dispatch._stats["compiles"]  # the numba backend is loaded: loading from disk is cheap
+        and tiering.compiled_before(closed, dispatch.DEFAULT_BACKEND)
+    ):
+        try:
+            _compile_job(closed, dispatch)()
+        except Exception:  # noqa: BLE001 - counted by the job; this call goes op by op
+            kernels.log.warning("fjax.random: loading a compiled sampler failed", exc_info=True)
+        if _compiled(closed, dispatch):
+            stats["loaded"] += 1
+            stats["compiled_calls"] += 1
+            return jitted(*dyn)
+        queue = False  # (it failed: counted; later calls queue it again)
+    with kernels.compile_after():
+        _local.depth = getattr(_local, "depth", 0) + 1  # samplers it calls stay op by op too
+        try:
+            out = fallback()
+        finally:
+            _local.depth -= 1
+        stats["numpy_calls"] += 1
+        # queued once the op-by-op call is done, so that it does not share the GIL with the compile
+        if queue and kernels.in_background(key, _compile_job(closed, dispatch)):
+            stats["queued"] += 1
+    return out
+
+
+def wait_compiled(timeout: float | None = None) -> bool:
+    """Block until the background compiles of eager samplers (and of fjax/_random_kernels.py) are
+    done; False on timeout."""
+    return kernels.wait_background(timeout)
+
+
 def compiled_when_large(fn: Callable) -> Callable:
     """``fn`` (a sampler taking ``key`` first) that runs through ``fjax.jit`` when called eagerly
-    on concrete arguments for at least ``MIN_SIZE`` samples."""
+    on concrete arguments for at least ``MIN_SIZE`` samples, and from ``TIERED_MIN_SIZE`` samples
+    once compiled in the background (see the module docstring)."""
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
     def sampler(*args: Any, **kwargs: Any) -> Any:
-        if config.jax_disable_jit:
+        if config.jax_disable_jit or getattr(_local, "depth", 0):
             return fn(*args, **kwargs)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -79,7 +173,11 @@ def compiled_when_large(fn: Callable) -> Callable:
         bound.apply_defaults()
         arguments = bound.arguments
         leaves = tree_util.tree_leaves(dict(arguments))
-        if any(isinstance(x, core.Tracer) for x in leaves) or _size(arguments) < MIN_SIZE:
+        if any(isinstance(x, core.Tracer) for x in leaves):
+            return fn(*args, **kwargs)
+        size = _size(arguments)
+        mode = "large" if size >= MIN_SIZE else _tier_mode() if size >= TIERED_MIN_SIZE else "off"
+        if mode == "off":
             return fn(*args, **kwargs)
         dyn = {k: v for k, v in arguments.items() if _is_array(v)}
         static = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in arguments.items() if k not in dyn)
@@ -88,8 +186,22 @@ def compiled_when_large(fn: Callable) -> Callable:
         except TypeError:  # an unhashable static argument
             return fn(*args, **kwargs)
         try:
-            return jitted(*dyn.values())
+            if mode == "large":
+                return jitted(*dyn.values())
+            return _tiered_call(jitted, list(dyn.values()), mode, lambda: fn(*args, **kwargs))
         except core.ConcretizationTypeError:  # the sampler needs a value that jit makes abstract
             return fn(*args, **kwargs)
 
     return sampler
+
+
+def _tier_mode() -> str:
+    """ "auto" / "on" when calls below ``MIN_SIZE`` may be tiered here, else "off": tiering is off,
+    jit evaluates eagerly anyway (the "interpret" backend), or a device placement is in effect
+    (jit would run the program there; op by op keeps to the old behaviour)."""
+    from fjax.backends import tiering  # noqa: PLC0415
+
+    jit_mod = sys.modules.get("fjax.jit")  # the module (``fjax.jit`` is the function)
+    if core.placement_hook is not None or getattr(jit_mod, "compile_hook", None) is None:
+        return "off"
+    return tiering.mode()
