@@ -85,8 +85,9 @@ def main() -> None:
 
 def run(quick: bool = False) -> list:
     """Rows for bench/run_all.py: eager samplers as a user calls them (no jit around them) on a
-    (5000, 5000) shape ((1000, 1000) with --quick), fjax vs JAX; steady state (fjax compiles a
-    large eager sampler once per shape and dtype, as JAX's jitted samplers do)."""
+    (5000, 5000) shape ((1000, 1000) with --quick), fjax vs JAX; steady state (fjax compiles an
+    eager sampler once per shape and dtype, as JAX's jitted samplers do; below 2^20 samples in the
+    background, waited for here)."""
     from _pairs import jax_or_none, row  # noqa: PLC0415
 
     shape = (1000, 1000) if quick else (5000, 5000)
@@ -101,7 +102,11 @@ def run(quick: bool = False) -> list:
     }
     jax = jax_or_none()
     rows = []
+    from fjax import _random_eager  # noqa: PLC0415
+
     for name, f in cases.items():
+        np.asarray(f(random, key))  # steady state: below 2^20 samples the first call queues a
+        _random_eager.wait_compiled(120)  # background compile, which later calls use
         jf = None
         if jax is not None:
             jkey = jax.random.PRNGKey(0)
