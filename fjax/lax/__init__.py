@@ -42,3 +42,5 @@ from fjax.lax.parallel import (  # noqa: F401
 from fjax.lax.special import *  # noqa: F401,F403
 from fjax.lax._extra import *  # noqa: F401,F403
 from fjax.lax._precision_shapes import *  # noqa: F401,F403
+from fjax.lax._dot_algorithms import *  # noqa: F401,F403
+from fjax.lax._api_gaps import *  # noqa: F401,F403

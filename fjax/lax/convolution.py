@@ -23,6 +23,7 @@ from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import is_undefined_primal
 from fjax.lax import lax
+from fjax.lax._dot_algorithms import check_precision
 
 __all__ = [
     "ConvDimensionNumbers",
@@ -614,6 +615,7 @@ def conv_general_dilated(
             f"got {window_strides}"
         )
     pads = _canon_padding(padding, lhs_c, rhs_c, window_strides, lhs_dilation, rhs_dilation)
+    check_precision(precision, "conv_general_dilated")
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return core.bind1(
         conv_general_dilated_p,

@@ -8,6 +8,7 @@ Split from ``fjax/lax/lax.py`` (which re-exports every name here, so ``fjax.lax.
 # ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
 from __future__ import annotations
 
+from fjax.lax._dot_algorithms import check_accuracy, check_precision
 from fjax.lax.lax import *  # noqa: F403 - the primitives, rules and imports these wrappers use
 from fjax.lax.lax import (  # noqa: F401
     _bind,
@@ -60,27 +61,40 @@ def _mk_unary(prim: Primitive, doc: str) -> Callable:
     return f
 
 
-exp = _mk_unary(exp_p, "Elementwise exponential e**x.")
-exp2 = _mk_unary(exp2_p, "Elementwise base-2 exponential 2**x.")
-log = _mk_unary(log_p, "Elementwise natural logarithm.")
-log1p = _mk_unary(log1p_p, "Elementwise log(1 + x), accurate near 0.")
-expm1 = _mk_unary(expm1_p, "Elementwise e**x - 1, accurate near 0.")
-sqrt = _mk_unary(sqrt_p, "Elementwise square root.")
-rsqrt = _mk_unary(rsqrt_p, "Elementwise reciprocal square root.")
-cbrt = _mk_unary(cbrt_p, "Elementwise cube root.")
-sin = _mk_unary(sin_p, "Elementwise sine.")
-cos = _mk_unary(cos_p, "Elementwise cosine.")
-tan = _mk_unary(tan_p, "Elementwise tangent.")
+def _mk_unary_accuracy(prim: Primitive, doc: str) -> Callable:
+    """A transcendental op taking JAX's ``accuracy=`` (None, a ``Tolerance`` or an
+    ``AccuracyMode``): checked, then fjax's one implementation runs (see ``_dot_algorithms``)."""
+
+    def f(x: Any, *, accuracy: Any = None) -> Any:
+        check_accuracy(accuracy)
+        return _bind(prim, x)
+
+    f.__name__ = prim.name
+    f.__doc__ = doc
+    return f
+
+
+exp = _mk_unary_accuracy(exp_p, "Elementwise exponential e**x.")
+exp2 = _mk_unary_accuracy(exp2_p, "Elementwise base-2 exponential 2**x.")
+log = _mk_unary_accuracy(log_p, "Elementwise natural logarithm.")
+log1p = _mk_unary_accuracy(log1p_p, "Elementwise log(1 + x), accurate near 0.")
+expm1 = _mk_unary_accuracy(expm1_p, "Elementwise e**x - 1, accurate near 0.")
+sqrt = _mk_unary_accuracy(sqrt_p, "Elementwise square root.")
+rsqrt = _mk_unary_accuracy(rsqrt_p, "Elementwise reciprocal square root.")
+cbrt = _mk_unary_accuracy(cbrt_p, "Elementwise cube root.")
+sin = _mk_unary_accuracy(sin_p, "Elementwise sine.")
+cos = _mk_unary_accuracy(cos_p, "Elementwise cosine.")
+tan = _mk_unary_accuracy(tan_p, "Elementwise tangent.")
 asin = _mk_unary(asin_p, "Elementwise arcsine.")
 acos = _mk_unary(acos_p, "Elementwise arccosine.")
 atan = _mk_unary(atan_p, "Elementwise arctangent.")
 sinh = _mk_unary(sinh_p, "Elementwise hyperbolic sine.")
 cosh = _mk_unary(cosh_p, "Elementwise hyperbolic cosine.")
-tanh = _mk_unary(tanh_p, "Elementwise hyperbolic tangent.")
+tanh = _mk_unary_accuracy(tanh_p, "Elementwise hyperbolic tangent.")
 asinh = _mk_unary(asinh_p, "Elementwise inverse hyperbolic sine.")
 acosh = _mk_unary(acosh_p, "Elementwise inverse hyperbolic cosine.")
 atanh = _mk_unary(atanh_p, "Elementwise inverse hyperbolic tangent.")
-logistic = _mk_unary(logistic_p, "Elementwise logistic sigmoid 1 / (1 + e**-x).")
+logistic = _mk_unary_accuracy(logistic_p, "Elementwise logistic sigmoid 1 / (1 + e**-x).")
 erf = _mk_unary(erf_p, "Elementwise error function.")
 erfc = _mk_unary(erfc_p, "Elementwise complementary error function.")
 erf_inv = _mk_unary(erf_inv_p, "Elementwise inverse error function.")
@@ -304,6 +318,7 @@ def dot_general(
 
     The output has the batch dims, then lhs free dims, then rhs free dims.
     """
+    check_precision(precision)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return _bind(
         dot_general_p,

@@ -1,0 +1,256 @@
+"""The algorithm / accuracy vocabulary of ``jax.lax``: ``DotAlgorithm``, ``DotAlgorithmPreset``,
+``Tolerance``, ``AccuracyMode``, ``RandomAlgorithm`` and the argument checks that use them.
+
+What they mean in fjax (a CPU backend that multiplies in the operands' dtype with numpy/BLAS or
+its own loops): a ``precision=`` of any accepted form (a ``Precision``, a pair of them, a
+``DotAlgorithmPreset`` or its name, a ``DotAlgorithm``) is checked as JAX checks it and then
+computes the same product as ``precision=None`` -- the full product in the operands' dtype (or
+``preferred_element_type``), at least as accurate as every preset. ``accuracy=`` on the
+transcendental unary ops (``exp``, ``sin``, ``tanh``, ...) is checked the same way and fjax's own
+implementation (accurate to a few ulp) is used whatever it asks. ``RandomAlgorithm`` names the
+bit generators of ``rng_bit_generator``, which fjax does not provide.
+
+This module imports nothing from ``fjax.lax`` so the wrappers of ``lax_wrappers`` can use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "AccuracyMode",
+    "DotAlgorithm",
+    "DotAlgorithmPreset",
+    "RaggedDotDimensionNumbers",
+    "RandomAlgorithm",
+    "Tolerance",
+]
+
+
+class DotAlgorithm(NamedTuple):
+    """A dot product algorithm, as ``jax.lax.DotAlgorithm``: storage types of the operands, the
+    accumulation type, how many components each operand is split into and how many primitive
+    products are summed. XLA's CPU backend accepts none of them (JAX raises ValueError there),
+    and neither does fjax's ``dot_general``; the type exists so code that builds them imports."""
+
+    lhs_precision_type: Any
+    rhs_precision_type: Any
+    accumulation_type: Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+def _bf16() -> Any:
+    from fjax import dtypes  # noqa: PLC0415 - fjax.dtypes imports ml_dtypes lazily
+
+    return dtypes.bfloat16
+
+
+# name -> (lhs/rhs storage types, accumulation type), None where the preset leaves them open;
+# the type names are resolved to numpy scalar types on access (bfloat16 through fjax.dtypes)
+_PRESET_TYPES: dict[str, tuple[tuple[str, ...] | None, str | None]] = {
+    "DEFAULT": (None, None),
+    "ANY_F8_ANY_F8_F32": (None, "float32"),
+    "ANY_F8_ANY_F8_F32_FAST_ACCUM": (None, "float32"),
+    "ANY_F8_ANY_F8_ANY": (None, None),
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM": (None, None),
+    "F16_F16_F16": (("float16",), "float16"),
+    "F16_F16_F32": (("float16",), "float32"),
+    "BF16_BF16_BF16": (("bfloat16", "float32"), "bfloat16"),
+    "BF16_BF16_F32": (("bfloat16", "float32"), "float32"),
+    "BF16_BF16_F32_X3": (("float32",), "float32"),
+    "BF16_BF16_F32_X6": (("float32",), "float32"),
+    "BF16_BF16_F32_X9": (("float32",), "float32"),
+    "TF32_TF32_F32": (("float32",), "float32"),
+    "TF32_TF32_F32_X3": (("float32",), "float32"),
+    "F32_F32_F32": (("float32",), "float32"),
+    "F64_F64_F64": (("float64",), "float64"),
+}
+
+
+def _scalar_type(name: str) -> Any:
+    return _bf16() if name == "bfloat16" else getattr(np, name)
+
+
+class DotAlgorithmPreset(enum.Enum):
+    """Named dot algorithms, as ``jax.lax.DotAlgorithmPreset`` (same members and values): pass one
+    (or its name) as ``precision=``. fjax computes every accepted preset in full precision in the
+    operands' dtype; the presets JAX's CPU backend refuses, fjax refuses too (ValueError)."""
+
+    DEFAULT = 1
+    ANY_F8_ANY_F8_F32 = 2
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = 3
+    ANY_F8_ANY_F8_ANY = 4
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = 5
+    F16_F16_F16 = 6
+    F16_F16_F32 = 7
+    BF16_BF16_BF16 = 8
+    BF16_BF16_F32 = 9
+    BF16_BF16_F32_X3 = 10
+    BF16_BF16_F32_X6 = 11
+    BF16_BF16_F32_X9 = 12
+    TF32_TF32_F32 = 13
+    TF32_TF32_F32_X3 = 14
+    F32_F32_F32 = 15
+    F64_F64_F64 = 16
+
+    def __repr__(self) -> str:
+        return f"DotAlgorithmPreset.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def supported_lhs_types(self) -> tuple[Any, ...] | None:
+        """The lhs storage types this preset accepts (None: any)."""
+        types = _PRESET_TYPES[self.name][0]
+        return None if types is None else tuple(_scalar_type(t) for t in types)
+
+    @property
+    def supported_rhs_types(self) -> tuple[Any, ...] | None:
+        """The rhs storage types this preset accepts (None: any)."""
+        return self.supported_lhs_types
+
+    @property
+    def accumulation_type(self) -> Any:
+        """The type products are summed in (None: decided by the operands)."""
+        acc = _PRESET_TYPES[self.name][1]
+        return None if acc is None else _scalar_type(acc)
+
+    def supported_output_types(self, lhs_dtype: Any, rhs_dtype: Any) -> tuple[Any, ...] | None:
+        """The result types a product of ``lhs_dtype`` and ``rhs_dtype`` may have (None: any)."""
+        if self.name.startswith("ANY_F8_ANY_F8_F32"):
+            from fjax import dtypes  # noqa: PLC0415
+
+            f8 = tuple(
+                getattr(dtypes, n)
+                for n in ("float8_e4m3fn", "float8_e5m2", "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e4m3b11fnuz")
+                if hasattr(dtypes, n)
+            )
+            return (np.float32, np.float16, _bf16(), *f8)
+        acc = self.accumulation_type
+        return None if acc is None else (acc,)
+
+
+# presets JAX refuses on CPU with "The precision '...' is not supported by dot_general on CPU"
+# (jax 0.10.2, any operand dtype), so fjax does the same. The others JAX's CPU backend accepts
+# compute the plain product there (BF16_BF16_F32 on float32 does not round to bfloat16), as in
+# fjax; F16_F16_F16 and F64_F64_F64 fail at run time in XLA's CPU emitter and fjax computes them
+_CPU_UNSUPPORTED = frozenset(
+    {
+        "ANY_F8_ANY_F8_F32",
+        "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+        "ANY_F8_ANY_F8_ANY",
+        "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+        "F16_F16_F32",
+        "BF16_BF16_BF16",
+        "BF16_BF16_F32_X9",
+        "TF32_TF32_F32",
+        "TF32_TF32_F32_X3",
+    }
+)
+
+
+class Tolerance:
+    """Tolerances (``atol``, ``rtol``, ``ulps``) a transcendental op's result may be within, as
+    ``jax.lax.Tolerance``; pass one as ``accuracy=`` to ``lax.exp`` etc. fjax checks it and
+    computes with its own implementation (a few ulp) whatever it asks."""
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0:
+            raise ValueError("Tolerances must be non-negative.")
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise ValueError("At least one of atol, rtol, or ulps must be set.")
+        self.atol = atol
+        self.rtol = rtol
+        self.ulps = ulps
+
+    def __repr__(self) -> str:
+        return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+class AccuracyMode(enum.Enum):
+    """``HIGHEST`` or ``DEFAULT`` accuracy for a transcendental op, as ``jax.lax.AccuracyMode``
+    (fjax has one implementation of each op: both name it)."""
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+class RandomAlgorithm(enum.IntEnum):
+    """The bit generators of XLA's RngBitGenerator, as ``jax.lax.RandomAlgorithm``."""
+
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class RaggedDotDimensionNumbers:
+    """Dimension numbers of ``ragged_dot_general``: the ``dot_general`` ones, the lhs ragged
+    dimensions and the rhs group dimensions (as ``jax.lax.RaggedDotDimensionNumbers``)."""
+
+    dot_dimension_numbers: tuple
+    lhs_ragged_dimensions: tuple[int, ...]
+    rhs_group_dimensions: tuple[int, ...]
+
+    def __init__(
+        self, dot_dimension_numbers: Any, lhs_ragged_dimensions: Sequence[int], rhs_group_dimensions: Sequence[int]
+    ):
+        dn = tuple(tuple(tuple(int(d) for d in dims) for dims in pair) for pair in dot_dimension_numbers)
+        object.__setattr__(self, "dot_dimension_numbers", dn)
+        object.__setattr__(self, "lhs_ragged_dimensions", tuple(int(d) for d in lhs_ragged_dimensions))
+        object.__setattr__(self, "rhs_group_dimensions", tuple(int(d) for d in rhs_group_dimensions))
+
+
+_PRECISION_STRINGS = ("highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default", "bfloat16", "fastest")
+
+
+def _precision_error(precision: Any) -> ValueError:
+    return ValueError(
+        "Precision argument must be one of:\n- None,\n"
+        f"- a string in {list(_PRECISION_STRINGS) + [None]},\n"
+        "- a lax.Precision value,\n- a tuple of two lax.Precision values or strings,\n"
+        "- a lax.DotAlgorithmPreset or the name of one of these presets, or\n"
+        f"- a lax.DotAlgorithm value;\nbut got {precision}."
+    )
+
+
+def check_precision(precision: Any, op: str = "dot_general") -> None:
+    """Raise as JAX does for a ``precision=`` argument it does not accept (ValueError), or one its
+    CPU backend refuses; otherwise return (fjax computes every accepted one the same way)."""
+    from fjax.lax._extra import Precision  # noqa: PLC0415 - _extra imports fjax.lax
+
+    def one(p: Any) -> bool:
+        return p is None or isinstance(p, Precision) or (isinstance(p, str) and p.lower() in _PRECISION_STRINGS)
+
+    if one(precision):
+        return
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        precision = DotAlgorithmPreset[precision]
+    if isinstance(precision, DotAlgorithmPreset):
+        if precision.name in _CPU_UNSUPPORTED:
+            raise ValueError(f"The precision '{precision}' is not supported by {op} on CPU")
+        return
+    if isinstance(precision, DotAlgorithm):
+        raise ValueError(f"The precision '{precision!r}' is not supported by {op} on CPU")
+    if isinstance(precision, (tuple, list)) and len(precision) == 2 and all(one(p) for p in precision):
+        return
+    raise _precision_error(precision)
+
+
+def check_accuracy(accuracy: Any) -> None:
+    """``accuracy=`` of the transcendental ops: None, a ``Tolerance`` or an ``AccuracyMode``."""
+    if accuracy is None or isinstance(accuracy, (Tolerance, AccuracyMode)):
+        return
+    raise NotImplementedError(f"Accuracy {accuracy} not supported")
