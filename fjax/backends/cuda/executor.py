@@ -105,10 +105,6 @@ class Executor:
         self._calls += 1
         return self._prog(args)
 
-    def run(self, plan: Plan, args: list) -> list:
-        """Run ``plan`` (this executor's plan or one of its sub-plans) once on ``args``."""
-        return (self._prog if plan is self.plan else self._compile(plan))(args)
-
     # -----------------------------------------------------------------------------------------
     # compiling a plan into closures
 
