@@ -45,6 +45,21 @@ class Config:
         "fjax_mpi_timeout": 1800.0,
         # log a line (on the "jax._src.dispatch" logger, as JAX) each time jit traces anew
         "jax_log_compiles": False,
+        # "standard" (JAX's promotion lattice) or "strict" (no implicit promotion between different
+        # dtypes: jax.dtypes.TypePromotionError); fjax/dtypes.py
+        "jax_numpy_dtype_promotion": "standard",
+        # accepted for JAX code (fjax/_api_top.py says what each does in fjax): fjax type-checks
+        # every jaxpr it builds anyway; it does not check tracer leaks or key reuse (enabling them
+        # warns); only the PRNG and threefry mode fjax implements; only transfers allowed
+        "jax_enable_checks": False,
+        "jax_check_tracer_leaks": False,
+        "jax_debug_key_reuse": False,
+        "jax_default_prng_impl": "threefry2x32",
+        "jax_threefry_partitionable": True,
+        "jax_transfer_guard": None,
+        "jax_transfer_guard_host_to_device": None,
+        "jax_transfer_guard_device_to_host": None,
+        "jax_transfer_guard_device_to_device": None,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)

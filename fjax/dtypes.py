@@ -28,6 +28,12 @@ The rules used by :func:`result_type` (checked against JAX 0.10.2, see
 5. A weakly typed result is widened to the default dtype of its kind (int32/uint32/float32/
    complex64, or the 64-bit types under x64), so e.g. a weak ``int8`` becomes a weak ``int32``;
    ``bool`` is never weak.  Finally the result is canonicalized.
+
+Strict promotion (``jax.numpy_dtype_promotion("strict")`` / config ``jax_numpy_dtype_promotion``)
+uses a lattice without edges between concrete dtypes: ``i* -> f* -> c*``, ``i*`` below every
+integer dtype, ``f*`` below every floating one and ``c*`` below every complex one (bool is
+alone). Inputs of two different concrete dtypes, or a Python scalar of a higher kind than the
+array's dtype (``int32 + 1.5``), raise :class:`TypePromotionError`; rule 3 does not apply.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from fjax.config import config
 
 __all__ = [
     "DTypeLike",
+    "TypePromotionError",
     "bfloat16",
     "bool_",
     "canonicalize_dtype",
@@ -138,6 +145,35 @@ def _x64() -> bool:
     return bool(config.jax_enable_x64)
 
 
+class TypePromotionError(ValueError):
+    """Raised when type promotion fails (``jax.dtypes.TypePromotionError``): under
+    ``jax_numpy_dtype_promotion="strict"``, inputs with no implicit promotion path."""
+
+
+_PROMOTION_MODES = ("standard", "strict")
+#: True while config ``jax_numpy_dtype_promotion`` is "strict" (kept by a config listener so the
+#: promotion hot path reads one module global instead of the config)
+_STRICT = False
+
+
+def _promotion_mode(value: Any) -> str:
+    """The mode named by ``value`` ("standard"/"strict", or an enum whose ``.value`` is one)."""
+    v = getattr(value, "value", value)
+    if v not in _PROMOTION_MODES:
+        raise ValueError(f"{value!r} is not a valid NumpyDtypePromotion")
+    return v
+
+
+def _on_config(name: str, value: Any) -> None:
+    global _STRICT
+    if name == "jax_numpy_dtype_promotion":
+        _STRICT = _promotion_mode(value) == "strict"
+
+
+_STRICT = _promotion_mode(config.jax_numpy_dtype_promotion) == "strict"
+config._listeners.append(_on_config)
+
+
 # --------------------------------------------------------------------------------------------
 # The lattice
 # --------------------------------------------------------------------------------------------
@@ -219,6 +255,32 @@ def _join(nodes: list[_Node], x64: bool) -> _Node:
     for node in nodes[1:]:
         out = join[out, node]
     return out
+
+
+_WEAK_RANK = {int: 0, float: 1, complex: 2}
+#: the weak kinds below each concrete kind on the strict lattice
+_STRICT_BELOW = {"b": (), "i": (int,), "u": (int,), "f": (int, float), "c": (int, float, complex)}
+
+
+def _strict_join(nodes: list[_Node]) -> _Node:
+    """Least upper bound on the strict lattice; TypePromotionError where there is none."""
+    distinct = list(dict.fromkeys(nodes))
+    if len(distinct) == 1:
+        return distinct[0]
+    concrete = [n for n in distinct if isinstance(n, np.dtype)]
+    weak = [n for n in distinct if not isinstance(n, np.dtype)]
+    if not concrete:
+        return max(weak, key=_WEAK_RANK.__getitem__)
+    if len(concrete) == 1:
+        below = _STRICT_BELOW[kind(concrete[0])]
+        if all(w in below for w in weak):
+            return concrete[0]
+    names = tuple(str(n) for n in distinct)
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output type, "
+        "or set jax_numpy_dtype_promotion=standard."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +412,9 @@ def _node_to_dtype(node: _Node, x64: bool) -> tuple[np.dtype, bool]:
     return _DEFAULTS[{int: "i", float: "f", complex: "c"}[node]][x64], True
 
 
-def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
+def _compute_result(
+    pairs: tuple[tuple[np.dtype, bool], ...], x64: bool, strict: bool = False
+) -> tuple[np.dtype, bool]:
     """Uncached result_type on (dtype, weak) pairs; see the module docstring for the rules."""
     if not pairs:
         raise ValueError("fjax.dtypes.result_type: at least one array or dtype is required")
@@ -361,7 +425,7 @@ def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tupl
         raise TypeError(f"fjax: float0 cannot be promoted with other dtypes: {[d for d, _ in canon]}")
     if len(canon) == 1:
         out, weak = canon[0]
-    elif all(weak for _, weak in canon):
+    elif all(weak for _, weak in canon) and not strict:
         out, weak = _node_to_dtype(_join([dt for dt, _ in canon], x64), x64)
         weak = True
     else:
@@ -372,7 +436,7 @@ def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tupl
                 nodes.append(complex if k == "c" else float if k == "f" else int)
             else:
                 nodes.append(dt)
-        out, weak = _node_to_dtype(_join(nodes, x64), x64)
+        out, weak = _node_to_dtype(_strict_join(nodes) if strict else _join(nodes, x64), x64)
     if weak:
         if out == _B:
             weak = False
@@ -383,7 +447,8 @@ def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tupl
 
 _MAX_CACHED_ARGS = 4
 _MAX_CACHE_ENTRIES = 65536
-_rt_cache: tuple[dict[tuple, tuple[np.dtype, bool]], dict[tuple, tuple[np.dtype, bool]]] = ({}, {})
+# indexed by x64, then (for strict promotion) x64 + 2
+_rt_cache: tuple[dict[tuple, tuple[np.dtype, bool]], ...] = ({}, {}, {}, {})
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | tuple[np.dtype, bool]:
@@ -397,18 +462,19 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | t
     ``return_weak_type_flag=True`` returns ``(dtype, weak_type)``.
     """
     x64 = _x64()
+    strict = _STRICT
     if len(args) <= _MAX_CACHED_ARGS:
         key = tuple(map(_dtype_and_weak, args))
-        cache = _rt_cache[x64]
+        cache = _rt_cache[x64 + 2 * strict]
         try:
             res = cache[key]
         except KeyError:
-            res = _compute_result(key, x64)
+            res = _compute_result(key, x64, strict)
             if len(cache) >= _MAX_CACHE_ENTRIES:
                 cache.clear()
             cache[key] = res
     else:
-        res = _compute_result(tuple(map(_dtype_and_weak, args)), x64)
+        res = _compute_result(tuple(map(_dtype_and_weak, args)), x64, strict)
     return res if return_weak_type_flag else res[0]
 
 
@@ -424,8 +490,9 @@ def _promote_node(x: Any) -> _Node:
 _WEAK_KIND_AS_DTYPE: dict[type, np.dtype] = {int: _I64, float: _F64, complex: _C128}
 
 
-def _promote(a: Any, b: Any, x64: bool) -> np.dtype:
-    out = _JOINS[x64][_promote_node(a), _promote_node(b)]
+def _promote(a: Any, b: Any, x64: bool, strict: bool = False) -> np.dtype:
+    na, nb = _promote_node(a), _promote_node(b)
+    out = _strict_join([na, nb]) if strict else _JOINS[x64][na, nb]
     return out if isinstance(out, np.dtype) else _WEAK_KIND_AS_DTYPE[out]
 
 
@@ -439,15 +506,16 @@ def promote_types(a: DTypeLike, b: DTypeLike) -> np.dtype:
     with x64 off).  The Python types ``int``/``float``/``complex`` are treated as weak kinds, and
     a weak-kind result is given as the 64-bit dtype of that kind (``promote_types(int, int)`` is
     int64).  With x64 off uint32 joins int8/int16/int32 to int32 (int64 under x64), as in JAX.
-    Raises TypeError for unsupported dtypes.
+    Raises TypeError for unsupported dtypes, and TypePromotionError for different dtypes under
+    strict promotion.
     """
     x64 = _x64()
     try:
-        return _promote_cached(a, b, x64)
+        return _promote_cached(a, b, x64, _STRICT)
     except TypeError:
         if _is_hashable(a) and _is_hashable(b):
             raise
-    return _promote(a, b, x64)
+    return _promote(a, b, x64, _STRICT)
 
 
 def _is_hashable(x: Any) -> bool:
