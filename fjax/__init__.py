@@ -46,6 +46,26 @@ def _on_config_change(name: str, value: object) -> None:
         jit_mod.compile_hook = dispatch.compile_jaxpr if value == "numba" else None
         if dispatch.clear_cache not in jit_mod.cache_clearers:
             jit_mod.cache_clearers.append(dispatch.clear_cache)
+    elif name == "jax_numpy_dtype_promotion" and value != config.jax_numpy_dtype_promotion:
+        _clear_trace_caches()
+
+
+def _clear_trace_caches() -> None:
+    """Drop traced jaxprs (jit signatures, fjax's lru caches of traced functions), so functions
+    traced under one promotion mode are retraced under the other, as JAX's cache keys include it;
+    compiled kernels stay cached."""
+    import functools
+    import importlib
+    import sys
+
+    jit_mod = importlib.import_module("fjax.jit")
+    for cache in list(jit_mod._live_caches):
+        cache.clear()
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("fjax.") and not mod_name.startswith("fjax.backends"):
+            for v in list(vars(mod).values()):
+                if isinstance(v, functools._lru_cache_wrapper):
+                    v.cache_clear()
 
 
 config._listeners.append(_on_config_change)
@@ -184,3 +204,23 @@ from fjax import ad_checkpoint, ops, stages  # noqa: E402
 from fjax import extend  # noqa: E402
 from fjax import ref  # noqa: E402
 from fjax.ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402
+from fjax import custom_batching, dlpack, monitoring, profiler  # noqa: E402
+from fjax._devices import Device  # noqa: E402
+from fjax.sharding import NamedSharding, P, Shard, reshard, set_mesh  # noqa: E402
+from fjax._api_top import (  # noqa: E402
+    check_tracer_leaks,
+    checking_leaks,
+    copy_to_host_async,
+    debug_key_reuse,
+    default_prng_impl,
+    enable_checks,
+    live_arrays,
+    make_array_from_callback,
+    make_array_from_single_device_arrays,
+    numpy_dtype_promotion,
+    threefry_partitionable,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
+)

@@ -9,15 +9,30 @@ per example, under ``jvp``/``grad`` on primal values only.
 
 from __future__ import annotations
 
+import functools
+import logging
 import string
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fjax import _tree_lifted as tu
+from fjax import core
 from fjax._callback import bind_debug_callback
+from fjax._debugger import breakpoint  # noqa: A004 - the public name is jax.debug.breakpoint
 
-__all__ = ["callback", "print"]
+_logger = logging.getLogger("jax._src.debugging")  # JAX's logger name, so handlers set for JAX see it
+
+__all__ = [
+    "breakpoint",
+    "callback",
+    "inspect_array_sharding",
+    "log",
+    "print",
+    "visualize_array_sharding",
+    "visualize_sharding",
+]
 
 
 def callback(
@@ -77,10 +92,11 @@ _checker = _FormatChecker()
 class _Printer:
     """The host side of one ``debug.print``: formats with ``str.format`` and writes a line."""
 
-    def __init__(self, fmt: str, has_placeholders: bool, printoptions: dict):
+    def __init__(self, fmt: str, has_placeholders: bool, printoptions: dict, use_logging: bool = False):
         self.fmt = fmt
         self.has_placeholders = has_placeholders
         self.printoptions = printoptions
+        self.use_logging = use_logging
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if self.has_placeholders:
@@ -88,7 +104,10 @@ class _Printer:
                 msg = self.fmt.format(*args, **kwargs)
         else:
             msg = " ".join((self.fmt, *(str(a) for a in args)))
-        sys.stdout.write(msg + "\n")
+        if self.use_logging:
+            _logger.info(msg)
+        else:
+            sys.stdout.write(msg + "\n")
 
 
 def print(  # noqa: A001 - the public name is jax.debug.print
@@ -97,6 +116,7 @@ def print(  # noqa: A001 - the public name is jax.debug.print
     ordered: bool = False,
     partitioned: bool = False,
     skip_format_check: bool = False,
+    _use_logging: bool = False,
     **kwargs: Any,
 ) -> Callable[..., None] | None:
     """Print ``fmt.format(*args, **kwargs)`` when the program runs (``jax.debug.print``).
@@ -122,7 +142,7 @@ def print(  # noqa: A001 - the public name is jax.debug.print
         if fmt:
             _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
             has_placeholders = field_name is not None
-        printer = _Printer(fmt, has_placeholders, dict(np.get_printoptions()))
+        printer = _Printer(fmt, has_placeholders, dict(np.get_printoptions()), _use_logging)
         bind_debug_callback(printer, c_args, c_kwargs, label=f"print({fmt!r})")
 
     if fmt is not None:
@@ -131,3 +151,72 @@ def print(  # noqa: A001 - the public name is jax.debug.print
     if args or kwargs:
         raise TypeError(f"debug_print received unexpected arguments in the two-call form: {args=} {kwargs=}")
     return _debug_print
+
+
+#: ``debug.print`` that logs the message at INFO level on the ``jax._src.debugging`` logger
+#: instead of writing it to stdout (``jax.debug.log``)
+log = functools.partial(print, _use_logging=True)
+
+
+def _sharding_of(x: Any) -> Any:
+    if isinstance(x, core.Tracer):
+        # inside a transform fjax computes on the whole value on the host: one device
+        from fjax._devices import get_default_device, sharding_for  # noqa: PLC0415
+
+        return sharding_for(get_default_device())
+    return x.sharding
+
+
+def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> None:
+    """Call ``callback(sharding)`` for each array leaf of ``value`` (``jax.debug.inspect_array_sharding``).
+
+    Eagerly it is the array's ``.sharding``. Inside ``jit`` (at trace time, as JAX does at
+    compile time) fjax does not track layouts of traced values and computes on the whole value
+    on one device, so the callback gets that device's ``SingleDeviceSharding``.
+    """
+    for leaf in tu.tree_leaves(value):
+        if isinstance(leaf, (core.Array, core.Tracer)):
+            callback(_sharding_of(leaf))
+
+
+def _label(devs: list) -> str:
+    plat = devs[0].platform.upper()
+    return f"{plat} " + ",".join(str(d.id) for d in sorted(devs, key=lambda d: d.id))
+
+
+def visualize_sharding(
+    shape: Sequence[int],
+    sharding: Any,
+    *,
+    use_color: bool = True,
+    scale: float = 1.0,
+    min_width: int = 9,
+    max_width: int = 80,
+    color_map: Any = None,
+) -> None:
+    """Print a plain-text grid of the shards of an array of ``shape`` (rank 1 or 2) laid out by
+    ``sharding``: one box per shard, labelled with its devices (``jax.debug.visualize_sharding``,
+    which draws with ``rich``; fjax draws with characters and ignores the color options)."""
+    shape = tuple(int(d) for d in shape)
+    if len(shape) not in (1, 2):
+        raise ValueError(f"Unsupported tensor shape: {shape}. Only rank 1 and rank 2 tensors are supported.")
+    shape2 = shape if len(shape) == 2 else (1, shape[0])
+    cells: dict = {}
+    for dev, idx in sharding.devices_indices_map(shape).items():
+        idx2 = idx if len(shape) == 2 else (slice(None), *idx)
+        key = tuple(s.indices(n)[:2] for s, n in zip(idx2, shape2))
+        cells.setdefault(key, []).append(dev)
+    rows = sorted({k[0] for k in cells})
+    cols = sorted({k[1] for k in cells})
+    width = max(min_width, min(max_width // max(len(cols), 1), max(len(_label(v)) for v in cells.values()) + 2))
+    line = "+" + "+".join("-" * width for _ in cols) + "+"
+    out = [line]
+    for r in rows:
+        out.append("|" + "|".join(_label(cells[(r, c)]).center(width) for c in cols) + "|")
+        out.append(line)
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def visualize_array_sharding(arr: Any, **kwargs: Any) -> None:
+    """``visualize_sharding(arr.shape, sharding of arr)`` (see ``inspect_array_sharding``)."""
+    inspect_array_sharding(arr, callback=lambda s: visualize_sharding(arr.shape, s, **kwargs))

@@ -10,8 +10,12 @@ are views, not copies. Computations on sharded arrays (``jit``, eager ops) see t
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import functools
 import math
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,6 +24,10 @@ from fjax import core
 from fjax._devices import Device, SingleDeviceSharding, _get_topology
 
 __all__ = [
+    "AbstractDevice",
+    "AbstractMesh",
+    "AxisType",
+    "ManualAxisType",
     "Mesh",
     "NamedSharding",
     "PartitionSpec",
@@ -27,6 +35,14 @@ __all__ = [
     "Shard",
     "Sharding",
     "SingleDeviceSharding",
+    "auto_axes",
+    "explicit_axes",
+    "get_abstract_mesh",
+    "get_mesh",
+    "make_single_device_sharding",
+    "reshard",
+    "set_mesh",
+    "use_abstract_mesh",
 ]
 
 
@@ -106,8 +122,11 @@ _mesh_ctx = _MeshCtx()
 
 
 def current_mesh() -> Mesh | None:
-    """The innermost mesh entered with ``with mesh:`` in this thread, or None."""
-    return _mesh_ctx.stack[-1] if _mesh_ctx.stack else None
+    """The innermost mesh entered with ``with mesh:`` in this thread, else the mesh set with
+    ``jax.set_mesh``, or None."""
+    if _mesh_ctx.stack:
+        return _mesh_ctx.stack[-1]
+    return _set_mesh_state[0]
 
 
 class Mesh:
@@ -157,7 +176,14 @@ class Mesh:
 
     @property
     def empty(self) -> bool:
-        return self.devices.size == 0
+        return self.devices.ndim == 0 or self.devices.size == 0
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """The mesh's axis names, sizes and types without its devices."""
+        d = next(iter(self.devices.flat), None)
+        dev = AbstractDevice(d.device_kind, None, d.platform) if d is not None else None
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types, abstract_device=dev)
 
     def __enter__(self) -> Mesh:
         _mesh_ctx.stack.append(self)
@@ -460,3 +486,294 @@ def jit_with_shardings(jitted: Any, in_shardings: Any, out_shardings: Any) -> An
             setattr(call, attr, getattr(jitted, attr))
     call._fjax_jitted = jitted  # noqa: SLF001
     return call
+
+
+# ---------------------------------------------------------------------------------------------
+# axis types, abstract meshes, the current mesh (jax.set_mesh) and reshard
+#
+# fjax arrays hold their global value and computations see it whole, so axis types (JAX's
+# sharding-in-types) change no result: they are recorded on meshes, and ``reshard``,
+# ``auto_axes`` and ``explicit_axes`` lay values out eagerly (under ``jit`` they pass values
+# unchanged, as the layout of a traced value is not tracked).
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis takes part in sharding (``jax.sharding.AxisType``)."""
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class ManualAxisType:
+    """The manual-axis facts of a value inside ``shard_map`` (varying, unreduced and reduced axes)."""
+
+    def __init__(self, *, varying: Any = frozenset(), unreduced: Any = frozenset(), reduced: Any = frozenset()):
+        self.varying = frozenset(varying)
+        self.unreduced = frozenset(unreduced)
+        self.reduced = frozenset(reduced)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ManualAxisType) and (self.varying, self.unreduced, self.reduced) == (
+            other.varying,
+            other.unreduced,
+            other.reduced,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.varying, self.unreduced, self.reduced))
+
+    def __repr__(self) -> str:
+        sets = {"varying": self.varying, "unreduced": self.unreduced, "reduced": self.reduced}
+        return "ManualAxisType(" + ", ".join(f"{k}={set(v) or {}}" for k, v in sets.items()) + ")"
+
+
+class AbstractDevice:
+    """The kind of the devices of a mesh (``jax.sharding.AbstractDevice``)."""
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str) -> None:
+        self.device_kind = device_kind
+        self.num_cores = num_cores
+        self.platform = platform
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbstractDevice) and (self.device_kind, self.num_cores, self.platform) == (
+            other.device_kind,
+            other.num_cores,
+            other.platform,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.device_kind, self.num_cores, self.platform))
+
+    def __repr__(self) -> str:
+        return f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, platform={self.platform})"
+
+
+def _axis_types(fn: str, axis_types: Any, n: int) -> tuple:
+    if axis_types is None:
+        return (AxisType.Auto,) * n
+    if isinstance(axis_types, AxisType):
+        return (axis_types,) * n
+    out = tuple(axis_types)
+    if len(out) != n or not all(isinstance(t, AxisType) for t in out):
+        raise ValueError(f"{fn}: axis_types must be {n} AxisType values, got {axis_types!r}")
+    return out
+
+
+class AbstractMesh:
+    """Axis names, sizes and types of a mesh, without devices (``jax.sharding.AbstractMesh``)."""
+
+    def __init__(
+        self,
+        axis_sizes: tuple[int, ...],
+        axis_names: tuple[str, ...],
+        axis_types: AxisType | tuple[AxisType, ...] | None = None,
+        *,
+        abstract_device: AbstractDevice | None = None,
+    ) -> None:
+        self.axis_sizes = tuple(int(s) for s in axis_sizes)
+        self.axis_names = tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes but {len(self.axis_names)} axis names")
+        self.axis_types = _axis_types("AbstractMesh", axis_types, len(self.axis_names))
+        self.abstract_device = abstract_device
+
+    @property
+    def shape(self) -> dict:
+        return dict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes)
+
+    @property
+    def empty(self) -> bool:
+        return not self.axis_names
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AbstractMesh) and (self.axis_sizes, self.axis_names, self.axis_types) == (
+            other.axis_sizes,
+            other.axis_names,
+            other.axis_types,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.axis_sizes, self.axis_names, self.axis_types))
+
+    def __repr__(self) -> str:
+        if self.empty:
+            return "AbstractMesh((), axis_types=())"
+        shape = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        types = "(" + ", ".join(t.name for t in self.axis_types) + ("," if len(self.axis_types) == 1 else "") + ")"
+        dev = ""
+        if self.abstract_device is not None:
+            d = self.abstract_device
+            dev = f", device_kind={d.device_kind}, num_cores={d.num_cores}, platform={d.platform}"
+        return f"AbstractMesh({shape}, axis_types={types}{dev})"
+
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+# [mesh set with jax.set_mesh (process-wide, as JAX's set_mesh called as a function)]
+_set_mesh_state: list = [None]
+
+
+class _AbstractMeshCtx(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_abstract_ctx = _AbstractMeshCtx()
+
+
+def _empty_mesh() -> Mesh:
+    m = object.__new__(Mesh)
+    m.devices = np.empty((), dtype=object)
+    m.axis_names = ()
+    m.axis_types = ()
+    return m
+
+
+def get_mesh() -> Mesh:
+    """The concrete mesh set with ``jax.set_mesh`` (or entered with ``with mesh:``); an empty
+    mesh (``axis_sizes=()``) when there is none."""
+    m = current_mesh()
+    return m if m is not None else _empty_mesh()
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in effect: the innermost ``use_abstract_mesh``, else that of the current
+    mesh, else an empty ``AbstractMesh``."""
+    if _abstract_ctx.stack:
+        return _abstract_ctx.stack[-1]
+    m = current_mesh()
+    return m.abstract_mesh if m is not None else _EMPTY_ABSTRACT_MESH
+
+
+class set_mesh:  # noqa: N801 - the public name is jax.set_mesh / jax.sharding.set_mesh
+    """Make ``mesh`` the current mesh: called, it stays set (process-wide); used as
+    ``with jax.set_mesh(mesh):`` it is restored on exit. ``None`` unsets it. Bare
+    ``PartitionSpec``s (``reshard``, ``jit`` shardings) then refer to it."""
+
+    def __init__(self, mesh: Mesh | None) -> None:
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        self.mesh = mesh
+        self.prev = _set_mesh_state[0]
+        _set_mesh_state[0] = mesh
+
+    def __enter__(self) -> Mesh | None:
+        return self.mesh
+
+    def __exit__(self, *exc: Any) -> None:
+        _set_mesh_state[0] = self.prev
+
+
+@contextlib.contextmanager
+def use_abstract_mesh(mesh: AbstractMesh) -> Iterator[AbstractMesh]:
+    """Make ``mesh`` the abstract mesh for the block (its size must equal the current one's)."""
+    if not isinstance(mesh, AbstractMesh):
+        raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got {type(mesh)}")
+    prev = get_abstract_mesh()
+    if not prev.empty and prev.size != mesh.size:
+        raise ValueError(
+            f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {mesh!r} with size={mesh.size} "
+            f"and prev mesh: {prev!r} with size={prev.size}"
+        )
+    _abstract_ctx.stack.append(mesh)
+    try:
+        yield mesh
+    finally:
+        _abstract_ctx.stack.pop()
+
+
+def make_single_device_sharding(device: Device, *, memory_kind: str | None = None) -> SingleDeviceSharding:
+    """The sharding placing a whole array on ``device``."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+def _reshard_leaf(x: Any, s: Any) -> Any:
+    from fjax._devices import device_put  # noqa: PLC0415
+
+    if s is None:
+        return x
+    if isinstance(s, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None or mesh.empty:
+            raise ValueError(
+                f"reshard: the PartitionSpec {s!r} needs a mesh; call it under jax.set_mesh(mesh) or pass "
+                "NamedSharding(mesh, spec)"
+            )
+        s = NamedSharding(mesh, s)
+    elif not isinstance(s, (Sharding, SingleDeviceSharding)):
+        raise TypeError(f"reshard: out_shardings leaves must be Sharding or PartitionSpec, got {type(s).__name__}")
+    if isinstance(x, core.Tracer):
+        s.devices_indices_map(tuple(x.shape)) if isinstance(s, NamedSharding) else None  # divisibility
+        return x
+    return device_put(x, s)
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """``xs`` (a pytree) laid out with ``out_shardings`` (a tree prefix of shardings or
+    ``PartitionSpec``s, the latter over the current mesh). Values are unchanged; traced values
+    (inside ``jit``) pass through after the shapes are checked against the shardings."""
+    from fjax import _tree_lifted as tu  # noqa: PLC0415
+
+    if _is_sharding_leaf(out_shardings):
+        return tu.tree_map(lambda x: _reshard_leaf(x, out_shardings), xs)
+    return tu.tree_map(lambda s, sub: tu.tree_map(lambda x: _reshard_leaf(x, s), sub), out_shardings, xs,
+                       is_leaf=_is_sharding_leaf)  # fmt: skip
+
+
+def _axes_wrapper(f: Callable | None, axes: Any, layout: Callable) -> Any:
+    if axes is not None:
+        names = (axes,) if isinstance(axes, str) else tuple(axes)
+        mesh = current_mesh()
+        missing = [n for n in names if mesh is None or n not in mesh.axis_names]
+        if missing:
+            raise ValueError(f"axes {missing} are not axes of the current mesh (use jax.set_mesh(mesh))")
+
+    def wrap(fun: Callable) -> Callable:
+        @functools.wraps(fun)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            return layout(fun, args, kwargs)
+
+        return wrapped
+
+    return wrap if f is None else wrap(f)
+
+
+def auto_axes(
+    f: Callable | None = None, /, *, axes: str | tuple[str, ...] | None = None, out_sharding: Any = None
+) -> Any:
+    """``f`` run with ``axes`` of the mesh as Auto axes; its outputs laid out with ``out_sharding``
+    (``reshard``). fjax has no sharding-in-types, so inside ``f`` nothing changes."""
+    if out_sharding is None:
+        raise TypeError("auto_axes: out_sharding must be given")
+
+    def layout(fun: Callable, args: tuple, kwargs: dict) -> Any:
+        return reshard(fun(*args, **kwargs), out_sharding)
+
+    return _axes_wrapper(f, axes, layout)
+
+
+def explicit_axes(
+    f: Callable | None = None, /, *, axes: str | tuple[str, ...] | None = None, in_sharding: Any = None
+) -> Any:
+    """``f`` run with ``axes`` of the mesh as Explicit axes; its positional arguments laid out
+    with ``in_sharding`` first (``reshard``). fjax has no sharding-in-types, so inside ``f``
+    nothing else changes."""
+    if in_sharding is None:
+        raise TypeError("explicit_axes: in_sharding must be given")
+
+    def layout(fun: Callable, args: tuple, kwargs: dict) -> Any:
+        return fun(*reshard(args, tuple(in_sharding) if isinstance(in_sharding, list) else in_sharding), **kwargs)
+
+    return _axes_wrapper(f, axes, layout)
