@@ -168,6 +168,10 @@ def test_sharding_views_and_mesh_context(capsys):
                 pass
         with jax.sharding.use_abstract_mesh(AbstractMesh((n,), ("z",))):
             assert jax.sharding.get_abstract_mesh().axis_names == ("z",)
+        doubled = jax.sharding.auto_axes(lambda a: a * 2, out_sharding=jax.P("x"))(jnp.arange(4.0 * n))
+        assert doubled.sharding.spec == jax.P("x")
+        spec_in = jax.sharding.explicit_axes(lambda a: a.sharding.spec, in_sharding=jax.P("x"))(jnp.arange(4.0 * n))
+        assert spec_in == jax.P("x")
     assert jax.sharding.get_abstract_mesh().empty
     s = jax.sharding.make_single_device_sharding(jax.devices()[0])
     assert s.device_set == {jax.devices()[0]}
