@@ -1,5 +1,6 @@
 """``fjax.scipy``: the ``jax.scipy`` namespaces (linear algebra, signal processing, special functions,
-statistics, optimize, integrate, ndimage, fft) on top of ``fjax.lax`` and ``fjax.numpy``.
+statistics, optimize, integrate, ndimage, fft, interpolate, spatial.transform, cluster.vq) on top
+of ``fjax.lax`` and ``fjax.numpy``.
 
 The submodules load on first use (``fjax.scipy.signal`` and ``fjax.scipy.stats`` pull in parts of
 scipy that take a second to import): ``import fjax.scipy`` then ``fjax.scipy.special.erf`` works as
@@ -10,7 +11,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = ("fft", "integrate", "linalg", "ndimage", "optimize", "signal", "special", "stats")
+_SUBMODULES = (
+    "cluster",
+    "fft",
+    "integrate",
+    "interpolate",
+    "linalg",
+    "ndimage",
+    "optimize",
+    "signal",
+    "spatial",
+    "special",
+    "stats",
+)
 __all__ = list(_SUBMODULES)
 
 

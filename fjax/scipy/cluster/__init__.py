@@ -1,0 +1,5 @@
+"""``fjax.scipy.cluster``: ``vq`` (vector quantization), as ``jax.scipy.cluster``."""
+
+from fjax.scipy.cluster import vq  # noqa: F401
+
+__all__ = ["vq"]
