@@ -94,7 +94,8 @@ class PartitionSpec(tuple):
         return super().__new__(cls, parts)
 
     def __repr__(self) -> str:
-        return "PartitionSpec(" + ", ".join(repr(p) for p in self) + ")"
+        # JAX 0.10 prints a spec as its tuple after ``P``: P('x',), P('x', None), P()
+        return "P" + tuple.__repr__(tuple(self))
 
     def __reduce__(self) -> tuple:
         return (PartitionSpec, tuple(self))
@@ -151,7 +152,7 @@ class Mesh:
                 raise TypeError(f"Mesh: expected fjax devices, got {d!r}")
         self.devices = devs
         self.axis_names = axis_names
-        self.axis_types = axis_types
+        self.axis_types = _axis_types("Mesh", axis_types, len(axis_names))  # (default: all Auto, as JAX)
 
     @property
     def shape(self) -> dict:
@@ -204,8 +205,7 @@ class Mesh:
         return hash((self.axis_names, self.devices.shape, tuple(d.id for d in self.devices.flat)))
 
     def __repr__(self) -> str:
-        shape = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
-        return f"Mesh(axis_sizes=({', '.join(map(str, self.axis_sizes))}), axis_names={self.axis_names}) # {{{shape}}}"
+        return f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, axis_types={self.axis_types!r})"
 
 
 def make_mesh(
@@ -216,7 +216,8 @@ def make_mesh(
     axis_types: Any = None,
 ) -> Mesh:
     """A mesh of ``axis_shapes`` named ``axis_names`` over ``devices`` (default: all devices;
-    their count must equal the mesh size), as ``jax.make_mesh``."""
+    their count must equal the mesh size), as ``jax.make_mesh``: its axes are ``Explicit`` unless
+    ``axis_types`` says otherwise (``jax.sharding.Mesh``'s default is ``Auto``)."""
     from fjax import _devices  # noqa: PLC0415
 
     devs = list(devices) if devices is not None else _devices.devices()
@@ -226,6 +227,8 @@ def make_mesh(
     arr = np.empty(len(devs), dtype=object)
     for i, d in enumerate(devs):
         arr[i] = d
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(tuple(axis_names))
     return Mesh(arr.reshape(tuple(axis_shapes)), tuple(axis_names), axis_types=axis_types)
 
 
