@@ -332,3 +332,4 @@ __all__ += [
     "squared_error",
 ]
 from fjax.nn._more import *  # noqa: E402,F401,F403
+from fjax.nn._scaled import *  # noqa: E402,F401,F403
