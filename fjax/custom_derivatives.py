@@ -45,6 +45,8 @@ __all__ = [
     "custom_lin_p",
     "custom_vjp",
     "custom_vjp_call_p",
+    "custom_vjp_primal_tree_values",
+    "zero_from_primal",
 ]
 
 
@@ -1015,6 +1017,27 @@ def _custom_vjp_bind(
         dict(
             name=name, bwd=bwd_flat, call_jaxpr=closed, fwd=fwd_c, num_consts=len(consts), symbolic_zeros=symbolic_zeros
         ),
+    )
+
+
+def zero_from_primal(val: Any, symbolic_zeros: bool = False) -> Any:
+    """The zero tangent of each leaf of ``val`` (float0 zeros for integer leaves), as
+    ``SymbolicZero``s when ``symbolic_zeros``; what a custom rule returns for an unperturbed input."""
+
+    def zero(x: Any) -> Any:
+        aval = ad.tangent_aval(core.get_aval(_as_value(x, "zero_from_primal")))
+        return SymbolicZero(aval) if symbolic_zeros else ad._zeros_like(aval)
+
+    return tu.tree_map(zero, val)
+
+
+def custom_vjp_primal_tree_values(tree: Any) -> Any:
+    """``tree`` with each ``CustomVJPPrimal`` leaf (what a ``symbolic_zeros=True`` fwd rule
+    receives) replaced by its ``value``."""
+    return tu.tree_map(
+        lambda x: x.value if isinstance(x, CustomVJPPrimal) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, CustomVJPPrimal),
     )
 
 
