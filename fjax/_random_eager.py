@@ -176,7 +176,7 @@ def compiled_when_large(fn: Callable) -> Callable:
         if any(isinstance(x, core.Tracer) for x in leaves):
             return fn(*args, **kwargs)
         size = _size(arguments)
-        mode = "large" if size >= MIN_SIZE else _tier_mode() if size >= TIERED_MIN_SIZE else "off"
+        mode = "large" if size >= MIN_SIZE else _tier_mode(leaves) if size >= TIERED_MIN_SIZE else "off"
         if mode == "off":
             return fn(*args, **kwargs)
         dyn = {k: v for k, v in arguments.items() if _is_array(v)}
@@ -195,13 +195,20 @@ def compiled_when_large(fn: Callable) -> Callable:
     return sampler
 
 
-def _tier_mode() -> str:
+def _tier_mode(leaves: list) -> str:
     """ "auto" / "on" when calls below ``MIN_SIZE`` may be tiered here, else "off": tiering is off,
-    jit evaluates eagerly anyway (the "interpret" backend), or a device placement is in effect
-    (jit would run the program there; op by op keeps to the old behaviour)."""
+    jit evaluates eagerly anyway (the "interpret" backend), or the call would run on a device other
+    than the host's default one (an argument committed elsewhere, or another default device: jit
+    would run the program there; op by op keeps to the old behaviour). Having placed arrays once
+    (``device_put``) does not by itself turn tiering off."""
     from fjax.backends import tiering  # noqa: PLC0415
 
     jit_mod = sys.modules.get("fjax.jit")  # the module (``fjax.jit`` is the function)
-    if core.placement_hook is not None or getattr(jit_mod, "compile_hook", None) is None:
+    if getattr(jit_mod, "compile_hook", None) is None:
         return "off"
+    if core.placement_hook is not None:
+        from fjax import _placement  # noqa: PLC0415
+
+        if _placement.target_device(leaves, "random") is not None:
+            return "off"
     return tiering.mode()

@@ -175,3 +175,19 @@ def test_kernels_compile_in_the_background_under_tiering(monkeypatch):
         np.testing.assert_array_equal(o2, w2)
     finally:
         fjax.config.update("fjax_tiered_compile", False)
+
+
+def test_arrays_placed_on_the_host_device_do_not_turn_tiering_off(tiered):
+    """A device_put to the host's CPU device once (fjax then watches placements for the rest of
+    the process) leaves host-side samplers tiered; a key committed to that device runs op by op."""
+    from fjax import _placement
+
+    fjax.device_put(np.ones(3), fjax.devices("cpu")[0])
+    assert _placement._state["placed"]
+    k = random.PRNGKey(12)
+    s0 = dict(_random_eager.stats)
+    np.asarray(random.uniform(k, (37, 53)))
+    assert _delta(s0)["numpy_calls"] == 1 and _delta(s0)["queued"] == 1
+    s1 = dict(_random_eager.stats)
+    np.asarray(random.uniform(fjax.device_put(k, fjax.devices("cpu")[0]), (37, 53)))
+    assert _delta(s1) == {"compiled_calls": 0, "loaded": 0, "numpy_calls": 0, "queued": 0}
