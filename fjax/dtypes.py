@@ -412,9 +412,7 @@ def _node_to_dtype(node: _Node, x64: bool) -> tuple[np.dtype, bool]:
     return _DEFAULTS[{int: "i", float: "f", complex: "c"}[node]][x64], True
 
 
-def _compute_result(
-    pairs: tuple[tuple[np.dtype, bool], ...], x64: bool, strict: bool = False
-) -> tuple[np.dtype, bool]:
+def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool, strict: bool = False) -> tuple[np.dtype, bool]:
     """Uncached result_type on (dtype, weak) pairs; see the module docstring for the rules."""
     if not pairs:
         raise ValueError("fjax.dtypes.result_type: at least one array or dtype is required")
