@@ -1,8 +1,10 @@
 """Dtypes and JAX-style type promotion.
 
-fjax supports bool, int8/16/32/64, uint8/16/32/64, bfloat16, float16/32/64 and complex64/128.
-bfloat16 is ``ml_dtypes.bfloat16`` (as in JAX): a numpy extension dtype whose numpy ``kind`` is
-``'V'``, so fjax code asks :func:`kind` (``'f'`` for it) instead of reading ``dtype.kind``.
+fjax supports bool, int8/16/32/64, uint8/16/32/64, bfloat16, float16/32/64 and complex64/128,
+plus JAX's low-precision dtypes that the installed ml_dtypes provides (:data:`low_precision_dtypes`:
+the float8/float6/float4 types and int1/2/4, uint1/2/4).  bfloat16 and these are ml_dtypes'
+numpy extension dtypes (as in JAX), whose numpy ``kind`` is mostly ``'V'``, so fjax code asks
+:func:`kind` (``'f'``, ``'i'`` or ``'u'`` for them) instead of reading ``dtype.kind``.
 With ``config.jax_enable_x64`` off (the default) the 64-bit types are *canonicalized* to their
 32-bit counterparts (int64->int32, uint64->uint32, float64->float32, complex128->complex64).
 
@@ -13,6 +15,7 @@ inputs on the lattice below, where ``i*``, ``f*`` and ``c*`` are the *weak* kind
     b1 -> i*;  i* -> u8, i8;  u8 -> i16, u16;  u16 -> i32, u32;  u32 -> i64, u64;  u64 -> f*
     i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, bf16, c*;  f16 -> f32;  bf16 -> f32 -> f64 -> c128;  f32 -> c64
     c* -> c64 -> c128
+    i* -> int1/2/4, uint1/2/4;  f* -> each float8/float6/float4 type  (no edges above these)
 
 (with x64 off JAX replaces ``u32 -> i64`` by ``u32 -> i32``; this only shows in :func:`promote_types`,
 since result_type canonicalizes int64 to int32 anyway).
@@ -34,11 +37,19 @@ uses a lattice without edges between concrete dtypes: ``i* -> f* -> c*``, ``i*``
 integer dtype, ``f*`` below every floating one and ``c*`` below every complex one (bool is
 alone). Inputs of two different concrete dtypes, or a Python scalar of a higher kind than the
 array's dtype (``int32 + 1.5``), raise :class:`TypePromotionError`; rule 3 does not apply.
+
+As in JAX the low-precision dtypes have nothing above them, so they only combine with themselves,
+bool and Python scalars of a kind below theirs (``float8 + 1.0`` is float8, ``int4 + 1`` is int4;
+note that ``float8 + int32`` is float8 too, through ``i64 -> f*``); any other pair (``float8 +
+float32``, ``int4 + int8``, ``int4 + 1.0``) has no least upper bound and raises
+:class:`TypePromotionError` with JAX's message, even under standard promotion
+(``tests/data/low_precision_promotion.json``).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import ml_dtypes
@@ -76,6 +87,7 @@ __all__ = [
     "issubdtype",
     "itemsize_bits",
     "kind",
+    "low_precision_dtypes",
     "scalar_type_of",
     "promote_types",
     "result_type",
@@ -99,16 +111,33 @@ float16, float32, float64 = np.float16, np.float32, np.float64
 bfloat16 = ml_dtypes.bfloat16
 complex64, complex128 = np.complex64, np.complex128
 
+# JAX's low-precision dtypes, in JAX's order; those this ml_dtypes lacks (older versions) are left out
+_LOW_FLOAT_NAMES = (
+    "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
+    "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn",
+)  # fmt: skip
+_INTN_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")
+_LOW_FLOATS: tuple[np.dtype, ...] = tuple(
+    np.dtype(getattr(ml_dtypes, n)) for n in _LOW_FLOAT_NAMES if hasattr(ml_dtypes, n)
+)
+_INTNS: tuple[np.dtype, ...] = tuple(np.dtype(getattr(ml_dtypes, n)) for n in _INTN_NAMES if hasattr(ml_dtypes, n))
+#: the float8/float6/float4 and 1/2/4-bit integer dtypes fjax supports (those ml_dtypes provides)
+low_precision_dtypes: tuple[np.dtype, ...] = _LOW_FLOATS + _INTNS
+#: bits per element of the dtypes whose itemsize (1 byte) says otherwise
+_BITS: dict[np.dtype, int] = {dt: int(re.search(r"\d+", dt.name)[0]) for dt in low_precision_dtypes}
+
 #: dtype of tangents/cotangents of integer and boolean primals: a zero-size void dtype.
 float0: np.dtype = np.dtype([("float0", np.void, 0)])
 
 _SUPPORTED_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "bfloat16", "float16", "float32", "float64", "complex64", "complex128",
+    *(dt.name for dt in low_precision_dtypes),
 )  # fmt: skip
-#: The dtypes fjax arrays may have (float0 aside), in lattice order.
-supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in _SUPPORTED_NAMES)
-_SUPPORTED: frozenset[np.dtype] = frozenset(supported_dtypes)
+#: The standard dtypes fjax arrays may have (float0 aside), in lattice order; arrays may also have
+#: the :data:`low_precision_dtypes`, which (as in JAX) DLPack does not exchange
+supported_dtypes: tuple[np.dtype, ...] = tuple(np.dtype(n) for n in _SUPPORTED_NAMES[:15])
+_SUPPORTED: frozenset[np.dtype] = frozenset(supported_dtypes + low_precision_dtypes)
 
 _B = np.dtype("bool")
 _BF16 = np.dtype(bfloat16)
@@ -133,11 +162,20 @@ _PY_SCALAR_INFO: dict[type, tuple[np.dtype, bool]] = {
 _PY_SCALAR_TYPES = tuple(_PY_SCALAR_INFO)
 
 
+#: kinds of the ml_dtypes dtypes, for which numpy says ``'V'`` (float8_e5m2 aside)
+_ML_KINDS: dict[np.dtype, str] = {
+    _BF16: "f",
+    **{dt: "f" for dt in _LOW_FLOATS},
+    **{dt: "u" if dt.name[0] == "u" else "i" for dt in _INTNS},
+}
+
+
 def kind(dt: np.dtype) -> str:
-    """numpy's one-letter ``dt.kind``, except ``'f'`` for bfloat16 (numpy says ``'V'`` for it)."""
+    """numpy's one-letter ``dt.kind``, except ``'f'`` for bfloat16 and the float8/6/4 dtypes and
+    ``'i'``/``'u'`` for int1/2/4 and uint1/2/4 (numpy says ``'V'`` for these)."""
     k = dt.kind
-    if k == "V" and dt == _BF16:
-        return "f"
+    if k == "V":
+        return _ML_KINDS.get(dt, k)
     return k
 
 
@@ -189,7 +227,7 @@ def _n(name: str) -> np.dtype:
 
 _EDGES: dict[_Node, tuple[_Node, ...]] = {
     _n("bool"): (int,),
-    int: (_n("uint8"), _n("int8")),
+    int: (_n("uint8"), _n("int8"), *_INTNS),
     _n("uint8"): (_n("int16"), _n("uint16")),
     _n("uint16"): (_n("int32"), _n("uint32")),
     _n("uint32"): (_n("int64"), _n("uint64")),
@@ -198,7 +236,7 @@ _EDGES: dict[_Node, tuple[_Node, ...]] = {
     _n("int16"): (_n("int32"),),
     _n("int32"): (_n("int64"),),
     _n("int64"): (float,),
-    float: (_n("float16"), _BF16, complex),
+    float: (_n("float16"), _BF16, complex, *_LOW_FLOATS),
     _n("float16"): (_n("float32"),),
     _BF16: (_n("float32"),),
     _n("float32"): (_n("float64"), _n("complex64")),
@@ -206,6 +244,7 @@ _EDGES: dict[_Node, tuple[_Node, ...]] = {
     complex: (_n("complex64"),),
     _n("complex64"): (_n("complex128"),),
     _n("complex128"): (),
+    **{dt: () for dt in low_precision_dtypes},
 }
 
 
@@ -232,11 +271,14 @@ def _upper_sets(edges: dict[_Node, tuple[_Node, ...]]) -> dict[_Node, frozenset[
 
 
 def _make_join_table(edges: dict[_Node, tuple[_Node, ...]]) -> dict[tuple[_Node, _Node], _Node]:
+    """Join of every pair of nodes; pairs without an upper bound (the low-precision dtypes) are absent."""
     upper = _upper_sets(edges)
     table: dict[tuple[_Node, _Node], _Node] = {}
     for a in edges:
         for b in edges:
             common = upper[a] & upper[b]
+            if not common:
+                continue
             # The least upper bound is the common bound below every other common bound.
             least = [c for c in common if common <= upper[c]]
             if len(least) != 1:  # pragma: no cover - guards edits to _EDGES
@@ -252,9 +294,36 @@ _JOINS = (_make_join_table(_EDGES_X32), _make_join_table(_EDGES))
 def _join(nodes: list[_Node], x64: bool) -> _Node:
     join = _JOINS[x64]
     out = nodes[0]
-    for node in nodes[1:]:
-        out = join[out, node]
+    try:
+        for node in nodes[1:]:
+            out = join[out, node]
+    except KeyError:
+        raise _no_join_error(nodes) from None
     return out
+
+
+def _no_join_error(nodes: list[_Node]) -> TypePromotionError:
+    """JAX's error for inputs without a least upper bound (only the low-precision dtypes lack one)."""
+    names = tuple(str(n) for n in dict.fromkeys(nodes))
+    bits = {_BITS.get(n) for n in nodes if isinstance(n, np.dtype) and n in _LOW_FLOATS}
+    what, hint = "", "float32"
+    for b in (8, 6, 4):
+        if b in bits:
+            what = f"{b}-bit floats"
+            break
+    else:
+        if any(isinstance(n, np.dtype) and n in _INTNS for n in nodes):
+            what, hint = "1-bit, 2-bit and 4-bit integers", "int32"
+    if not what:  # pragma: no cover - the lattice has joins for everything else
+        return TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path. "
+            "Try explicitly casting inputs to the desired output type."
+        )
+    return TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid unintended "
+        f"promotion, {what} do not support implicit promotion. If you'd like your inputs to be promoted "
+        f"to another type, you can do so explicitly using e.g. x.astype('{hint}')"
+    )
 
 
 _WEAK_RANK = {int: 0, float: 1, complex: 2}
@@ -490,7 +559,7 @@ _WEAK_KIND_AS_DTYPE: dict[type, np.dtype] = {int: _I64, float: _F64, complex: _C
 
 def _promote(a: Any, b: Any, x64: bool, strict: bool = False) -> np.dtype:
     na, nb = _promote_node(a), _promote_node(b)
-    out = _strict_join([na, nb]) if strict else _JOINS[x64][na, nb]
+    out = _strict_join([na, nb]) if strict else _join([na, nb], x64)
     return out if isinstance(out, np.dtype) else _WEAK_KIND_AS_DTYPE[out]
 
 
@@ -606,24 +675,36 @@ def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
     return _canon(dt, _x64()) if canonicalize else dt
 
 
-# numpy's abstract scalar types that bfloat16 belongs to in JAX's hierarchy (numpy itself only
-# puts ml_dtypes.bfloat16 under np.generic)
-_BF16_PARENTS = (np.floating, np.inexact, np.number, np.generic)
+# numpy's abstract scalar types that the ml_dtypes dtypes belong to in JAX's hierarchy, by kind
+# (numpy itself only puts them under np.generic)
+_ML_PARENTS = {
+    "f": (np.floating, np.inexact, np.number, np.generic),
+    "i": (np.signedinteger, np.integer, np.number, np.generic),
+    "u": (np.unsignedinteger, np.integer, np.number, np.generic),
+}
+_ML_BY_NAME: dict[str, np.dtype] = {dt.name: dt for dt in _ML_KINDS}
 
 
 @functools.lru_cache(maxsize=1024)
 def _issubdtype_cached(a: Any, b: Any) -> bool:
-    if _is_bf16(a):
-        return _is_bf16(b) or (isinstance(b, type) and b in _BF16_PARENTS)
-    if _is_bf16(b):
+    ma = _ml_dtype(a)
+    if ma is not None:
+        return _ml_dtype(b) == ma or (isinstance(b, type) and b in _ML_PARENTS[_ML_KINDS[ma]])
+    if _ml_dtype(b) is not None:
         return False
     return bool(np.issubdtype(a, b))
 
 
-def _is_bf16(x: Any) -> bool:
-    if x is bfloat16 or x == "bfloat16":
-        return True
-    return isinstance(x, np.dtype) and x == _BF16
+def _ml_dtype(x: Any) -> np.dtype | None:
+    """The dtype if ``x`` names bfloat16 or a low-precision dtype (type, name or dtype), else None."""
+    if isinstance(x, str):
+        return _ML_BY_NAME.get(x)
+    if isinstance(x, np.dtype):
+        return x if x in _ML_KINDS else None
+    if isinstance(x, type) and issubclass(x, np.generic) and not issubclass(x, (np.number, np.bool_)):
+        dt = _ML_BY_NAME.get(getattr(x, "__name__", ""))
+        return dt if dt is not None and dt.type is x else None
+    return None
 
 
 def issubdtype(a: Any, b: Any) -> bool:
@@ -653,11 +734,12 @@ def check_python_int(value: int, dtype: DTypeLike) -> int:
     ``value`` unchanged.
     """
     dt = canonicalize_dtype(dtype)
-    if dt.kind in "iu":
+    k = dt.kind  # numpy's: as in JAX, Python ints wrap around in int1/2/4 and uint1/2/4 unchecked
+    if k in "iu":
         info = np.iinfo(dt)
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python int {value} too large to convert to {dt}")
-    elif dt.kind in "fc":
+    elif k in "fc":
         try:
             float(value)
         except OverflowError:
@@ -670,7 +752,7 @@ def itemsize_bits(dtype: DTypeLike) -> int:
     if dtype is None:
         raise ValueError("dtype cannot be None.")
     dt = _as_np_dtype(dtype)
-    return 1 if dt == _B else 8 * dt.itemsize
+    return 1 if dt == _B else _BITS.get(dt, 8 * dt.itemsize)
 
 
 def scalar_type_of(x: Any) -> type:

@@ -170,6 +170,12 @@ float_ = float64
 complex_ = complex128
 half, single, double = float16, float32, float64
 csingle, cdouble = complex64, complex128
+# JAX's float8/float6/float4 and 1/2/4-bit integer scalar types (jnp.float8_e4m3fn, jnp.int4, ...),
+# those the installed ml_dtypes provides
+for _dt in dtypes.low_precision_dtypes:
+    globals()[_dt.name] = _make_scalar_type(_dt.type)
+    __all__.append(_dt.name)  # noqa: PYI056
+del _dt
 
 
 class _ArrayMeta(type):

@@ -18,6 +18,7 @@ import numpy as np
 
 from fjax import core
 from fjax.core import Array, Tracer
+from fjax.dtypes import iinfo as _iinfo
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
@@ -550,7 +551,7 @@ def _scatter_update(
     x = _util.to_fjax(x, f"at[].{fn_name}")
     _util.check_arraylike(f"at[].{fn_name}", y)
     dtype, weak = x.dtype, x.weak_type
-    if type(y) is int and _dkind(dtype) in "iu" and np.iinfo(dtype).min <= y <= np.iinfo(dtype).max:
+    if type(y) is int and _dkind(dtype) in "iu" and _iinfo(dtype).min <= y <= _iinfo(dtype).max:
         y = Array(np.array(y, dtype=dtype), False)
     y = _util.to_fjax(y, f"at[].{fn_name}")
     entries, sbool_dims = _parse(tuple(x.shape), idx)
