@@ -131,7 +131,13 @@ _short_names = {
 def short_dtype_name(dtype: np.dtype) -> str:
     if dtype == dtypes.float0:
         return "float0"
-    return _short_names.get(dtype.name, dtype.name)
+    name = dtype.name
+    short = _short_names.get(name)
+    if short is None:
+        # JAX's rule for the rest (ml_dtypes' low-precision types): float8_e4m3fn -> f8_e4m3fn,
+        # int4 -> i4, uint2 -> u2
+        short = _short_names[name] = name.replace("float", "f").replace("uint", "u").replace("int", "i")
+    return short
 
 
 def default_sharding() -> Any:

@@ -257,3 +257,22 @@ def test_grad_and_jvp_through_float8():
     assert repr(g8) == "Array([2, 5], dtype=float8_e4m3fn)"
     p, t = fjax.jvp(lambda a: a.astype(jnp.float8_e5m2), (jnp.array([1.3]),), (jnp.array([0.3]),))
     assert (repr(p), repr(t)) == ("Array([1.25], dtype=float8_e5m2)", "Array([0.3125], dtype=float8_e5m2)")
+
+
+def test_float_to_narrow_int_casts_saturate_as_jax():
+    # JAX 0.10.2: jnp.array([2.7, -3.5, 100]).astype(jnp.int4) -> [2 -3 7]
+    out = jnp.array([2.7, -3.5, 100.0]).astype(jnp.int4)
+    assert out.dtype == jnp.int4
+    np.testing.assert_array_equal(np.asarray(out).astype(np.int8), [2, -3, 7])
+
+
+def test_jaxprs_print_short_names_as_jax():
+    # JAX 0.10.2 make_jaxpr(lambda x: x * x) on these dtypes prints f8_e4m3fn / i4 / u1 / f4_e2m1fn
+    for name, short in [
+        ("float8_e4m3fn", "f8_e4m3fn"),
+        ("int4", "i4"),
+        ("uint1", "u1"),
+        ("float4_e2m1fn", "f4_e2m1fn"),
+    ]:
+        text = str(fjax.make_jaxpr(lambda x: x * x)(fjax.ShapeDtypeStruct((3,), name)))
+        assert f"a:{short}[3]" in text and f"b:{short}[3] = mul a a" in text, text

@@ -307,7 +307,7 @@ def _convert_impl(x: np.ndarray, new_dtype: np.dtype, weak_type: bool = False) -
         return x != 0
     if _dkind(x.dtype) in "fc" and _dkind(new_dtype) in "iu":
         # float -> int: truncate, NaN -> 0, saturate at the limits (as XLA does)
-        info = np.iinfo(new_dtype)
+        info = dtypes.iinfo(new_dtype)  # (ml_dtypes' iinfo: numpy's knows no int4/int2/int1)
         with np.errstate(all="ignore"):
             y = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
             y = np.clip(y, info.min, info.max)
