@@ -162,6 +162,21 @@ def test_flipped_bits_in_object_code(reference, tmp_path):
     assert again["misses"] == 0
 
 
+def test_checksum_files_naming_other_files_are_not_trusted(reference, tmp_path):
+    # a seal is read before anything is listed: one naming files outside its kernel (or garbage)
+    # counts as no seal, so the object code is recompiled
+    ref, healthy = reference
+    d = _copy_cache(healthy, tmp_path / "c")
+    sums = sorted((d / "kernels" / "__pycache__").glob("*.sum"))
+    assert sums
+    for i, f in enumerate(sums):
+        f.write_text('{"../../k_x.nbi": "00"}' if i % 2 else "not json")
+    res = _run(d)
+    _check(res, ref)
+    assert res["hits"] == 0
+    assert _run(d)["misses"] == 0
+
+
 def test_unsealed_object_code_is_recompiled(reference, tmp_path):
     # object code without its checksum file (a process died between numba's write and the seal)
     ref, healthy = reference
