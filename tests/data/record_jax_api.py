@@ -56,6 +56,15 @@ MODULES = [
     "jax.scipy.spatial.transform",
     "jax.sharding",
     "jax.profiler",
+    "jax.monitoring",
+    "jax.export",
+    "jax.custom_batching",
+    "jax.dlpack",
+    "jax.scipy.stats.multivariate_normal",
+    "jax.scipy.stats.gamma",
+    "jax.scipy.stats.beta",
+    "jax.scipy.stats.t",
+    "jax.scipy.stats.poisson",
 ]
 
 
