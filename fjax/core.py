@@ -869,6 +869,8 @@ class JaxprEqn:
         return JaxprEqn(**d)
 
     def __repr__(self) -> str:
+        from fjax._core_pp import _Namer, pp_eqn  # noqa: PLC0415 - core is imported first
+
         return str(pp_eqn(self, _Namer(), 0))
 
 
@@ -892,12 +894,14 @@ class Jaxpr:
         return [v.aval for v in self.outvars]
 
     def __str__(self) -> str:
+        from fjax._core_pp import pp_jaxpr  # noqa: PLC0415 - core is imported first
+
         return pp_jaxpr(self)
 
     __repr__ = __str__
 
     def pretty_print(self) -> str:
-        return pp_jaxpr(self)
+        return str(self)
 
 
 class ClosedJaxpr:
@@ -931,12 +935,12 @@ class ClosedJaxpr:
         return self.consts
 
     def __str__(self) -> str:
-        return pp_jaxpr(self.jaxpr)
+        return str(self.jaxpr)
 
     __repr__ = __str__
 
     def pretty_print(self) -> str:
-        return pp_jaxpr(self.jaxpr)
+        return str(self.jaxpr)
 
     def __call__(self, *args: Any) -> list:
         return eval_jaxpr(self.jaxpr, self.consts, *args)
@@ -1022,113 +1026,13 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# pretty-printing, in JAX's format
-
-
-class _Namer:
-    def __init__(self) -> None:
-        self.names: dict[Var, str] = {}
-        self.counter = itertools.count()
-
-    def __call__(self, v: Var) -> str:
-        if type(v) is DropVar:
-            return "_"
-        name = self.names.get(v)
-        if name is None:
-            name = self.names[v] = _encode_name(next(self.counter))
-        return name
-
-
-def _encode_name(i: int) -> str:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    s = ""
-    while True:
-        s = letters[i % 26] + s
-        i //= 26
-        if i == 0:
-            break
-    return s
-
-
-def _pp_literal(x: Literal) -> str:
-    v = np.asarray(x.val) if not isinstance(x.val, Array) else x.val._value
-    if v.dtype == np.bool_:
-        s = str(bool(v))
-    elif _dkind(v.dtype) == "f":
-        s = repr(float(v))
-        if s in ("inf", "-inf", "nan"):
-            s = s
-    elif _dkind(v.dtype) in "iu":
-        s = str(int(v))
-    else:
-        s = str(v.item())
-    return f"{s}:{x.aval.str_short()}"
-
-
-def _pp_atom(x: Atom, namer: _Namer) -> str:
-    if type(x) is Literal:
-        return _pp_literal(x)
-    return namer(x)
-
-
-def _pp_param(v: Any, namer: _Namer, indent: int) -> str:
-    if isinstance(v, ClosedJaxpr):
-        return _pp_jaxpr_inner(v.jaxpr, namer, indent)
-    if isinstance(v, Jaxpr):
-        return _pp_jaxpr_inner(v, namer, indent)
-    if isinstance(v, np.dtype):
-        return v.name
-    if isinstance(v, type) and issubclass(v, np.generic):
-        return np.dtype(v).name
-    if isinstance(v, tuple) and v and all(isinstance(e, (ClosedJaxpr, Jaxpr)) for e in v):
-        return (
-            "(\n" + "".join(" " * (indent + 2) + _pp_param(e, namer, indent + 2) + "\n" for e in v) + " " * indent + ")"
-        )
-    if callable(v) and hasattr(v, "__name__"):
-        return v.__name__
-    return str(v)
+# jaxpr helpers (pretty-printing is in fjax/_core_pp.py)
 
 
 def _has_jaxpr(v: Any) -> bool:
     if isinstance(v, (Jaxpr, ClosedJaxpr)):
         return True
     return isinstance(v, tuple) and any(isinstance(e, (Jaxpr, ClosedJaxpr)) for e in v)
-
-
-def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
-    lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars)
-    items = list(eqn.params.items())
-    if any(_has_jaxpr(v) for _, v in items):
-        # higher-order primitive: one parameter per line, sub-jaxprs last and nested (as JAX prints)
-        items.sort(key=lambda kv: _has_jaxpr(kv[1]))
-        pad = " " * (indent + 6)
-        lines = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 6)}" for k, v in items)
-        name = f"{eqn.primitive.name}[{lines}\n{' ' * (indent + 4)}]"
-    else:
-        params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in items)
-        name = eqn.primitive.name + (f"[{params}]" if params else "")
-    rhs = " ".join([name] + [_pp_atom(x, namer) for x in eqn.invars])
-    return f"{lhs} = {rhs}" if lhs else rhs
-
-
-def _pp_jaxpr_inner(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
-    consts = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
-    ins = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    eqn_strs = [pp_eqn(e, namer, indent) for e in jaxpr.eqns]
-    outs = ", ".join(_pp_atom(x, namer) for x in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = "{ lambda " + (consts + "; " if consts else "; ") + ins + ". let"
-    one_line = head + "".join(" " + s for s in eqn_strs) + " in " + outs + " }"
-    if len(eqn_strs) <= 1 and "\n" not in one_line and len(one_line) + indent <= 80:
-        return one_line
-    pad = " " * (indent + 4)
-    body = "".join(f"\n{pad}{s}" for s in eqn_strs)
-    return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
-
-
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    """Print ``jaxpr`` as JAX does: ``{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }``."""
-    return _pp_jaxpr_inner(jaxpr, _Namer(), 0)
 
 
 # ---------------------------------------------------------------------------------------------
