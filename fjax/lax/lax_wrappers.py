@@ -66,7 +66,8 @@ def _mk_unary_accuracy(prim: Primitive, doc: str) -> Callable:
     ``AccuracyMode``): checked, then fjax's one implementation runs (see ``_dot_algorithms``)."""
 
     def f(x: Any, *, accuracy: Any = None) -> Any:
-        check_accuracy(accuracy)
+        if accuracy is not None:  # (the common case costs one comparison)
+            check_accuracy(accuracy)
         return _bind(prim, x)
 
     f.__name__ = prim.name
