@@ -294,16 +294,99 @@ def test_custom_jvp_rule_is_traced_and_kept():
     np.testing.assert_array_equal(fjax.vmap(fjax.grad(exp.call))(np.ones(3, F32)), 2 * np.ones(3, F32))
 
 
-def test_callables_cannot_be_serialized():
+@fjax.custom_vjp
+def _clipped_sin(x, scale):
+    return jnp.sin(x) * scale
+
+
+def _clipped_sin_fwd(x, scale):
+    return _clipped_sin(x, scale), {"cos": jnp.cos(x), "scale": [scale]}
+
+
+def _clipped_sin_bwd(res, g):  # gradient clipping: not sin's derivative, and no cotangent for scale
+    return jnp.clip(g * res["cos"] * res["scale"][0], -0.5, 0.5), None
+
+
+_clipped_sin.defvjp(_clipped_sin_fwd, _clipped_sin_bwd)
+
+_VJP_CHILD = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import fjax
+    from fjax import export
+    exp = export.deserialize(open(sys.argv[1], "rb").read())
+    x, scale = np.array([0.1, 1.0, 2.0, -3.0], np.float32), np.float32(3)
+    print(repr(np.asarray(exp.call(x, scale)).tolist()))
+    for g in (fjax.grad(exp.call, argnums=(0, 1)), fjax.jit(fjax.grad(exp.call, argnums=(0, 1)))):
+        gx, gs = g(x, scale)
+        print(repr(np.asarray(gx).tolist()), float(gs))
+    print(repr(np.asarray(fjax.vmap(fjax.grad(exp.call), (0, None))(np.stack([x, 2 * x]), scale)).tolist()))
+    """
+)
+
+
+def test_custom_vjp_rules_are_traced_and_kept(tmp_path):
+    fun = lambda x, scale: _clipped_sin(x, scale).sum() + 1  # noqa: E731 - the references run eagerly
+    x, scale = np.array([0.1, 1.0, 2.0, -3.0], F32), F32(3)
+    blob = export.export(fjax.jit(fun))(x, scale).serialize()
+    (tmp_path / "vjp.fjx").write_bytes(bytes(blob))
+    env = dict(os.environ, FJAX_JIT_BACKEND="interpret")
+    p = subprocess.run(
+        [sys.executable, "-c", _VJP_CHILD, str(tmp_path / "vjp.fjx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    lines = p.stdout.split("\n")
+    np.testing.assert_allclose(eval(lines[0]), np.sin(x).sum() * 3 + 1, rtol=1e-6)
+    want = np.clip(3 * np.cos(x), -0.5, 0.5)  # the custom rule's gradient, not 3 * cos(x)
+    assert not np.allclose(want, 3 * np.cos(x))
+    np.testing.assert_allclose(np.asarray(fjax.grad(fun)(x, scale)), want, rtol=1e-6)
+    for line in lines[1:3]:  # grad and jit(grad) in the fresh process
+        gx, gs = line.rsplit(" ", 1)
+        np.testing.assert_allclose(eval(gx), want, rtol=1e-6)
+        assert float(gs) == 0.0  # bwd returned None for scale
+    np.testing.assert_allclose(eval(lines[3]), [want, np.clip(3 * np.cos(2 * x), -0.5, 0.5)], rtol=1e-6)
+    # second order: the rules nested in fwd (which calls the custom_vjp function) are kept too;
+    # the derivative of grad = 2 * sin_clipped(x) * rule goes through the nested rule
+    sq = lambda x, scale: (_clipped_sin(x, scale) ** 2).sum()  # noqa: E731
+    small = np.array([0.01, -0.02], F32)  # where that gradient is not clipped
+    exp = export.deserialize(export.export(fjax.jit(sq))(small, scale).serialize())
+    d2 = lambda h: fjax.grad(lambda x: fjax.grad(h)(x, scale).sum())(small)  # noqa: E731
+    with fjax.disable_jit():  # eager: no kernel to compile
+        want2 = d2(sq)
+        np.testing.assert_allclose(want2, 0.5 - 18 * np.sin(small) ** 2, rtol=1e-5)  # the nested rule's 0.5
+        np.testing.assert_allclose(d2(exp.call), want2, rtol=1e-6)
+
+
+def test_custom_vjp_past_the_rule_depth_differentiates_the_primal(monkeypatch):
+    from fjax.export import _serialization
+
+    monkeypatch.setattr(_serialization, "_MAX_RULE_DEPTH", 0)  # no rule traced: the primal's VJP stands in
+    x, scale = np.array([0.1, 1.0, -3.0], F32), F32(3)
+    exp = export.deserialize(export.export(fjax.jit(lambda x, s: _clipped_sin(x, s).sum()))(x, scale).serialize())
+    with fjax.disable_jit():  # eager: no kernel to compile
+        gx, gs = fjax.grad(exp.call, argnums=(0, 1))(x, scale)
+    np.testing.assert_allclose(gx, 3 * np.cos(x), rtol=1e-6)
+    np.testing.assert_allclose(gs, np.sin(x).sum(), rtol=1e-6)
+
+
+def test_custom_vjp_with_symbolic_zeros_is_refused():
     @fjax.custom_vjp
     def g(x):
         return jnp.sin(x)
 
-    g.defvjp(lambda x: (g(x), x), lambda r, c: (c * r,))
+    g.defvjp(lambda x: (g(x.value), x.value), lambda r, c: (c * r,), symbolic_zeros=True)
     exp = export.export(fjax.jit(lambda x: g(x) + 1))(F32(1))
     np.testing.assert_allclose(exp.call(F32(1)), np.sin(1) + 1, rtol=1e-6)  # runs in this process
-    with pytest.raises(NotImplementedError, match="parameter '(fwd|bwd)' of primitive 'custom_vjp_call'"):
+    with pytest.raises(NotImplementedError, match="custom_vjp function 'g'.*symbolic_zeros=True"):
         exp.serialize()
+
+
+def test_callables_cannot_be_serialized():
     cb = export.export(fjax.jit(lambda x: fjax.pure_callback(np.sin, fjax.ShapeDtypeStruct((), F32), x)))(F32(1))
     with pytest.raises(NotImplementedError, match="parameter 'callback' of primitive 'pure_callback'"):
         cb.serialize()

@@ -15,10 +15,12 @@ What differs from JAX, and why:
 * ``serialize`` writes **fjax's own format** (``fjax/export/_serialization.py``: a versioned,
   JSON-described, pickle-free container). JAX cannot load it and fjax cannot load JAX's
   serializations. ``deserialize`` rejects other formats and other format versions with a
-  ``ValueError``. A ``custom_jvp`` rule is serialized by tracing it to a jaxpr (two nested
-  orders deep; past that the derivative of the primal jaxpr stands in). Other parameters that
-  are Python callables (``custom_vjp`` rules, host callbacks, remat policies) cannot be
-  serialized: ``serialize`` raises ``NotImplementedError`` naming the primitive and parameter.
+  ``ValueError``. ``custom_jvp`` rules and ``custom_vjp`` ``fwd``/``bwd`` rules are serialized by
+  tracing them to jaxprs (two nested orders deep; past that the derivative of the primal jaxpr
+  stands in), so a deserialized program differentiates with the custom rules; a ``custom_vjp``
+  defined with ``symbolic_zeros=True`` is refused with ``NotImplementedError``. Other parameters
+  that are Python callables (host callbacks, remat policies) cannot be serialized: ``serialize``
+  raises ``NotImplementedError`` naming the primitive and parameter.
 * Because the program keeps its primitives, ``Exported.call`` works under ``jit``, ``grad`` and
   also ``vmap`` (JAX's ``call_exported`` has no batching rule), after deserialization too, and
   ``has_vjp()`` is always true. ``serialize(vjp_order=...)`` is accepted and needs nothing more.

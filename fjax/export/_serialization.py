@@ -21,9 +21,17 @@ own modules and builds fjax's own parameter types. Pytree nodes of the calling c
 ``register_namedtuple_serialization``, whose functions are the user's, as in JAX.
 
 A ``custom_jvp`` rule (a Python callable) is traced to a jaxpr and deserialized as a rule that
-evaluates it. Other parameters that are Python callables (``custom_vjp`` rules, host callbacks,
-remat policies) have no serialized form: ``serialize`` raises ``NotImplementedError`` naming
-the primitive and the parameter.
+evaluates it. So are a ``custom_vjp`` function's ``fwd`` and ``bwd`` rules: ``fwd`` is traced
+with every input perturbed to ``(*consts, *primals) -> (*residuals, *primals_out)``, ``bwd`` to
+``(*residuals, *cotangents) -> cotangents_in`` (the inputs it gave no cotangent, ``None``, are
+recorded and come back as symbolic zeros), and they deserialize as callables with the calling
+convention of ``fjax._custom_vjp``. Rules nest (a rule calling the custom function): two levels
+are traced, past that the derivative (VJP) of the primal jaxpr stands in. A ``custom_vjp`` rule
+defined with ``symbolic_zeros=True`` is refused (``NotImplementedError``): its rules may depend
+on which inputs are perturbed and which cotangents are zero, which one traced jaxpr cannot
+capture. Other parameters that are Python callables (host callbacks, remat policies) have no
+serialized form: ``serialize`` raises ``NotImplementedError`` naming the primitive and the
+parameter.
 """
 
 from __future__ import annotations
@@ -178,7 +186,8 @@ class _Encoder:
         self.jaxprs: list[Any] = []
         self._jaxpr_ids: dict[int, int] = {}
         self._keep: list[Any] = []  # keeps encoded objects alive, so their ids stay unique
-        self.rule_depth = 0  # how many custom_jvp rules deep the jaxpr being encoded is
+        self.rule_depth = 0  # how many custom_jvp/custom_vjp rules deep the jaxpr being encoded is
+        self._vjp_rules: dict[int, dict[str, list]] = {}  # id(custom_vjp_call eqn) -> its encoded fwd, bwd
 
     def array(self, a: np.ndarray) -> int:
         self.arrays.append(a)
@@ -282,15 +291,18 @@ class _Encoder:
                     if k == "jvp" and e.primitive.name == "custom_jvp_call" and callable(p):
                         params.append([k, self._custom_jvp_rule(e, p)])
                         continue
+                    if k in ("fwd", "bwd") and e.primitive.name == "custom_vjp_call" and callable(p):
+                        params.append([k, self._custom_vjp_rules(e)[k]])
+                        continue
                     params.append([k, self.value(p)])
                 except _NotSerializable as err:
                     if err.args and str(err.args[0]).startswith("fjax.export"):
                         raise
                     raise NotImplementedError(
                         f"fjax.export: cannot serialize parameter {k!r} of primitive {e.primitive.name!r}: it holds "
-                        f"{err.args[0]}, which has no serialized form. Python callables (custom_jvp/custom_vjp "
-                        "rules, host callbacks such as pure_callback and debug.print, remat policies) cannot be "
-                        "serialized; the Exported still runs in this process with .call"
+                        f"{err.args[0]}, which has no serialized form. Python callables other than custom_jvp "
+                        "and custom_vjp rules (host callbacks such as pure_callback and debug.print, remat "
+                        "policies) cannot be serialized; the Exported still runs in this process with .call"
                     ) from None
             outs = [[*self.aval(v.aval), type(v) is DropVar] for v in e.outvars]
             for v in e.outvars:
@@ -334,6 +346,76 @@ class _Encoder:
             self.rule_depth -= 1
         return ["traced_jvp", idx, n_lead, n_prim]
 
+    def _custom_vjp_rules(self, eqn: JaxprEqn) -> dict[str, list]:
+        """The ``fwd`` and ``bwd`` rules of a ``custom_vjp_call`` equation, traced to jaxprs:
+        ``fwd: (*consts, *primals) -> (*residuals, *primals_out)`` (every input perturbed) and
+        ``bwd: (*residuals, *cotangents_out) -> nonzero cotangents_in``, with which cotangents the
+        rule returned as symbolic zeros (``None``) recorded beside it. Past ``_MAX_RULE_DEPTH``
+        nested rules the VJP of the primal jaxpr stands in (``fwd`` then keeps the inputs)."""
+        cached = self._vjp_rules.get(id(eqn))
+        if cached is not None:
+            return cached
+        ps = eqn.params
+        if ps.get("symbolic_zeros"):
+            raise _NotSerializable(
+                f"fjax.export: cannot serialize the custom_vjp function {ps.get('name')!r}: it was defined with "
+                "defvjp(..., symbolic_zeros=True), whose fwd rule may depend on which inputs are perturbed and whose "
+                "bwd rule may depend on which cotangents are symbolic zeros, so one traced jaxpr per rule cannot "
+                "stand in for it. Define the rule with symbolic_zeros=False to serialize it; the Exported still runs "
+                "in this process with .call"
+            )
+        n_lead = ps["num_consts"]
+        n_prim = len(eqn.invars) - n_lead
+        if self.rule_depth >= _MAX_RULE_DEPTH:
+            out = {"fwd": ["vjp_of_primal_fwd", n_lead], "bwd": ["vjp_of_primal_bwd", n_lead]}
+            self._vjp_rules[id(eqn)] = out
+            self._keep.append(eqn)
+            return out
+        from fjax.interpreters import ad  # noqa: PLC0415
+        from fjax.interpreters import partial_eval as pe  # noqa: PLC0415
+
+        fwd, bwd = ps["fwd"], ps["bwd"]
+        avals = [x.aval for x in eqn.invars]
+        n_out = len(eqn.outvars)
+        ct_avals = [ad.tangent_aval(v.aval) for v in eqn.outvars]
+        n_res: list[int] = []
+
+        def flat_fwd(*xs: Any) -> list:
+            res, outs = fwd(list(xs[:n_lead]), list(xs[n_lead:]), [True] * n_prim)
+            if len(outs) != n_out:
+                raise TypeError(f"the fwd rule returned {len(outs)} primal outputs where {n_out} were traced")
+            n_res.append(len(res))
+            return [*res, *outs]
+
+        zeros: list[list] = []
+
+        def flat_bwd(*xs: Any) -> list:
+            k = n_res[-1]
+            cts_in = list(bwd(list(xs[:k]), list(xs[k:])))
+            if len(cts_in) != n_prim:
+                raise TypeError(f"the bwd rule returned {len(cts_in)} cotangents for {n_prim} inputs")
+            zeros.append([self.aval(c.aval) if type(c) is ad.Zero else None for c in cts_in])
+            return [c for c in cts_in if type(c) is not ad.Zero]
+
+        try:
+            fj, fconsts, fouts = pe.trace_to_jaxpr(flat_fwd, avals, "custom_vjp fwd rule")
+            res_avals = [t.aval for t in fouts[: n_res[-1]]]
+            bj, bconsts, _ = pe.trace_to_jaxpr(flat_bwd, [*res_avals, *ct_avals], "custom_vjp bwd rule")
+        except Exception as err:  # noqa: BLE001 - a rule that cannot be traced abstractly
+            raise _NotSerializable(
+                f"a Python callable that could not be traced to a jaxpr ({type(err).__name__}: {err})"
+            )
+        self.rule_depth += 1
+        try:
+            fidx = self.jaxpr(ClosedJaxpr(fj, fconsts))
+            bidx = self.jaxpr(ClosedJaxpr(bj, bconsts))
+        finally:
+            self.rule_depth -= 1
+        out = {"fwd": ["traced_vjp_fwd", fidx, n_res[-1]], "bwd": ["traced_vjp_bwd", bidx, zeros[-1]]}
+        self._vjp_rules[id(eqn)] = out
+        self._keep.append(eqn)
+        return out
+
 
 _MAX_RULE_DEPTH = 2
 
@@ -371,6 +453,55 @@ class _TracedJvp:
         assert cj is not None
         po, to = jvp(lambda *p: core.eval_jaxpr(cj.jaxpr, cj.consts, *lead, *p), tuple(primals), tuple(tans))
         return list(po), list(to)
+
+
+class _TracedVjpFwd:
+    """A deserialized ``custom_vjp`` fwd rule ``fwd(consts, primals, perturbed) -> (residuals,
+    primals_out)``: evaluates the traced rule (``jaxpr``, its first ``n_res`` outputs the
+    residuals), or, for ``jaxpr=None``, the primal jaxpr ``call_jaxpr``, keeping its inputs as
+    the residuals (for ``_TracedVjpBwd`` to differentiate it)."""
+
+    def __init__(self, jaxpr: ClosedJaxpr | None, n_res: int) -> None:
+        self.jaxpr = jaxpr
+        self.n_res = n_res
+        self.call_jaxpr: ClosedJaxpr | None = None
+        self.__name__ = "deserialized_custom_vjp_fwd"
+
+    def __call__(self, consts: list, primals: list, perturbed: list) -> tuple[list, list]:
+        if self.jaxpr is not None:
+            outs = core.eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *consts, *primals)
+            return list(outs[: self.n_res]), list(outs[self.n_res :])
+        cj = self.call_jaxpr
+        assert cj is not None
+        return [*consts, *primals], list(core.eval_jaxpr(cj.jaxpr, cj.consts, *consts, *primals))
+
+
+class _TracedVjpBwd:
+    """A deserialized ``custom_vjp`` bwd rule ``bwd(residuals, cotangents_out) -> cotangents_in``
+    (``Zero`` where the rule returned a symbolic zero): evaluates the traced rule, or, for
+    ``jaxpr=None``, the VJP of the primal jaxpr at the inputs ``_TracedVjpFwd`` kept."""
+
+    def __init__(self, jaxpr: ClosedJaxpr | None, zeros: list, n_lead: int) -> None:
+        self.jaxpr = jaxpr
+        self.zeros = zeros  # per input: the aval of a symbolic-zero cotangent, or None
+        self.n_lead = n_lead
+        self.call_jaxpr: ClosedJaxpr | None = None
+        self.__name__ = "deserialized_custom_vjp_bwd"
+
+    def __call__(self, res: list, cts: list) -> list:
+        from fjax.interpreters import ad  # noqa: PLC0415
+
+        cts = [ad._zeros_like(c.aval) if type(c).__name__ in ("Zero", "SymbolicZero") else c for c in cts]
+        if self.jaxpr is None:
+            from fjax.api import vjp  # noqa: PLC0415
+
+            cj = self.call_jaxpr
+            assert cj is not None
+            lead, prims = list(res[: self.n_lead]), list(res[self.n_lead :])
+            _, f_vjp = vjp(lambda *p: list(core.eval_jaxpr(cj.jaxpr, cj.consts, *lead, *p)), *prims)
+            return list(f_vjp(list(cts)))
+        outs = iter(core.eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *res, *cts))
+        return [next(outs) if z is None else ad.Zero(z) for z in self.zeros]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,6 +606,17 @@ class _Decoder:
             return _TracedJvp(None, enc[1])
         raise ValueError(f"fjax.export.deserialize: unknown custom_jvp rule tag {enc[0]!r}")
 
+    def _vjp_rule(self, enc: list) -> _TracedVjpFwd | _TracedVjpBwd:
+        if enc[0] == "traced_vjp_fwd":
+            return _TracedVjpFwd(self.jaxpr(enc[1]), int(enc[2]))
+        if enc[0] == "traced_vjp_bwd":
+            return _TracedVjpBwd(self.jaxpr(enc[1]), [None if z is None else self.aval(z) for z in enc[2]], 0)
+        if enc[0] == "vjp_of_primal_fwd":
+            return _TracedVjpFwd(None, 0)
+        if enc[0] == "vjp_of_primal_bwd":
+            return _TracedVjpBwd(None, [], int(enc[1]))
+        raise ValueError(f"fjax.export.deserialize: unknown custom_vjp rule tag {enc[0]!r}")
+
     def _open_jaxpr(self, enc: list) -> Jaxpr:
         _, constvars, invars, eqns, outvars = enc
         env: list[Var] = []
@@ -496,11 +638,18 @@ class _Decoder:
             prim = self.prim(prim_enc)
             in_atoms = [atom(x) for x in ins]
             out_vars = [new(o[:4], bool(o[4])) for o in outs]
-            ps = {
-                k: self._rule(p) if k == "jvp" and prim.name == "custom_jvp_call" else self.value(p) for k, p in params
-            }
-            if isinstance(ps.get("jvp"), _TracedJvp) and ps["jvp"].jaxpr is None:
-                ps["jvp"].call_jaxpr = ps["call_jaxpr"]
+            ps = {}
+            for k, p in params:
+                if k == "jvp" and prim.name == "custom_jvp_call":
+                    ps[k] = self._rule(p)
+                elif k in ("fwd", "bwd") and prim.name == "custom_vjp_call":
+                    ps[k] = self._vjp_rule(p)
+                else:
+                    ps[k] = self.value(p)
+            for k in ("jvp", "fwd", "bwd"):
+                rule = ps.get(k)
+                if isinstance(rule, (_TracedJvp, _TracedVjpFwd, _TracedVjpBwd)) and rule.jaxpr is None:
+                    rule.call_jaxpr = ps["call_jaxpr"]
             new_eqns.append(JaxprEqn(prim, in_atoms, out_vars, ps))
         return Jaxpr(cvs, ivs, [atom(x) for x in outvars], new_eqns)
 
