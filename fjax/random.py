@@ -764,8 +764,8 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Shape | None = None, mode: str = "l
 
 def _convert_and_clip_integer(val: Any, dtype: np.dtype) -> Any:
     vdt = core.get_aval(val).dtype
-    lo = max(np.iinfo(dtype).min, np.iinfo(vdt).min)
-    hi = min(np.iinfo(dtype).max, np.iinfo(vdt).max)
+    lo = max(dtypes.iinfo(dtype).min, dtypes.iinfo(vdt).min)
+    hi = min(dtypes.iinfo(dtype).max, dtypes.iinfo(vdt).max)
     clipped = lax.clamp(_c(lo, vdt), lax.convert_element_type(val, vdt), _c(hi, vdt))
     return lax.convert_element_type(clipped, dtype)
 
@@ -789,7 +789,7 @@ def randint(key: Any, shape: Shape, minval: Any, maxval: Any, dtype: Any = None)
         if not _is_arraylike(v):
             raise TypeError(f"randint requires ndarray or scalar arguments, got {type(v).__name__}")
     sample_dt = dt
-    info = np.iinfo(dt)
+    info = dtypes.iinfo(dt)  # (ml_dtypes': also int4/int2/int1)
     if info.bits < 32:
         sample_dt = np.dtype(np.int32)
         i32 = np.dtype(np.int32)
@@ -804,11 +804,11 @@ def _randint(key: Any, shape: tuple, minval: Any, maxval: Any, dtype: np.dtype) 
     minval = _to_int_array(minval)
     maxval = _to_int_array(maxval)
     mdt = core.get_aval(maxval).dtype
-    out_of_range = lax.gt(maxval, _convert_and_clip_integer(_c(np.iinfo(dtype).max, dtype), mdt))
+    out_of_range = lax.gt(maxval, _convert_and_clip_integer(_c(dtypes.iinfo(dtype).max, dtype), mdt))
     minval = _bcast(_convert_and_clip_integer(minval, dtype), shape)
     maxval = _bcast(_convert_and_clip_integer(maxval, dtype), shape)
     out_of_range = _bcast(out_of_range, shape)
-    nbits = np.iinfo(dtype).bits
+    nbits = dtypes.iinfo(dtype).bits
     k1, k2 = _split2(key)
     higher = _random_bits(k1, nbits, shape)
     lower = _random_bits(k2, nbits, shape)

@@ -276,3 +276,20 @@ def test_jaxprs_print_short_names_as_jax():
     ]:
         text = str(fjax.make_jaxpr(lambda x: x * x)(fjax.ShapeDtypeStruct((3,), name)))
         assert f"a:{short}[3]" in text and f"b:{short}[3] = mul a a" in text, text
+
+
+def test_cumulative_max_min_and_randint_on_narrow_ints_as_jax():
+    # JAX 0.10.2: cummax/cummin/cummax(reverse) of int4 [1, -3, 5] -> [1 1 5] [1 -3 -3] [5 5 5];
+    # random.randint(PRNGKey(0), (5,), -3, 5, dtype=int4) -> [2 -3 -3 2 0] and
+    # randint(PRNGKey(0), (5,), 0, 3, dtype=uint2) -> [1 0 2 1 2]
+    x = jnp.array([1, -3, 5], dtype=jnp.int4)
+    as8 = lambda a: np.asarray(a).astype(np.int8)  # noqa: E731
+    np.testing.assert_array_equal(as8(fjax.lax.cummax(x)), [1, 1, 5])
+    np.testing.assert_array_equal(as8(fjax.lax.cummin(x)), [1, -3, -3])
+    np.testing.assert_array_equal(as8(fjax.lax.cummax(x, reverse=True)), [5, 5, 5])
+    np.testing.assert_array_equal(as8(fjax.jit(fjax.lax.cummax)(x)), [1, 1, 5])
+    r = fjax.random.randint(fjax.random.PRNGKey(0), (5,), -3, 5, dtype=jnp.int4)
+    assert r.dtype == jnp.int4
+    np.testing.assert_array_equal(as8(r), [2, -3, -3, 2, 0])
+    u = fjax.random.randint(fjax.random.PRNGKey(0), (5,), 0, 3, dtype=jnp.uint2)
+    np.testing.assert_array_equal(np.asarray(u).astype(np.uint8), [1, 0, 2, 1, 2])

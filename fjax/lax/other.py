@@ -81,11 +81,22 @@ def _cumulative_abstract(name: str, kinds: str, what: str) -> Callable:
 
 
 def _cumulative_impl(ufunc: np.ufunc) -> Callable:
+    def acc(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
+        if reverse:
+            return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+        return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+
     def impl(x: np.ndarray, *, axis: int, reverse: bool) -> np.ndarray:
         with np.errstate(all="ignore"):
-            if reverse:
-                return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
-            return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+            try:
+                return acc(x, axis, reverse)
+            except TypeError:
+                # ml_dtypes' narrow integers (int4, uint2, ...) have no maximum/minimum loops:
+                # the same values in a wider integer, exactly
+                if _dkind(x.dtype) not in "iu":
+                    raise
+                wide = np.dtype(np.int16 if _dkind(x.dtype) == "i" else np.uint16)
+                return acc(x.astype(wide), axis, reverse).astype(x.dtype)
 
     return impl
 
