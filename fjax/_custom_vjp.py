@@ -410,7 +410,7 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
             f"arguments to the primal function, but got bwd output structure {tree2} for primal input structure "
             f"{in_tree}."
         ) from None
-    paths = _leaf_paths(dummy)
+    paths = tu.leaf_paths(dummy)
     results = []
     for kp, a, ct in zip(paths, in_avals, flat):
         ct_aval = ad.tangent_aval(a)
@@ -447,14 +447,6 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
                     )
             results.append(ct)
     return results
-
-
-def _leaf_paths(tree: Any) -> list[str]:
-    try:
-        pairs, _ = tu.tree_flatten_with_path(tree)
-        return [tu.keystr(p) for p, _ in pairs]
-    except Exception:  # noqa: BLE001
-        return [f"[{i}]" for i in range(len(tu.tree_leaves(tree)))]
 
 
 def _custom_vjp_bind(

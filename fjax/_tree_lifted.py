@@ -144,3 +144,13 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = No
         else:
             out.append((path, x))
     return out, lifted
+
+
+def leaf_paths(tree: Any) -> list[str]:
+    """The key path of each leaf of ``tree`` as text (``keystr``), for error messages; positions
+    (``[i]``) when the tree cannot be flattened with paths."""
+    try:
+        pairs, _ = tree_flatten_with_path(tree)
+        return [keystr(p) for p, _ in pairs]
+    except Exception:  # noqa: BLE001 - only a message is at stake
+        return [f"[{i}]" for i in range(len(tree_leaves(tree)))]

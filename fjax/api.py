@@ -590,7 +590,7 @@ def vmap(
             raise ValueError("vmap must have at least one non-None value in in_axes (or pass axis_size)")
         if len(sizes) > 1:
             lines = []
-            paths = [f"args{p}" for p in _leaf_paths(args)] + [f"kwargs{p}" for p in _leaf_paths(kwargs)]
+            paths = [f"args{p}" for p in tu.leaf_paths(args)] + [f"kwargs{p}" for p in tu.leaf_paths(kwargs)]
             for p, x, d in zip(paths, flat, dims):
                 if d is not None:
                     lines.append(
@@ -620,14 +620,6 @@ def vmap(
         return tu.tree_unflatten(out_tree_box[0], outs)
 
     return vmap_f
-
-
-def _leaf_paths(tree: Any) -> list[str]:
-    try:
-        pairs, _ = tu.tree_flatten_with_path(tree)
-        return [tu.keystr(p) for p, _ in pairs]
-    except Exception:  # noqa: BLE001
-        return [f"[{i}]" for i in range(len(tu.tree_leaves(tree)))]
 
 
 # ---------------------------------------------------------------------------------------------
