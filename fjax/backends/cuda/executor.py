@@ -48,7 +48,7 @@ def graph_steps(plan: Plan) -> int | None:
             b = graph_steps(s.body)
             if b is None:
                 return None
-            n += s.length * (b + len(s.ys))
+            n += s.length * (b + (1 if any(math.prod(y[1][1:]) for y in s.ys) else 0))
     return n
 
 
@@ -159,10 +159,15 @@ class Executor:
         nk = len(ks)
         if s.kind == "scan":
             length, rev = s.length, s.reverse
-            ys = []  # (shape, dtype, slice shape, copy kernel, grid, block) of each stacked output
-            for _, shape, dt, kname, block in s.ys:
-                n = math.prod(shape[1:])
-                ys.append((tuple(shape), np.dtype(dt), tuple(shape[1:]), n, self._kernel(kname), block))
+            ys = []  # (shape, dtype, slice shape, elements) of each stacked output
+            for _, shape, dt, _, _ in s.ys:
+                ys.append((tuple(shape), np.dtype(dt), tuple(shape[1:]), math.prod(shape[1:])))
+            # one launch copies every (nonempty) y of a step into its row of the stacked buffer
+            live = [j for j, y in enumerate(ys) if y[3]]
+            if live:
+                copy_fn = self._kernel(s.ys[live[0]][3])
+                copy_block = (s.ys[live[0]][4], 1, 1)
+                copy_grid = launch_grid(max(ys[j][3] for j in live), copy_block[0])
 
             def scan(env: list) -> None:
                 consts = [env[i] for i in cs]
@@ -173,9 +178,11 @@ class Executor:
                     t = length - 1 - it if rev else it
                     res = body(consts + carry + [x[t : t + 1].reshape(x.shape[1:]) for x in xv])
                     carry = res[:nk]
-                    for (_, _, sl, n, fn, block), y, v in zip(ys, yb, res[nk:]):
-                        if n:
-                            fn(launch_grid(n, block), (block, 1, 1), (v, y[t : t + 1].reshape(sl)))
+                    if live:
+                        yv = res[nk:]
+                        srcs = [yv[j] for j in live]
+                        dsts = [yb[j][t : t + 1].reshape(ys[j][2]) for j in live]
+                        copy_fn(copy_grid, copy_block, tuple(srcs + dsts))
                 for i, v in zip(outs, carry + yb):
                     env[i] = v
 

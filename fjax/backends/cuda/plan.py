@@ -255,10 +255,13 @@ class _Builder:
             body_prog = step.bodies["body"]
             bplan = self.build(body_prog)
             y_avals = [v.aval for v in body_prog.out_slots[nk:]]
-            ys = []
-            for a, n in zip(y_avals, outs[nk:]):
-                kname, block = self.copy_kernel(a.dtype, math.prod(a.shape))
-                ys.append((n, (T, *a.shape), np.dtype(a.dtype), kname, block))
+            # every stacked output of a step is written by one launch (a scan of 200 steps with 4
+            # ys makes 200 copy launches, not 800)
+            sizes = [(a.dtype, math.prod(a.shape)) for a in y_avals]
+            kname, block = (
+                self.copy_kernel_multi([sz for sz in sizes if sz[1]]) if any(n for _, n in sizes) else ("", 0)
+            )
+            ys = [(n, (T, *a.shape), np.dtype(a.dtype), kname, block) for a, n in zip(y_avals, outs[nk:])]
             plan.steps.append(Loop("scan", ins[:nc], ins[nc : nc + nk], ins[nc + nk :], bplan, outs, T, rev, ys=ys))
         elif kind == "while":
             cn, bn_ = int(params["cond_nconsts"]), int(params["body_nconsts"])
@@ -284,6 +287,27 @@ class _Builder:
             f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {n}LL;"
             f" i += (long long){block} * gridDim.x)\n"
             "    dst[i] = src[i];\n}\n"
+        )
+        return self.module.add(CudaKernel("copy", src)), block
+
+    def copy_kernel_multi(self, sizes: list) -> tuple[str, int]:
+        """One kernel copying several buffers (``sizes``: (dtype, elements) of each, all > 0):
+        arguments ``src0..srcN-1, dst0..dstN-1``, one grid-stride loop over the largest."""
+        if len(sizes) == 1:
+            return self.copy_kernel(*sizes[0])
+        big = max(n for _, n in sizes)
+        block = 256 if big >= 256 else max(32, -(-big // 32) * 32)
+        params = [f"const {ctype(dt)}* __restrict__ s{i}" for i, (dt, _) in enumerate(sizes)]
+        params += [f"{ctype(dt)}* __restrict__ d{i}" for i, (dt, _) in enumerate(sizes)]
+        body = "".join(
+            f"    if (i < {n}LL) d{i}[i] = s{i}[i];\n" if n < big else f"    d{i}[i] = s{i}[i];\n"
+            for i, (_, n) in enumerate(sizes)
+        )
+        src = (
+            f"// copy of {len(sizes)} buffers ({', '.join(f'{n} {ctype(dt)}' for dt, n in sizes)})\n"
+            f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({", ".join(params)}) {{\n'
+            f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {big}LL;"
+            f" i += (long long){block} * gridDim.x) {{\n{body}  }}\n}}\n"
         )
         return self.module.add(CudaKernel("copy", src)), block
 
