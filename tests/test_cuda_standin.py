@@ -67,9 +67,28 @@ def test_graph_replay_through_the_cupy_runtime(standin_gpu):
     and replayed with new inputs every call, against the CPU at every step."""
     import test_cuda_gpu  # noqa: PLC0415
 
+    from fjax.backends.cuda import runtime  # noqa: PLC0415
+
     standin_gpu.calls.clear()
     standin_gpu.launches.clear()
-    test_cuda_gpu.test_repeated_calls_replay_a_cuda_graph()
+    graphs = []
+    real = runtime.capture_graph
+
+    def spy(run, args):
+        g = real(run, args)
+        graphs.append((g, len(run.outs), run.direct_outputs()))
+        return g
+
+    runtime.capture_graph = spy
+    try:
+        test_cuda_gpu.test_repeated_calls_replay_a_cuda_graph()
+    finally:
+        runtime.capture_graph = real
+    # outputs the plan allocates are written straight into the graph's output buffer: the graph
+    # copies only the others (the MLP step's new parameters and loss: none of its outputs)
+    for g, n_out, direct in graphs:
+        assert g.graph.kinds.count("copy") == n_out - len(direct), (g.graph.kinds, n_out, direct)
+    assert graphs[0][1] >= 3 and len(graphs[0][2]) == graphs[0][1], graphs[0]
     assert standin_gpu.calls["graph launch"] >= 6, dict(standin_gpu.calls)
     # the replays copied their inputs in with one kernel and returned views of one output buffer
     copy_in = sum(n for k, n in standin_gpu.launches.items() if k.startswith("fj_copy_in_"))

@@ -73,7 +73,7 @@ class MemoryPointer:
         if not _state["compute"]:
             return
         dst, s, n = self.ptr, src.ptr, int(nbytes)
-        _issue(stream, lambda: ctypes.memmove(dst, s, n) if n else None)
+        _issue(stream, lambda: ctypes.memmove(dst, s, n) if n else None, "copy")
 
 
 class StandinArray(np.ndarray):
@@ -181,6 +181,7 @@ class Stream:
             Stream._next_ptr[0] += 0x10
         self.ptr = ptr
         self.capture: list | None = None
+        self.kinds: list = []
         _streams_by_ptr[ptr] = self
 
     def synchronize(self) -> None:
@@ -194,16 +195,17 @@ class Stream:
         _stack().pop()
 
     def begin_capture(self, mode: Any = None) -> None:
-        self.capture = []
+        self.capture, self.kinds = [], []
 
     def end_capture(self) -> Graph:
-        ops, self.capture = self.capture or [], None
-        return Graph(ops)
+        ops, kinds, self.capture = self.capture or [], self.kinds, None
+        return Graph(ops, kinds)
 
 
 class Graph:
-    def __init__(self, ops: list):
+    def __init__(self, ops: list, kinds: list | None = None):
         self.ops = ops
+        self.kinds = kinds or []  # what each recorded operation is: "copy", "launch", "gemm", ...
 
     def launch(self, stream: Any = None) -> None:
         calls["graph launch"] += 1
@@ -228,11 +230,12 @@ def get_current_stream() -> Stream:
     return _stack()[-1]
 
 
-def _issue(stream: Any, op: Callable[[], Any]) -> None:
+def _issue(stream: Any, op: Callable[[], Any], kind: str = "op") -> None:
     """Run ``op`` now, or record it when ``stream`` (default: the current one) is capturing."""
     s = stream if stream is not None else get_current_stream()
     if s.capture is not None:
         s.capture.append(op)
+        s.kinds.append(kind)
     elif _compute():
         op()
 
@@ -309,7 +312,7 @@ class _Function:
                 if min(g) and fn(g, b, ptrs):
                     raise RuntimeError(f"CUDA emulator: {name}<<<{tuple(grid)}, {tuple(block)}>>> failed")
 
-        _issue(None, run)
+        _issue(None, run, "launch")
 
 
 class RawModule:
@@ -371,7 +374,7 @@ class _Cublas:
                 r = al * (A @ B)
                 C[...] = r if be == 0 else r + be * C
 
-        _issue(_streams_by_ptr.get(self.stream.get(_val(handle), 0), _default), run)
+        _issue(_streams_by_ptr.get(self.stream.get(_val(handle), 0), _default), run, "gemm")
         return 0
 
     def cublasSgemmStridedBatched(self, *args: Any) -> int:

@@ -56,18 +56,32 @@ class _Compiled:
     """A plan as closures over a slot list: ``template`` holds the uploaded constants, ``ins`` and
     ``outs`` are the slots of the plan's inputs and outputs, ``ops`` run in order."""
 
-    __slots__ = ("ins", "ops", "outs", "template")
+    __slots__ = ("alloc_op", "ins", "ops", "outs", "template")
 
-    def __init__(self, template: list, ins: list, ops: list, outs: list):
+    def __init__(self, template: list, ins: list, ops: list, outs: list, alloc_op: dict | None = None):
         self.template, self.ins, self.ops, self.outs = template, ins, ops, outs
+        self.alloc_op = alloc_op or {}  # slot -> index in ops of the Alloc that creates it
 
-    def __call__(self, args: Any) -> list:
+    def __call__(self, args: Any, into: dict | None = None) -> list:
+        """The outputs; ``into`` (output index -> a buffer of its shape and dtype) has the outputs
+        that ``direct_outputs`` names written straight into the given buffers (a CUDA graph writes
+        its outputs where a replay reads them, with no copy)."""
         env = self.template.copy()
         for i, a in zip(self.ins, args):
             env[i] = a
-        for op in self.ops:
+        ops = self.ops
+        if into:
+            ops = list(ops)
+            for k, buf in into.items():
+                ops[self.alloc_op[self.outs[k]]] = _preset(self.outs[k], buf)
+        for op in ops:
             op(env)
         return [env[i] for i in self.outs]
+
+    def direct_outputs(self) -> list[int]:
+        """Indices of the outputs a caller may place (``into``): buffers the plan allocates at top
+        level and returns once (not an input, a constant, a view or a loop's buffer)."""
+        return [k for k, i in enumerate(self.outs) if i in self.alloc_op and self.outs.count(i) == 1]
 
 
 class Executor:
@@ -129,8 +143,10 @@ class Executor:
         ins = [slot(n) for n in plan.inputs]
         consts = [(slot(n), rt.to_device(np.ascontiguousarray(c))) for n, c in plan.consts.items()]
         ops: list = []
+        alloc_op: dict = {}
         for s in plan.steps:
             if isinstance(s, Alloc):
+                alloc_op[slot(s.name)] = len(ops)
                 ops.append(_alloc(rt.empty, slot(s.name), tuple(s.shape), np.dtype(s.dtype)))
             elif isinstance(s, View):
                 ops.append(_view(slot(s.name), slot(s.src), tuple(s.shape)))
@@ -149,7 +165,7 @@ class Executor:
         template: list = [None] * len(slots)
         for i, c in consts:
             template[i] = c
-        return _Compiled(template, ins, ops, outs)
+        return _Compiled(template, ins, ops, outs, {i: j for i, j in alloc_op.items() if i not in ins})
 
     def _loop(self, s: Loop, slot: Callable) -> Callable:
         rt = self.rt
@@ -222,6 +238,13 @@ class Executor:
 def _alloc(empty: Callable, i: int, shape: tuple, dt: np.dtype) -> Callable:
     def op(env: list) -> None:
         env[i] = empty(shape, dt)
+
+    return op
+
+
+def _preset(i: int, buf: Any) -> Callable:
+    def op(env: list) -> None:
+        env[i] = buf
 
     return op
 

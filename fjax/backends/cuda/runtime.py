@@ -390,8 +390,10 @@ class Graph:
     stream: four operations per call whatever the number of inputs and outputs."""
 
     def __init__(self, graph: Any, ins: list, outs: list, pool: Any, pack: Any, offsets: list):
-        # outs: the graph's outputs; the graph ends by copying them into ``pack`` (one buffer) at
-        # ``offsets``, so a replay copies them out with one copy and returns views of it
+        # outs: the graph's outputs, all in ``pack`` (one buffer) at ``offsets``: written there by
+        # the plan's own kernels, or copied there at the graph's end for the outputs the plan does
+        # not allocate itself (inputs, views, loop buffers); a replay copies ``pack`` out with one
+        # copy and returns views of it
         self.graph, self.ins, self.pool, self.pack = graph, ins, pool, pack
         self.specs = [(tuple(o.shape), o.dtype, off, o.nbytes) for o, off in zip(outs, offsets)]
         self.check = [(tuple(s.shape), s.dtype) for s in ins]
@@ -475,24 +477,34 @@ def capture_graph(run: Any, args: Any) -> Graph | None:
                 if s.nbytes:
                     s.data.copy_from_device_async(a.data, s.nbytes, side)
             outs = run(ins)  # warm-up: the pool now holds every buffer the plan allocates
+            layout = [(o.shape, o.dtype, o.nbytes) for o in outs]
             del outs
             side.synchronize()
             if pool.total_bytes() > GRAPH_MAX_BYTES:
                 return None
+            # the outputs packed into one buffer (each 256-byte aligned), which a replay copies out
+            # with one copy; outputs the plan allocates itself are written there directly
+            offsets, total = [], 0
+            for _, _, nb in layout:
+                offsets.append(total)
+                total += -(-nb // 256) * 256
+            pack = cp.empty(total, np.uint8)
+            direct = getattr(run, "direct_outputs", lambda: [])()
+            into = {
+                k: cp.ndarray(layout[k][0], layout[k][1], memptr=pack.data + offsets[k]) for k in direct if layout[k][2]
+            }
             mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", None)
             side.begin_capture(mode) if mode is not None else side.begin_capture()
             _capturing.active = True
             try:
-                # (cupy's ascontiguousarray makes a 0-d array 1-d: keep the shape)
-                outs = [o if o.flags.c_contiguous else cp.ascontiguousarray(o).reshape(o.shape) for o in run(ins)]
-                offsets, total = [], 0
-                for o in outs:
-                    offsets.append(total)
-                    total += -(-o.nbytes // 256) * 256  # each output 256-byte aligned in the pack
-                pack = cp.empty(total, np.uint8)
-                for o, off in zip(outs, offsets):
-                    if o.nbytes:
-                        pack[off:].data.copy_from_device_async(o.data, o.nbytes, side)
+                outs = run(ins, into) if into else run(ins)
+                for k, (o, off) in enumerate(zip(outs, offsets)):
+                    if not o.nbytes or (k in into and o.data.ptr == into[k].data.ptr):
+                        continue
+                    # (cupy's ascontiguousarray makes a 0-d array 1-d: keep the shape)
+                    if not o.flags.c_contiguous:
+                        o = cp.ascontiguousarray(o).reshape(o.shape)
+                    pack[off:].data.copy_from_device_async(o.data, o.nbytes, side)
             finally:
                 _capturing.active = False
                 graph = side.end_capture()
