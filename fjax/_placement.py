@@ -237,7 +237,7 @@ def target_device(args: Sequence[Any], name: str) -> tuple | None:
             continue
         if committed_dev is None:
             committed_dev, first = p[0], i
-        elif p[0] != committed_dev:
+        elif p[0] is not committed_dev and p[0] != committed_dev:
             raise ValueError(
                 "Received incompatible devices for jitted computation. Got "
                 f"{_describe(name, first, args[first], committed_dev)} and {_describe(name, i, x, p[0])}"
@@ -355,7 +355,7 @@ _upload_bytes = [0]
 
 
 def _buffer_for(x: Any, device: Any) -> Any:
-    if type(x) is GpuArray and x._device == device:
+    if type(x) is GpuArray and (x._device is device or x._device == device):
         return x._buf
     if type(x) is Array and x._value.nbytes <= _MAX_UPLOAD_BYTES:
         hit = _uploads.get(id(x))
