@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,10 @@ MAX_GRID = 4096  # blocks of a grid-stride elementwise launch (x 256 threads: 1M
 RED_BLOCK = 256  # threads per block of a reduction over many positions
 MAX_SPLIT = 1024  # most blocks one output's reduced range is split over (second pass: partials)
 SPLIT_MIN_OUTPUTS = 128  # with this many outputs every block has its own output: no split
+# reductions keeping the innermost axis: 32 neighbouring outputs per block, coalesced
+# (FJAX_CUDA_COLUMN_REDUCTIONS=0: one block per output, as every other reduction)
+COLUMN_REDUCTIONS = os.environ.get("FJAX_CUDA_COLUMN_REDUCTIONS", "1") != "0"
+COL_WARPS = 8  # warps of a column-reduction block, striding the reduced positions
 _I32_LIMIT = (1 << 31) - (1 << 21)
 
 
@@ -507,6 +512,11 @@ def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestL
     else:
         outs += [(f"part{j}", r.acc_dtype) for j, r in enumerate(reds)]
         fin = [f"      part{j}[k * {split} + blockIdx.y] = {acc};" for j, acc in enumerate(accs)]
+    if split == 1 and COLUMN_REDUCTIONS and kept and kept[-1] == n - 1 and nk >= 32 and nr >= 8:
+        # the innermost axis is kept: 32 neighbouring outputs per block, one per lane, so every
+        # load and store of a warp is one contiguous run (one thread per output would read a
+        # column: a 32-byte sector per element)
+        return [_render_columns(nest, names, reds, params, body, stores, accum, accs, outs, ksplit, rsplit, IDX)]
     grid_x = max(1, min(nk, 65535))
     src = [
         f"// reduction loop nest over {list(nest.domain)}, reduce axes {list(red)}: {nk} outputs x {nr} positions"
@@ -549,6 +559,66 @@ def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestL
     if split > 1:
         launches.append(_render_finish(reds, nk, split, temps))
     return launches
+
+
+def _render_columns(
+    nest: ir.LoopNest, names: Any, reds: list, params: dict, body: list, stores: list, accum: list, accs: list,
+    outs: list, ksplit: list, rsplit: list, IDX: str,
+) -> NestLaunch:  # fmt: skip
+    """A reduction whose outputs are contiguous in the innermost axis: block = 32 outputs (lanes)
+    x ``COL_WARPS`` warps striding the reduced positions; the warps' partial values meet in shared
+    memory and warp 0 combines them in warp order (a fixed order: deterministic)."""
+    n = len(nest.domain)
+    red = tuple(sorted(nest.reduce_axes or ()))
+    nk = math.prod(nest.domain[a] for a in range(n) if a not in red)
+    nr = math.prod(nest.domain[a] for a in red)
+    nw = COL_WARPS
+    tpb = 32 * nw
+    fin = [f"        z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))]
+    src = [
+        f"// reduction loop nest over {list(nest.domain)}, reduce axes {list(red)}: {nk} outputs x {nr} positions,"
+        f" 32 neighbouring outputs per block x {nw} warps over the positions",
+        f'extern "C" __global__ void __launch_bounds__({tpb}) __NAME__({_signature(params, outs)}) {{',
+        *_const_lines(names, "  "),
+        *[f"  __shared__ {ctype(r.acc_dtype)} sh{j}[{nw}][33];" for j, r in enumerate(reds)],
+        "  const int lane = threadIdx.x & 31;",
+        "  const int warp = threadIdx.x >> 5;",
+        f"  for ({IDX} kb = ({IDX})blockIdx.x * 32; kb < {nk}; kb += ({IDX})gridDim.x * 32) {{",
+        f"    const {IDX} k = kb + lane;",
+        *[f"    {ctype(r.acc_dtype)} {acc} = {ident_expr(r.kind, r.acc_dtype)};" for r, acc in zip(reds, accs)],
+        f"    if (k < {nk}) {{",
+        *["  " + ln for ln in ksplit],
+        f"      for ({IDX} r = warp; r < {nr}; r += {nw}) {{",
+        *["  " + ln for ln in rsplit],
+        *["  " + ln for ln in body],
+        *["  " + ln for ln in stores],
+        *["  " + ln for ln in accum],
+        "      }",
+        "    }",
+        *[f"    sh{j}[warp][lane] = {acc};" for j, acc in enumerate(accs)],
+        "    __syncthreads();",
+        "    if (warp == 0) {",
+        *[f"      {acc} = sh{j}[0][lane];" for j, acc in enumerate(accs)],
+        f"      for (int w = 1; w < {nw}; ++w) {{",
+        *[
+            f"        {acc} = {combine_expr(r.kind, acc, f'sh{j}[w][lane]', r.acc_dtype)};"
+            for j, (r, acc) in enumerate(zip(reds, accs))
+        ],
+        "      }",
+        f"      if (k < {nk}) {{",
+        *fin,
+        "      }",
+        "    }",
+        "    __syncthreads();",
+        "  }",
+        "}",
+        "",
+    ]
+    k = CudaKernel("red", "\n".join(src))
+    args: list = [("in", b) for _, b in params.values()] + [("out", b) for b, _ in nest.stores]
+    args += [("out", r.out) for r in reds]
+    grid_x = max(1, min(-(-nk // 32), 65535))
+    return NestLaunch(k, (grid_x, 1, 1), (tpb, 1, 1), args, [])
 
 
 def _render_finish(reds: list, nk: int, split: int, temps: list) -> NestLaunch:
