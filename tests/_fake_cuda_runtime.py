@@ -132,7 +132,7 @@ class FakeRuntime:
         self.downloads += 1
         return buf.array.copy()
 
-    def matmul(self, a: FakeBuffer, b: FakeBuffer, out: FakeBuffer) -> FakeBuffer:
+    def matmul(self, a: FakeBuffer, b: FakeBuffer, out: FakeBuffer, compute: str = "") -> FakeBuffer:
         np.matmul(a.array, b.array, out=out.array)
         return out
 

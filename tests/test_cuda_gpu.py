@@ -16,6 +16,15 @@ from fjax.backends.cuda import runtime as cuda_runtime
 
 pytestmark = pytest.mark.skipif(not cuda_runtime.available(), reason="needs cupy and a CUDA device")
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _float32_matmuls():
+    """Results are compared with the CPU's float32 ones: GEMMs in full float32 here (a GPU's default
+    is TF32, as JAX's; tests/test_cuda_precision.py checks that)."""
+    with fjax.default_matmul_precision("float32"):
+        yield
+
+
 # float32 tolerance: CUDA's device math is within 1-4 ULP of the correctly rounded result (CUDA C
 # Programming Guide, "Mathematical Functions"), numba's vector math within a few ULP too, and the
 # GEMMs sum in another order on cuBLAS

@@ -25,6 +25,14 @@ from fjax.backends.cuda import emulate
 rng = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _float32_matmuls():
+    """Results are compared with the CPU's float32 ones: GEMMs in full float32 here (a GPU's default
+    is TF32, as JAX's; tests/test_cuda_precision.py checks that)."""
+    with fjax.default_matmul_precision("float32"):
+        yield
+
+
 def _f32(*shape: int) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32)
 

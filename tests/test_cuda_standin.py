@@ -21,6 +21,15 @@ from fjax.backends.cuda import emulate
 
 pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _float32_matmuls():
+    """Results are compared with the CPU's float32 ones: GEMMs in full float32 here (a GPU's default
+    is TF32, as JAX's; tests/test_cuda_precision.py checks that)."""
+    with fjax.default_matmul_precision("float32"):
+        yield
+
+
 THOROUGH = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
 # corpus programs whose plans cover the runtime's paths: GEMMs in every operand layout (forward,
 # transposed in the gradient, batched), a scan, a while loop, a cond, sort, gather/scatter, random

@@ -199,11 +199,15 @@ class Dot:
         lhs_t: bool,
         rhs_t: bool,
         comment: str,
+        precision: Any = None,
     ):
         self.index, self.out, self.lhs, self.rhs = index, out, lhs, rhs
         self.dims = dims  # (nb, nl, nk, nr)
         self.lhs_perm, self.rhs_perm, self.lhs_t, self.rhs_t = lhs_perm, rhs_perm, lhs_t, rhs_t
         self.comment = comment
+        # the equation's ``precision`` param (None, a pair of lax.Precision, a DotAlgorithmPreset):
+        # the CPU computes every one at full precision; a GPU picks TF32 or float32 by it, as JAX
+        self.precision = precision
 
 
 class Kernel:

@@ -674,7 +674,12 @@ class _KernelBuilder:
             rperm, rt = rp, False
         idx = len(self.stmts)
         out = self._new_buf(eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype, idx)
-        self.stmts.append(Dot(idx, out, lhs, rhs, (nb, nl, nk, nr), lperm, rperm, lt, rt, _eqn_comment(eqn)))
+        self.stmts.append(
+            Dot(
+                idx, out, lhs, rhs, (nb, nl, nk, nr), lperm, rperm, lt, rt, _eqn_comment(eqn),
+                eqn.params.get("precision"),
+            )
+        )  # fmt: skip
         return out
 
     def _dot_fused(self, eqn: JaxprEqn, ins: list) -> Any:

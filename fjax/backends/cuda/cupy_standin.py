@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax.backends.cuda.emulate import round_operand
+
 __all__ = ["MemoryPointer", "StandinArray", "calls", "install", "launches", "uninstall"]
 
 calls: Counter = Counter()
@@ -355,8 +357,11 @@ class _Cublas:
         self.stream[_val(handle)] = _val(stream) or 0
         return 0
 
-    def _gemm(self, dt: Any, handle: Any, ta: int, tb: int, m: int, n: int, k: int, alpha: Any, *rest: Any) -> int:
+    def _gemm(
+        self, dt: Any, handle: Any, ta: int, tb: int, m: int, n: int, k: int, alpha: Any, *rest: Any, compute: str = ""
+    ) -> int:
         calls["gemm"] += 1
+        calls[f"gemm {compute or np.dtype(dt).name}"] += 1
         if not _state["compute"]:
             return 0
         a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb = rest
@@ -371,7 +376,7 @@ class _Cublas:
                 A = _colmajor(a + i * sa * it, k, m, lda, dt).T if ta else _colmajor(a + i * sa * it, m, k, lda, dt)
                 B = _colmajor(b + i * sb * it, n, k, ldb, dt).T if tb else _colmajor(b + i * sb * it, k, n, ldb, dt)
                 C = _colmajor(c + i * sc * it, m, n, ldc, dt)
-                r = al * (A @ B)
+                r = al * (round_operand(A, compute) @ round_operand(B, compute))
                 C[...] = r if be == 0 else r + be * C
 
         _issue(_streams_by_ptr.get(self.stream.get(_val(handle), 0), _default), run, "gemm")
@@ -382,6 +387,17 @@ class _Cublas:
 
     def cublasDgemmStridedBatched(self, *args: Any) -> int:
         return self._gemm(np.float64, *args)
+
+    def cublasGemmStridedBatchedEx(self, *args: Any) -> int:
+        (h, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct, ldc, sc, nb, compute, algo) = args
+        if not (_val(at) == _val(bt) == _val(ct) == 0) or _val(algo) != -1:  # CUDA_R_32F, CUBLAS_GEMM_DEFAULT
+            return 7  # CUBLAS_STATUS_INVALID_VALUE
+        mode = {77: "tf32", 75: "bf16", 74: "f16", 68: ""}.get(_val(compute))
+        if mode is None:
+            return 7
+        return self._gemm(
+            np.float32, h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb, compute=mode
+        )
 
 
 # ---------------------------------------------------------------------------------------------

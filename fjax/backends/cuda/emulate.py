@@ -228,8 +228,26 @@ class EmulatedRuntime:
     def to_host(self, buf: np.ndarray) -> np.ndarray:
         return np.array(buf, copy=True)
 
-    def matmul(self, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-        np.matmul(a, b, out=out)
+    def matmul(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, compute: str = "") -> None:
+        np.matmul(round_operand(a, compute), round_operand(b, compute), out=out)
+
+
+_KEEP_BITS = {"tf32": 10, "bf16": 7, "f16": 10}  # mantissa bits each fast compute mode keeps
+
+
+def round_operand(x: np.ndarray, compute: str) -> np.ndarray:
+    """A float32 GEMM operand as cuBLAS's fast ``compute`` mode reads it ("tf32", "bf16", "f16":
+    the mantissa rounded to nearest-even at 10 / 7 / 10 bits; float16's range is not modelled), for
+    the emulator and the CPU stand-in of cupy; "" or another dtype: ``x`` itself."""
+    keep = _KEEP_BITS.get(compute)
+    if keep is None or x.dtype != np.float32:
+        return x
+    drop = 23 - keep
+    bits = np.ascontiguousarray(x).view(np.uint32).astype(np.uint64)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = (bits + ((1 << (drop - 1)) - 1) + ((bits >> drop) & 1)) & ~np.uint64((1 << drop) - 1)
+    out = np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
+    return out.reshape(x.shape)
 
 
 def run_lowered(lowered: Any, *args: Any, runtime: EmulatedRuntime | None = None) -> list:

@@ -27,8 +27,9 @@ __all__ = ["GRAPH_MIN_STEPS", "Executor", "graph_steps", "launch_grid"]
 
 # plans with fewer launches + GEMMs than this run launch by launch: a graph replay's own four
 # operations (input copy kernel, graph launch, output allocation and copy) would cost more than the
-# launches they save. FJAX_CUDA_GRAPH_MIN_STEPS overrides it (the GPU benchmark sweeps it).
-GRAPH_MIN_STEPS = int(os.environ.get("FJAX_CUDA_GRAPH_MIN_STEPS", "4"))
+# launches they save. On an H200 (2026-11-26) per-example gradients (3 launches) took 0.054 ms launch
+# by launch and 0.044 ms as a graph (JAX: 0.039). FJAX_CUDA_GRAPH_MIN_STEPS overrides it.
+GRAPH_MIN_STEPS = int(os.environ.get("FJAX_CUDA_GRAPH_MIN_STEPS", "3"))
 
 
 def launch_grid(n: int, block: int) -> tuple:
@@ -295,6 +296,8 @@ def _matmul(rt: Any, s: MatMul, o: int, li: int, ri: int) -> Callable:
     out_shape, dt = tuple(s.out_shape), np.dtype(s.dtype)
     same = oshape == out_shape
     empty, matmul = rt.empty, rt.matmul
+    if s.compute:
+        matmul = functools.partial(rt.matmul, compute=s.compute)
 
     def op(env: list) -> None:
         lhs, rhs = env[li], env[ri]

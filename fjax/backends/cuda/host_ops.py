@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fjax.backends.cuda.ops import ctype, utype
-from fjax.backends.cuda.records import Alloc, Launch, MatMul
+from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
 
 _CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
@@ -451,7 +451,10 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     recs += launch("op", src, OC * cols, blk, (ins[1], wn), "conv weights") if OC * cols else []
     if cols == 0:
         raise NotImplementedError("CUDA backend: conv_general_dilated with an empty window or no input features")
-    recs.append(MatMul(gn, pn, wn, (Q, rows, cols, Og), None, None, False, True, (Q, rows, Og), dt, "conv GEMM"))
+    compute = gemm_compute(params.get("precision"), dt)
+    recs.append(
+        MatMul(gn, pn, wn, (Q, rows, cols, Og), None, None, False, True, (Q, rows, Og), dt, "conv GEMM", compute)
+    )
     # the product (n, o..., oc) in the output's dimension order
     lines = ["    long long r = t;"]
     for d in range(len(O_shape) - 1, -1, -1):

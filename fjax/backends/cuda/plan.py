@@ -28,7 +28,7 @@ from fjax import core
 from fjax.backends import kernel_ir as ir
 from fjax.backends.cuda import host_ops
 from fjax.backends.cuda.ops import PRELUDE, ctype
-from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
+from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
 
 __all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source"]
@@ -235,6 +235,7 @@ class _Builder:
                         tuple(st.out.shape),
                         st.out.dtype,
                         st.comment,
+                        gemm_compute(st.precision, st.out.dtype),
                     )
                 )
             else:
@@ -350,7 +351,7 @@ def plan_text(plan: Plan, ind: str = "") -> list[str]:
             lt, rt = "^T" if s.lhs_t else "", "^T" if s.rhs_t else ""
             lines.append(
                 f"{i2}{s.out} = cublas gemm {s.lhs}{lt} @ {s.rhs}{rt}: {nb} x ({nl}, {nk}) @ ({nk}, {nr}) "
-                f"{_dt(s.dtype)}  # {s.comment}"
+                f"{_dt(s.dtype)}{' ' + s.compute if s.compute else ''}  # {s.comment}"
             )
         elif isinstance(s, Loop):
             if s.kind == "scan":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,8 @@ class MatMul:
     out_shape: tuple
     dtype: np.dtype
     comment: str = ""
+    # float32 GEMMs: "tf32" / "bf16" / "f16" (cuBLAS's fast compute modes), "" full float32
+    compute: str = ""
 
 
 @dataclass
@@ -82,3 +85,22 @@ class Branch:
     ins: list
     branches: list
     outs: list
+
+
+_FAST = {"DEFAULT": "tf32", "HIGH": "tf32", "TF32_TF32_F32": "tf32", "BF16_BF16_F32": "bf16", "F16_F16_F32": "f16"}
+
+
+def gemm_compute(precision: Any, dtype: Any) -> str:
+    """cuBLAS's compute mode for a GEMM of ``dtype`` with a dot_general's ``precision`` param, as
+    JAX's GPU backend reads it: float32 with no precision, ``DEFAULT`` or ``HIGH`` (either operand;
+    ``HIGHEST`` on either wins) runs on TF32 tensor cores ("tf32"); ``HIGHEST`` / ``F32_F32_F32``
+    (and the other presets) in full float32 (""); ``BF16_BF16_F32`` / ``F16_F16_F32`` round the
+    operands to bfloat16 / float16. Other dtypes: "" (their own precision)."""
+    if np.dtype(dtype) != np.float32:
+        return ""
+    if precision is None:
+        return "tf32"
+    if isinstance(precision, (tuple, list)):
+        names = {getattr(p, "name", str(p)).upper() for p in precision if p is not None}
+        return "" if "HIGHEST" in names else "tf32"
+    return _FAST.get(getattr(precision, "name", str(precision)).upper(), "")

@@ -216,13 +216,17 @@ def _gemm_operand(x: Any) -> tuple[bool, int] | None:
 
 _gemm_plans: dict = {}
 _NO_GEMM = ()
+# cuBLAS's compute types for float32 GEMMs (cublasComputeType_t) and CUDA_R_32F
+_COMPUTE_TYPES = {"tf32": 77, "bf16": 75, "f16": 74}
+_CUDA_R_32F = 0
 
 
-def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
+def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "") -> tuple:
     """The cuBLAS call for ``out = a @ b`` with these shapes, strides and dtypes, minus the
     pointers (``_NO_GEMM`` when cuBLAS's strided-batched GEMM cannot do it): computed once per
-    layout, so a repeated GEMM costs one dictionary lookup before the call."""
-    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, a.dtype, b.dtype, out.dtype)
+    layout, so a repeated GEMM costs one dictionary lookup before the call. ``compute``: a fast
+    float32 mode (``plan.gemm_compute``) through ``cublasGemmStridedBatchedEx``."""
+    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, a.dtype, b.dtype, out.dtype, compute)
     plan = _gemm_plans.get(key)
     if plan is not None:
         return plan
@@ -247,13 +251,18 @@ def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
             f32 = dt == np.float32
             ct = ctypes.c_float if f32 else ctypes.c_double
             fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
+            ex = _COMPUTE_TYPES.get(compute) if f32 else None
+            if ex is not None:
+                fn = getattr(lib, "cublasGemmStridedBatchedEx", None)
+                if fn is None:  # (an old cuBLAS: float32 in full, which satisfies any request)
+                    fn, ex = lib.cublasSgemmStridedBatched, None
             one, zero = ct(1.0), ct(0.0)
             ta, lda = la
             tb, ldb = lb
             # row-major C = A B is column-major C^T = B^T A^T
             plan = (
                 lib, fn, int(tb), int(ta), n, m, k, ctypes.byref(one), ldb, ctypes.c_longlong(k * n), lda,
-                ctypes.c_longlong(m * k), ctypes.byref(zero), n, ctypes.c_longlong(m * n), nb, (one, zero),
+                ctypes.c_longlong(m * k), ctypes.byref(zero), n, ctypes.c_longlong(m * n), nb, (one, zero), ex,
             )  # fmt: skip
     with _lock:
         if len(_gemm_plans) >= 4096:
@@ -262,11 +271,13 @@ def _gemm_plan(a: Any, b: Any, out: Any) -> tuple:
     return plan
 
 
-def matmul(a: Any, b: Any, out: Any) -> Any:
+def matmul(a: Any, b: Any, out: Any, compute: str = "") -> Any:
     """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
     ``(nb, m, k) @ (nb, k, n)`` or ``(m, k) @ (k, n)`` into a contiguous ``out`` call cuBLAS's
     strided-batched GEMM directly on the current stream (also inside a CUDA graph capture, which
-    cupy's matmul refuses); other dtypes and layouts go through ``cupy.matmul``."""
+    cupy's matmul refuses); other dtypes and layouts go through ``cupy.matmul``. ``compute``:
+    "tf32" / "bf16" / "f16" for float32 on tensor cores (JAX's default precision on a GPU), ""
+    for full float32."""
     cp = _cupy()
     if getattr(_capturing, "active", False) and a.ndim == b.ndim and a.ndim in (2, 3):
         # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
@@ -275,20 +286,27 @@ def matmul(a: Any, b: Any, out: Any) -> Any:
             a = cp.ascontiguousarray(a)
         if _gemm_operand(b) is None:
             b = cp.ascontiguousarray(b)
-    plan = _gemm_plan(a, b, out)
+    plan = _gemm_plan(a, b, out, compute)
     if plan is _NO_GEMM:
         return cp.matmul(a, b, out=out)
-    lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _ = plan
+    lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _, ex = plan
     dev = cp.cuda.runtime.getDevice() if device_count() > 1 else 0
     h = _cublas_handles.get(dev)
     if h is None:  # (cupy refuses to hand it out during a capture: fetched before)
         h = _cublas_handles[dev] = ctypes.c_void_p(cp.cuda.device.get_cublas_handle())
     # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
     lib.cublasSetStream_v2(h, ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
-    st = fn(
-        h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), ldb, sb, ctypes.c_void_p(a.data.ptr), lda, sa,
-        zero, ctypes.c_void_p(out.data.ptr), ldc, sc, nb,
-    )  # fmt: skip
+    if ex is None:
+        st = fn(
+            h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), ldb, sb, ctypes.c_void_p(a.data.ptr), lda, sa,
+            zero, ctypes.c_void_p(out.data.ptr), ldc, sc, nb,
+        )  # fmt: skip
+    else:
+        r32 = _CUDA_R_32F
+        st = fn(
+            h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), r32, ldb, sb, ctypes.c_void_p(a.data.ptr), r32,
+            lda, sa, zero, ctypes.c_void_p(out.data.ptr), r32, ldc, sc, nb, ex, -1,
+        )  # fmt: skip
     if st != 0:
         raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
     return out
