@@ -163,6 +163,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default="", help="comma-separated substrings of workload names")
+    ap.add_argument(
+        "--precision",
+        default=None,
+        help="jax_default_matmul_precision for both libraries (e.g. float32; default: each one's default, TF32)",
+    )
     args = ap.parse_args()
 
     import fjax  # noqa: PLC0415
@@ -186,6 +191,11 @@ def main() -> int:
         print(f"jax on the GPU not available ({type(e).__name__}: {e}); fjax figures only")
         jax = None
 
+    if args.precision:
+        fjax.config.update("jax_default_matmul_precision", args.precision)
+        if jax is not None:
+            jax.config.update("jax_default_matmul_precision", args.precision)
+        print(f"matmul precision: {args.precision} (both libraries)")
     results: list[dict] = []
     for n in (1 << 22, 1 << 26):
         bw = _copy_bandwidth(n)
