@@ -143,7 +143,7 @@ def test_copy_in_kernel_copies_every_buffer(offsets):
     from fjax.backends.cuda import runtime
 
     rt = emulate.EmulatedRuntime()
-    sizes = [37, 4096 + 12, 16]
+    sizes = [37, 3 * 4096 + 12, 16]  # (the second buffer over 3 blocks, a tail of 12 bytes)
     name, src = runtime.copy_in_source(sizes)
     mod = rt.module(src)
     rng = np.random.default_rng(0)
@@ -154,7 +154,7 @@ def test_copy_in_kernel_copies_every_buffer(offsets):
         s[:] = rng.integers(0, 256, n, dtype=np.uint8)
         srcs.append(s)
         dsts.append(np.zeros(n + 32, np.uint8)[off : off + n])
-    rt.launch(mod, name, (2, 1, 1), (256, 1, 1), tuple(srcs + dsts))
+    rt.launch(mod, name, (runtime.copy_blocks(sizes), 1, 1), (256, 1, 1), tuple(srcs + dsts))
     for s, d in zip(srcs, dsts):
         np.testing.assert_array_equal(d, s)
 

@@ -43,7 +43,7 @@ SPLIT_MIN_OUTPUTS = 128  # with this many outputs every block has its own output
 # reductions keeping the innermost axis: 32 neighbouring outputs per block, coalesced
 # (FJAX_CUDA_COLUMN_REDUCTIONS=0: one block per output, as every other reduction)
 COLUMN_REDUCTIONS = os.environ.get("FJAX_CUDA_COLUMN_REDUCTIONS", "1") != "0"
-COL_WARPS = 8  # warps of a column-reduction block, striding the reduced positions
+COL_WARPS = 8  # warps of a column-reduction block, striding the reduced positions (up to 32)
 _I32_LIMIT = (1 << 31) - (1 << 21)
 
 
@@ -572,7 +572,13 @@ def _render_columns(
     red = tuple(sorted(nest.reduce_axes or ()))
     nk = math.prod(nest.domain[a] for a in range(n) if a not in red)
     nr = math.prod(nest.domain[a] for a in red)
+    # more warps over the positions when there are few blocks of outputs (the MLP's [256, 512] bias
+    # gradients: 16 blocks), within 40 KB of shared memory for the warps' partial values
     nw = COL_WARPS
+    while nw < 32 and -(-nk // 32) < 64 and nr >= 16 * nw:
+        nw *= 2
+    while nw > 1 and nw * 33 * sum(np.dtype(r.acc_dtype).itemsize for r in reds) > 40000:
+        nw //= 2
     tpb = 32 * nw
     fin = [f"        z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))]
     src = [

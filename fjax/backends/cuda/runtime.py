@@ -368,12 +368,26 @@ GRAPH_MAX_BYTES = 256 << 20
 _graph_warned: set = set()
 
 
+def _copy_blocks(nb: int) -> int:
+    """Blocks of 256 threads one buffer of ``nb`` bytes gets in ``copy_in_source``'s kernel: one
+    16-byte word per thread."""
+    return max(1, -(-(nb // 16) // 256))
+
+
+def copy_blocks(nbytes: list) -> int:
+    """The grid (blocks along x) ``copy_in_source(nbytes)``'s kernel must be launched with."""
+    return sum(_copy_blocks(int(nb)) for nb in nbytes)
+
+
 def copy_in_source(nbytes: list) -> tuple[str, str]:
     """``(kernel name, CUDA source)`` of one kernel copying ``len(nbytes)`` buffers at once:
-    arguments ``src0..srcN-1, dst0..dstN-1``, buffer ``i`` being ``nbytes[i]`` bytes; 16-byte
-    words where both pointers are 16-byte aligned, bytes otherwise. A graph replay copies its inputs
-    in with it: one launch instead of one copy per input."""
-    name = "fj_copy_in_" + hashlib.sha1(repr(list(nbytes)).encode()).hexdigest()[:12]
+    arguments ``src0..srcN-1, dst0..dstN-1``, buffer ``i`` being ``nbytes[i]`` bytes. Each buffer
+    has its own range of blocks, one 16-byte word per thread where both pointers are 16-byte
+    aligned (bytes otherwise), so every thread makes one copy and all run at once (a loop over the
+    buffers in each thread waited for one buffer's copy before the next: 4.2 us for the MLP step's
+    3.5 MB of inputs on an H200). Launch it with ``copy_blocks(nbytes)`` blocks of 256 threads. A
+    graph replay copies its inputs in with it: one launch instead of one copy per input."""
+    name = "fj_copy_in_" + hashlib.sha1(repr(("blocks", list(nbytes))).encode()).hexdigest()[:12]
     n = len(nbytes)
     params = [f"const unsigned char* __restrict__ s{i}" for i in range(n)]
     params += [f"unsigned char* __restrict__ d{i}" for i in range(n)]
@@ -381,21 +395,27 @@ def copy_in_source(nbytes: list) -> tuple[str, str]:
         "#ifdef FJAX_EMULATE",  # (the CPU emulator's header: tests run this kernel there)
         '#include "cuda_emu.h"',
         "#endif",
-        f"// copy of {n} buffers ({', '.join(map(str, nbytes))} bytes)",
+        f"// copy of {n} buffers ({', '.join(map(str, nbytes))} bytes), each over its own blocks",
         f'extern "C" __global__ void __launch_bounds__(256) {name}({", ".join(params)}) {{',
-        "  const long long tid = (long long)blockIdx.x * 256 + threadIdx.x;",
-        "  const long long step = (long long)gridDim.x * 256;",
+        "  const long long b = blockIdx.x;",
     ]
+    start = 0
     for i, nb in enumerate(nbytes):
         nb = int(nb)
+        nblk = _copy_blocks(nb)
+        words = nb // 16
         lines += [
-            f"  if ((((unsigned long long)s{i}) | ((unsigned long long)d{i})) % 16ULL == 0ULL) {{",
-            f"    for (long long j = tid; j < {nb // 16}LL; j += step) ((int4*)d{i})[j] = ((const int4*)s{i})[j];",
-            f"    for (long long j = {nb // 16 * 16}LL + tid; j < {nb}LL; j += step) d{i}[j] = s{i}[j];",
-            "  } else {",
-            f"    for (long long j = tid; j < {nb}LL; j += step) d{i}[j] = s{i}[j];",
+            f"  {'if' if i == 0 else 'else if'} (b < {start + nblk}LL) {{",
+            f"    const long long j = (b - {start}LL) * 256 + threadIdx.x;",
+            f"    if ((((unsigned long long)s{i}) | ((unsigned long long)d{i})) % 16ULL == 0ULL) {{",
+            f"      if (j < {words}LL) ((int4*)d{i})[j] = ((const int4*)s{i})[j];",
+            f"      if (j < {nb - words * 16}LL) d{i}[{words * 16}LL + j] = s{i}[{words * 16}LL + j];",
+            "    } else {",
+            f"      for (long long q = j; q < {nb}LL; q += {nblk * 256}LL) d{i}[q] = s{i}[q];",
+            "    }",
             "  }",
         ]
+        start += nblk
     lines.append("}")
     return name, "\n".join(lines) + "\n"
 
@@ -454,7 +474,7 @@ class Graph:
             sizes = [self.ins[i].nbytes for i in self.nz]
             name, src = copy_in_source(sizes)
             fn = module(src).get_function(name)
-            grid = (max(1, min(1024, -(-max(sizes) // (16 * 256)))), 1, 1)
+            grid = (copy_blocks(sizes), 1, 1)
             self.copy_in = (fn, grid, (256, 1, 1))
         except Exception as e:  # noqa: BLE001 - an optimization: never fail the call for it
             _warn_once(
