@@ -71,12 +71,16 @@ def test_corpus_through_the_cupy_runtime(standin_gpu, name):
     test_cuda_gpu.test_corpus_on_gpu_matches_numba(name)
 
 
-def test_graph_replay_through_the_cupy_runtime(standin_gpu):
+@pytest.mark.parametrize("copy_out_kernel", [False, True])
+def test_graph_replay_through_the_cupy_runtime(standin_gpu, copy_out_kernel, monkeypatch):
     """A training loop and an RNN gradient called repeatedly: captured as graphs on the second call
-    and replayed with new inputs every call, against the CPU at every step."""
+    and replayed with new inputs every call, against the CPU at every step (outputs copied out by
+    cupy, or by the copy kernel as large outputs are)."""
     import test_cuda_gpu  # noqa: PLC0415
 
     from fjax.backends.cuda import runtime  # noqa: PLC0415
+
+    monkeypatch.setattr(runtime, "COPY_OUT_KERNEL_MIN", 1 if copy_out_kernel else 1 << 40)
 
     standin_gpu.calls.clear()
     standin_gpu.launches.clear()
@@ -102,6 +106,10 @@ def test_graph_replay_through_the_cupy_runtime(standin_gpu):
     # the replays copied their inputs in with one kernel and returned views of one output buffer
     copy_in = sum(n for k, n in standin_gpu.launches.items() if k.startswith("fj_copy_in_"))
     assert copy_in >= 6 and standin_gpu.calls["ndarray"] > 0, (dict(standin_gpu.launches), dict(standin_gpu.calls))
+    # ... and copied their outputs out with the same kind of kernel when asked to
+    assert all((g.copy_out is not None) == copy_out_kernel for g, _, _ in graphs)
+    if copy_out_kernel:
+        assert copy_in >= 12, dict(standin_gpu.launches)
 
 
 def test_threefry_through_the_cupy_runtime(standin_gpu):
