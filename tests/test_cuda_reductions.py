@@ -76,3 +76,21 @@ def test_column_reduction_gradient_of_a_bias():
     assert "neighbouring outputs per block" in text
     t = np.tanh(x.astype(np.float64) + b)
     np.testing.assert_allclose(got, (2 * t * (1 - t * t)).sum(0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "op", [jnp.sum, jnp.max, jnp.min, jnp.prod, lambda x, axis: jnp.any(x > 0, axis), lambda x, a: jnp.all(x > 0, a)]
+)
+def test_reduction_over_extent_one_axes_is_a_view(op):
+    """Summing a keepdims axis (the gradient of a broadcast leaves such sums) is its one element:
+    no loop nest of its own, fused with what reads it, on the CPU (numba) and in CUDA."""
+    x = np.random.default_rng(1).standard_normal((6, 1, 5, 1)).astype(np.float32)
+
+    def f(x):
+        return op(x * 3.0, (1, 3))
+
+    want = np.asarray(f(x))
+    np.testing.assert_array_equal(np.asarray(fjax.jit(f)(x)), want)
+    text, (got,) = _run(f, x)
+    np.testing.assert_array_equal(got, want)
+    assert "reduction loop nest" not in text, text[:3000]

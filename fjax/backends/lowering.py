@@ -420,6 +420,14 @@ class _KernelBuilder:
                 self.env[out] = x
                 return
             in_shape = eqn.invars[0].aval.shape
+            if all(in_shape[a] == 1 for a in axes) and out.aval.dtype == eqn.invars[0].aval.dtype:
+                # a reduction over extent-1 axes is its one element (sum, prod, max, min, and, or):
+                # a view, which fuses with its producer and consumers (the gradient of a keepdims
+                # broadcast leaves such sums: each was a loop nest and a GPU launch of its own)
+                kept = [a for a in range(len(in_shape)) if a not in axes]
+                amap = tuple(kept.index(a) if a in kept else None for a in range(len(in_shape)))
+                self.env[out] = self._compose(x, in_shape, amap, out.aval.shape)
+                return
             nest = self._nest_for(in_shape, [x], axes)
             ref = self._ref(x, nest)
             nest.reduce_axes = axes
