@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA:
-# the real-GPU tests, then bench/bench_gpu.py. Logs go to ${OUT:-/tmp/gpu_check}.
+# The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA, in about
+# 6 minutes: the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
+# at float32), per-kernel device times beside JAX (bench/gpu_kernels.py), the main example on the
+# GPU, and a host profile. Logs go to ${OUT:-/tmp/gpu_check}.
 # Usage: bash bench/gpu_check.sh [--quick]
 set -u
 OUT=${OUT:-/tmp/gpu_check}
@@ -14,15 +16,12 @@ PY=${PY:-python3}
   $PY -c "import fjax; print('fjax devices', fjax.devices(), fjax.default_backend())"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout 150 $PY -m pytest -q -p no:cacheprovider tests/test_cuda_gpu.py tests/test_devices_gpu.py -k "not fake and not emulated" \
-  --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -40
-timeout 180 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -30
-# small plans as CUDA graphs too (per-example gradients: 3 steps, under the default threshold of 4)
-FJAX_CUDA_GRAPH_MIN_STEPS=2 timeout 60 $PY bench/bench_gpu.py --quick --only per-example --rounds 5 \
-  --json "$OUT/bench_gpu_graph2.json" 2>&1 | tee "$OUT/bench_gpu_graph2.txt" | tail -6
-# the same MLP step with one launch per elementwise nest (no horizontal fusion), for the A/B
-FJAX_CUDA_HFUSE=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp --rounds 5 \
-  --json "$OUT/bench_gpu_nohfuse.json" 2>&1 | tee "$OUT/bench_gpu_nohfuse.txt" | tail -4
-# the main example, trained on the GPU (--device gpu)
-timeout 150 $PY examples/digits_mlp.py --device gpu --epochs 10 --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -12
-timeout 60 $PY bench/gpu_profile.py 2>&1 | tee "$OUT/profile.txt" | head -40
+timeout 120 $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_cuda_gpu.py tests/test_devices_gpu.py tests/test_cuda_precision.py \
+  -k "not fake and not emulated" --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -20
+timeout 150 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -12
+# both libraries at full float32 matmul precision (the default above is TF32 on both)
+timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32 --json "$OUT/bench_gpu_f32.json" \
+  2>&1 | tee "$OUT/bench_gpu_f32.txt" | tail -5
+timeout 90 $PY bench/gpu_kernels.py 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
+timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
+timeout 40 $PY bench/gpu_profile.py --calls 1000 2>&1 | tee "$OUT/profile.txt" | head -30
