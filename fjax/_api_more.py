@@ -216,8 +216,9 @@ enable_x64 = _ConfigContext("jax_enable_x64")
 debug_nans = _ConfigContext("jax_debug_nans")
 explain_cache_misses = _ConfigContext("jax_explain_cache_misses")
 log_compiles = _ConfigContext("jax_log_compiles")
-# fjax computes matmuls at the operands' full precision, which satisfies every request
-default_matmul_precision = _ConfigContext("jax_default_matmul_precision", lambda v: True)
+# the precision dot_general / conv_general_dilated equations traced in the block carry when called
+# with precision=None (the CPU computes every one at full precision; a GPU backend reads it)
+default_matmul_precision = _ConfigContext("jax_default_matmul_precision")
 numpy_rank_promotion = _ConfigContext(
     "jax_numpy_rank_promotion", lambda v: v in (None, "allow"), "numpy_rank_promotion (only 'allow')"
 )

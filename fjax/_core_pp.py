@@ -76,9 +76,22 @@ def _pp_param(v: Any, namer: _Namer, indent: int) -> str:
     return str(v)
 
 
+def _dot_general_params(params: dict) -> dict:
+    # as JAX's dot_general pp rule: precision / preferred_element_type only when set (a precision
+    # prints as JAX's: ``(Precision.HIGHEST, Precision.HIGHEST)`` or a preset's bare name
+    # ``F32_F32_F32``), the dimension numbers as lists
+    out = {k: v for k, v in params.items() if v is not None}
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return out
+
+
 def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars)
-    items = list(eqn.params.items())
+    params = eqn.params
+    if eqn.primitive.name == "dot_general" and "dimension_numbers" in params:
+        params = _dot_general_params(params)
+    items = list(params.items())
     if any(_has_jaxpr(v) for _, v in items):
         # higher-order primitive: one parameter per line, sub-jaxprs last and nested (as JAX prints)
         items.sort(key=lambda kv: _has_jaxpr(kv[1]))

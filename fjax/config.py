@@ -48,6 +48,12 @@ class Config:
         # "standard" (JAX's promotion lattice) or "strict" (no implicit promotion between different
         # dtypes: jax.dtypes.TypePromotionError); fjax/dtypes.py
         "jax_numpy_dtype_promotion": "standard",
+        # the precision of dot_general / conv_general_dilated called with precision=None, filled in
+        # when they are traced (None, 'default', 'high', 'highest', 'bfloat16', 'tensorfloat32',
+        # 'float32' or a DotAlgorithmPreset name; fjax/lax/_dot_algorithms.py checks values set);
+        # jit's trace cache keys on it. The CPU computes every one in full precision; a GPU
+        # backend reads the equations' param
+        "jax_default_matmul_precision": None,
         # accepted for JAX code (fjax/_api_top.py says what each does in fjax): fjax type-checks
         # every jaxpr it builds anyway; it does not check tracer leaks or key reuse (enabling them
         # warns); only the PRNG and threefry mode fjax implements; only transfers allowed

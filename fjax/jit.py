@@ -36,7 +36,15 @@ jit_p.multiple_results = True
 compile_hook: Callable | None = None
 
 
+# set by fjax.lax the first time a dot_general precision the CPU refuses is traced (a preset such
+# as TF32_TF32_F32, a DotAlgorithm): (ClosedJaxpr) -> None, raising JAX's CPU error for a program
+# holding one (fjax/lax/lax_reductions.py); None until then, so other programs pay nothing
+cpu_precision_check: Callable | None = None
+
+
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    if cpu_precision_check is not None:
+        cpu_precision_check(jaxpr)
     fn = compile_hook(jaxpr) if compile_hook is not None and not config.jax_disable_jit else None
     if fn is None:
         fn = functools.partial(_eval_flat, jaxpr)
@@ -403,14 +411,15 @@ class JitWrapped:
                     sig.append(_leaf_signature(x))
             # the named axes in scope are part of the signature (all_gather's shape, axis_size)
             env = batching.axis_env() if len(core._state.stack) > 1 else ()
-            key = (in_tree, tuple(sig), config.jax_enable_x64, env)
+            prec = config.jax_default_matmul_precision  # _trace_config(), inline on the fast path
+            key = (in_tree, tuple(sig), config.jax_enable_x64 if prec is None else (config.jax_enable_x64, prec), env)
             entry = self._cache.get(key)
             if entry is not None:
                 return entry, flat
         static_idx, static_pos, static_kw, dyn_args, dyn_kwargs = self._split(args, kwargs)
         flat, in_tree = tu.tree_flatten((dyn_args, dyn_kwargs))
         sig = tuple(_leaf_signature(x) for x in flat)
-        key = (in_tree, sig, static_pos, static_kw, config.jax_enable_x64, batching.axis_env())
+        key = (in_tree, sig, static_pos, static_kw, _trace_config(), batching.axis_env())
         entry = self._cache.get(key)
         if entry is None:
             entry = self._trace_once(key, args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
@@ -440,7 +449,7 @@ class JitWrapped:
                 _compile_log.warning("Finished fjax compilation of jit(%s)", self.name)
             cache[key] = entry
             if not kwargs and not self.static_argnums:
-                cache[(tu.tree_structure(args), sig, config.jax_enable_x64, batching.axis_env())] = entry
+                cache[(tu.tree_structure(args), sig, key[4], batching.axis_env())] = entry
             return entry
         finally:
             if got:
@@ -556,6 +565,18 @@ class JitWrapped:
         return functools.partial(self, obj)
 
 
+def _trace_config() -> Any:
+    """The trace-time config a jit cache key holds: ``jax_enable_x64``, and with it
+    ``jax_default_matmul_precision`` when set (the precision param of dot_general / conv
+    equations traced with precision=None), as JAX's cache keys hold its trace context."""
+    prec = config.jax_default_matmul_precision
+    return config.jax_enable_x64 if prec is None else (config.jax_enable_x64, prec)
+
+
+def _config_pair(c: Any) -> tuple:
+    return c if isinstance(c, tuple) else (c, None)
+
+
 def _explain_miss(key: tuple, cache: dict) -> str:
     in_tree, sig, static_pos, static_kw = key[:4]
     for k in cache:
@@ -570,6 +591,11 @@ def _explain_miss(key: tuple, cache: dict) -> str:
             return "different argument types: " + "; ".join(diffs)
         if k[2] != static_pos or k[3] != static_kw:
             return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
+        if k[4] != key[4]:
+            (x64, prec), (old_x64, old_prec) = _config_pair(key[4]), _config_pair(k[4])
+            if x64 != old_x64:
+                return f"different jax_enable_x64: {x64} vs cached {old_x64}"
+            return f"different jax_default_matmul_precision: {prec!r} vs cached {old_prec!r}"
     return "different argument tree structure"
 
 

@@ -152,6 +152,23 @@ def _dtype_from_name(name: str) -> Any:
         return np.dtype(t)
 
 
+def _jnp_scalar_meta() -> type:
+    from fjax.numpy._creation import _ScalarMeta  # noqa: PLC0415 - fjax.numpy imports export's users
+
+    return _ScalarMeta
+
+
+def _jnp_scalar_type(name: str) -> Any:
+    """``fjax.numpy``'s scalar type (``jnp.float32``, ``jnp.bool_``, ...) of the dtype ``name``."""
+    import fjax.numpy as jnp  # noqa: PLC0415
+
+    dt = _dtype_from_name(name)
+    t = getattr(jnp, "bool_" if name == "bool" else name, None)
+    if not isinstance(t, _jnp_scalar_meta()) or t.dtype != dt:
+        raise ValueError(f"fjax.export.deserialize: no fjax.numpy scalar type for dtype {name!r}")
+    return t
+
+
 def _class_name(cls: type) -> str:
     mod = cls.__module__
     if not (mod == "fjax" or mod.startswith("fjax.")) or "<locals>" in cls.__qualname__:
@@ -224,6 +241,8 @@ class _Encoder:
             return ["dtype", _dtype_name(v)]
         if isinstance(v, type) and issubclass(v, np.generic):
             return ["sctype", _dtype_name(v)]
+        if isinstance(v, _jnp_scalar_meta()):  # jnp.float32 etc. (e.g. in a lax.DotAlgorithm precision)
+            return ["jnptype", _dtype_name(v.dtype)]
         if isinstance(v, np.ndarray):
             return ["nd", self._ndarray(v)]
         if isinstance(v, np.generic):
@@ -564,6 +583,8 @@ class _Decoder:
             return _dtype_from_name(enc[1])
         if tag == "sctype":
             return _dtype_from_name(enc[1]).type
+        if tag == "jnptype":
+            return _jnp_scalar_type(enc[1])
         if tag == "nd":
             return self.ndarray(enc[1])
         if tag == "np":

@@ -3,12 +3,17 @@
 
 What they mean in fjax (a CPU backend that multiplies in the operands' dtype with numpy/BLAS or
 its own loops): a ``precision=`` of any accepted form (a ``Precision``, a pair of them, a
-``DotAlgorithmPreset`` or its name, a ``DotAlgorithm``) is checked as JAX checks it and then
-computes the same product as ``precision=None`` -- the full product in the operands' dtype (or
-``preferred_element_type``), at least as accurate as every preset. ``accuracy=`` on the
+``DotAlgorithmPreset`` or its name, a ``DotAlgorithm``) is checked as JAX checks it, kept on the
+equation, and on the CPU computes the same product as ``precision=None`` -- the full product in
+the operands' dtype (or ``preferred_element_type``), at least as accurate as every preset. ``accuracy=`` on the
 transcendental unary ops (``exp``, ``sin``, ``tanh``, ...) is checked the same way and fjax's own
 implementation (accurate to a few ulp) is used whatever it asks. ``RandomAlgorithm`` names the
 bit generators of ``rng_bit_generator``, which fjax does not provide.
+
+``canonicalize_precision`` gives the ``precision`` param ``dot_general`` / ``conv_general_dilated``
+equations carry (JAX's canonical forms, config ``jax_default_matmul_precision`` filling in None);
+a GPU backend reads it to choose TF32 or float32 GEMMs. ``cpu_precision_error`` is what the CPU
+refuses when it runs the equation (as JAX's CPU backend refuses it when lowering).
 
 This module imports nothing from ``fjax.lax`` so the wrappers of ``lax_wrappers`` can use it.
 """
@@ -21,6 +26,8 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from fjax.config import config
 
 __all__ = [
     "AccuracyMode",
@@ -213,7 +220,46 @@ class RaggedDotDimensionNumbers:
         object.__setattr__(self, "rhs_group_dimensions", tuple(int(d) for d in rhs_group_dimensions))
 
 
-_PRECISION_STRINGS = ("highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default", "bfloat16", "fastest")
+# the strings ``precision=`` accepts (exactly these spellings, as JAX) and the Precision each names
+_PRECISION_NAMES = {
+    "highest": "HIGHEST",
+    "float32": "HIGHEST",
+    "high": "HIGH",
+    "bfloat16_3x": "HIGH",
+    "tensorfloat32": "HIGH",
+    "default": "DEFAULT",
+    "bfloat16": "DEFAULT",
+    "fastest": "DEFAULT",
+}
+_PRECISION_STRINGS = tuple(_PRECISION_NAMES)
+# the values config ``jax_default_matmul_precision`` takes (JAX's enum option: not 'bfloat16_3x'
+# nor 'fastest', nor the preset name 'DEFAULT', nor Precision / DotAlgorithmPreset objects)
+DEFAULT_MATMUL_PRECISION_VALUES = (
+    "default",
+    "high",
+    "highest",
+    "bfloat16",
+    "tensorfloat32",
+    "float32",
+    *(name for name in DotAlgorithmPreset.__members__ if name != "DEFAULT"),
+)
+
+
+def check_default_matmul_precision(value: Any) -> None:
+    """Raise JAX's ValueError unless ``value`` may be set as ``jax_default_matmul_precision``."""
+    if value is None or (isinstance(value, str) and value in DEFAULT_MATMUL_PRECISION_VALUES):
+        return
+    raise ValueError(
+        f"new enum value must be None or in {list(DEFAULT_MATMUL_PRECISION_VALUES)}, got {value} of type {type(value)}."
+    )
+
+
+def _on_config(name: str, value: Any) -> None:
+    if name == "jax_default_matmul_precision":
+        check_default_matmul_precision(value)
+
+
+config._listeners.append(_on_config)  # listeners run before a value is set: a bad one raises
 
 
 def _precision_error(precision: Any) -> ValueError:
@@ -226,27 +272,91 @@ def _precision_error(precision: Any) -> ValueError:
     )
 
 
-def check_precision(precision: Any, op: str = "dot_general") -> None:
-    """Raise as JAX does for a ``precision=`` argument it does not accept (ValueError), or one its
-    CPU backend refuses; otherwise return (fjax computes every accepted one the same way)."""
-    from fjax.lax._extra import Precision  # noqa: PLC0415 - _extra imports fjax.lax
+_Precision: Any = None  # fjax.lax.Precision, bound on first use (fjax.lax._extra imports fjax.lax)
 
-    def one(p: Any) -> bool:
-        return p is None or isinstance(p, Precision) or (isinstance(p, str) and p.lower() in _PRECISION_STRINGS)
 
-    if one(precision):
-        return
-    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
-        precision = DotAlgorithmPreset[precision]
-    if isinstance(precision, DotAlgorithmPreset):
-        if precision.name in _CPU_UNSUPPORTED:
-            raise ValueError(f"The precision '{precision}' is not supported by {op} on CPU")
-        return
-    if isinstance(precision, DotAlgorithm):
-        raise ValueError(f"The precision '{precision!r}' is not supported by {op} on CPU")
-    if isinstance(precision, (tuple, list)) and len(precision) == 2 and all(one(p) for p in precision):
-        return
+def _precision_class() -> Any:
+    global _Precision
+    if _Precision is None:
+        from fjax.lax._extra import Precision  # noqa: PLC0415
+
+        _Precision = Precision
+    return _Precision
+
+
+def _canonicalize(precision: Any) -> Any:
+    P = _precision_class()
+    if isinstance(precision, str):
+        name = _PRECISION_NAMES.get(precision)
+        if name is not None:
+            p = P[name]
+            return (p, p)
+        member = DotAlgorithmPreset.__members__.get(precision)
+        if member is not None:
+            return member
+    elif isinstance(precision, P):
+        return (precision, precision)
+    elif isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    elif isinstance(precision, (list, tuple)) and len(precision) == 2:
+        if all(isinstance(p, P) for p in precision):
+            return (precision[0], precision[1])
+        if all(isinstance(p, str) and p in _PRECISION_NAMES for p in precision):
+            return (P[_PRECISION_NAMES[precision[0]]], P[_PRECISION_NAMES[precision[1]]])
     raise _precision_error(precision)
+
+
+def canonicalize_precision(precision: Any) -> Any:
+    """The ``precision`` param a ``dot_general`` / ``conv_general_dilated`` equation carries for a
+    ``precision=`` argument, as ``jax.lax`` computes it (``jax._src.lax.lax.canonicalize_precision``):
+
+    - ``None`` -> config ``jax_default_matmul_precision`` canonicalized now (at trace time), or
+      ``None`` when that is unset;
+    - a ``Precision`` or one of its strings ('highest'/'float32' -> HIGHEST, 'high'/'bfloat16_3x'/
+      'tensorfloat32' -> HIGH, 'default'/'bfloat16'/'fastest' -> DEFAULT) -> a pair ``(p, p)``;
+    - a pair of ``Precision`` values, or of such strings -> a tuple of two ``Precision``;
+    - a ``DotAlgorithmPreset`` or its name ('F32_F32_F32') -> the preset; a ``DotAlgorithm`` -> itself.
+
+    Anything else raises JAX's ValueError. Canonical values are hashable and canonicalize to
+    themselves. Whether a backend can compute the one asked is not checked here (the CPU's
+    refusals: ``cpu_precision_error``)."""
+    if precision is None:
+        default = config.jax_default_matmul_precision
+        if default is None:
+            return None
+        try:
+            return _canonicalize(default)
+        except ValueError:
+            raise ValueError(
+                "jax_default_matmul_precision flag must be set to None, a value in "
+                f"{list(_PRECISION_STRINGS)}, or the name of a lax.DotAlgorithmPreset, but got {default}"
+            ) from None
+    if type(precision) is tuple and len(precision) == 2 and all(type(p) is _Precision for p in precision):
+        return precision  # already canonical (the transformation rules pass params through)
+    return _canonicalize(precision)
+
+
+def cpu_precision_error(precision: Any, op: str = "dot_general") -> ValueError | None:
+    """The ValueError JAX's CPU backend raises (when the program is lowered, eagerly or under jit)
+    for a canonical ``precision`` it cannot compute with ``op``, or None. Only ``dot_general``
+    refuses any (some presets and every ``DotAlgorithm``); ``conv_general_dilated`` takes all."""
+    if op != "dot_general":
+        return None
+    if isinstance(precision, DotAlgorithm):
+        return ValueError(f"The precision '{precision!r}' is not supported by {op} on CPU")
+    if isinstance(precision, DotAlgorithmPreset) and precision.name in _CPU_UNSUPPORTED:
+        return ValueError(f"The precision '{precision}' is not supported by {op} on CPU")
+    return None
+
+
+def check_precision(precision: Any, op: str = "dot_general") -> Any:
+    """Canonicalize ``precision`` and raise as JAX on the CPU does for one it does not accept;
+    return the canonical value (``canonicalize_precision`` then ``cpu_precision_error``)."""
+    canon = canonicalize_precision(precision)
+    err = cpu_precision_error(canon, op)
+    if err is not None:
+        raise err
+    return canon
 
 
 def check_accuracy(accuracy: Any) -> None:

@@ -23,7 +23,7 @@ from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import is_undefined_primal
 from fjax.lax import lax
-from fjax.lax._dot_algorithms import check_precision
+from fjax.lax._dot_algorithms import canonicalize_precision
 
 __all__ = [
     "ConvDimensionNumbers",
@@ -615,7 +615,9 @@ def conv_general_dilated(
             f"got {window_strides}"
         )
     pads = _canon_padding(padding, lhs_c, rhs_c, window_strides, lhs_dilation, rhs_dilation)
-    check_precision(precision, "conv_general_dilated")
+    # kept in JAX's canonical form (None: config jax_default_matmul_precision); the CPU computes
+    # every one alike and, as JAX's CPU backend, refuses none for a convolution
+    precision = canonicalize_precision(precision)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return core.bind1(
         conv_general_dilated_p,
@@ -628,7 +630,7 @@ def conv_general_dilated(
         dimension_numbers=dnums,
         feature_group_count=int(feature_group_count),
         batch_group_count=int(batch_group_count),
-        precision=None,
+        precision=precision,
         preferred_element_type=pet,
     )
 

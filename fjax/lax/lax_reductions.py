@@ -7,6 +7,9 @@ Split from ``fjax/lax/lax.py`` for size; ``lax.py`` re-exports every name define
 # ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
 from __future__ import annotations
 
+import weakref
+
+from fjax.lax._dot_algorithms import cpu_precision_error
 from fjax.lax.lax import *  # noqa: F403 - the shared rules, helpers and imports
 from fjax.lax.lax import (  # noqa: F401
     _any,
@@ -237,7 +240,55 @@ def _dot_general_abstract(
     lfree = tuple(s for i, s in enumerate(x.shape) if i not in lc and i not in lb)
     rfree = tuple(s for i, s in enumerate(y.shape) if i not in rc and i not in rb)
     dt = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
+    if precision is not None and type(precision) is not tuple and _jit_cpu_check[0] is None:
+        if cpu_precision_error(precision) is not None:
+            _install_jit_cpu_check()
     return ShapedArray(batch + lfree + rfree, dt, x.weak_type and y.weak_type)
+
+
+# A precision the CPU refuses (TF32_TF32_F32, a DotAlgorithm, ...) is kept on the equation when
+# traced (a GPU backend computes it) and refused when the CPU runs it, as JAX refuses it when it
+# lowers for the CPU: eagerly by the impl, under jit by a check of the whole program that jit
+# runs first. That check is installed the first time such a precision is traced (or deserialized),
+# so programs without one pay nothing for it.
+_jit_cpu_check: list = [None]
+
+
+def _install_jit_cpu_check() -> None:
+    import importlib  # noqa: PLC0415
+
+    _jit_cpu_check[0] = _check_jaxpr_cpu_precision
+    importlib.import_module("fjax.jit").cpu_precision_check = _check_jaxpr_cpu_precision
+
+
+def _jaxpr_cpu_precision_error_rec(jaxpr: Any) -> ValueError | None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is dot_general_p:
+            err = cpu_precision_error(eqn.params.get("precision"))
+            if err is not None:
+                return err
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, tuple) else (v,):
+                if isinstance(sub, (core.Jaxpr, core.ClosedJaxpr)):
+                    err = _jaxpr_cpu_precision_error_rec(sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub)
+                    if err is not None:
+                        return err
+    return None
+
+
+# ClosedJaxpr -> the error (or None), weakly: an entry goes with its program
+_cpu_precision_errors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _check_jaxpr_cpu_precision(closed: core.ClosedJaxpr) -> None:
+    """Raise JAX's CPU error if ``closed`` (sub-jaxprs included) holds a dot_general whose
+    precision the CPU refuses (jit calls this before running a program on the CPU)."""
+    try:
+        err = _cpu_precision_errors[closed]
+    except KeyError:
+        err = _cpu_precision_errors[closed] = _jaxpr_cpu_precision_error_rec(closed.jaxpr)
+    if err is not None:
+        raise ValueError(str(err))
 
 
 @functools.lru_cache(maxsize=2048)
@@ -264,6 +315,10 @@ def _dot_plan(xshape: tuple, yshape: tuple, dimension_numbers: tuple) -> tuple:
 def _dot_general_impl(
     x: np.ndarray, y: np.ndarray, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
 ) -> np.ndarray:
+    if precision is not None and type(precision) is not tuple:  # a preset or a DotAlgorithm
+        err = cpu_precision_error(precision)
+        if err is not None:
+            raise err
     dt = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     if dt != x.dtype:
         x = x.astype(dt)
@@ -330,7 +385,7 @@ def _dot_transpose_lhs(
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
     xc_by_y = [xc[i] for i in np.argsort(yc)]
     out_axes = np.argsort(list(xb) + x_kept + xc_by_y)
-    res = dot_general(ct, y, dims, preferred_element_type=preferred_element_type)
+    res = _dot_general(ct, y, dims, precision, preferred_element_type)
     res = transpose(res, tuple(int(i) for i in out_axes))
     if core.get_aval(res).dtype != x_aval.dtype:
         res = convert_element_type(res, x_aval.dtype)
@@ -368,7 +423,7 @@ def _dot_general_batch(
         y = batching.moveaxis(y, dy, 0)
         sh = lambda t: tuple(i + 1 for i in t)  # noqa: E731
         dn = ((sh(xc), sh(yc)), ((0,) + sh(xb), (0,) + sh(yb)))
-        return dot_general(x, y, dn, precision, preferred_element_type), 0
+        return _dot_general(x, y, dn, precision, preferred_element_type), 0
     if dx is not None:
         # free dim of x: keep it in place; it lands among x's free dims in the output
         sh = lambda t: tuple(i + 1 if i >= dx else i for i in t)  # noqa: E731
@@ -376,7 +431,7 @@ def _dot_general_batch(
         x_ndim = core.get_aval(x).ndim
         x_free = _remaining(x_ndim, dn[0][0], dn[1][0])
         out_d = len(xb) + x_free.index(dx)
-        return dot_general(x, y, dn, precision, preferred_element_type), out_d
+        return _dot_general(x, y, dn, precision, preferred_element_type), out_d
     sh = lambda t: tuple(i + 1 if i >= dy else i for i in t)  # noqa: E731
     dn = ((xc, sh(yc)), (xb, sh(yb)))
     x_ndim = core.get_aval(x).ndim
@@ -384,7 +439,7 @@ def _dot_general_batch(
     y_free = _remaining(y_ndim, dn[0][1], dn[1][1])
     x_free = _remaining(x_ndim, xc, xb)
     out_d = len(xb) + len(x_free) + y_free.index(dy)
-    return dot_general(x, y, dn, precision, preferred_element_type), out_d
+    return _dot_general(x, y, dn, precision, preferred_element_type), out_d
 
 
 batching.primitive_batchers[dot_general_p] = _dot_general_batch

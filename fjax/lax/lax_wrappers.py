@@ -8,7 +8,7 @@ Split from ``fjax/lax/lax.py`` (which re-exports every name here, so ``fjax.lax.
 # ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
 from __future__ import annotations
 
-from fjax.lax._dot_algorithms import check_accuracy, check_precision
+from fjax.lax._dot_algorithms import canonicalize_precision, check_accuracy
 from fjax.lax.lax import *  # noqa: F403 - the primitives, rules and imports these wrappers use
 from fjax.lax.lax import (  # noqa: F401
     _bind,
@@ -317,16 +317,23 @@ def dot_general(
 ) -> Any:
     """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
-    The output has the batch dims, then lhs free dims, then rhs free dims.
+    The output has the batch dims, then lhs free dims, then rhs free dims. ``precision`` is kept
+    on the equation in JAX's canonical form (``_dot_algorithms.canonicalize_precision``; None
+    takes config ``jax_default_matmul_precision``); the CPU computes every accepted one alike.
     """
-    check_precision(precision)
+    return _dot_general(lhs, rhs, dimension_numbers, canonicalize_precision(precision), preferred_element_type)
+
+
+def _dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any, preferred_element_type: Any = None) -> Any:
+    """``dot_general`` with an already canonical ``precision``, bound as it is: the transpose and
+    batching rules pass their equation's param through (None stays None whatever the config)."""
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return _bind(
         dot_general_p,
         lhs,
         rhs,
         dimension_numbers=_canon_dnums(dimension_numbers),
-        precision=None,
+        precision=precision,
         preferred_element_type=pet,
     )
 
