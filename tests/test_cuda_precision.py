@@ -137,3 +137,25 @@ def test_tf32_on_a_real_gpu():
     np.testing.assert_allclose(highest, exact, rtol=1e-4, atol=1e-4)
     err = np.max(np.abs(default - exact))
     assert 1e-4 < err < 0.1, err  # tensor cores (10-bit mantissa operands), not float32
+
+
+def test_cpu_kernels_do_not_depend_on_precision():
+    """The numba kernels of a program are the same text (so one cache entry) at every precision."""
+    x, w = _operands()
+    texts = {
+        fjax.jit(lambda x, w, p=p: jnp.tanh(jnp.dot(x, w, precision=p))).trace(x, w).lower().as_text()
+        for p in (None, "highest", "default", P.HIGH)
+    }
+    assert len(texts) == 1
+
+
+def test_swapped_transposed_dot_swaps_the_precision_pair():
+    from fjax.backends import lowering
+
+    x, w = _operands()
+    jx = fjax.make_jaxpr(lambda x, w: lax.dot_general(x, w, (((1,), (0,)), ((), ())), precision=(P.HIGH, P.HIGHEST)).T)(
+        x, w
+    ).jaxpr
+    (eqn,) = lowering._swap_transposed_dots(list(jx.eqns), list(jx.outvars))
+    assert eqn.primitive.name == "dot_general" and eqn.invars == [jx.invars[1], jx.invars[0]]
+    assert eqn.params["precision"] == (P.HIGHEST, P.HIGH)

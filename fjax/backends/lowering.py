@@ -216,7 +216,9 @@ class _ScalarVal:
 
 
 def _eqn_comment(eqn: JaxprEqn) -> str:
-    params = {k: v for k, v in eqn.params.items() if v is not None and not core._has_jaxpr(v)}
+    # (``precision`` left out: it picks a GPU GEMM's compute mode, never the generated loops, and a
+    # kernel's text is its cache key: one kernel for every precision)
+    params = {k: v for k, v in eqn.params.items() if v is not None and k != "precision" and not core._has_jaxpr(v)}
     # one line: the comment must not spill into the generated code
     ps = " ".join(" ".join(f"{k}={v}".split()) for k, v in params.items())
     outs = ", ".join(v.aval.str_short() for v in eqn.outvars)
@@ -836,6 +838,9 @@ def _swap_transposed_dots(eqns: list, outvars: list) -> list:
         if lb or rb or la.ndim - len(lc) != 1 or ra.ndim - len(rc) != 1:
             continue
         params = dict(d.params, dimension_numbers=((tuple(rc), tuple(lc)), ((), ())))
+        prec = params.get("precision")
+        if isinstance(prec, tuple) and len(prec) == 2:  # (lhs, rhs) precisions follow the operands
+            params["precision"] = (prec[1], prec[0])
         out[j] = None
         out[i] = JaxprEqn(d.primitive, [d.invars[1], d.invars[0]], list(e.outvars), params)
     return [e for e in out if e is not None]
