@@ -1,0 +1,488 @@
+"""Values of fjax's core: the errors tracing raises, abstract values (``ShapedArray``), the
+concrete ``Array``, the ``Tracer`` base class, and the conversions between them (``to_array``,
+``get_aval``, ``concrete_or_error``).
+
+Split from ``fjax/core.py`` for size. ``fjax.core`` re-exports every name defined here, and
+code imports them from there. This module imports no fjax module but ``fjax.dtypes``, so
+``core``, which imports it, still loads first.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from fjax import dtypes
+from fjax.dtypes import kind as _dkind
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+class JAXTypeError(TypeError):
+    """Base of fjax's TypeErrors about tracing (``jax.errors.JAXTypeError``)."""
+
+
+class JAXIndexError(IndexError):
+    """Base of fjax's IndexErrors about tracing (``jax.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
+    """A traced value was used where a concrete (known at trace time) value is needed."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (a Python ``if``/``while``) was applied to a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """``int()``/``operator.index`` was applied to a traced value."""
+
+
+class TracerArrayConversionError(JAXTypeError):
+    """``np.asarray`` was applied to a traced value."""
+
+
+class UnexpectedTracerError(JAXTypeError):
+    """A tracer was used after the transform that created it had finished (a leaked tracer)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# abstract values
+
+_short_names = {
+    "bool": "bool",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float64": "f64",
+    "complex64": "c64",
+    "complex128": "c128",
+}
+
+
+def short_dtype_name(dtype: np.dtype) -> str:
+    if dtype == dtypes.float0:
+        return "float0"
+    name = dtype.name
+    short = _short_names.get(name)
+    if short is None:
+        # JAX's rule for the rest (ml_dtypes' low-precision types): float8_e4m3fn -> f8_e4m3fn,
+        # int4 -> i4, uint2 -> u2
+        short = _short_names[name] = name.replace("float", "f").replace("uint", "u").replace("int", "i")
+    return short
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether it is weakly typed."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    # ``sharding`` (the default device's) is attached by ``fjax.core``, beside the
+    # ``default_sharding`` hook that ``fjax._devices`` sets
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is ShapedArray
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.weak_type == other.weak_type
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        w = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+
+def typematch(a: ShapedArray, b: ShapedArray) -> bool:
+    """Shape and dtype equality, ignoring weak types (as JAX's typecheck does)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# ---------------------------------------------------------------------------------------------
+# the concrete Array
+
+
+def _array_type_error(op: str) -> TypeError:
+    return TypeError(
+        f"fjax arrays are immutable: {op} is not supported. "
+        "Use x.at[idx].set(value) (or .add/.multiply/...) to get an updated copy."
+    )
+
+
+class Array:
+    """An immutable array: what eager fjax operations return. Wraps a read-only numpy array."""
+
+    __slots__ = ("_value", "weak_type")
+    __array_priority__ = 100
+
+    def __init__(self, value: np.ndarray, weak_type: bool = False):
+        # ``value`` must already be a canonical-dtype ndarray; it is frozen here.
+        if value.flags.writeable:
+            value.flags.writeable = False
+        self._value = value
+        self.weak_type = weak_type
+
+    # -- metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return self._value.size
+
+    @property
+    def nbytes(self) -> int:
+        return self._value.nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self._value.itemsize
+
+    @property
+    def aval(self) -> ShapedArray:
+        v = self._value
+        return ShapedArray(v.shape, v.dtype, self.weak_type)
+
+    # -- conversion to host values
+    def __array__(self, dtype=None, copy=None):
+        v = self._value
+        if dtype is not None and np.dtype(dtype) != v.dtype:
+            return v.astype(dtype)
+        if copy:
+            return v.copy()
+        return v
+
+    def block_until_ready(self) -> Array:
+        return self
+
+    def copy_to_host_async(self) -> None:
+        return None
+
+    def item(self, *args) -> Any:
+        return self._value.item(*args)
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if not np.issubdtype(self._value.dtype, np.integer) or self._value.ndim:
+            raise TypeError(
+                f"only integer scalar arrays can be converted to a scalar index, got {self.aval.str_short()}"
+            )
+        return operator.index(self._value.item())
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        w = self.weak_type
+        return (Array(np.asarray(row), w) for row in self._value)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'fjax.Array'")
+
+    def __setitem__(self, idx, value):
+        raise _array_type_error("item assignment")
+
+    def __repr__(self) -> str:
+        v = self._value
+        prefix = "Array("
+        if v.size == 0 and v.ndim > 0:
+            body = f"[], shape={v.shape}"
+        else:
+            body = np.array2string(v, separator=", ", prefix=prefix, threshold=1000)
+        w = ", weak_type=True" if self.weak_type else ""
+        return f"{prefix}{body}, dtype={v.dtype.name}{w})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __format__(self, spec: str) -> str:
+        if self._value.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (_rebuild_array, (np.array(self._value), self.weak_type))
+
+    def __copy__(self) -> Array:
+        return self
+
+    def __deepcopy__(self, memo) -> Array:
+        return self
+
+    def copy(self) -> Array:
+        return Array(self._value.copy(), self.weak_type)
+
+    @property
+    def __cuda_array_interface__(self):
+        raise AttributeError("fjax CPU arrays have no __cuda_array_interface__")
+
+    # devices(), .device and .sharding are attached by fjax._devices
+
+    def is_fully_replicated(self) -> bool:
+        return True
+
+
+def _rebuild_array(value: np.ndarray, weak_type: bool) -> Array:
+    return Array(value, weak_type)
+
+
+# Python scalar types that are weakly typed
+_python_scalar_types = (bool, int, float, complex)
+
+
+def array_from_python_scalar(x: Any) -> Array:
+    """A weakly typed 0-d Array for a Python bool/int/float/complex (bool is not weak)."""
+    t = type(x)
+    if t is bool:
+        return Array(np.array(x, dtype=np.bool_), False)
+    dtype = dtypes.dtype_of_python_scalar(x)
+    if t is int:
+        dtypes.check_python_int(x, dtype)
+    return Array(np.array(x, dtype=dtype), True)
+
+
+def to_array(x: Any, fn_name: str = "fjax") -> Array:
+    """Convert an argument of a primitive to an ``Array`` (Python scalars become weakly typed)."""
+    t = type(x)
+    if t is Array:
+        return x
+    if t in _python_scalar_types:
+        return array_from_python_scalar(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        if _dkind(x.dtype) in "OUSVMm" and x.dtype != dtypes.float0:
+            raise TypeError(f"{fn_name}: arrays of dtype {x.dtype} are not supported by fjax")
+        dt = dtypes.canonicalize_dtype(x.dtype)
+        v = np.array(x, dtype=dt) if (dt != x.dtype or isinstance(x, np.generic)) else x
+        if v is x:
+            # never freeze the user's own array
+            v = x.copy()
+        return Array(v, False)
+    if isinstance(x, Array):
+        return x
+    if hasattr(x, "__fjax_array__"):
+        return to_array(x.__fjax_array__(), fn_name)
+    if isinstance(x, Tracer):
+        raise TypeError("to_array: got a Tracer")  # callers handle tracers before this
+    raise TypeError(
+        f"{fn_name}: argument of type {type(x).__name__} is not a valid fjax type "
+        "(expected an fjax.Array, numpy array or Python scalar)"
+    )
+
+
+def is_arraylike(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _python_scalar_types
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of an Array, Tracer, numpy array or Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    if type(x) is Array:
+        return x.aval
+    return to_array(x).aval
+
+
+def concrete_or_error(x: Any, context: str = "") -> Any:
+    """The concrete numpy value of ``x``, or a ConcretizationTypeError if it is traced."""
+    if isinstance(x, Tracer):
+        val = x.to_concrete_value()
+        if val is None:
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where a concrete value is expected: {x.aval.str_short()}"
+                f"{' (' + context + ')' if context else ''}. The value of a traced array is not known at trace "
+                "time; mark the argument static (static_argnums/static_argnames) or use a lax primitive "
+                "that accepts traced values."
+            )
+        return val
+    if isinstance(x, Array):
+        return x._value
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# tracers
+
+
+class Tracer:
+    """A value being traced by a transform. Array methods and operators are added by fjax.numpy."""
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def full_lower(self) -> Any:
+        return self
+
+    def to_concrete_value(self) -> np.ndarray | None:
+        """The value if it is known at trace time (e.g. the primal of a JVP), else None."""
+        return None
+
+    def _describe(self) -> str:
+        main = self._trace.main
+        what = main.debug_info or main.trace_type.__name__
+        return f"traced array with shape {self.aval.str_short()} (while tracing {what})"
+
+    def __bool__(self) -> bool:
+        v = self.to_concrete_value()
+        if v is None:
+            raise TracerBoolConversionError(
+                f"Attempted boolean conversion of {self._describe()}. The truth value of a traced array "
+                "is not known at trace time, so a Python `if`/`while`/`and`/`or` on it cannot be staged. "
+                "Use lax.cond, lax.switch or jnp.where for a value-dependent branch (lax.while_loop for a "
+                "loop), or mark the argument static with static_argnums/static_argnames."
+            )
+        return bool(v)
+
+    def _concrete_scalar(self, kind: str, err: type) -> Any:
+        v = self.to_concrete_value()
+        if v is None:
+            raise err(
+                f"{kind}() conversion of {self._describe()}: the value is not known at trace time. "
+                "Mark the argument static with static_argnums/static_argnames, or keep it as an array."
+            )
+        return v
+
+    def __float__(self) -> float:
+        return float(self._concrete_scalar("float", ConcretizationTypeError))
+
+    def __int__(self) -> int:
+        return int(self._concrete_scalar("int", TracerIntegerConversionError))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete_scalar("complex", ConcretizationTypeError))
+
+    def __index__(self) -> int:
+        return operator.index(self._concrete_scalar("index", TracerIntegerConversionError).item())
+
+    def item(self) -> Any:
+        return self._concrete_scalar("item", ConcretizationTypeError).item()
+
+    def tolist(self) -> Any:
+        return self._concrete_scalar("tolist", ConcretizationTypeError).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.to_concrete_value()
+        if v is None:
+            raise TracerArrayConversionError(
+                f"The numpy.ndarray conversion method __array__() was called on {self._describe()}. "
+                "numpy functions cannot be applied to traced values: use fjax.numpy instead."
+            )
+        return np.asarray(v, dtype=dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__}")
+
+    def __setitem__(self, idx, value):
+        raise _array_type_error("item assignment")
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    def block_until_ready(self) -> Tracer:
+        return self
