@@ -6,6 +6,11 @@ that are only defined on inexact values (``sin``, ``sqrt``, ``divide``, ...) mov
 boolean inputs to the default float dtype. Formulas that would give NaN gradients at valid
 points (``logaddexp``, ``sinc``, ``hypot``, ...) are written with the "double where" idiom so
 that ``fjax.grad`` works through them.
+
+This module holds the unary functions, the arithmetic and the complex parts. The comparisons,
+logical and bitwise functions, floating-point classification and ``where`` are in
+``_ufuncs_logic.py`` and the promotion helpers in ``_ufuncs_promote.py``; every name of theirs
+is imported from here (``fjax.numpy`` takes the names of ``__all__`` from this module).
 """
 
 from __future__ import annotations
@@ -15,20 +20,69 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import _debug_nans, core, dtypes
+from fjax import _debug_nans, dtypes
 from fjax.core import Array, Tracer
-from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
+from fjax.numpy._ufuncs_logic import (  # noqa: F401 - imported from here (fjax.numpy's * import too)
+    _bool_full,
+    _check_intb,
+    _make_bitwise,
+    _make_comparison,
+    _make_logical,
+    _nonzero_concrete,
+    _to_bool,
+    _where_keys,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_not,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    equal,
+    greater,
+    greater_equal,
+    invert,
+    isfinite,
+    isinf,
+    isnan,
+    isneginf,
+    isposinf,
+    left_shift,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    nan_to_num,
+    not_equal,
+    right_shift,
+    signbit,
+    where,
+)
+from fjax.numpy._ufuncs_promote import (  # noqa: F401 - the promotion helpers, imported from here
+    _arr_types,
+    _const,
+    _inexact1,
+    _one,
+    _ones_like,
+    _promote2,
+    _promote_inexact_n,
+    _promote_n,
+    _promote_numeric_n,
+    _scalar_cache,
+    _scalar_like,
+    _set_doc,
+    _zeros_like,
+)
 from fjax.numpy._util import (
-    broadcast_arrays,
     broadcast_shapes,
     broadcast_to_shape,
     check_arraylike,
-    promote_dtypes,
     promote_dtypes_inexact,
     promote_dtypes_numeric,
-    to_fjax,
 )
 
 __all__ = [
@@ -48,113 +102,6 @@ __all__ = [
 ]  # fmt: skip
 
 _builtin_abs = abs
-_arr_types = (Array, Tracer)
-
-# ---------------------------------------------------------------------------------------------
-# promotion helpers with an eager fast path
-
-
-def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
-    """Promote and broadcast two operands; the common cases skip the general machinery.
-
-    Fast cases: two arrays/tracers of one dtype whose shapes lax accepts as they are (equal, or
-    one rank-0), and an array with a Python float/int of a kind that does not change its dtype.
-    """
-    tx, ty = type(x), type(y)
-    if tx is Array or isinstance(x, Tracer):
-        if ty is Array or isinstance(y, Tracer):
-            if x.dtype == y.dtype:
-                xs, ys = x.shape, y.shape
-                if xs == ys or not xs or not ys:
-                    return x, y
-                return tuple(broadcast_arrays(name, x, y))  # type: ignore[return-value]
-        elif ty is float or ty is int:
-            s = _scalar_like(y, x.dtype)
-            if s is not None:
-                return x, s
-    elif tx is float or tx is int:
-        if ty is Array or isinstance(y, Tracer):
-            s = _scalar_like(x, y.dtype)
-            if s is not None:
-                return s, y
-    a, b = promote_dtypes(name, x, y)
-    return tuple(broadcast_arrays(name, a, b))  # type: ignore[return-value]
-
-
-_scalar_cache: dict = {}
-
-
-def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
-    """A weak 0-d Array of ``dt`` for a Python scalar when promotion keeps ``dt``, else None.
-
-    Arrays are immutable, so the common constants (``x + 1.0``) are cached; zero is not, since
-    ``0.0 == -0.0`` would share one entry."""
-    key = (v, dt)
-    out = _scalar_cache.get(key)
-    if out is not None:
-        return out
-    k = _dkind(dt)
-    if k == "f" or k == "c":
-        out = Array(np.array(v, dtype=dt), True)
-    elif (k == "i" or k == "u") and type(v) is int:
-        try:
-            out = Array(np.array(v, dtype=dt), True)
-        except OverflowError:
-            return None
-    else:
-        return None
-    if v != 0 and v == v:
-        if len(_scalar_cache) > 512:
-            _scalar_cache.clear()
-        _scalar_cache[key] = out
-    return out
-
-
-def _promote_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes(name, *args))
-
-
-def _promote_inexact_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes_inexact(name, *args))
-
-
-def _promote_numeric_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes_numeric(name, *args))
-
-
-def _inexact1(name: str, x: Any) -> Any:
-    """``x`` as an inexact array (fast path: already a float/complex Array or Tracer)."""
-    if isinstance(x, _arr_types) and _dkind(x.dtype) in "fc":
-        return x
-    return promote_dtypes_inexact(name, x)[0]
-
-
-def _one(name: str, x: Any) -> Any:
-    if isinstance(x, _arr_types):
-        return x
-    check_arraylike(name, x)
-    return to_fjax(x, name)
-
-
-def _const(x: Any, val: Any) -> Array:
-    """A weakly typed 0-d constant of ``x``'s dtype (a literal when staged)."""
-    return Array(np.array(val).astype(x.dtype), True)
-
-
-def _zeros_like(x: Any, dtype: Any = None) -> Any:
-    return lax.full_like(x, 0, dtype)
-
-
-def _ones_like(x: Any, dtype: Any = None) -> Any:
-    return lax.full_like(x, 1, dtype)
-
-
-def _set_doc(f: Callable, name: str, doc: str) -> Callable:
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = doc
-    return f
-
 
 # ---------------------------------------------------------------------------------------------
 # unary functions
@@ -733,199 +680,6 @@ def lcm(x1: Any, x2: Any, /) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# comparisons and logic
-
-
-def _make_comparison(name: str, lax_fn: Callable, doc: str) -> Callable:
-    def fn(x: Any, y: Any, /) -> Any:
-        x, y = _promote2(name, x, y)
-        return lax_fn(x, y)
-
-    return _set_doc(fn, name, doc)
-
-
-equal = _make_comparison("equal", lax.eq, "Elementwise x == y.")
-not_equal = _make_comparison("not_equal", lax.ne, "Elementwise x != y.")
-less = _make_comparison("less", lax.lt, "Elementwise x < y.")
-less_equal = _make_comparison("less_equal", lax.le, "Elementwise x <= y.")
-greater = _make_comparison("greater", lax.gt, "Elementwise x > y.")
-greater_equal = _make_comparison("greater_equal", lax.ge, "Elementwise x >= y.")
-
-
-def _to_bool(x: Any) -> Any:
-    if x.dtype == np.bool_:
-        return x
-    return lax.ne(x, _const(x, 0))
-
-
-def _make_logical(name: str, lax_fn: Callable, doc: str) -> Callable:
-    def fn(x: Any, y: Any, /) -> Any:
-        check_arraylike(name, x, y)
-        x, y = broadcast_arrays(name, _to_bool(to_fjax(x, name)), _to_bool(to_fjax(y, name)))
-        return lax_fn(x, y)
-
-    return _set_doc(fn, name, doc)
-
-
-logical_and = _make_logical("logical_and", lax.bitwise_and, "Elementwise logical AND (nonzero is true).")
-logical_or = _make_logical("logical_or", lax.bitwise_or, "Elementwise logical OR (nonzero is true).")
-logical_xor = _make_logical("logical_xor", lax.bitwise_xor, "Elementwise logical XOR (nonzero is true).")
-
-
-def logical_not(x: Any, /) -> Any:
-    """Elementwise logical NOT (nonzero is true)."""
-    return lax.bitwise_not(_to_bool(_one("logical_not", x)))
-
-
-def _check_intb(name: str, x: Any) -> None:
-    if _dkind(x.dtype) not in "iub":
-        raise TypeError(f"{name} requires integer or boolean arguments, got {x.dtype.name}")
-
-
-def _make_bitwise(name: str, lax_fn: Callable, doc: str) -> Callable:
-    def fn(x: Any, y: Any, /) -> Any:
-        x, y = _promote2(name, x, y)
-        _check_intb(name, x)
-        return lax_fn(x, y)
-
-    return _set_doc(fn, name, doc)
-
-
-bitwise_and = _make_bitwise("bitwise_and", lax.bitwise_and, "Elementwise bitwise AND.")
-bitwise_or = _make_bitwise("bitwise_or", lax.bitwise_or, "Elementwise bitwise OR.")
-bitwise_xor = _make_bitwise("bitwise_xor", lax.bitwise_xor, "Elementwise bitwise XOR.")
-
-
-def bitwise_not(x: Any, /) -> Any:
-    """Elementwise bitwise NOT (logical NOT for booleans)."""
-    x = _one("bitwise_not", x)
-    _check_intb("bitwise_not", x)
-    return lax.bitwise_not(x)
-
-
-invert = bitwise_invert = bitwise_not
-
-
-def left_shift(x: Any, y: Any, /) -> Any:
-    """Elementwise x << y."""
-    x, y = _promote_numeric_n("left_shift", x, y)
-    _check_intb("left_shift", x)
-    return lax.shift_left(x, y)
-
-
-def right_shift(x: Any, y: Any, /) -> Any:
-    """Elementwise x >> y (arithmetic for signed, logical for unsigned integers)."""
-    x, y = _promote_numeric_n("right_shift", x, y)
-    _check_intb("right_shift", x)
-    if _dkind(x.dtype) == "u":
-        return lax.shift_right_logical(x, y)
-    return lax.shift_right_arithmetic(x, y)
-
-
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
-
-
-# ---------------------------------------------------------------------------------------------
-# floating point classification
-
-
-def _bool_full(x: Any, val: bool) -> Any:
-    return lax.full_like(x, val, np.bool_)
-
-
-def isnan(x: Any, /) -> Any:
-    """Elementwise test for NaN."""
-    x = _one("isnan", x)
-    k = _dkind(x.dtype)
-    if k == "f":
-        return lax.ne(x, x)
-    if k == "c":
-        return lax.bitwise_or(isnan(lax.real(x)), isnan(lax.imag(x)))
-    return _bool_full(x, False)
-
-
-def isinf(x: Any, /) -> Any:
-    """Elementwise test for positive or negative infinity."""
-    x = _one("isinf", x)
-    k = _dkind(x.dtype)
-    if k == "f":
-        return lax.eq(lax.abs(x), _const(x, np.inf))
-    if k == "c":
-        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
-    return _bool_full(x, False)
-
-
-def isfinite(x: Any, /) -> Any:
-    """Elementwise test for finiteness (not infinite and not NaN)."""
-    x = _one("isfinite", x)
-    k = _dkind(x.dtype)
-    if k == "f":
-        return lax.is_finite(x)
-    if k == "c":
-        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-    return _bool_full(x, True)
-
-
-def isposinf(x: Any, /) -> Any:
-    """Elementwise test for +inf."""
-    x = _one("isposinf", x)
-    if _dkind(x.dtype) == "c":
-        raise ValueError("isposinf does not support complex-valued inputs")
-    if _dkind(x.dtype) != "f":
-        return _bool_full(x, False)
-    return lax.eq(x, _const(x, np.inf))
-
-
-def isneginf(x: Any, /) -> Any:
-    """Elementwise test for -inf."""
-    x = _one("isneginf", x)
-    if _dkind(x.dtype) == "c":
-        raise ValueError("isneginf does not support complex-valued inputs")
-    if _dkind(x.dtype) != "f":
-        return _bool_full(x, False)
-    return lax.eq(x, _const(x, -np.inf))
-
-
-def signbit(x: Any, /) -> Any:
-    """Elementwise test of the sign bit (true for negative numbers and -0.0).
-
-    fjax has no bitcast primitive, so the sign of a NaN is not visible: NaNs give False."""
-    x = _one("signbit", x)
-    k = _dkind(x.dtype)
-    if k == "u" or k == "b":
-        return _bool_full(x, False)
-    if k == "i":
-        return lax.lt(x, _const(x, 0))
-    if k == "c":
-        raise ValueError("signbit does not support complex-valued inputs")
-    zero = _const(x, 0)
-    neg_zero = lax.bitwise_and(lax.eq(x, zero), lax.lt(lax.div(_const(x, 1), x), zero))
-    return lax.bitwise_or(lax.lt(x, zero), neg_zero)
-
-
-def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
-    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the largest
-    finite values of the dtype)."""
-    del copy
-    x = _one("nan_to_num", x)
-    k = _dkind(x.dtype)
-    if k == "c":
-        re = nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf)
-        im = nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf)
-        return lax.add(
-            lax.convert_element_type(re, x.dtype), lax.mul(lax.convert_element_type(im, x.dtype), _const(x, 1j))
-        )
-    if k != "f":
-        return x
-    info = _finfo(x.dtype)
-    posinf = info.max if posinf is None else posinf
-    neginf = info.min if neginf is None else neginf
-    out = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
-    out = lax.select(lax.eq(out, _const(x, np.inf)), lax.full_like(x, posinf), out)
-    return lax.select(lax.eq(out, _const(x, -np.inf)), lax.full_like(x, neginf), out)
-
-
-# ---------------------------------------------------------------------------------------------
 # complex parts
 
 
@@ -961,55 +715,3 @@ def angle(z: Any, deg: bool = False) -> Any:
     im = lax.convert_element_type(im, dt)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out
-
-
-# ---------------------------------------------------------------------------------------------
-# where
-
-
-def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None, fill_value: Any = None) -> Any:
-    """``x`` where ``condition`` is true, else ``y`` (with broadcasting and promotion).
-
-    With only ``condition``, the indices of its nonzero elements (``nonzero``); that form needs a
-    concrete ``condition`` unless a static ``size`` is given... which fjax does not support yet.
-    """
-    if x is None and y is None:
-        return _nonzero_concrete(condition, size, fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
-    if getattr(x, "dtype", None) is dtypes.KEY_DTYPE or getattr(y, "dtype", None) is dtypes.KEY_DTYPE:
-        return _where_keys(condition, x, y)
-    check_arraylike("where", condition, x, y)
-    c = _to_bool(to_fjax(condition, "where"))
-    x, y = promote_dtypes("where", x, y)
-    c, x, y = broadcast_arrays("where", c, x, y)
-    shape = max((c.shape, x.shape, y.shape), key=len)
-    c, x, y = (lax.broadcast_in_dim(a, shape, ()) if a.shape != shape else a for a in (c, x, y))
-    return lax.select(c, x, y)
-
-
-def _where_keys(condition: Any, x: Any, y: Any) -> Any:
-    """``where`` over typed key arrays: selects whole keys (the condition broadcasts over key axes)."""
-    from fjax._prng import PRNGKeyArray  # noqa: PLC0415 - fjax._prng imports the tree modules
-
-    if not (isinstance(x, PRNGKeyArray) and isinstance(y, PRNGKeyArray)):
-        raise TypeError("where: cannot combine key arrays with arrays of a numeric dtype")
-    c = _to_bool(to_fjax(condition, "where"))
-    return PRNGKeyArray(where(lax.expand_dims(c, (c.ndim,)), x._base, y._base))
-
-
-def _nonzero_concrete(a: Any, size: int | None, fill_value: Any) -> tuple:
-    check_arraylike("where", a)
-    v = np.asarray(core.concrete_or_error(a if not isinstance(a, Array) else a, "jnp.where with one argument"))
-    idx = np.nonzero(np.atleast_1d(v) if v.ndim == 0 else v)
-    dt = dtypes.default_int_dtype()
-    if size is not None:
-        fill = 0 if fill_value is None else fill_value
-        out = []
-        for i in idx:
-            r = np.full(size, fill, dtype=dt)
-            n = min(size, len(i))
-            r[:n] = i[:n]
-            out.append(Array(r))
-        return tuple(out)
-    return tuple(Array(i.astype(dt)) for i in idx)

@@ -1,0 +1,132 @@
+"""Promotion helpers of ``fjax.numpy``'s elementwise functions, with an eager fast path: split
+from ``fjax/numpy/_ufuncs.py`` for size (``_ufuncs`` re-exports every name defined here).
+
+``_promote2`` promotes and broadcasts two operands, skipping the general machinery for the common
+cases (two arrays of one dtype, an array with a Python scalar that keeps its dtype); the rest
+promote n operands, convert one, make constants of an operand's dtype and name the made functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
+from fjax.lax import lax
+from fjax.numpy._util import (
+    broadcast_arrays,
+    check_arraylike,
+    promote_dtypes,
+    promote_dtypes_inexact,
+    promote_dtypes_numeric,
+    to_fjax,
+)
+
+_arr_types = (Array, Tracer)
+
+# ---------------------------------------------------------------------------------------------
+# promotion helpers with an eager fast path
+
+
+def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
+    """Promote and broadcast two operands; the common cases skip the general machinery.
+
+    Fast cases: two arrays/tracers of one dtype whose shapes lax accepts as they are (equal, or
+    one rank-0), and an array with a Python float/int of a kind that does not change its dtype.
+    """
+    tx, ty = type(x), type(y)
+    if tx is Array or isinstance(x, Tracer):
+        if ty is Array or isinstance(y, Tracer):
+            if x.dtype == y.dtype:
+                xs, ys = x.shape, y.shape
+                if xs == ys or not xs or not ys:
+                    return x, y
+                return tuple(broadcast_arrays(name, x, y))  # type: ignore[return-value]
+        elif ty is float or ty is int:
+            s = _scalar_like(y, x.dtype)
+            if s is not None:
+                return x, s
+    elif tx is float or tx is int:
+        if ty is Array or isinstance(y, Tracer):
+            s = _scalar_like(x, y.dtype)
+            if s is not None:
+                return s, y
+    a, b = promote_dtypes(name, x, y)
+    return tuple(broadcast_arrays(name, a, b))  # type: ignore[return-value]
+
+
+_scalar_cache: dict = {}
+
+
+def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
+    """A weak 0-d Array of ``dt`` for a Python scalar when promotion keeps ``dt``, else None.
+
+    Arrays are immutable, so the common constants (``x + 1.0``) are cached; zero is not, since
+    ``0.0 == -0.0`` would share one entry."""
+    key = (v, dt)
+    out = _scalar_cache.get(key)
+    if out is not None:
+        return out
+    k = _dkind(dt)
+    if k == "f" or k == "c":
+        out = Array(np.array(v, dtype=dt), True)
+    elif (k == "i" or k == "u") and type(v) is int:
+        try:
+            out = Array(np.array(v, dtype=dt), True)
+        except OverflowError:
+            return None
+    else:
+        return None
+    if v != 0 and v == v:
+        if len(_scalar_cache) > 512:
+            _scalar_cache.clear()
+        _scalar_cache[key] = out
+    return out
+
+
+def _promote_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes(name, *args))
+
+
+def _promote_inexact_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes_inexact(name, *args))
+
+
+def _promote_numeric_n(name: str, *args: Any) -> list:
+    return broadcast_arrays(name, *promote_dtypes_numeric(name, *args))
+
+
+def _inexact1(name: str, x: Any) -> Any:
+    """``x`` as an inexact array (fast path: already a float/complex Array or Tracer)."""
+    if isinstance(x, _arr_types) and _dkind(x.dtype) in "fc":
+        return x
+    return promote_dtypes_inexact(name, x)[0]
+
+
+def _one(name: str, x: Any) -> Any:
+    if isinstance(x, _arr_types):
+        return x
+    check_arraylike(name, x)
+    return to_fjax(x, name)
+
+
+def _const(x: Any, val: Any) -> Array:
+    """A weakly typed 0-d constant of ``x``'s dtype (a literal when staged)."""
+    return Array(np.array(val).astype(x.dtype), True)
+
+
+def _zeros_like(x: Any, dtype: Any = None) -> Any:
+    return lax.full_like(x, 0, dtype)
+
+
+def _ones_like(x: Any, dtype: Any = None) -> Any:
+    return lax.full_like(x, 1, dtype)
+
+
+def _set_doc(f: Callable, name: str, doc: str) -> Callable:
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc
+    return f
