@@ -2,7 +2,7 @@
 # The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA, in about
 # 6 minutes: the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
 # at float32), per-kernel device times beside JAX (bench/gpu_kernels.py), the main example on the
-# GPU, and a host profile. Logs go to ${OUT:-/tmp/gpu_check}.
+# GPU, and a host profile. Logs go to ${OUT:-/tmp/gpu_check}: 8 files (the device tool returns at most 8).
 # Usage: bash bench/gpu_check.sh [--quick]
 set -u
 OUT=${OUT:-/tmp/gpu_check}
@@ -21,7 +21,7 @@ timeout 120 $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_cuda_gpu.py tes
 timeout 150 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -12
 # both libraries at full float32 matmul precision (the default above is TF32 on both)
 timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32 --json "$OUT/bench_gpu_f32.json" \
-  2>&1 | tee "$OUT/bench_gpu_f32.txt" | tail -5
+  2>&1 | tail -5
 timeout 90 $PY bench/gpu_kernels.py 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
 timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
 timeout 40 $PY bench/gpu_profile.py --calls 1000 2>&1 | tee "$OUT/profile.txt" | head -30
