@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA, in about
-# 6 minutes: the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
+# The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA, in 2-3
+# minutes (132 s on an H200): the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
 # at float32), per-kernel device times beside JAX (bench/gpu_kernels.py), the main example on the
 # GPU, and a host profile. Logs go to ${OUT:-/tmp/gpu_check}: 8 files (the device tool returns at most 8).
 # Usage: bash bench/gpu_check.sh [--quick]
