@@ -38,8 +38,9 @@ elif mode == "exit_before":  # rank 1 leaves normally; rank 0 calls a collective
     time.sleep(1.5)
     f(jnp.ones((1, 3)))
 elif mode == "exit_during":  # rank 0 is already waiting in the collective when rank 1 leaves
+    f(jnp.ones((1, 3)))  # both ranks once: compiled, so rank 0's next call enters the collective at once
     if r == 1:
-        time.sleep(0.5)
+        time.sleep(2.0)  # (0.5 s raced rank 0's first compile on a loaded machine: "already exited")
         sys.exit(0)
     f(jnp.ones((1, 3)))
 elif mode == "hang":  # rank 1 never arrives: rank 0 gives up after fjax_mpi_timeout
