@@ -673,7 +673,8 @@ def _poisson(key: Any, lam: Any, shape: tuple, dtype: np.dtype) -> Any:
     use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, _c(10, np.float32)))
     lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
     lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
-    max_iters = int(np.iinfo(dtype).max) if np.iinfo(dtype).bits <= 32 else int(np.iinfo(np.int32).max)
+    info = dtypes.iinfo(dtype)  # (ml_dtypes': numpy's knows no int4/int2/int1)
+    max_iters = int(info.max) if info.bits <= 32 else int(np.iinfo(np.int32).max)
     result = lax.select(
         use_knuth,
         _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),

@@ -18,6 +18,7 @@ hashing the same splits again.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -30,6 +31,7 @@ from fjax.backends.numba import disk_cache
 from fjax.backends.numba.runtime import fma as _hw_fma
 from fjax.backends.numba.vmath import f32_as_i32, i32_as_f32
 from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import iinfo
 
 _M32 = np.uint64(0xFFFFFFFF)
 _opts = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division (x/0 -> inf), as XLA
@@ -326,11 +328,11 @@ def _chain_at(chain, t, r1, r2, nxt, ia, ib):  # pragma: no cover - numba
 
 
 @njit(**_opts)
-def _poisson_knuth(chain, lam, j):  # pragma: no cover - numba
+def _poisson_knuth(chain, lam, j, max_iters):  # pragma: no cover - numba
     k = 0
     log_prod = np.float32(0)
     r1, r2 = np.uint64(0), np.uint64(0)
-    while log_prod > -lam:
+    while log_prod > -lam and k < max_iters:
         r1, r2, s1, s2, _, _ = _chain_at(chain, k, r1, r2, 0, 1, -1)
         k += 1
         log_prod = log_prod + xla_log(_unit_at(s1, s2, j))
@@ -376,9 +378,14 @@ def _poisson_rejection(chain, lam, j, start, iters, k_out):  # pragma: no cover 
 
 
 @njit(**_opts)
-def poisson_f32(keys, lams, m):  # pragma: no cover - numba
+def poisson_f32(keys, lams, m, max_iters, lo, hi):  # pragma: no cover - numba
     """Poisson samples (as float64 holding integers) for flat float32 rates; lane ``i`` uses key
-    ``keys[i // m]`` and counter ``i % m``; the lanes of one key share the rejection loop's length."""
+    ``keys[i // m]`` and counter ``i % m``; the lanes of one key share the rejection loop's length.
+    As in the composite, both loops stop after ``max_iters`` iterations (Knuth's count then caps
+    the sample at ``max_iters - 1``; a rejection lane never accepted keeps -1), and a rejection
+    sample converts to the integer dtype as XLA converts floats: NaN to 0, saturating at the
+    dtype's bounds ``[lo, hi]``. A Knuth lane's ``k - 1`` is integer arithmetic in the composite
+    (-1 wraps in unsigned dtypes): it is left to the caller's cast."""
     n = lams.shape[0]
     out = np.empty(n, np.float64)
     first = np.empty(m, np.float32)
@@ -396,15 +403,19 @@ def poisson_f32(keys, lams, m):  # pragma: no cover - numba
             knuth = lam != lam or lam < np.float32(10)
             first[j], first_it[j] = _poisson_rejection(chain, big if knuth else lam, j, 0, -1, np.float32(-1))
             total = max(total, first_it[j])
+        total = min(total, max_iters)
         for j in range(m):
             lam = lams[b * m + j]
             if lam == np.float32(0):
                 out[b * m + j] = 0.0
             elif lam != lam or lam < np.float32(10):
-                out[b * m + j] = _poisson_knuth(chain, lam, j)
+                out[b * m + j] = _poisson_knuth(chain, lam, j, max_iters)
             else:
-                # the lane's first acceptance is known: only the iterations after it remain
-                out[b * m + j] = _poisson_rejection(chain, lam, j, first_it[j], total, first[j])[0]
+                if first_it[j] > total:  # not accepted within max_iters iterations
+                    k = np.float32(-1)
+                else:  # the lane's first acceptance is known: only the iterations after it remain
+                    k = _poisson_rejection(chain, lam, j, first_it[j], total, first[j])[0]
+                out[b * m + j] = 0.0 if k != k else min(max(np.float64(k), lo), hi)
     return out
 
 
@@ -416,7 +427,21 @@ def sample_poisson(keys: np.ndarray, lam: np.ndarray, dtype: np.dtype) -> np.nda
     if flat_lam.size == 0:
         return np.zeros(lam.shape, dtype)
     flat_keys = np.ascontiguousarray(keys.reshape(-1, 2), dtype=np.uint32)
-    return poisson_f32(flat_keys, flat_lam, max(m, 1)).astype(dtype).reshape(lam.shape)
+    max_iters, lo, hi = _poisson_limits(np.dtype(dtype))
+    return poisson_f32(flat_keys, flat_lam, max(m, 1), max_iters, lo, hi).astype(dtype).reshape(lam.shape)
+
+
+@functools.cache
+def _poisson_limits(dtype: np.dtype) -> tuple[int, float, float]:
+    """The composite's loop bound (``iinfo(dtype).max``, or int32's above 32 bits) and the float
+    range that converts into ``dtype`` (the float below int64/uint64's max, which rounds up past it);
+    ml_dtypes' iinfo, which also knows int4/int2/int1."""
+    info = iinfo(dtype)
+    max_iters = int(info.max) if info.bits <= 32 else int(np.iinfo(np.int32).max)
+    hi = float(info.max)
+    if info.bits == 64:
+        hi = float(np.nextafter(np.float64(info.max), 0.0))
+    return max_iters, float(info.min), hi
 
 
 # ---------------------------------------------------------------------------------------------

@@ -179,6 +179,28 @@ def kind(dt: np.dtype) -> str:
     return k
 
 
+@functools.cache
+def _extremes(dt: np.dtype) -> tuple[Any, Any]:
+    """``(lowest, highest)`` value of the real dtype ``dt``: the identities of ``max`` and ``min``
+    and the fills that lose to every element. ``-inf, inf`` for floating dtypes that hold them,
+    else their finite extremes (float8_e4m3fn, the fnuz types, float8_e8m0fnu, float4/float6:
+    there ``-inf`` would be NaN or saturate); ``iinfo``'s bounds for integers (ml_dtypes', which
+    also knows int1/2/4); ``False, True`` for bool. Cached: one lookup per dtype."""
+    dt = np.dtype(dt)
+    k = kind(dt)
+    if k == "b":
+        return False, True
+    if k in "iu":
+        info = iinfo(dt)
+        return int(info.min), int(info.max)
+    if k != "f":
+        raise ValueError(f"no ordering extremes for dtype {dt}")
+    if np.isinf(np.array(np.inf).astype(dt).astype(np.float64)):
+        return -np.inf, np.inf
+    info = finfo(dt)
+    return float(info.min), float(info.max)
+
+
 def _x64() -> bool:
     return bool(config.jax_enable_x64)
 

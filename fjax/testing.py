@@ -28,7 +28,7 @@ try:
 except ImportError as e:  # pragma: no cover
     raise ImportError("fjax.testing needs hypothesis: pip install 'fjax[test]'") from e
 
-from fjax import core
+from fjax import core, dtypes
 
 
 def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> st.SearchStrategy:
@@ -56,8 +56,9 @@ def arrays(
             max_value = float(hi32 if hi32 <= max_value else np.nextafter(hi32, np.float32(-np.inf)))
         elems = st.floats(min_value=min_value, max_value=max_value, allow_nan=False, allow_infinity=False, width=width)
     elif _dkind(dt) in "iu":
-        lo = max(int(min_value), np.iinfo(dt).min)
-        hi = min(int(max_value), np.iinfo(dt).max)
+        info = dtypes.iinfo(dt)  # (ml_dtypes': numpy's knows no int4/int2/int1)
+        lo = max(int(min_value), int(info.min))
+        hi = min(int(max_value), int(info.max))
         elems = st.integers(lo, hi)
     elif _dkind(dt) == "b":
         elems = st.booleans()

@@ -87,15 +87,13 @@ def _empty_reduce(fn: Callable, ident_fn: Callable) -> Callable:
 
 
 def _max_ident(dt: np.dtype) -> Any:
-    if dt == np.bool_:
-        return False
-    return -np.inf if _dkind(dt) == "f" else np.iinfo(dt).min
+    # -inf, or the lowest finite value where the dtype has no -inf (float8_e4m3fn, ...: as JAX);
+    # ml_dtypes' iinfo for int4/int2/int1. (JAX's is NaN for float8_e8m0fnu, its -inf cast.)
+    return dtypes._extremes(dt)[0]
 
 
 def _min_ident(dt: np.dtype) -> Any:
-    if dt == np.bool_:
-        return True
-    return np.inf if _dkind(dt) == "f" else np.iinfo(dt).max
+    return dtypes._extremes(dt)[1]
 
 
 reduce_max_p = _reducer("reduce_max", _empty_reduce(np.max, _max_ident), _any)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import _debug_nans, core
+from fjax import _debug_nans, core, dtypes
 from fjax.core import Primitive, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -245,10 +245,18 @@ def _take_along_axis(x: Any, idx: Any, axis: int) -> Any:
 # sort
 
 
+#: bfloat16 and the float8/float6/float4 dtypes: ordered through float32, which holds each of their
+#: values exactly (float8_e8m0fnu's 0 would be NaN; the 4- and 6-bit types have no sign bit at the
+#: top of their byte, float8_e8m0fnu none at all; the fnuz NaN becomes a negative NaN, as in XLA)
+_ORDER_AS_F32 = frozenset(dt for dt in (np.dtype(dtypes.bfloat16), *dtypes.low_precision_dtypes) if _dkind(dt) == "f")
+
+
 def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
     """numpy lexsort keys (least significant first) giving JAX's order for one key operand:
     NaNs last, -0.0 equal to 0.0, complex numbers by (real, imag)."""
     if _dkind(x.dtype) == "f":
+        if x.dtype in _ORDER_AS_F32:
+            x = x.astype(np.float32)
         nan = np.isnan(x)
         return [np.where(nan, 0, x), nan]
     if _dkind(x.dtype) == "c":
@@ -333,8 +341,10 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
 def _total_order_key(x: np.ndarray) -> list[np.ndarray]:
     """Lexsort keys for the IEEE total order top_k uses (-NaN < -inf < ... < -0.0 < 0.0 < ... < NaN)."""
     if _dkind(x.dtype) == "f":
+        if x.dtype in _ORDER_AS_F32:
+            x = x.astype(np.float32)
         bits = np.ascontiguousarray(x).view(np.dtype(f"int{x.dtype.itemsize * 8}"))
-        mag = np.array(np.iinfo(bits.dtype).max, bits.dtype)
+        mag = np.array(np.iinfo(bits.dtype).max, bits.dtype)  # (int16/32/64)
         return [np.where(bits < 0, bits ^ mag, bits)]
     return _sort_keys(x)
 

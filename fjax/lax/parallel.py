@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fjax import _tree_lifted as tu
-from fjax import core
+from fjax import core, dtypes
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
@@ -165,13 +165,9 @@ def _grouped_reduce(x: Any, name: Any, groups: tuple, kind: str, fn: str) -> Any
         keep = L.broadcast_in_dim(row, core.get_aval(g).shape, (0,))
         if kind == "sum":
             return L.reduce_sum(L.select(keep, g, L.full_like(g, 0)), (0,))
-        if dt.kind == "f":
-            fill = -np.inf if kind == "max" else np.inf
-        elif dt == np.bool_:
-            fill = kind != "max"
-        else:
-            info = np.iinfo(dt)
-            fill = info.min if kind == "max" else info.max
+        # the masked-out members lose to every element: -inf/+inf, or the dtype's finite extremes
+        # where it has no infinity (float8_e4m3fn, ...); also bfloat16, int4 and the rest
+        fill = dtypes._extremes(dt)[0 if kind == "max" else 1]
         red = L.reduce_max if kind == "max" else L.reduce_min
         return red(L.select(keep, g, L.full_like(g, fill)), (0,))
 

@@ -694,10 +694,10 @@ def _canon_fill(v: Any) -> Any:
 def _default_fill_value(dtype: np.dtype) -> Any:
     if _dkind(dtype) in "fc":
         return _NAN
-    if _dkind(dtype) == "i":
-        return int(np.iinfo(dtype).min)
+    if _dkind(dtype) == "i":  # (ml_dtypes' iinfo: numpy's knows no int4/int2/int1)
+        return int(dtypes.iinfo(dtype).min)
     if _dkind(dtype) == "u":
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.iinfo(dtype).max)
     return True
 
 

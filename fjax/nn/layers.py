@@ -31,7 +31,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 import fjax.numpy as jnp
-from fjax import lax, tree_util
+from fjax import dtypes, lax, tree_util
 from fjax.nn import initializers as init
 
 __all__ = [
@@ -345,7 +345,9 @@ def _pool_slices(
     nsp = len(window)
     if any(p != (0, 0) for p in pads):
         if kind == "max":
-            fill = -np.inf if jnp.issubdtype(x.dtype, jnp.inexact) else np.iinfo(np.dtype(x.dtype)).min
+            # -inf, or the lowest value of dtypes without -inf (float8_e4m3fn, ...) and of integers
+            dt = np.dtype(x.dtype)
+            fill = -np.inf if dtypes.kind(dt) == "c" else dtypes._extremes(dt)[0]
         else:
             fill = 0
         cfg = [(0, 0, 0)] * x.ndim
@@ -392,7 +394,7 @@ def max_pool(x: Any, window_shape: Sequence[int], strides: Sequence[int] | None 
     """Max pooling over the spatial dims of a channels-last input ``(batch..., spatial..., C)``,
     one spatial dim per entry of ``window_shape`` (as flax.linen.max_pool). ``strides`` defaults
     to ``window_shape``; ``padding`` is ``'VALID'``, ``'SAME'`` or ``(low, high)`` pairs (padded
-    with -inf)."""
+    with -inf, or the dtype's lowest value where it has no -inf: integers, float8_e4m3fn, ...)."""
     return _pool(x, window_shape, strides, padding, "max", True)
 
 

@@ -564,6 +564,12 @@ def nanprod(
     )
 
 
+#: the floating dtypes without infinities (float8_e4m3fn, the fnuz types, ...)
+_NO_INF_FLOATS = frozenset(
+    dt for dt in dtypes.low_precision_dtypes if dtypes.kind(dt) == "f" and dtypes._extremes(dt)[1] != np.inf
+)
+
+
 def _nan_extreme(
     a: Any, axis: Any, keepdims: bool, initial: Any, where: Any, name: str, fn: Callable, fill: float
 ) -> Any:
@@ -572,6 +578,8 @@ def _nan_extreme(
         return fn(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
     from fjax.numpy._ufuncs import isnan  # noqa: PLC0415
 
+    if a.dtype in _NO_INF_FLOATS:  # their -inf/inf is NaN: fill with the finite extremes instead
+        fill = dtypes._extremes(a.dtype)[0 if fill < 0 else 1]
     r = fn(_nan_fill(a, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
     all_nan = all(isnan(a), axis=axis, keepdims=keepdims)
     return lax.select(all_nan, lax.full_like(r, np.nan), r)

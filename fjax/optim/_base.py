@@ -10,6 +10,7 @@ import numpy as np
 import fjax.numpy as jnp
 from fjax import tree_util
 from fjax.dtypes import finfo as _finfo
+from fjax.dtypes import iinfo as _iinfo
 
 Params = Any
 Updates = Any
@@ -138,7 +139,7 @@ def safe_increment(count: Any) -> Any:
     """``count + 1``, saturating at the dtype's maximum instead of overflowing."""
     count = jnp.asarray(count)
     if jnp.issubdtype(count.dtype, jnp.integer):
-        max_value = np.iinfo(np.dtype(count.dtype)).max
+        max_value = _iinfo(np.dtype(count.dtype)).max  # (ml_dtypes': also int4/int2/int1)
     else:
         max_value = _finfo(np.dtype(count.dtype)).max
     max_value = np.array(max_value, np.dtype(count.dtype))

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from fjax import dtypes
 from fjax import numpy as jnp
 from fjax.dtypes import kind as _dkind
 from fjax.scipy import special as sp
@@ -40,7 +41,8 @@ def mode(a: Any, axis: int | None = 0, nan_policy: str = "propagate", keepdims: 
         raise ValueError("mode: cannot compute the mode along an axis of size 0")
     counts = jnp.sum(xm[..., :, None] == xm[..., None, :], axis=-1)
     best = jnp.max(counts, axis=-1, keepdims=True)
-    big = jnp.asarray(np.inf if _dkind(xm.dtype) == "f" else np.iinfo(xm.dtype).max, xm.dtype)
+    # above every element: inf, or the largest value where the dtype has no inf (float8_e4m3fn, int4)
+    big = jnp.asarray(dtypes._extremes(xm.dtype)[1], xm.dtype)
     m = jnp.min(jnp.where(counts == best, xm, big), axis=-1)
     c = best[..., 0]
     if _dkind(xm.dtype) == "f":
