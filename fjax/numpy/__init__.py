@@ -34,3 +34,9 @@ from fjax.numpy._more3 import *  # noqa: F401,F403
 from fjax.numpy import _key_shape as _ks  # noqa: E402
 
 _ks.install(globals(), _ks.JNP_FUNCTIONS)
+
+# the elementwise functions that are ufuncs in JAX (jnp.add.reduce, jnp.multiply.outer, ...)
+from fjax.numpy._ufunc_class import frompyfunc, ufunc, install_builtins as _install_ufuncs  # noqa: E402,F401
+
+_install_ufuncs(globals())
+del _install_ufuncs
