@@ -178,6 +178,7 @@ def __dir__() -> list[str]:
 
 
 from fjax import tree, typing  # noqa: E402
+from fjax._linear_call import fwd_and_bwd  # noqa: E402
 from fjax._api_more import (  # noqa: E402
     closure_convert,
     custom_gradient,

@@ -55,6 +55,7 @@ from fjax._custom_vjp import (
     custom_vjp_primal_tree_values,
     zero_from_primal,
 )
+from fjax._linear_call import linear_call, linear_call_p
 from fjax.core import ClosedJaxpr
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
@@ -70,6 +71,8 @@ __all__ = [
     "custom_vjp",
     "custom_vjp_call_p",
     "custom_vjp_primal_tree_values",
+    "linear_call",
+    "linear_call_p",
     "zero_from_primal",
 ]
 
