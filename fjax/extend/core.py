@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fjax._tokens import AbstractToken, Token
 from fjax.core import (
     ClosedJaxpr,
     DropVar,
@@ -26,6 +27,7 @@ from fjax.core import (
 from fjax.dtypes import kind as _dkind
 
 __all__ = [
+    "AbstractToken",
     "ClosedJaxpr",
     "DropVar",
     "Jaxpr",
@@ -33,6 +35,7 @@ __all__ = [
     "JaxprTypeError",
     "Literal",
     "Primitive",
+    "Token",
     "Var",
     "array_types",
     "check_jaxpr",
