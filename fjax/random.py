@@ -722,3 +722,6 @@ for _name in [
 ]:
     globals()[_name] = _compiled_when_large(globals()[_name])
 del _name
+
+# the gamma sampler's primitive, under JAX's name (jax.random.random_gamma_p)
+from fjax._random_dists import random_gamma_p  # noqa: E402,F401

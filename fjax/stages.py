@@ -8,12 +8,41 @@ it gives the backend's program itself (a callable on the flat list of input arra
 flat list of outputs).
 """
 
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Union
+
 from fjax.jit import JitWrapped as Wrapped
 from fjax.jit import Lowered
 
 Traced = Lowered
 
-__all__ = ["Compiled", "Lowered", "Traced", "Wrapped"]
+__all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
+
+# options for a compiler, by name (JAX's alias; fjax's ``Lowered.compile()`` takes none)
+CompilerOptions = dict[str, Union[str, bool]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgInfo:
+    """The abstract value of an argument of a staged function and whether it is donated
+    (JAX's ``jax.stages.ArgInfo``)."""
+
+    _aval: Any
+    donated: bool
+
+    @property
+    def shape(self) -> tuple:
+        if not hasattr(self._aval, "shape"):
+            raise TypeError(f"No shape attribute with aval of type {type(self._aval)}")
+        return self._aval.shape
+
+    @property
+    def dtype(self) -> Any:
+        if not hasattr(self._aval, "dtype"):
+            raise TypeError(f"No dtype attribute with aval of type {type(self._aval)}")
+        return self._aval.dtype
 
 
 class Compiled:

@@ -15,6 +15,14 @@ from typing import Any, NamedTuple
 
 import fjax.numpy as jnp
 from fjax import tree_util as tu
+from fjax.example_libraries._safe_util import safe_map, safe_zip, unzip2  # noqa: F401 - re-exported as in JAX
+
+# as in JAX's module: map and zip are the length-checked versions (returning lists), also used
+# below; Array is the annotation alias JAX uses here
+map = safe_map  # noqa: A001
+zip = safe_zip  # noqa: A001
+partial = functools.partial
+Array = Any
 
 __all__ = [
     "InitFn",

@@ -40,3 +40,4 @@ from fjax.numpy._ufunc_class import frompyfunc, ufunc, install_builtins as _inst
 
 _install_ufuncs(globals())
 del _install_ufuncs
+from fjax.numpy._io_stubs import fromfile  # noqa: E402,F401
