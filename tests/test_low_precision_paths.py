@@ -374,3 +374,13 @@ def test_poisson_kernel_matches_composite_narrow(name):
     with fjax.disable_jit():
         composite = np.asarray(rd._poisson(k, jnp.asarray(lam), lam.shape, dt))
     np.testing.assert_array_equal(kernel.astype(np.int64), composite.astype(np.int64))
+
+
+def test_median_and_quantile_of_int4_are_float32():
+    """JAX 0.10.2: ``jnp.median`` of int4 [1..5] is 3.0 float32, ``jnp.quantile(x, 0.3)`` 2.2 (the
+    array goes to its inexact dtype on its own; int4 with a Python float is refused)."""
+    x = jnp.array(np.array([1, 2, 3, 4, 5], dtype=ml_dtypes.int4))
+    m = jnp.median(x)
+    assert m.dtype == np.float32 and float(m) == 3.0
+    np.testing.assert_allclose(float(jnp.quantile(x, 0.3)), 2.2, rtol=1e-6)
+    assert float(jnp.nanmedian(x)) == 3.0

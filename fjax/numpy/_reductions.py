@@ -775,6 +775,9 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
         raise ValueError(f"{name}: method {method!r} is not supported")
     a = _arr(a, name)
+    # ``a`` to its inexact dtype on its own first (as JAX: an int4 array's median is float32,
+    # where promoting int4 with the Python float ``q`` is refused)
+    (a,) = promote_dtypes_inexact(name, a)
     a, q = promote_dtypes_inexact(name, a, q)
     a, q = _strong(a, a.dtype), _strong(q, q.dtype)
     if _dkind(a.dtype) == "c":
