@@ -30,6 +30,7 @@ from fjax.backends.cuda import host_ops
 from fjax.backends.cuda.ops import PRELUDE, ctype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
+from fjax.backends.cuda.rows import RowGroup, render_rows, schedule
 
 __all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source"]
 
@@ -84,6 +85,8 @@ class _Builder:
         self.count = 0
         # independent elementwise nests of a kernel share one launch (FJAX_CUDA_HFUSE=0: one each)
         self.hfuse = os.environ.get("FJAX_CUDA_HFUSE", "1") != "0"
+        # nests over the same rows as one warp-per-row launch (FJAX_CUDA_ROWS=0: one each)
+        self.rows = os.environ.get("FJAX_CUDA_ROWS", "1") != "0"
 
     def fresh(self, prefix: str) -> str:
         self.count += 1
@@ -153,6 +156,10 @@ class _Builder:
         tag = self.fresh("k")
         bufname: dict = {p.name: n for p, n in zip(k.params, in_names)}
         root: dict = {}  # Reshape views -> the buffer whose memory they alias
+        for st in k.stmts:
+            if isinstance(st, ir.Reshape):
+                root[st.out.name] = root.get(st.src.name, st.src)
+        stmts = schedule(k.stmts, root) if self.rows else k.stmts
 
         def bn(b: ir.Buf) -> str:
             n = bufname.get(b.name)
@@ -200,7 +207,13 @@ class _Builder:
         def written(nests: list) -> set:
             return {root.get(b.name, b).name for g in nests for b, _ in g.stores}
 
-        for st in k.stmts:
+        for st in stmts:
+            if isinstance(st, RowGroup):
+                flush()
+                emit(render_rows(st, consts, root), " ; ".join(describe(n) for n in st.nests))
+                for n in st.nests:
+                    finish(n)
+                continue
             if isinstance(st, ir.LoopNest) and groupable(st) and self.hfuse:
                 reads = {root.get(x.buf.name, x.buf).name for x in st.body if isinstance(x, ir.Load)}
                 if len(group) >= GROUP_MAX or reads & written(group):
@@ -213,8 +226,6 @@ class _Builder:
                     emit(nl, describe(st))
                 finish(st)
             elif isinstance(st, ir.Reshape):
-                src = root.get(st.src.name, st.src)
-                root[st.out.name] = src
                 plan.steps.append(View(bn(st.out), bn(st.src), st.out.shape))
             elif isinstance(st, ir.Dot):
                 if st.out.dtype.kind not in "f":
