@@ -22,6 +22,9 @@ timeout 150 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee 
 # both libraries at full float32 matmul precision (the default above is TF32 on both)
 timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32 --json "$OUT/bench_gpu_f32.json" \
   2>&1 | tail -5
+# A/B: row fusion off (the MLP loss and its gradient as 7 launches instead of 2), appended above
+FJAX_CUDA_ROWS=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp 2>&1 | tail -3 | sed 's/^/rows off: /' \
+  | tee -a "$OUT/bench_gpu.txt"
 timeout 90 $PY bench/gpu_kernels.py 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
 timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
 timeout 40 $PY bench/gpu_profile.py --calls 1000 2>&1 | tee "$OUT/profile.txt" | head -30
