@@ -74,7 +74,8 @@ if config.fjax_jit_backend == "numba":
 from fjax.custom_derivatives import custom_jvp, custom_vjp
 from fjax.checkpoint import checkpoint, checkpoint_policies, remat
 
-__version__ = "0.1.0"
+from fjax import version  # noqa: E402
+from fjax.version import __version__  # noqa: E402
 
 __all__ = [
     "Array",

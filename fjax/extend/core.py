@@ -7,6 +7,8 @@ tables live where fjax keeps them (``fjax.interpreters.ad.primitive_jvps``, ...)
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fjax._tokens import AbstractToken, Token
@@ -18,6 +20,7 @@ from fjax.core import (
     JaxprTypeError,
     Literal,
     Primitive,
+    ShapedArray,
     Var,
     check_jaxpr,
     concrete_or_error,
@@ -41,9 +44,19 @@ __all__ = [
     "check_jaxpr",
     "concrete_or_error",
     "find_top_trace",
+    "gensym",
     "jaxpr_as_fun",
+    "jaxprs_in_params",
+    "mapped_aval",
     "new_jaxpr_eqn",
+    "nonempty_axis_env_DO_NOT_USE",
     "primal_dtype_to_tangent_dtype",
+    "primitives",
+    "subjaxprs",
+    "unmapped_aval",
+    "unsafe_am_i_under_a_jit_DO_NOT_USE",
+    "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+    "unsafe_get_axis_names_DO_NOT_USE",
     "valid_jaxtype",
 ]
 
@@ -81,3 +94,80 @@ def primal_dtype_to_tangent_dtype(primal_dtype: Any) -> Any:
 
     dt = np.dtype(primal_dtype)
     return dt if _dkind(dt) in "fc" else dtypes.float0
+
+
+def jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
+    """The jaxprs among an equation's parameter values (a ``ClosedJaxpr`` gives its jaxpr; tuples
+    and lists of them, as ``cond``'s branches, are looked into one level)."""
+    for val in params.values():
+        for v in val if isinstance(val, (tuple, list)) else (val,):
+            if isinstance(v, Jaxpr):
+                yield v
+            elif isinstance(v, ClosedJaxpr):
+                yield v.jaxpr
+
+
+def subjaxprs(jaxpr: Jaxpr) -> Iterator[Jaxpr]:
+    """The jaxprs in the parameters of ``jaxpr``'s equations (not recursively)."""
+    for eqn in jaxpr.eqns:
+        yield from jaxprs_in_params(eqn.params)
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+    """``aval`` without its mapped axis ``axis`` (of length ``size``); unchanged for ``axis=None``."""
+    if axis is None:
+        return aval
+    assert aval.shape[axis] == size, (aval.shape, axis, size)
+    return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1 :])
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray, explicit_mesh_axis: Any = None) -> ShapedArray:
+    """``aval`` with a new axis of length ``size`` at ``axis``; unchanged for ``axis=None``."""
+    if axis is None:
+        return aval
+    return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+
+
+def gensym(suffix: str = "") -> Callable[[ShapedArray], Var]:
+    """A function making fresh jaxpr variables of a given aval (``suffix`` is accepted for JAX's
+    signature; fjax names variables only when a jaxpr is printed)."""
+    del suffix
+    return Var
+
+
+def _stack_has(trace_type: type) -> bool:
+    from fjax import core as _core
+
+    return any(m.active and issubclass(m.trace_type, trace_type) for m in _core._state.stack)
+
+
+def unsafe_am_i_under_a_jit_DO_NOT_USE() -> bool:
+    """Whether this thread is staging a jaxpr now (inside ``jit``, ``make_jaxpr``, a loop body...)."""
+    from fjax import core as _core
+
+    # the dynamic (staging) mains: grad's linearization stages too, but only on its own tracers
+    return not _core.is_eager()
+
+
+def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:
+    """Whether a ``vmap`` (or another batching transform) is active in this thread."""
+    from fjax.interpreters.batching import BatchTrace
+
+    return _stack_has(BatchTrace)
+
+
+def unsafe_get_axis_names_DO_NOT_USE() -> list:
+    """The names of the named axes bound in this thread, outermost first."""
+    from fjax.interpreters.batching import axis_env
+
+    return [name for name, _ in axis_env()]
+
+
+def nonempty_axis_env_DO_NOT_USE() -> bool:
+    """Whether any named axis is bound in this thread."""
+    return bool(unsafe_get_axis_names_DO_NOT_USE())
+
+
+from fjax.extend import _primitives as primitives  # noqa: E402
+
+sys.modules.setdefault(__name__ + ".primitives", primitives)

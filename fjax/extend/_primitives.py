@@ -1,0 +1,48 @@
+"""``jax.extend.core.primitives``: the primitive objects, by the names JAX gives them.
+
+Only primitives fjax really binds are listed (each is what a jaxpr shows). JAX's names that
+fjax builds from other primitives instead (``reduce_window_*_p``, ``select_and_scatter_add_p``,
+``copy_p``, ``bitcast_convert_type_p``, the ``random_*``/``threefry2x32`` key primitives, ...)
+are absent rather than stand-ins that nothing binds.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from fjax import lax as _lax
+from fjax.lax import linalg as _linalg
+
+_checkpoint = importlib.import_module("fjax.checkpoint")  # ``fjax.checkpoint`` is also a function
+_jit = importlib.import_module("fjax.jit")
+_custom_derivatives = importlib.import_module("fjax.custom_derivatives")
+_dists = importlib.import_module("fjax._random_dists")
+
+name_p = _checkpoint.name_p
+remat_p = _checkpoint.remat_p
+jit_p = _jit.jit_p
+custom_jvp_call_p = _custom_derivatives.custom_jvp_call_p
+custom_vjp_call_p = _custom_derivatives.custom_vjp_call_p
+custom_lin_p = _custom_derivatives.custom_lin_p
+random_gamma_p = _dists.random_gamma_p
+
+_LAX = """stop_gradient abs acos acosh add and argmax argmin asin asinh atan atan2 atanh broadcast_in_dim
+cbrt ceil clamp clz concatenate conj convert_element_type cos cosh div dot_general eq exp exp2 expm1
+floor ge gt imag integer_pow iota is_finite le log1p log logistic lt max min mul ne neg nextafter not
+or pad population_count pow real reduce_and reduce_max reduce_min reduce_or reduce_precision
+reduce_prod reduce_sum reduce_xor rem reshape rev rng_bit_generator rng_uniform round rsqrt select_n
+shift_left shift_right_arithmetic shift_right_logical sign sin sinh sort sqrt square squeeze sub tan
+tanh top_k transpose xor bessel_i0e bessel_i1e digamma erfc erf_inv erf igammac igamma_grad_a igamma
+lgamma polygamma regularized_incomplete_beta zeta dynamic_slice dynamic_update_slice gather
+scatter_add scatter_max scatter_min scatter_mul scatter slice conv_general_dilated cond cumlogsumexp
+cummax cummin cumprod cumsum linear_solve scan while fft all_gather all_to_all axis_index pmax pmin
+ppermute psum""".split()
+_LINALG = "cholesky eig eigh hessenberg lu householder_product qr svd triangular_solve tridiagonal_solve schur".split()
+
+globals().update({f"{n}_p": getattr(_lax, f"{n}_p") for n in _LAX})
+globals().update({f"{n}_p": getattr(_linalg, f"{n}_p") for n in _LINALG})
+
+__all__ = sorted(
+    [f"{n}_p" for n in _LAX + _LINALG]
+    + ["name_p", "remat_p", "jit_p", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "random_gamma_p"]
+)
