@@ -9,7 +9,8 @@ implementations of any of them (``call=``, ``reduce=``, ...), which the built-in
 (``jnp.add``, ``jnp.maximum``, ...) use.
 
 The built-in ufuncs are instances of per-function subclasses of ``ufunc`` whose ``__call__`` is the
-plain elementwise function itself, so that calling ``jnp.add(x, y)`` costs no more than before.
+plain elementwise function itself (behind the ``out=None``/``where=None`` checks), so that calling
+``jnp.add(x, y)`` costs about what ``fn`` does.
 """
 
 from __future__ import annotations
@@ -445,15 +446,24 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: An
 
 
 def _builtin(fn: Callable, nin: int, identity: Any = None, **impls: Any) -> ufunc:
-    """``fn`` as a ufunc instance whose call is ``fn`` itself: a subclass per function with
-    ``__call__ = staticmethod(fn)`` (instances use the type's ``__call__``), so eager calls skip
-    the generic argument checks (``fn`` does its own)."""
+    """``fn`` as a ufunc instance whose call is ``fn`` itself (after the ``out``/``where`` checks):
+    a subclass per function with a static ``__call__`` (instances use the type's ``__call__``), so
+    eager calls skip the generic argument checks (``fn`` does its own)."""
     name = fn.__name__
+
+    def call(*args: Any, out: None = None, where: None = None) -> Any:
+        # numpy's out=/where= keywords: None is accepted, anything else is not supported (as JAX)
+        if out is not None:
+            raise NotImplementedError(f"out argument of {u}")
+        if where is not None:
+            raise NotImplementedError(f"where argument of {u}")
+        return fn(*args)
+
     cls = type(
         "ufunc",
         (ufunc,),
         {
-            "__call__": staticmethod(fn),
+            "__call__": staticmethod(call),
             "__module__": "fjax.numpy",
             "__reduce__": lambda self: (_builtin_named, (name,)),
         },
