@@ -179,14 +179,16 @@ def default_device(device: Any) -> Iterator[None]:
     _devices._enter_default_block(device)
     _placement.rearm()
     try:
-        yield
+        with config.override("jax_default_device", device):  # what config.jax_default_device reads here
+            yield
     finally:
         _devices._exit_default_block()
 
 
 class _ConfigContext:
-    """A JAX configuration state: ``with jax.enable_x64(True): ...`` sets it for the block;
-    ``.value`` reads it."""
+    """A JAX configuration state: ``with jax.enable_x64(True): ...`` sets it for the block in the
+    calling thread only (``config.update`` sets the global value); ``.value`` reads the calling
+    thread's value."""
 
     def __init__(self, option: str, allowed: Callable[[Any], bool] | None = None, what: str = "") -> None:
         self.option = option
@@ -204,12 +206,8 @@ class _ConfigContext:
         if self.option not in config._defaults:
             yield
             return
-        old = getattr(config, self.option)
-        config.update(self.option, new_val)
-        try:
+        with config.override(self.option, new_val):  # the calling thread only, as in JAX
             yield
-        finally:
-            config.update(self.option, old)
 
 
 enable_x64 = _ConfigContext("jax_enable_x64")

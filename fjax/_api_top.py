@@ -76,7 +76,7 @@ def _validate(name: str, value: Any) -> None:
         raise NotImplementedError(f"{name}={value!r}: fjax does not watch device transfers; only 'allow' is supported")
 
 
-config._listeners.append(_validate)
+config._validators.append(_validate)  # for config.update and the context managers alike
 
 numpy_dtype_promotion = _ConfigContext("jax_numpy_dtype_promotion")
 enable_checks = _ConfigContext("jax_enable_checks")

@@ -9,7 +9,8 @@ nothing here runs: ``core.eval_primitive`` is the plain function (swapped for th
 while a check is on) and jit tests one module attribute (``active``) before ``call_jit_checked``.
 
 The options are set globally with ``config.update("jax_debug_nans", True)`` or for a block, in the
-calling thread only (as JAX's context managers), with ``with fjax.debug_nans(True): ...``.
+calling thread only (as JAX's context managers, through ``config.override``), with
+``with fjax.debug_nans(True): ...``.
 """
 
 from __future__ import annotations
@@ -31,19 +32,15 @@ __all__ = ["debug_infs", "debug_nans"]
 active = False
 
 _plain_eval_primitive = core.eval_primitive
-_tls = threading.local()  # per-thread overrides set by the context managers: .nans / .infs
-_lock = threading.Lock()
-_n_contexts = 0  # context managers currently open in any thread
+_tls = threading.local()  # .unchecked: inside one JAX operation (``_unchecked``) in this thread
+_OPTIONS = ("jax_debug_nans", "jax_debug_infs")
 
 
 def _effective() -> tuple[bool, bool]:
     """(check NaNs, check infs) in the calling thread."""
-    nans = getattr(_tls, "nans", None)
-    infs = getattr(_tls, "infs", None)
-    return (
-        bool(config.jax_debug_nans) if nans is None else nans,
-        bool(config.jax_debug_infs) if infs is None else infs,
-    )
+    if getattr(_tls, "unchecked", False):
+        return False, False
+    return bool(config.jax_debug_nans), bool(config.jax_debug_infs)
 
 
 def _invalid(x: Any, nans: bool, infs: bool) -> str | None:
@@ -70,11 +67,12 @@ def _eval_primitive_checked(prim: core.Primitive, args: Sequence[Any], params: d
 
 
 def _refresh(nans: bool | None = None, infs: bool | None = None) -> None:
-    """Swap the eager evaluator and set ``active`` from the global options and open contexts."""
+    """Swap the eager evaluator and set ``active`` from the global options and the overrides open
+    in any thread (config calls its listeners under its lock, so these never interleave)."""
     global active
-    nans = bool(config.jax_debug_nans) if nans is None else bool(nans)
-    infs = bool(config.jax_debug_infs) if infs is None else bool(infs)
-    active = nans or infs or _n_contexts > 0
+    nans = bool(config.global_value("jax_debug_nans")) if nans is None else bool(nans)
+    infs = bool(config.global_value("jax_debug_infs")) if infs is None else bool(infs)
+    active = nans or infs or any(config.overridden(o) for o in _OPTIONS)
     core.eval_primitive = _eval_primitive_checked if active else _plain_eval_primitive
 
 
@@ -86,7 +84,13 @@ def _on_config_change(name: str, value: Any) -> None:
         _refresh(infs=value)
 
 
+def _on_override(name: str) -> None:
+    if name in _OPTIONS:
+        _refresh()
+
+
 config._listeners.append(_on_config_change)
+config._override_listeners.append(_on_override)
 _refresh()  # the options may come from the environment (JAX_DEBUG_NANS=1)
 
 
@@ -96,12 +100,12 @@ _refresh()  # the options may come from the environment (JAX_DEBUG_NANS=1)
 @contextlib.contextmanager
 def _unchecked() -> Iterator[None]:
     """No checks in this thread inside the block (the inside of one JAX operation)."""
-    saved = getattr(_tls, "nans", None), getattr(_tls, "infs", None)
-    _tls.nans = _tls.infs = False
+    saved = getattr(_tls, "unchecked", False)
+    _tls.unchecked = True
     try:
         yield
     finally:
-        _tls.nans, _tls.infs = saved
+        _tls.unchecked = saved
 
 
 def as_unit(name: str) -> Callable[[Callable], Callable]:
@@ -216,21 +220,8 @@ class _CheckOption:
     def __call__(self, new_val: bool) -> contextlib.ContextDecorator:
         return self._context(bool(new_val))
 
-    @contextlib.contextmanager
-    def _context(self, new_val: bool) -> Iterator[None]:
-        global _n_contexts
-        prev = getattr(_tls, self._attr, None)
-        with _lock:
-            _n_contexts += 1
-            _refresh()
-        setattr(_tls, self._attr, new_val)
-        try:
-            yield
-        finally:
-            setattr(_tls, self._attr, prev)
-            with _lock:
-                _n_contexts -= 1
-                _refresh()
+    def _context(self, new_val: bool) -> contextlib.AbstractContextManager:
+        return config.override(self._option, new_val)
 
     def __repr__(self) -> str:
         return f"<fjax config option {self._option}>"

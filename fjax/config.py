@@ -1,13 +1,55 @@
-"""Global configuration, read with ``fjax.config.NAME`` and changed with ``fjax.config.update``.
+"""Configuration, read with ``fjax.config.NAME`` and changed with ``fjax.config.update``.
 
 Names follow JAX (``jax_enable_x64``, ``jax_disable_jit``, ``jax_explain_cache_misses``);
 fjax's own options start with ``fjax_``.
+
+As in JAX, ``config.update`` sets the global value every thread sees, while the context managers
+(``with fjax.enable_x64(True):``, ``fjax.default_matmul_precision``, ``fjax.disable_jit``, ...)
+go through ``config.override``: the value holds in the calling thread only, for the block, and
+other threads keep seeing the global one. ``config.NAME`` and ``config.read(NAME)`` give the
+calling thread's effective value.
+
+Reads are on every eager op and jit call, so the common case costs what a plain attribute costs:
+global values live in the instance ``__dict__``. Only while some thread has an override of an
+option open is a data descriptor for that option installed on the class (it takes precedence over
+the instance ``__dict__``); it looks up the calling thread's override stack and falls back to the
+global value. The last override of the option to close removes the descriptor again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+import threading
+from typing import Any, Callable, Iterator
+
+
+class _Local(threading.local):
+    def __init__(self) -> None:  # runs once in each thread that reads it
+        # the thread's override stacks: ``stacks[name]`` is a non-empty list, innermost last
+        self.stacks: dict[str, list] = {}
+
+
+_local = _Local()
+
+
+class _ThreadValue:
+    """Class attribute for option ``name`` while some thread holds an override of it: the calling
+    thread's innermost override, else the global value."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        st = _local.stacks.get(self.name)
+        return st[-1] if st else obj.__dict__[self.name]
+
+    def __set__(self, obj: Any, value: Any) -> None:  # a data descriptor, so it shadows __dict__
+        obj.update(self.name, value)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -91,22 +133,80 @@ class Config:
     def __init__(self) -> None:
         for name, default in self._defaults.items():
             if isinstance(default, bool):
-                object.__setattr__(self, name, _env_bool(name, default))
+                self.__dict__[name] = _env_bool(name, default)
             else:
-                object.__setattr__(self, name, os.environ.get(name.upper(), default))
-        self._listeners: list = []
+                self.__dict__[name] = os.environ.get(name.upper(), default)
+        # fn(name, value), before any change, global or in one thread: validate (may raise)
+        self._validators: list[Callable[[str, Any], None]] = []
+        # fn(name, value), before a global change (after the validators): may raise too, and
+        # refresh module state derived from the global value
+        self._listeners: list[Callable[[str, Any], None]] = []
+        # fn(name), after an override of ``name`` opened or closed in any thread (under the lock):
+        # refresh module state that must know whether any thread may hold another value
+        self._override_listeners: list[Callable[[str], None]] = []
+        # overrides open per option, all threads together
+        self._n_open: dict[str, int] = {}
+        self._lock = threading.RLock()
 
-    def update(self, name: str, value: Any) -> None:
-        """Set option ``name`` to ``value`` (e.g. ``update("jax_enable_x64", True)``)."""
+    def _check(self, name: str, value: Any, what: str) -> None:
         if name not in self._defaults:
             known = ", ".join(sorted(self._defaults))
-            raise AttributeError(f"fjax.config.update: unknown option {name!r}; known options: {known}")
-        for fn in self._listeners:  # listeners validate (and may raise) before the value is set
+            raise AttributeError(f"fjax.config.{what}: unknown option {name!r}; known options: {known}")
+        for fn in self._validators:
             fn(name, value)
-        object.__setattr__(self, name, value)
+
+    def update(self, name: str, value: Any) -> None:
+        """Set the global value of option ``name`` (e.g. ``update("jax_enable_x64", True)``), seen
+        by every thread outside an override of it (an override open in the calling thread stays in
+        force until its block ends, as in JAX)."""
+        self._check(name, value, "update")
+        with self._lock:
+            for fn in self._listeners:  # listeners may raise before the value is set
+                fn(name, value)
+            self.__dict__[name] = value
 
     def read(self, name: str) -> Any:
+        """The value of option ``name`` in the calling thread."""
         return getattr(self, name)
+
+    def global_value(self, name: str) -> Any:
+        """The global value of option ``name`` (what threads outside an override of it see)."""
+        return self.__dict__[name]
+
+    def overridden(self, name: str) -> bool:
+        """Whether some thread (any) has an override of option ``name`` open."""
+        return self._n_open.get(name, 0) > 0
+
+    @contextlib.contextmanager
+    def override(self, name: str, value: Any) -> Iterator[None]:
+        """Context manager: option ``name`` is ``value`` in the calling thread for the block (as
+        JAX's configuration context managers); other threads, and threads started inside the
+        block, see the global value. Blocks nest, and the previous value comes back however the
+        block ends."""
+        self._check(name, value, "override")
+        stacks = _local.stacks
+        with self._lock:
+            n = self._n_open.get(name, 0)
+            if n == 0:
+                setattr(type(self), name, _ThreadValue(name))
+            self._n_open[name] = n + 1
+            stacks.setdefault(name, []).append(value)
+            for fn in self._override_listeners:
+                fn(name)
+        try:
+            yield
+        finally:
+            with self._lock:
+                st = stacks[name]
+                st.pop()
+                if not st:
+                    del stacks[name]
+                n = self._n_open[name] - 1
+                self._n_open[name] = n
+                if n == 0:
+                    delattr(type(self), name)
+                for fn in self._override_listeners:
+                    fn(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):

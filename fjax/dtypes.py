@@ -211,8 +211,10 @@ class TypePromotionError(ValueError):
 
 
 _PROMOTION_MODES = ("standard", "strict")
-#: True while config ``jax_numpy_dtype_promotion`` is "strict" (kept by a config listener so the
-#: promotion hot path reads one module global instead of the config)
+#: True while strict promotion may be on in some thread: config ``jax_numpy_dtype_promotion`` is
+#: "strict" globally, or some thread has a ``numpy_dtype_promotion`` block open (kept by config
+#: listeners, so the promotion hot path reads one module global in the common case; when it is
+#: True, ``strict_promotion()`` gives the calling thread's mode)
 _STRICT = False
 
 
@@ -224,14 +226,38 @@ def _promotion_mode(value: Any) -> str:
     return v
 
 
-def _on_config(name: str, value: Any) -> None:
+def strict_promotion() -> bool:
+    """Whether promotion is strict in the calling thread."""
+    return _STRICT and _promotion_mode(config.jax_numpy_dtype_promotion) == "strict"
+
+
+_OPTION = "jax_numpy_dtype_promotion"
+
+
+def _validate(name: str, value: Any) -> None:
+    if name == _OPTION:
+        _promotion_mode(value)
+
+
+def _refresh(global_value: Any) -> None:
     global _STRICT
-    if name == "jax_numpy_dtype_promotion":
-        _STRICT = _promotion_mode(value) == "strict"
+    _STRICT = _promotion_mode(global_value) == "strict" or config.overridden(_OPTION)
 
 
-_STRICT = _promotion_mode(config.jax_numpy_dtype_promotion) == "strict"
-config._listeners.append(_on_config)
+def _on_update(name: str, value: Any) -> None:
+    if name == _OPTION:
+        _refresh(value)  # listeners run before the value is stored: pass the new one
+
+
+def _on_override(name: str) -> None:
+    if name == _OPTION:
+        _refresh(config.global_value(_OPTION))
+
+
+_refresh(config.global_value(_OPTION))
+config._validators.append(_validate)
+config._listeners.append(_on_update)
+config._override_listeners.append(_on_override)
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,7 +577,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | t
     ``return_weak_type_flag=True`` returns ``(dtype, weak_type)``.
     """
     x64 = _x64()
-    strict = _STRICT
+    strict = _STRICT and strict_promotion()
     if len(args) <= _MAX_CACHED_ARGS:
         key = tuple(map(_dtype_and_weak, args))
         cache = _rt_cache[x64 + 2 * strict]
@@ -599,12 +625,13 @@ def promote_types(a: DTypeLike, b: DTypeLike) -> np.dtype:
     strict promotion.
     """
     x64 = _x64()
+    strict = _STRICT and strict_promotion()
     try:
-        return _promote_cached(a, b, x64, _STRICT)
+        return _promote_cached(a, b, x64, strict)
     except TypeError:
         if _is_hashable(a) and _is_hashable(b):
             raise
-    return _promote(a, b, x64, _STRICT)
+    return _promote(a, b, x64, strict)
 
 
 def _is_hashable(x: Any) -> bool:

@@ -412,7 +412,8 @@ class JitWrapped:
             # the named axes in scope are part of the signature (all_gather's shape, axis_size)
             env = batching.axis_env() if len(core._state.stack) > 1 else ()
             prec = config.jax_default_matmul_precision  # _trace_config(), inline on the fast path
-            key = (in_tree, tuple(sig), config.jax_enable_x64 if prec is None else (config.jax_enable_x64, prec), env)
+            cfg = config.jax_enable_x64 if prec is None and not dtypes._STRICT else _trace_config()
+            key = (in_tree, tuple(sig), cfg, env)
             entry = self._cache.get(key)
             if entry is not None:
                 return entry, flat
@@ -566,15 +567,22 @@ class JitWrapped:
 
 
 def _trace_config() -> Any:
-    """The trace-time config a jit cache key holds: ``jax_enable_x64``, and with it
+    """The trace-time config a jit cache key holds, as the calling thread sees it (the context
+    managers set options per thread): ``jax_enable_x64``, and with it
     ``jax_default_matmul_precision`` when set (the precision param of dot_general / conv
-    equations traced with precision=None), as JAX's cache keys hold its trace context."""
+    equations traced with precision=None) and strict ``jax_numpy_dtype_promotion`` when on, as
+    JAX's cache keys hold its trace context."""
     prec = config.jax_default_matmul_precision
+    if dtypes.strict_promotion():
+        return (config.jax_enable_x64, prec, "strict")
     return config.jax_enable_x64 if prec is None else (config.jax_enable_x64, prec)
 
 
-def _config_pair(c: Any) -> tuple:
-    return c if isinstance(c, tuple) else (c, None)
+def _config_triple(c: Any) -> tuple:
+    """(x64, matmul precision, promotion) of a ``_trace_config()`` value."""
+    if not isinstance(c, tuple):
+        return (c, None, "standard")
+    return c if len(c) == 3 else (*c, "standard")
 
 
 def _explain_miss(key: tuple, cache: dict) -> str:
@@ -592,10 +600,12 @@ def _explain_miss(key: tuple, cache: dict) -> str:
         if k[2] != static_pos or k[3] != static_kw:
             return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
         if k[4] != key[4]:
-            (x64, prec), (old_x64, old_prec) = _config_pair(key[4]), _config_pair(k[4])
+            (x64, prec, mode), (old_x64, old_prec, old_mode) = _config_triple(key[4]), _config_triple(k[4])
             if x64 != old_x64:
                 return f"different jax_enable_x64: {x64} vs cached {old_x64}"
-            return f"different jax_default_matmul_precision: {prec!r} vs cached {old_prec!r}"
+            if prec != old_prec:
+                return f"different jax_default_matmul_precision: {prec!r} vs cached {old_prec!r}"
+            return f"different jax_numpy_dtype_promotion: {mode!r} vs cached {old_mode!r}"
     return "different argument tree structure"
 
 
@@ -683,10 +693,7 @@ def _resolve_argnums(fun: Callable, static_argnums: Any, static_argnames: Any, d
 @contextlib.contextmanager
 def disable_jit(disable: bool = True) -> Iterator[None]:
     """Run jitted functions as plain Python inside the block (``with fjax.disable_jit(): ...``),
-    so prints and breakpoints see concrete values, as ``jax.disable_jit``."""
-    old = config.jax_disable_jit
-    config.update("jax_disable_jit", disable)
-    try:
+    so prints and breakpoints see concrete values, as ``jax.disable_jit``; in the calling thread
+    only, as JAX (``config.update("jax_disable_jit", True)`` sets it for every thread)."""
+    with config.override("jax_disable_jit", disable):
         yield
-    finally:
-        config.update("jax_disable_jit", old)

@@ -259,7 +259,7 @@ def _on_config(name: str, value: Any) -> None:
         check_default_matmul_precision(value)
 
 
-config._listeners.append(_on_config)  # listeners run before a value is set: a bad one raises
+config._validators.append(_on_config)  # validators run before a value is set: a bad one raises
 
 
 def _precision_error(precision: Any) -> ValueError:
