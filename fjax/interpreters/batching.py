@@ -119,6 +119,20 @@ class BatchTracer(Tracer):
         return self
 
 
+# primitive -> params rewrite applied when it is bound under vmap with no input mapped. JAX calls
+# dot_general's batching rule even then, and the rule rebinds through the ``lax.dot_general``
+# wrapper, which fills a None precision from config jax_default_matmul_precision
+unmapped_params: dict[core.Primitive, Callable[[dict], dict]] = {}
+
+
+def innermost_batch_main() -> core.MainTrace | None:
+    """The innermost active vmap (``BatchTrace``) main of this thread, or None."""
+    for main in reversed(core._state.stack):
+        if issubclass(main.trace_type, BatchTrace):
+            return main
+    return None
+
+
 class BatchTrace(core.Trace):
     def pure(self, val: Any) -> BatchTracer:
         return BatchTracer(self, val, not_mapped)
@@ -156,6 +170,9 @@ class BatchTrace(core.Trace):
                 return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
             return BatchTracer(self, out, out_dim)
         if not uses_axis and all(d is not_mapped for d in dims):
+            fix = unmapped_params.get(primitive)
+            if fix is not None:
+                params = fix(params)
             out = primitive.bind(*vals, **params)
             if primitive.multiple_results:
                 return [BatchTracer(self, o, not_mapped) for o in out]

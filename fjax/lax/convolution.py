@@ -394,7 +394,7 @@ def _conv_transpose_lhs(
         dimension_numbers=trans_dn,
         feature_group_count=G,
         batch_group_count=1,
-        precision=precision,
+        precision=canonicalize_precision(precision),  # as JAX: None takes the config now
         preferred_element_type=preferred_element_type,
     )
     if B > 1:
@@ -447,7 +447,7 @@ def _conv_transpose_rhs(
         dimension_numbers=trans_dn,
         feature_group_count=G,
         batch_group_count=B,
-        precision=precision,
+        precision=canonicalize_precision(precision),  # as JAX: None takes the config now
         preferred_element_type=preferred_element_type,
     )
     if core.get_aval(out).dtype != rhs_aval.dtype:
@@ -479,13 +479,14 @@ def _conv_batch(
     ld, rd = dims
     lspec, rspec, ospec = dimension_numbers
     G, B = feature_group_count, batch_group_count
-    # the mapped axis is moved to the front, so every spec position shifts by one
+    # the mapped axis is moved to the front, so every spec position shifts by one; as JAX's rule
+    # (through the conv_general_dilated wrapper), a None precision takes the config now
     params = dict(
         window_strides=window_strides,
         padding=padding,
         lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation,
-        precision=precision,
+        precision=canonicalize_precision(precision),
         preferred_element_type=preferred_element_type,
     )
     if ld is not None and rd is not None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import weakref
 
-from fjax.lax._dot_algorithms import cpu_precision_error
+from fjax.config import config
+from fjax.lax._dot_algorithms import canonicalize_precision, cpu_precision_error
 from fjax.lax.lax import *  # noqa: F403 - the shared rules, helpers and imports
 from fjax.lax.lax import (  # noqa: F401
     _any,
@@ -383,7 +384,9 @@ def _dot_transpose_lhs(
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
     xc_by_y = [xc[i] for i in np.argsort(yc)]
     out_axes = np.argsort(list(xb) + x_kept + xc_by_y)
-    res = _dot_general(ct, y, dims, precision, preferred_element_type)
+    # as JAX's rule, through the dot_general wrapper: a None precision takes config
+    # jax_default_matmul_precision as it is when the transpose runs
+    res = _dot_general(ct, y, dims, canonicalize_precision(precision), preferred_element_type)
     res = transpose(res, tuple(int(i) for i in out_axes))
     if core.get_aval(res).dtype != x_aval.dtype:
         res = convert_element_type(res, x_aval.dtype)
@@ -415,6 +418,8 @@ def _dot_general_batch(
     x, y = vals
     dx, dy = dims
     (xc, yc), (xb, yb) = dimension_numbers
+    # as JAX's rule, through the dot_general wrapper: None takes config jax_default_matmul_precision
+    precision = canonicalize_precision(precision)
     if dx is not None and dy is not None:
         # both batched: the vmapped axis becomes a new (leading) batch dimension
         x = batching.moveaxis(x, dx, 0)
@@ -441,3 +446,20 @@ def _dot_general_batch(
 
 
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
+
+
+def _dot_general_axis_main(params: dict) -> core.MainTrace | None:
+    # In JAX every primitive bound under vmap passes through its trace, and dot_general's
+    # batching rule (called even when no input is mapped) canonicalizes the precision: a None
+    # precision bound inside a vmap (a jaxpr evaluated, a JVP rule's product) takes config
+    # jax_default_matmul_precision. fjax sends such a bind to the innermost vmap to do the same.
+    if params.get("precision") is not None or config.jax_default_matmul_precision is None:
+        return None
+    return batching.innermost_batch_main()
+
+
+dot_general_p.axis_main = _dot_general_axis_main
+batching.unmapped_params[dot_general_p] = lambda params: {
+    **params,
+    "precision": canonicalize_precision(params["precision"]),
+}

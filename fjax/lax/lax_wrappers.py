@@ -325,8 +325,8 @@ def dot_general(
 
 
 def _dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any, preferred_element_type: Any = None) -> Any:
-    """``dot_general`` with an already canonical ``precision``, bound as it is: the transpose and
-    batching rules pass their equation's param through (None stays None whatever the config)."""
+    """``dot_general`` with an already canonical ``precision``, bound as it is (the transpose and
+    batching rules canonicalize their equation's param first, so None takes the config then)."""
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return _bind(
         dot_general_p,
