@@ -28,40 +28,63 @@ from fjax.numpy._more2 import _arr, _concrete
 # convolution and statistics
 
 
-def _conv1d(a: Any, v: Any, mode: str, name: str, flip: bool) -> Any:
-    a, v = _util.promote_dtypes_inexact(name, a, v)
+def _conv1d(a: Any, v: Any, mode: str, name: str, precision: Any, preferred_element_type: Any) -> Any:
+    # as JAX's jnp._conv: one conv_general_dilated over the longer input (precision and
+    # preferred_element_type passed on), the kernel flipped for convolve, conjugated for correlate
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"{name}() only support 1-dimensional inputs.")
+    if preferred_element_type is None:
+        # NumPy's convolutions compute in an inexact dtype
+        a, v = _util.promote_dtypes_inexact(name, a, v)
+    else:
+        # otherwise the inputs keep their (common) dtype and the conv accumulates in the one asked
+        a, v = _util.promote_dtypes(name, a, v)
     if a.shape[0] == 0 or v.shape[0] == 0:
         raise ValueError(f"{name}: inputs cannot be empty, got shapes {a.shape} and {v.shape}.")
-    n, m = a.shape[0], v.shape[0]
-    # full cross-correlation c[i] = sum_j a[i + j - (m - 1)] * conj(w[j]); convolution is the
-    # correlation with the reversed (unconjugated) kernel
-    w = U.conj(v[::-1]) if flip else v
-    ap = lax.pad(a, C.asarray(0, dtype=a.dtype), [(m - 1, m - 1, 0)])
-    idx = C.arange(n + m - 1)[:, None] + C.arange(m)[None, :]
-    full = R.sum(U.multiply(ap[idx], U.conj(w)[None, :]), axis=1)
-    lo, hi = builtins.min(n, m), builtins.max(n, m)
-    if mode == "full":
-        return full
+    reverse_out = False
+    if name == "correlate":
+        v = U.conj(v)
+        if a.shape[0] < v.shape[0]:
+            a, v = v, a
+            reverse_out = True
+    else:
+        if a.shape[0] < v.shape[0]:
+            a, v = v, a
+        v = lax.rev(v, (0,))
+    m = v.shape[0]
     if mode == "valid":
-        return full[lo - 1 : hi]
-    if mode == "same":
-        start = (lo - 1) // 2 if flip or n >= m else n // 2
-        return full[start : start + hi]
-    raise ValueError(f"mode={mode!r} must be one of ['full', 'same', 'valid']")
+        padding = [(0, 0)]
+    elif mode == "same":
+        padding = [(m // 2, m - m // 2 - 1)]
+    elif mode == "full":
+        padding = [(m - 1, m - 1)]
+    else:
+        raise ValueError("mode must be one of ['full', 'same', 'valid']")
+    out = lax.conv_general_dilated(
+        lax.broadcast_in_dim(a, (1, 1, a.shape[0]), (2,)),
+        lax.broadcast_in_dim(v, (1, 1, m), (2,)),
+        (1,),
+        padding,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
+    if reverse_out:
+        out = lax.rev(out, (2,))
+    return lax.squeeze(out, (0, 1))
 
 
 def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """1-D discrete convolution of ``a`` and ``v`` (``mode`` full, same or valid)."""
+    """1-D discrete convolution of ``a`` and ``v`` (``mode`` full, same or valid), one
+    ``conv_general_dilated`` with ``precision`` and ``preferred_element_type`` as in JAX."""
     a, v = _arr(a, "convolve"), _arr(v, "convolve")
-    return _conv1d(a, v, mode, "convolve", True)
+    return _conv1d(a, v, mode, "convolve", precision, preferred_element_type)
 
 
 def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """1-D cross-correlation ``c[k] = sum_n a[n + k] * conj(v[n])`` (``mode`` valid, same, full)."""
+    """1-D cross-correlation ``c[k] = sum_n a[n + k] * conj(v[n])`` (``mode`` valid, same, full),
+    one ``conv_general_dilated`` with ``precision`` and ``preferred_element_type`` as in JAX."""
     a, v = _arr(a, "correlate"), _arr(v, "correlate")
-    return _conv1d(a, v, mode, "correlate", False)
+    return _conv1d(a, v, mode, "correlate", precision, preferred_element_type)
 
 
 def cov(
