@@ -141,8 +141,14 @@ def _numpy_body(jaxpr: ClosedJaxpr) -> _NumpyBody:
 
 def _body_callable(jaxpr: ClosedJaxpr) -> Callable:
     # ``fjax.jit`` names the function re-exported by fjax: reach the module for its hook
-    hook = getattr(sys.modules.get("fjax.jit"), "compile_hook", None)
+    jit_mod = sys.modules.get("fjax.jit")
+    hook = getattr(jit_mod, "compile_hook", None)
     if hook is not None and not config.jax_disable_jit:
+        # the compiled body skips the dot_general impl's check: refuse a precision the CPU does
+        # not compute (TF32_TF32_F32, ...) as jit does, before compiling
+        check = getattr(jit_mod, "cpu_precision_check", None)
+        if check is not None:
+            check(jaxpr)
         # compiled now, not tiered: an eager scan calls its body once per step
         fn = hook(jaxpr, tiered=False)
         if fn is not None:
