@@ -251,14 +251,20 @@ def _take_along_axis(x: Any, idx: Any, axis: int) -> Any:
 _ORDER_AS_F32 = frozenset(dt for dt in (np.dtype(dtypes.bfloat16), *dtypes.low_precision_dtypes) if _dkind(dt) == "f")
 
 
+#: the float8 dtypes whose one NaN is the bit pattern of -0 (float8_e4m3fnuz, float8_e5m2fnuz,
+#: float8_e4m3b11fnuz): XLA's sort puts it first, below every number, where other NaNs go last
+_NAN_FIRST = frozenset(dt for dt in _ORDER_AS_F32 if dt.name.endswith("fnuz"))
+
+
 def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
     """numpy lexsort keys (least significant first) giving JAX's order for one key operand:
-    NaNs last, -0.0 equal to 0.0, complex numbers by (real, imag)."""
+    NaNs last (first for the fnuz float8 dtypes), -0.0 equal to 0.0, complex numbers by (real, imag)."""
     if _dkind(x.dtype) == "f":
+        nan_first = x.dtype in _NAN_FIRST
         if x.dtype in _ORDER_AS_F32:
             x = x.astype(np.float32)
         nan = np.isnan(x)
-        return [np.where(nan, 0, x), nan]
+        return [np.where(nan, 0, x), ~nan if nan_first else nan]
     if _dkind(x.dtype) == "c":
         re, im = x.real, x.imag
         nan = np.isnan(re) | np.isnan(im)
@@ -317,7 +323,8 @@ batching.primitive_batchers[sort_p] = batching.wants_axis_size(_sort_batch)
 
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
     """Sort along ``dimension``. ``operand`` is an array or a sequence of same-shape arrays sorted
-    together, ordered lexicographically by the first ``num_keys`` of them (NaNs last)."""
+    together, ordered lexicographically by the first ``num_keys`` of them (NaNs last; the one NaN
+    of the fnuz float8 dtypes first, as XLA sorts it)."""
     single = not isinstance(operand, (tuple, list))
     ops = [operand] if single else list(operand)
     if single and num_keys != 1:

@@ -452,26 +452,26 @@ def _pad_to(x: Any, size: int | None, fill_value: Any) -> Any:
 
 
 def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
-    """Sorted unique values of ``x`` (flattened)."""
-    return SO.unique(x, size=size, fill_value=fill_value)
+    """Sorted unique values of ``x`` (flattened); NaNs are kept apart (``equal_nan=False``), as JAX."""
+    return SO.unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
 def unique_counts(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """``(values, counts)`` of the unique values of ``x``, a named tuple as the Array API has."""
-    values, counts = SO.unique(x, return_counts=True, size=size, fill_value=fill_value)
+    values, counts = SO.unique(x, return_counts=True, equal_nan=False, size=size, fill_value=fill_value)
     return _UniqueCounts(values, counts)
 
 
 def unique_inverse(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """``(values, inverse_indices)`` with ``values[inverse_indices]`` rebuilding ``x``."""
-    values, inv = SO.unique(x, return_inverse=True, size=size, fill_value=fill_value)
+    values, inv = SO.unique(x, return_inverse=True, equal_nan=False, size=size, fill_value=fill_value)
     return _UniqueInverse(values, inv.reshape(np.shape(x)))
 
 
 def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """``(values, indices, inverse_indices, counts)`` of the unique values of ``x``."""
     values, idx, inv, counts = SO.unique(
-        x, return_index=True, return_inverse=True, return_counts=True, size=size, fill_value=fill_value
+        x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False, size=size, fill_value=fill_value
     )
     return _UniqueAll(values, idx, inv.reshape(np.shape(x)), counts)
 

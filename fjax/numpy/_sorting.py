@@ -98,11 +98,17 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
 
 
 def _nan_aware_lt(a: Any, b: Any) -> Any:
-    """a < b in the total order that puts NaN last."""
-    if _dkind(core.get_aval(a).dtype) not in "fc":
+    """a < b in the order sort uses: NaN last (first for the fnuz float8 dtypes, as XLA sorts them)."""
+    from fjax.lax import other  # noqa: PLC0415
+
+    dt = core.get_aval(a).dtype
+    if _dkind(dt) not in "fc":
         return lax.lt(a, b)
     a_nan = lax.ne(a, a)
     b_nan = lax.ne(b, b)
+    if dt in other._NAN_FIRST:
+        # NaN below every number: a < b when b is not NaN and a is NaN or numerically smaller
+        return lax.bitwise_and(lax.bitwise_or(lax.lt(a, b), a_nan), lax.bitwise_not(b_nan))
     return lax.bitwise_or(
         lax.bitwise_and(lax.lt(a, b), lax.bitwise_not(a_nan)), lax.bitwise_and(b_nan, lax.bitwise_not(a_nan))
     )
@@ -137,6 +143,12 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *, meth
     return lax.reduce_sum(lax.convert_element_type(cmp, _INDEX_DTYPE), (len(qshape),))
 
 
+_UNIQUE_SIZE_HINT = (
+    "To make jnp.unique() compatible with JIT and other transforms, you can specify "
+    "a concrete value for the size argument, which will determine the output size."
+)
+
+
 def unique(
     ar: Any,
     return_index: bool = False,
@@ -147,50 +159,115 @@ def unique(
     equal_nan: bool = True,
     size: int | None = None,
     fill_value: Any = None,
-    sorted: bool = True,
-) -> Any:  # noqa: A002
-    """Sorted unique elements of a concrete array (numpy.unique semantics, int32 index outputs).
+    sorted: bool = True,  # noqa: A002
+) -> Any:
+    """Sorted unique elements (or slices along ``axis``) of an array, with int32 first indices,
+    inverse indices and counts on request, as ``jax.numpy.unique``.
 
-    With ``size`` the outputs are truncated or padded to that length (values padded with
-    ``fill_value``, by default the smallest unique value). Under tracing the input must be
-    concrete: the number of unique values determines the output shape.
+    The order is ``lax.sort``'s (NaN last, first for the fnuz float8 dtypes); NaNs count as one
+    value unless ``equal_nan=False``. Without ``size`` the input must be concrete (the output
+    shape depends on its values); with it the outputs are truncated or padded to ``size``
+    (values with ``fill_value``, by default the smallest value; indices with the first's).
     """
+    del sorted  # JAX's outputs are sorted whatever it asks
     _util.check_arraylike("unique", ar)
     x = _util.to_fjax(ar, "unique")
-    c = np.asarray(
-        core.concrete_or_error(
-            x,
-            "The error arose in jnp.unique(). The size argument of jnp.unique must be statically specified "
-            "to use jnp.unique within JAX transformations, and fjax additionally requires a concrete input.",
+    if size is None:
+        core.concrete_or_error(x, "The error arose for the first argument of jnp.unique(). " + _UNIQUE_SIZE_HINT)
+    else:
+        size = operator.index(
+            core.concrete_or_error(size, "The error arose for the size argument of jnp.unique(). " + _UNIQUE_SIZE_HINT)
         )
-    )
-    res = np.unique(c, return_index=True, return_inverse=True, return_counts=True, axis=axis, equal_nan=equal_nan)
-    vals, idx, inv, cnt = res
+    shape = tuple(x.shape)
     if axis is None:
-        inv = inv.reshape(c.shape) if c.ndim else inv.reshape(())
-    if size is not None:
-        size = operator.index(size)
-        ax = 0 if axis is None else _util.canonicalize_axis(axis, c.ndim, "unique")
-        k = vals.shape[ax]
-        if k >= size:
-            vals = np.take(vals, np.arange(size), axis=ax)
-            idx, cnt = idx[:size], cnt[:size]
+        ax = 0
+        x = lax.reshape(x, (int(np.prod(shape, dtype=np.int64)),))
+    else:
+        ax = _util.canonicalize_axis(operator.index(axis), x.ndim, "unique")
+    out = _unique(x, ax, return_index, return_inverse, return_counts, equal_nan, size, fill_value)
+    if return_inverse and axis is None:
+        i = 2 if return_index else 1
+        out = (*out[:i], lax.reshape(out[i], shape), *out[i + 1 :])
+    return out[0] if len(out) == 1 else out
+
+
+def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple:
+    """The slices along ``axis`` sorted (lexicographically), a mask of the first of each run of
+    equal ones, and the sorting permutation (``jax._src.numpy.setops._unique_sorted_mask``)."""
+    from fjax import numpy as jnp  # noqa: PLC0415 - the jnp API sits on top of this module
+
+    aux = jnp.moveaxis(ar, axis, 0)
+    if _dkind(aux.dtype) == "c":
+        # one NaN for a complex number NaN in either part, as numpy's unique
+        aux = jnp.where(jnp.isnan(aux), Array(np.array(np.nan, aux.dtype), False), aux)
+    n, *rest = aux.shape
+    m = int(np.prod(rest, dtype=np.int64))
+    if m == 0:
+        n = 1
+        perm = jnp.zeros(1, dtype=_INDEX_DTYPE)
+    else:
+        perm = lexsort(jnp.reshape(aux, (n, m)).T[::-1])
+    aux = aux[perm]
+    if aux.size:
+        neq = lax.ne(aux[1:], aux[:-1])
+        if _dkind(aux.dtype) in "fc" and equal_nan:
+            both_nan = lax.bitwise_and(jnp.isnan(aux[1:]), jnp.isnan(aux[:-1]))
+            neq = lax.bitwise_and(neq, lax.bitwise_not(both_nan))
+        mask = jnp.ones(n, dtype=bool).at[1:].set(jnp.any(neq, tuple(range(1, aux.ndim))))
+    else:
+        mask = jnp.zeros(n, dtype=bool)
+    return aux, mask, perm
+
+
+def _unique(
+    ar: Any,
+    axis: int,
+    return_index: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    equal_nan: bool,
+    size: int | None,
+    fill_value: Any,
+) -> tuple:
+    # jax._src.numpy.setops._unique, step for step
+    from fjax import numpy as jnp  # noqa: PLC0415
+
+    if ar.shape[axis] == 0 and size and fill_value is None:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, fill_value must be specified")
+    aux, mask, perm = _unique_sorted_mask(ar, axis, equal_nan)
+    if size is None:
+        keep = np.asarray(core.concrete_or_error(mask, "The error arose in jnp.unique(). " + _UNIQUE_SIZE_HINT))
+        ind = Array(np.nonzero(keep)[0].astype(_INDEX_DTYPE), False)
+    else:
+        ind = jnp.nonzero(mask, size=size)[0]
+    result = aux[ind] if aux.size else aux
+    if size is not None and fill_value is not None:
+        fill = jnp.asarray(fill_value).astype(result.dtype)
+        if result.shape[0]:
+            valid = jnp.expand_dims(jnp.arange(size) < mask.sum(), tuple(range(1, result.ndim)))
+            result = jnp.where(valid, result, fill)
         else:
-            if fill_value is None:
-                fv = np.take(vals, [0], axis=ax) if k else np.zeros_like(np.take(np.zeros_like(c), [0], axis=ax))
-            else:
-                fv = np.broadcast_to(
-                    np.asarray(fill_value, dtype=c.dtype), np.take(vals, [0], axis=ax).shape if k else (1,)
-                )
-            pad = np.repeat(fv, size - k, axis=ax)
-            vals = np.concatenate([vals, pad], axis=ax)
-            idx = np.concatenate([idx, np.zeros(size - k, idx.dtype)])
-            cnt = np.concatenate([cnt, np.zeros(size - k, cnt.dtype)])
-    out = [Array(np.ascontiguousarray(vals.astype(c.dtype)), x.weak_type)]
+            result = jnp.full((size, *result.shape[1:]), fill, dtype=result.dtype)
+    out: tuple = (jnp.moveaxis(result, 0, axis),)
     if return_index:
-        out.append(Array(idx.astype(_INDEX_DTYPE), False))
+        out += (perm[ind] if aux.size else perm,)
     if return_inverse:
-        out.append(Array(np.asarray(inv).astype(_INDEX_DTYPE), False))
+        if aux.size:
+            imask = jnp.cumsum(mask, dtype=_INDEX_DTYPE) - 1
+            inv = jnp.zeros(mask.shape, dtype=_INDEX_DTYPE).at[perm].set(imask)
+        else:
+            inv = jnp.zeros(ar.shape[axis], dtype=_INDEX_DTYPE)
+        out += (inv,)
     if return_counts:
-        out.append(Array(cnt.astype(_INDEX_DTYPE), False))
-    return out[0] if len(out) == 1 else tuple(out)
+        if aux.size:
+            if size is None:
+                idx = jnp.append(ind, mask.size)
+            else:
+                idx = jnp.nonzero(mask, size=size + 1)[0]
+                idx = idx.at[1:].set(jnp.where(idx[1:], idx[1:], mask.size))
+            out += (jnp.diff(idx),)
+        elif ar.shape[axis]:
+            out += (jnp.full((1,), ar.shape[axis], dtype=_INDEX_DTYPE),)
+        else:
+            out += (jnp.zeros(0, dtype=_INDEX_DTYPE),)
+    return out
