@@ -293,16 +293,7 @@ def test_unique_nan_low_precision(name):
     assert np.asarray(jnp.unique_counts(x).counts).tolist() == [1, 2, 1, 1, 2, 1, 1]
 
 
-_E5M2_HOST_SORT = pytest.mark.xfail(
-    strict=True,
-    reason="the numba backend's host sort kernel (fjax/backends/numba/host_kernels.py _build_sort) "
-    "sorts float8_e5m2, whose numpy kind is 'f', with numpy's sort, which leaves its NaNs unsorted",
-)
-
-
-@pytest.mark.parametrize(
-    "name", [n if n != "float8_e5m2" else pytest.param(n, marks=_E5M2_HOST_SORT) for n in _SIGNED_NAN_LAST]
-)
+@pytest.mark.parametrize("name", _SIGNED_NAN_LAST)
 def test_unique_nan_low_precision_jit(name):
     x = _x(getattr(ml_dtypes, name, None) or np.dtype(name))
     jf = fjax.jit(lambda x: jnp.unique(x, size=9, fill_value=0))
