@@ -46,7 +46,8 @@ def _on_config_change(name: str, value: object) -> None:
         jit_mod.compile_hook = dispatch.compile_jaxpr if value == "numba" else None
         if dispatch.clear_cache not in jit_mod.cache_clearers:
             jit_mod.cache_clearers.append(dispatch.clear_cache)
-    elif name == "jax_numpy_dtype_promotion" and value != config.jax_numpy_dtype_promotion:
+    elif name == "jax_numpy_dtype_promotion" and value != config.global_value(name):
+        # against the global value: the caller may sit in a promotion block of its own
         _clear_trace_caches()
 
 
@@ -211,6 +212,7 @@ from fjax import custom_batching, dlpack, monitoring, profiler  # noqa: E402
 from fjax._devices import Device  # noqa: E402
 from fjax.sharding import NamedSharding, P, Shard, reshard, set_mesh  # noqa: E402
 from fjax._api_top import (  # noqa: E402
+    allow_f16_reductions,
     check_tracer_leaks,
     checking_leaks,
     copy_to_host_async,
@@ -220,6 +222,8 @@ from fjax._api_top import (  # noqa: E402
     live_arrays,
     make_array_from_callback,
     make_array_from_single_device_arrays,
+    no_execution,
+    no_tracing,
     numpy_dtype_promotion,
     threefry_partitionable,
     transfer_guard,

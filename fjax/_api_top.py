@@ -16,6 +16,14 @@ What the configuration states do in fjax:
   (``"threefry2x32"``, partitionable threefry); others raise NotImplementedError.
 - ``transfer_guard*``: only ``"allow"`` (fjax does not watch transfers); others raise
   NotImplementedError.
+- ``no_tracing``: ``jit`` raises RuntimeError where it would trace (a signature it has not traced,
+  or a call under a transform, as JAX); fjax's eager ops trace nothing and run, while JAX's (each
+  a jitted computation) raise on a signature not seen before; ``make_jaxpr`` and ``eval_shape`` of
+  a plain function still trace in fjax.
+- ``no_execution``: running a jitted function or an eager op raises RuntimeError (``jit(name)``);
+  tracing, lowering and compiling do not.
+- ``allow_f16_reductions(False)``: ``lax.reduce_sum`` of float16/bfloat16 along an axis longer
+  than 1 raises ValueError (``jnp.sum`` sums them in float32 and is unaffected).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from fjax._api_more import _ConfigContext
 from fjax.config import config
 
 __all__ = [
+    "allow_f16_reductions",
     "check_tracer_leaks",
     "checking_leaks",
     "copy_to_host_async",
@@ -42,6 +51,8 @@ __all__ = [
     "live_arrays",
     "make_array_from_callback",
     "make_array_from_single_device_arrays",
+    "no_execution",
+    "no_tracing",
     "numpy_dtype_promotion",
     "threefry_partitionable",
     "transfer_guard",
@@ -89,6 +100,9 @@ transfer_guard_host_to_device = _ConfigContext("jax_transfer_guard_host_to_devic
 transfer_guard_device_to_host = _ConfigContext("jax_transfer_guard_device_to_host")
 transfer_guard_device_to_device = _ConfigContext("jax_transfer_guard_device_to_device")
 transfer_guard = _ConfigContext("jax_transfer_guard")
+no_tracing = _ConfigContext("jax_no_tracing")
+no_execution = _ConfigContext("jax_no_execution")
+allow_f16_reductions = _ConfigContext("jax_allow_f16_reductions")
 
 
 def _index_shape(index: tuple, shape: tuple) -> tuple:
@@ -169,9 +183,13 @@ def live_arrays(platform: str | None = None) -> list[core.Array]:
     plat = _devices._platform_of(platform) if platform is not None else None
     out = []
     for o in gc.get_objects():
-        if isinstance(o, core.Array):
-            if plat is None or any(d.platform == plat for d in o.devices()):
-                out.append(o)
+        try:
+            if not isinstance(o, core.Array):
+                continue
+        except ReferenceError:  # a weakref.proxy whose referent is gone
+            continue
+        if plat is None or any(d.platform == plat for d in o.devices()):
+            out.append(o)
     return out
 
 

@@ -5,8 +5,9 @@ Eagerly every primitive's outputs are checked. A jitted program checks only its 
 inside it, host steps included); when one is bad, its jaxpr is re-run eagerly ("de-optimized")
 primitive by primitive to name the primitive that made it. Library functions that stand for one
 JAX operation (``as_unit``) are checked at their outputs only. When neither option is on anywhere,
-nothing here runs: ``core.eval_primitive`` is the plain function (swapped for the checking one only
-while a check is on) and jit tests one module attribute (``active``) before ``call_jit_checked``.
+nothing here runs: ``core.eval_primitive`` is the plain function (wrapped by the checking one only
+while a check is on, ``core.set_eval_wrapper``) and jit tests one module attribute (``active``)
+before ``call_jit_checked``.
 
 The options are set globally with ``config.update("jax_debug_nans", True)`` or for a block, in the
 calling thread only (as JAX's context managers, through ``config.override``), with
@@ -31,7 +32,6 @@ __all__ = ["debug_infs", "debug_nans"]
 # True while some check may be on (globally, or in some thread's context manager); read by jit
 active = False
 
-_plain_eval_primitive = core.eval_primitive
 _tls = threading.local()  # .unchecked: inside one JAX operation (``_unchecked``) in this thread
 _OPTIONS = ("jax_debug_nans", "jax_debug_infs")
 
@@ -55,15 +55,23 @@ def _invalid(x: Any, nans: bool, infs: bool) -> str | None:
     return None
 
 
-def _eval_primitive_checked(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
-    out = _plain_eval_primitive(prim, args, params)
-    nans, infs = _effective()
-    if nans or infs:
-        for o in out if prim.multiple_results else (out,):
-            ty = _invalid(o._value, nans, infs)
-            if ty is not None:
-                raise FloatingPointError(f"invalid value ({ty}) encountered in {prim.name}")
-    return out
+def _checking(inner: Callable) -> Callable:
+    """The eager evaluator ``inner`` with its outputs checked (``core.set_eval_wrapper``)."""
+
+    def checked(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
+        out = inner(prim, args, params)
+        nans, infs = _effective()
+        if nans or infs:
+            for o in out if prim.multiple_results else (out,):
+                ty = _invalid(o._value, nans, infs)
+                if ty is not None:
+                    raise FloatingPointError(f"invalid value ({ty}) encountered in {prim.name}")
+        return out
+
+    return checked
+
+
+_eval_primitive_checked = _checking(core._eval_primitive_plain)  # the de-optimized re-run's
 
 
 def _refresh(nans: bool | None = None, infs: bool | None = None) -> None:
@@ -73,7 +81,7 @@ def _refresh(nans: bool | None = None, infs: bool | None = None) -> None:
     nans = bool(config.global_value("jax_debug_nans")) if nans is None else bool(nans)
     infs = bool(config.global_value("jax_debug_infs")) if infs is None else bool(infs)
     active = nans or infs or any(config.overridden(o) for o in _OPTIONS)
-    core.eval_primitive = _eval_primitive_checked if active else _plain_eval_primitive
+    core.set_eval_wrapper("debug_nans", _checking if active else None)
 
 
 def _on_config_change(name: str, value: Any) -> None:

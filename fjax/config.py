@@ -6,8 +6,10 @@ fjax's own options start with ``fjax_``.
 As in JAX, ``config.update`` sets the global value every thread sees, while the context managers
 (``with fjax.enable_x64(True):``, ``fjax.default_matmul_precision``, ``fjax.disable_jit``, ...)
 go through ``config.override``: the value holds in the calling thread only, for the block, and
-other threads keep seeing the global one. ``config.NAME`` and ``config.read(NAME)`` give the
-calling thread's effective value.
+other threads keep seeing the global one. ``config.NAME`` gives the calling thread's effective
+value; ``config.read(NAME)`` too, but as in JAX it refuses the ``jax_*`` options that have a context
+manager (all but ``jax_enable_x64``), whose values are read as attributes. As in JAX,
+``jax_numpy_dtype_promotion`` reads as a ``NumpyDtypePromotion`` (a ``str`` enum).
 
 Reads are on every eager op and jit call, so the common case costs what a plain attribute costs:
 global values live in the instance ``__dict__``. Only while some thread has an override of an
@@ -19,6 +21,7 @@ global value. The last override of the option to close removes the descriptor ag
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import threading
 from typing import Any, Callable, Iterator
@@ -57,6 +60,23 @@ def _env_bool(name: str, default: bool) -> bool:
     if val is None:
         return default
     return val.strip().lower() in ("1", "true", "yes", "on")
+
+
+class NumpyDtypePromotion(enum.StrEnum):
+    """The value of ``jax_numpy_dtype_promotion`` (equal to its string, as JAX's enum)."""
+
+    STANDARD = "standard"
+    STRICT = "strict"
+
+
+def _promotion(value: Any) -> NumpyDtypePromotion:
+    if value is None:
+        raise TypeError(f"new enum value must be an instance of {NumpyDtypePromotion}, got None of type {type(None)}.")
+    return NumpyDtypePromotion(value)  # ValueError "'x' is not a valid NumpyDtypePromotion", as JAX
+
+
+# options whose values are converted on the way in (strings to enums, as JAX's enum_class_state)
+_COERCE: dict[str, Callable[[Any], Any]] = {"jax_numpy_dtype_promotion": _promotion}
 
 
 class Config:
@@ -108,6 +128,14 @@ class Config:
         "jax_transfer_guard_host_to_device": None,
         "jax_transfer_guard_device_to_host": None,
         "jax_transfer_guard_device_to_device": None,
+        # jax.no_tracing: jit raises RuntimeError instead of tracing (a signature not traced before,
+        # or a call with tracers); jax.no_execution: running a jitted function or an eager op raises
+        # (fjax/jit.py)
+        "jax_no_tracing": False,
+        "jax_no_execution": False,
+        # False: reduce_sum of float16/bfloat16 along an axis longer than 1 raises ValueError (jnp.sum
+        # computes in float32 and is unaffected); jit's trace cache keys on it (fjax/jit.py)
+        "jax_allow_f16_reductions": True,
         "fjax_disk_cache": True,
         # "numba": jit lowers jaxprs to fused numba loops (fjax/backends/lowering.py);
         # "interpret": jit evaluates the traced jaxpr primitive by primitive (numpy)
@@ -136,6 +164,8 @@ class Config:
                 self.__dict__[name] = _env_bool(name, default)
             else:
                 self.__dict__[name] = os.environ.get(name.upper(), default)
+            if name in _COERCE:
+                self.__dict__[name] = _COERCE[name](self.__dict__[name])
         # fn(name, value), before any change, global or in one thread: validate (may raise)
         self._validators: list[Callable[[str, Any], None]] = []
         # fn(name, value), before a global change (after the validators): may raise too, and
@@ -148,25 +178,36 @@ class Config:
         self._n_open: dict[str, int] = {}
         self._lock = threading.RLock()
 
-    def _check(self, name: str, value: Any, what: str) -> None:
+    def _check(self, name: str, value: Any, what: str) -> Any:
+        """``value`` validated and converted for option ``name``."""
         if name not in self._defaults:
             known = ", ".join(sorted(self._defaults))
             raise AttributeError(f"fjax.config.{what}: unknown option {name!r}; known options: {known}")
+        coerce = _COERCE.get(name)
+        if coerce is not None:
+            value = coerce(value)
         for fn in self._validators:
             fn(name, value)
+        return value
 
     def update(self, name: str, value: Any) -> None:
         """Set the global value of option ``name`` (e.g. ``update("jax_enable_x64", True)``), seen
         by every thread outside an override of it (an override open in the calling thread stays in
         force until its block ends, as in JAX)."""
-        self._check(name, value, "update")
+        value = self._check(name, value, "update")
         with self._lock:
             for fn in self._listeners:  # listeners may raise before the value is set
                 fn(name, value)
             self.__dict__[name] = value
 
     def read(self, name: str) -> Any:
-        """The value of option ``name`` in the calling thread."""
+        """The value of option ``name`` in the calling thread. As JAX, refuses the ``jax_*`` options
+        that have a context manager (all but ``jax_enable_x64``): read ``config.NAME`` instead."""
+        if name.startswith("jax_") and name != "jax_enable_x64" and name in self._defaults:
+            raise AttributeError(
+                "For flags with a corresponding contextmanager, read their value "
+                f"via e.g. `config.{name}` rather than `config.FLAGS.{name}`."
+            )
         return getattr(self, name)
 
     def global_value(self, name: str) -> Any:
@@ -183,7 +224,7 @@ class Config:
         JAX's configuration context managers); other threads, and threads started inside the
         block, see the global value. Blocks nest, and the previous value comes back however the
         block ends."""
-        self._check(name, value, "override")
+        value = self._check(name, value, "override")
         stacks = _local.stacks
         with self._lock:
             n = self._n_open.get(name, 0)

@@ -176,17 +176,36 @@ def eval_placed(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     return eval_primitive(prim, args, params)
 
 
-def eval_primitive(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
-    """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy.
-
-    ``fjax._debug_nans`` rebinds this module global to a checking version while
-    ``jax_debug_nans``/``jax_debug_infs`` is on, so callers look it up at call time."""
+def _eval_primitive_plain(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    """Run ``prim`` eagerly: validate with its abstract-eval rule, compute with numpy."""
     arrs = [x if type(x) is Array else to_array(x, prim.name) for x in args]
     out_aval = prim.abstract_eval(*arrs, **params)
     out = prim.impl(*[a._value for a in arrs], **params)
     if prim.multiple_results:
         return [_wrap_out(o, a) for o, a in zip(out, out_aval)]
     return _wrap_out(out, out_aval)
+
+
+# The eager evaluator callers look up at call time: the plain one, or it wrapped by the checks a
+# config option switches on (``jax_debug_nans``/``jax_debug_infs``: fjax/_debug_nans.py,
+# ``jax_no_execution``: fjax/jit.py), so that while none is on eager ops pay nothing for them.
+eval_primitive: Callable[[Primitive, Sequence[Any], dict], Any] = _eval_primitive_plain
+# check name -> wrapper(inner evaluator) -> evaluator, applied in insertion order
+_eval_wrappers: dict[str, Callable] = {}
+
+
+def set_eval_wrapper(name: str, wrapper: Callable | None) -> None:
+    """Install (``wrapper``) or remove (None) the eager-evaluation check ``name`` and rebuild
+    ``eval_primitive`` from the plain evaluator and the checks installed."""
+    global eval_primitive
+    if wrapper is None:
+        _eval_wrappers.pop(name, None)
+    else:
+        _eval_wrappers[name] = wrapper
+    fn = _eval_primitive_plain
+    for w in _eval_wrappers.values():
+        fn = w(fn)
+    eval_primitive = fn
 
 
 def _wrap_out(out: Any, aval: ShapedArray) -> Array:

@@ -53,6 +53,96 @@ def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     return fn(*args)
 
 
+# ---- jax_no_tracing / jax_no_execution --------------------------------------------------------
+
+
+def _fun_sourceinfo(fun: Callable) -> str:
+    """``f at file:line`` for the function ``fun`` (as JAX's ``fun_sourceinfo``, in its errors)."""
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    fun = inspect.unwrap(fun)
+    try:
+        return f"{fun.__name__} at {fun.__code__.co_filename}:{fun.__code__.co_firstlineno}"
+    except AttributeError:
+        return "<unknown>"
+
+
+def _no_tracing_error(fun: Callable) -> RuntimeError:
+    return RuntimeError(f"re-tracing function {_fun_sourceinfo(fun)} for `jit`, but 'no_tracing' is set")
+
+
+def _check_execution(name: str) -> None:
+    if config.jax_no_execution:
+        raise RuntimeError(f"JAX tried to execute function jit({name}), but the no_execution config option is set")
+
+
+_jit_impl_plain = _jit_impl
+
+
+def _jit_impl_guarded(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    _check_execution(name)
+    return _jit_impl_plain(*args, jaxpr=jaxpr, name=name)
+
+
+def _guarding(inner: Callable) -> Callable:
+    """The eager evaluator ``inner`` refusing to run while ``jax_no_execution`` is on (every eager op
+    is a jitted computation in JAX, named ``jit(op)``; a jit equation by its function's name)."""
+
+    def guarded(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
+        _check_execution(params["name"] if prim is jit_p else prim.name)
+        return inner(prim, args, params)
+
+    return guarded
+
+
+def _refresh_no_execution(global_value: Any = None) -> None:
+    """While ``jax_no_execution`` may be on in some thread, jit's runner and the eager evaluator
+    check it (swapped in, so neither pays anything otherwise)."""
+    global _jit_impl
+    if global_value is None:
+        global_value = config.global_value("jax_no_execution")
+    on = bool(global_value) or config.overridden("jax_no_execution")
+    _jit_impl = _jit_impl_guarded if on else _jit_impl_plain
+    core.set_eval_wrapper("no_execution", _guarding if on else None)
+
+
+# True while a trace-time option may hold a value other than its default in some thread (strict
+# ``jax_numpy_dtype_promotion``, ``jax_allow_f16_reductions=False``): jit's fast path then builds
+# its cache key with ``_trace_config()``, else from ``jax_enable_x64`` (and the precision) alone
+_odd_trace_config = False
+_PROMOTION, _F16 = "jax_numpy_dtype_promotion", "jax_allow_f16_reductions"
+
+
+def _refresh_trace_config(promotion: Any = None, f16: Any = None) -> None:
+    global _odd_trace_config
+    promotion = config.global_value(_PROMOTION) if promotion is None else promotion
+    f16 = config.global_value(_F16) if f16 is None else f16
+    _odd_trace_config = promotion == "strict" or not f16 or config.overridden(_PROMOTION) or config.overridden(_F16)
+
+
+def _on_config_update(name: str, value: Any) -> None:
+    # listeners run before the value is stored: pass the new one
+    if name == "jax_no_execution":
+        _refresh_no_execution(value)
+    elif name == _PROMOTION:
+        _refresh_trace_config(promotion=value)
+    elif name == _F16:
+        _refresh_trace_config(f16=value)
+
+
+def _on_config_override(name: str) -> None:
+    if name == "jax_no_execution":
+        _refresh_no_execution()
+    elif name in (_PROMOTION, _F16):
+        _refresh_trace_config()
+
+
+config._listeners.append(_on_config_update)
+config._override_listeners.append(_on_config_override)
+_refresh_no_execution()  # the options may come from the environment (JAX_NO_EXECUTION=1)
+_refresh_trace_config()
+
+
 def _eval_flat(jaxpr: ClosedJaxpr, *args: Any) -> list:
     ins = [core.Array(a, av.weak_type) for a, av in zip(args, jaxpr.in_avals)]
     outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ins)
@@ -412,7 +502,7 @@ class JitWrapped:
             # the named axes in scope are part of the signature (all_gather's shape, axis_size)
             env = batching.axis_env() if len(core._state.stack) > 1 else ()
             prec = config.jax_default_matmul_precision  # _trace_config(), inline on the fast path
-            cfg = config.jax_enable_x64 if prec is None and not dtypes._STRICT else _trace_config()
+            cfg = config.jax_enable_x64 if prec is None and not _odd_trace_config else _trace_config()
             key = (in_tree, tuple(sig), cfg, env)
             entry = self._cache.get(key)
             if entry is not None:
@@ -442,6 +532,8 @@ class JitWrapped:
             entry = cache.get(key)
             if entry is not None:
                 return entry
+            if config.jax_no_tracing:
+                raise _no_tracing_error(self.fun)
             if config.jax_explain_cache_misses and cache:
                 log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, cache))
             entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
@@ -528,6 +620,8 @@ class JitWrapped:
                         o = np.asarray(o, dtype=a.dtype)
                     res.append(core.Array(o, a.weak_type))
                 return tu.tree_unflatten(out_tree, res)
+        if config.jax_no_tracing:  # JAX retraces a jitted function called under a transform
+            raise _no_tracing_error(self.fun)
         outs = core.bind(jit_p, ins, dict(jaxpr=closed, name=self.name))
         return tu.tree_unflatten(out_tree, outs)
 
@@ -568,21 +662,21 @@ class JitWrapped:
 
 def _trace_config() -> Any:
     """The trace-time config a jit cache key holds, as the calling thread sees it (the context
-    managers set options per thread): ``jax_enable_x64``, and with it
-    ``jax_default_matmul_precision`` when set (the precision param of dot_general / conv
-    equations traced with precision=None) and strict ``jax_numpy_dtype_promotion`` when on, as
-    JAX's cache keys hold its trace context."""
+    managers set options per thread), as JAX's cache keys hold its trace context:
+    ``jax_enable_x64`` alone when the others have their defaults, else the tuple of it,
+    ``jax_default_matmul_precision`` (the precision param of dot_general / conv equations traced
+    with precision=None), the ``jax_numpy_dtype_promotion`` mode and ``jax_allow_f16_reductions``."""
     prec = config.jax_default_matmul_precision
-    if dtypes.strict_promotion():
-        return (config.jax_enable_x64, prec, "strict")
-    return config.jax_enable_x64 if prec is None else (config.jax_enable_x64, prec)
+    strict = dtypes.strict_promotion()
+    f16 = bool(config.jax_allow_f16_reductions)
+    if prec is None and not strict and f16:
+        return config.jax_enable_x64
+    return (config.jax_enable_x64, prec, "strict" if strict else "standard", f16)
 
 
-def _config_triple(c: Any) -> tuple:
-    """(x64, matmul precision, promotion) of a ``_trace_config()`` value."""
-    if not isinstance(c, tuple):
-        return (c, None, "standard")
-    return c if len(c) == 3 else (*c, "standard")
+def _config_parts(c: Any) -> tuple:
+    """(x64, matmul precision, promotion, allow f16 reductions) of a ``_trace_config()`` value."""
+    return c if isinstance(c, tuple) else (c, None, "standard", True)
 
 
 def _explain_miss(key: tuple, cache: dict) -> str:
@@ -600,12 +694,14 @@ def _explain_miss(key: tuple, cache: dict) -> str:
         if k[2] != static_pos or k[3] != static_kw:
             return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
         if k[4] != key[4]:
-            (x64, prec, mode), (old_x64, old_prec, old_mode) = _config_triple(key[4]), _config_triple(k[4])
+            (x64, prec, mode, f16), (old_x64, old_prec, old_mode, old_f16) = _config_parts(key[4]), _config_parts(k[4])
             if x64 != old_x64:
                 return f"different jax_enable_x64: {x64} vs cached {old_x64}"
             if prec != old_prec:
                 return f"different jax_default_matmul_precision: {prec!r} vs cached {old_prec!r}"
-            return f"different jax_numpy_dtype_promotion: {mode!r} vs cached {old_mode!r}"
+            if mode != old_mode:
+                return f"different jax_numpy_dtype_promotion: {mode!r} vs cached {old_mode!r}"
+            return f"different jax_allow_f16_reductions: {f16} vs cached {old_f16}"
     return "different argument tree structure"
 
 

@@ -148,7 +148,7 @@ def test_numpy_dtype_promotion_per_thread():
             return "TypePromotionError"
 
     def read():
-        return _promote_or_error(), read_promote_types(), config.read("jax_numpy_dtype_promotion")
+        return _promote_or_error(), read_promote_types(), config.jax_numpy_dtype_promotion
 
     a, b = run_together(inside(lambda: fjax.numpy_dtype_promotion("strict"), read), outside(read))
     assert a == ("TypePromotionError", "TypePromotionError", "strict")

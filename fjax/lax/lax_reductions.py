@@ -24,7 +24,11 @@ from fjax.lax.lax import (  # noqa: F401
 # reductions
 
 
-def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True) -> Callable:
+_F16 = (np.dtype(np.float16), dtypes.bfloat16)
+
+
+def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True, f16_option: bool = False) -> Callable:
+    # f16_option: refuse float16/bfloat16 operands while jax_allow_f16_reductions is False (reduce_sum)
     def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
         _check_kind(name, x, kinds)
         for a in axes:
@@ -32,16 +36,20 @@ def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True) -> Callable:
                 raise TypeError(f"{name}: axis {a} is out of bounds for an array of shape {x.shape}")
         if len(set(axes)) != len(axes):
             raise TypeError(f"{name}: duplicate axes {axes}")
+        if f16_option and not config.jax_allow_f16_reductions and x.dtype in _F16:
+            if any(x.shape[a] != 1 for a in axes):
+                operand = ShapedArray(x.shape, x.dtype).str_short()
+                raise ValueError(f"{name} on operand {operand} is not allowed when jax_allow_f16_reductions=False.")
         shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, x.dtype, x.weak_type and keep_weak)
 
     return rule
 
 
-def _reducer(name: str, impl: Callable, kinds: str) -> Primitive:
+def _reducer(name: str, impl: Callable, kinds: str, f16_option: bool = False) -> Primitive:
     p = Primitive(name)
     p.def_impl(impl)
-    p.def_abstract_eval(_reduce_abstract(name, kinds))
+    p.def_abstract_eval(_reduce_abstract(name, kinds, f16_option=f16_option))
     batching.defreducer(p)
     return p
 
@@ -62,7 +70,7 @@ def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np
     return np.sum(x, axis=axes, dtype=x.dtype)
 
 
-reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num)
+reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num, f16_option=True)
 register_lowering(reduce_sum_p, REDUCTION, monoid="sum")
 
 
@@ -337,9 +345,17 @@ dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_abstract)
 
 
+_HALF = frozenset({np.dtype(np.float16), np.dtype(dtypes.bfloat16)})
+
+
 def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     dt = eqn.outvars[0].aval.dtype
-    if _dkind(dt) != "f" or any(v.aval.dtype != dt for v in eqn.invars):
+    ins = {v.aval.dtype for v in eqn.invars}
+    # 16-bit float operands may give a float32 product (preferred_element_type: a GEMM that
+    # accumulates in float32, the usual mixed-precision matmul); only backends holding 16-bit
+    # floats get that far (``Capabilities.dtypes``)
+    mixed = len(ins) == 1 and next(iter(ins)) in _HALF and dt == np.float32
+    if _dkind(dt) != "f" or (ins != {dt} and not mixed):
         return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
     return None
 

@@ -105,13 +105,16 @@ def _reduce(
     initial: Any,
     where: Any,
     upcast: bool,
+    upcast_f16: bool = False,
 ) -> Any:
     a = _arr(a, name)
     if dtype is not None:
         dt = dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
     else:
         dt = _upcast_int(a.dtype) if upcast else a.dtype
-    a = _strong(a, dt)
+    # sum and prod with dtype=None compute float16/bfloat16 in float32, as JAX
+    comp = np.dtype(np.float32) if upcast_f16 and dtype is None and dt in _F16 else dt
+    a = _strong(a, comp)
     axes = canonicalize_axes(axis, a.ndim, name)
     if where is not None:
         if ident is None and initial is None:
@@ -119,7 +122,7 @@ def _reduce(
                 f"reduction operation {name} does not have an identity, so to use a where mask "
                 "one has to specify 'initial'"
             )
-        fill = ident(dt) if ident is not None else initial
+        fill = ident(comp) if ident is not None else initial
         a = lax.select(_mask(where, a.shape, name), a, lax.full_like(a, fill))
     if ident is None and initial is None and builtins.any(a.shape[i] == 0 for i in axes):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
@@ -128,8 +131,12 @@ def _reduce(
         init = _arr(initial, name)
         if init.ndim:
             raise ValueError(f"jnp.{name}: initial must be a scalar, got shape {init.shape}")
-        r = binop(r, _strong(init, dt))
-    return _keep(r, axes, keepdims)
+        r = binop(r, _strong(init, comp))
+    r = _keep(r, axes, keepdims)
+    return r if comp == dt else lax.convert_element_type(r, dt)
+
+
+_F16 = (np.dtype(np.float16), dtypes.bfloat16)
 
 
 def sum(
@@ -158,6 +165,7 @@ def sum(
         initial=initial,
         where=where,
         upcast=promote_integers,
+        upcast_f16=True,
     )
 
 
@@ -197,6 +205,7 @@ def prod(
         initial=initial,
         where=where,
         upcast=promote_integers,
+        upcast_f16=True,
     )
 
 
