@@ -61,15 +61,17 @@ class GpuArray(Array):
     Reading values (``np.asarray``, ``repr``, ``float``, ``item``, indexing with Python ints in
     numpy code) copies the buffer to the host once; computations never do (they run on the GPU)."""
 
-    __slots__ = ("_buf", "_device", "_committed", "_host")
+    __slots__ = ("_buf", "_device", "_committed", "_host", "_dtype")
 
-    def __init__(self, buf: Any, weak_type: bool, device: Any, committed: bool):
-        # Array.__init__ would freeze a numpy value; the buffer is device memory
+    def __init__(self, buf: Any, weak_type: bool, device: Any, committed: bool, dtype: Any = None):
+        # Array.__init__ would freeze a numpy value; the buffer is device memory (a bfloat16
+        # array's buffer holds its bits as uint16: cupy has no bfloat16)
         self._buf = buf
         self.weak_type = bool(weak_type)
         self._device = device
         self._committed = bool(committed)
         self._host = None
+        self._dtype = np.dtype(buf.dtype if dtype is None else dtype)
 
     @property
     def _value(self) -> np.ndarray:  # type: ignore[override]
@@ -78,6 +80,8 @@ class GpuArray(Array):
         if h is None:
             with runtime().device(self._device.local_hardware_id):
                 h = np.asarray(runtime().to_host(self._buf))
+            if h.dtype != self._dtype:
+                h = h.view(self._dtype)
             if h.flags.writeable:
                 h.flags.writeable = False
             self._host = h
@@ -90,7 +94,7 @@ class GpuArray(Array):
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._buf.dtype)
+        return self._dtype
 
     @property
     def ndim(self) -> int:
@@ -149,7 +153,7 @@ class GpuArray(Array):
 
     def copy(self) -> GpuArray:
         # immutable: a copy may share the buffer
-        return GpuArray(self._buf, self.weak_type, self._device, self._committed)
+        return GpuArray(self._buf, self.weak_type, self._device, self._committed, self._dtype)
 
     def __iter__(self):
         if self.ndim == 0:
@@ -196,7 +200,7 @@ def put(arr: Array, device: Any, committed: bool) -> Array:
     with a ``SingleDeviceSharding`` for a committed CPU device."""
     _note_placed()
     if device.platform == "gpu":
-        return GpuArray(_to_gpu(arr, device), arr.weak_type, device, committed)
+        return GpuArray(_to_gpu(arr, device), arr.weak_type, device, committed, arr.dtype)
     from fjax.sharding import ShardedArray  # noqa: PLC0415
 
     return ShardedArray(arr._value, arr.weak_type, _devices.sharding_for(device), committed)
@@ -388,7 +392,7 @@ def _run_on_gpu(prim: core.Primitive, args: Sequence[Any], params: dict, device:
         bufs = [_buffer_for(x, device) for x in list(consts) + list(args)]
         fn = dispatch.compile_for_device(closed, "cuda", rt)
         outs = fn(*bufs) if fn is not None else _trivial(closed.jaxpr, bufs, device)
-    res = [GpuArray(b, a.weak_type, device, committed) for b, a in zip(outs, closed.out_avals)]
+    res = [GpuArray(b, a.weak_type, device, committed, a.dtype) for b, a in zip(outs, closed.out_avals)]
     if prim.name != "jit" and not prim.multiple_results:
         return res[0]
     return res

@@ -27,12 +27,15 @@ class Capabilities:
     ``loop_ops``: primitives (indexed updates) a compiled loop body runs inline;
     ``loop_op_reason(step)``: None when that ``InlineStep`` can, else why not;
     ``host_kernels``: primitives whose host step has a compiled kernel (a live container: a
-    backend may add or remove kernels at run time)."""
+    backend may add or remove kernels at run time);
+    ``dtypes``: dtypes its kernels hold beyond ``lowering.SUPPORTED_DTYPES`` (the CUDA backend:
+    float16 and bfloat16)."""
 
     ops: Container[str] = frozenset()
     loop_ops: Container[str] = frozenset()
     loop_op_reason: Callable[[InlineStep], str | None] = _no_reason
     host_kernels: Container[str] = field(default_factory=frozenset)
+    dtypes: frozenset = frozenset()
 
 
 class Backend:

@@ -31,6 +31,7 @@ import logging
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from fjax import core
@@ -91,9 +92,14 @@ SUPPORTED_DTYPES = frozenset(
 )
 
 
-def _dtypes_ok(eqn: JaxprEqn) -> bool:
+# 16-bit floats a backend may hold (``Capabilities.dtypes``): sums and products accumulate in float64
+_LOW_FLOATS = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+
+
+def _dtypes_ok(eqn: JaxprEqn, extra: frozenset = frozenset()) -> bool:
     for v in list(eqn.invars) + list(eqn.outvars):
-        if v.aval.dtype not in SUPPORTED_DTYPES:
+        d = v.aval.dtype
+        if d not in SUPPORTED_DTYPES and d not in extra:
             return False
     return True
 
@@ -101,7 +107,7 @@ def _dtypes_ok(eqn: JaxprEqn) -> bool:
 def unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
     """None if ``eqn`` lowers into a kernel for a backend that can do ``caps``, else why not."""
     name = eqn.primitive.name
-    if not _dtypes_ok(eqn):
+    if not _dtypes_ok(eqn, caps.dtypes):
         dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
         return f"{name} on dtypes {dts}"
     rule = lowering_rule(name)
@@ -130,25 +136,25 @@ def _sub_jaxprs(eqn: JaxprEqn) -> dict:
 def control_unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
     """None if the control-flow equation ``eqn`` compiles as a loop/branch: every equation of its
     sub-jaxprs (after inlining nested jit) lowers, recursively, with no host fallback."""
-    if not _dtypes_ok(eqn):
+    if not _dtypes_ok(eqn, caps.dtypes):
         dts = sorted({v.aval.dtype.name for v in list(eqn.invars) + list(eqn.outvars)})
         return f"{eqn.primitive.name} on dtypes {dts}"
     for closed in _sub_jaxprs(eqn).values():
-        if not _dtypes_ok_vars(list(closed.jaxpr.invars) + list(closed.jaxpr.outvars)):
+        if not _dtypes_ok_vars(list(closed.jaxpr.invars) + list(closed.jaxpr.outvars), caps.dtypes):
             return f"{eqn.primitive.name} with a body on unsupported dtypes"
         for e in _inline_jits(closed.jaxpr):
             if isinstance(e, _Alias):
                 continue
             why = control_unsupported_reason(e, caps) if e.primitive.name in CONTROL else unsupported_reason(e, caps)
-            if why is not None and e.primitive.name in caps.loop_ops and _dtypes_ok(e):
+            if why is not None and e.primitive.name in caps.loop_ops and _dtypes_ok(e, caps.dtypes):
                 why = caps.loop_op_reason(_node(InlineStep, e))
             if why is not None:
                 return f"its body has {why}"
     return None
 
 
-def _dtypes_ok_vars(vs: list) -> bool:
-    return all(type(v) is Literal or v.aval.dtype in SUPPORTED_DTYPES for v in vs)
+def _dtypes_ok_vars(vs: list, extra: frozenset = frozenset()) -> bool:
+    return all(type(v) is Literal or v.aval.dtype in SUPPORTED_DTYPES or v.aval.dtype in extra for v in vs)
 
 
 # a dot_general whose contracting size is at most this is a fused multiply(-add) loop, not a GEMM
@@ -435,7 +441,10 @@ class _KernelBuilder:
             nest.reduce_axes = axes
             buf = self._new_buf(out.aval.shape, out.aval.dtype, nest.index)
             dt = out.aval.dtype
-            acc = np.dtype(np.float64) if (dt.kind == "f" and rule.monoid in ("sum", "prod")) else dt
+            flt = dt.kind == "f" or dt in _LOW_FLOATS
+            acc = np.dtype(np.float64) if (flt and rule.monoid in ("sum", "prod")) else dt
+            if dt in _LOW_FLOATS and acc == dt:
+                acc = np.dtype(np.float32)  # max/min of 16-bit floats: exact in float32
             nest.reductions.append(Reduction(rule.monoid, ref, buf, acc, _eqn_comment(eqn)))
             self.env[out] = _BufVal(buf)
             return
@@ -446,7 +455,7 @@ class _KernelBuilder:
             if dot_fuses(eqn.invars[0].aval.shape, eqn.invars[1].aval.shape, params["dimension_numbers"]):
                 self.env[out] = self._dot_fused(eqn, ins)
             else:
-                self.env[out] = _BufVal(self._dot(eqn, ins))
+                self.env[out] = self._dot_mixed(eqn, ins)
             return
         if kind == INDEXING:
             self.env[out] = self._indexing(eqn, ins)
@@ -652,7 +661,31 @@ class _KernelBuilder:
             return _ViewVal(x.buf, tuple(new), out_shape, x.fill if x.fill is not None else fill)
         raise AssertionError(type(x))
 
-    def _dot(self, eqn: JaxprEqn, ins: list) -> Buf:
+    def _convert(self, val: Any, aval: ShapedArray, dt: Any, comment: str) -> _ScalarVal:
+        """``val`` (of ``aval``) converted to ``dt`` elementwise (a nest that fuses with its producer)."""
+        nest = self._nest_for(aval.shape, [val], None)
+        ref = self._ref(val, nest)
+        cvt = {"new_dtype": np.dtype(dt), "weak_type": False, "sharding": None}
+        c = self._op(nest, "convert_element_type", (ref,), np.dtype(dt), (aval.dtype,), cvt, comment)
+        return _ScalarVal(nest, c, ShapedArray(aval.shape, np.dtype(dt)))
+
+    def _dot_mixed(self, eqn: JaxprEqn, ins: list) -> Any:
+        """A GEMM; with operands of different dtypes (a 16-bit float and float32, as in the
+        transpose of a mixed-precision product) the 16-bit ones are widened to float32 first, and a
+        16-bit result of float32 operands is the float32 product rounded once."""
+        la, ra = eqn.invars[0].aval, eqn.invars[1].aval
+        if la.dtype == ra.dtype:
+            return _BufVal(self._dot(eqn, ins))
+        f32 = np.dtype(np.float32)
+        comment = _eqn_comment(eqn)
+        ins = [self._convert(v, a, f32, comment) if a.dtype != f32 else v for v, a in zip(ins, (la, ra))]
+        out = eqn.outvars[0].aval
+        if out.dtype == f32:
+            return _BufVal(self._dot(eqn, ins))
+        prod = self._dot(eqn, ins, f32)
+        return self._convert(_BufVal(prod), ShapedArray(out.shape, f32), out.dtype, comment)
+
+    def _dot(self, eqn: JaxprEqn, ins: list, out_dtype: Any = None) -> Buf:
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         la, ra = eqn.invars[0].aval, eqn.invars[1].aval
         lhs = self._contig(ins[0])
@@ -683,7 +716,7 @@ class _KernelBuilder:
         else:
             rperm, rt = rp, False
         idx = len(self.stmts)
-        out = self._new_buf(eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype, idx)
+        out = self._new_buf(eqn.outvars[0].aval.shape, out_dtype or eqn.outvars[0].aval.dtype, idx)
         self.stmts.append(
             Dot(
                 idx, out, lhs, rhs, (nb, nl, nk, nr), lperm, rperm, lt, rt, _eqn_comment(eqn),
@@ -723,11 +756,30 @@ class _KernelBuilder:
             views.append(self._compose(ins[1], ra.shape, tuple(rm), out.shape))
         nest = self._nest_for(out.shape, views, None)
         comment = _eqn_comment(eqn)
-        refs = [self._ref(v, nest) for v in views]  # operands of the output dtype (the rule's check)
+        refs = [self._ref(v, nest) for v in views]
+        # the output dtype (the rule's check), but 16-bit floats in float32, rounded once at the
+        # end, as a GEMM accumulates them (and 16-bit operands of a float32 product widened)
+        cdt = np.dtype(np.float32) if dt in _LOW_FLOATS else dt
+        srcs = [eqn.invars[k % 2].aval.dtype for k in range(len(refs))]
+        cvt = {"new_dtype": cdt, "weak_type": False, "sharding": None}
+        refs = [
+            r if s == cdt else self._op(nest, "convert_element_type", (r,), cdt, (s,), cvt, comment)
+            for r, s in zip(refs, srcs)
+        ]
         acc = None
         for k in range(0, len(refs), 2):
-            p = self._op(nest, "mul", (refs[k], refs[k + 1]), dt, (dt, dt), {}, comment)
-            acc = p if acc is None else self._op(nest, "add", (acc, p), dt, (dt, dt), {}, comment)
+            p = self._op(nest, "mul", (refs[k], refs[k + 1]), cdt, (cdt, cdt), {}, comment)
+            acc = p if acc is None else self._op(nest, "add", (acc, p), cdt, (cdt, cdt), {}, comment)
+        if cdt != dt:
+            acc = self._op(
+                nest,
+                "convert_element_type",
+                (acc,),
+                dt,
+                (cdt,),
+                {"new_dtype": dt, "weak_type": False, "sharding": None},
+                comment,
+            )
         return _ScalarVal(nest, acc, out)
 
     def _contig(self, val: Any) -> Buf:

@@ -354,7 +354,8 @@ def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     # 16-bit float operands may give a float32 product (preferred_element_type: a GEMM that
     # accumulates in float32, the usual mixed-precision matmul); only backends holding 16-bit
     # floats get that far (``Capabilities.dtypes``)
-    mixed = len(ins) == 1 and next(iter(ins)) in _HALF and dt == np.float32
+    # ... and the transposes of such products mix float32 and 16-bit operands (widened first)
+    mixed = bool(ins & _HALF) and ins <= _HALF | {np.dtype(np.float32)} and (dt in _HALF or dt == np.float32)
     if _dkind(dt) != "f" or (ins != {dt} and not mixed):
         return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
     return None

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.cuda import plan as cplan
 from fjax.backends.cuda.executor import Executor
-from fjax.backends.cuda.ops import CUDA_OPS
+from fjax.backends.cuda.ops import CUDA_OPS, LOW_FLOATS
 from fjax.backends.kernel_ir import Program
 
 # indexed updates a compiled loop body runs inline (as kernels of the body's plan)
@@ -40,7 +40,11 @@ class CudaBackend(Backend):
 
     def __init__(self) -> None:
         self.capabilities = Capabilities(
-            ops=CUDA_OPS, loop_ops=LOOP_OPS, loop_op_reason=_loop_op_reason, host_kernels=_EveryPrimitive()
+            ops=CUDA_OPS,
+            loop_ops=LOOP_OPS,
+            loop_op_reason=_loop_op_reason,
+            host_kernels=_EveryPrimitive(),
+            dtypes=frozenset(LOW_FLOATS),
         )
 
     def source(self, program: Program) -> str:

@@ -211,6 +211,12 @@ inline T atomicAdd(T* p, V v) {
   *p = (T)(old + (T)v);
   return old;
 }
+template <typename T>
+inline T atomicCAS(T* p, T compare, T val) {
+  T old = *p;
+  if (old == compare) *p = val;
+  return old;
+}
 template <typename T, typename V>
 inline T atomicMin(T* p, V v) {
   T old = *p;
@@ -232,6 +238,35 @@ inline float __int_as_float(int i) {
 inline int __float_as_int(float f) {
   int i;
   std::memcpy(&i, &f, 4);
+  return i;
+}
+inline float __uint_as_float(unsigned int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline unsigned int __float_as_uint(float f) {
+  unsigned int i;
+  std::memcpy(&i, &f, 4);
+  return i;
+}
+// CUDA's erfinv/erfinvf (not in the C library): Winitzki's approximation, then Newton steps
+inline double erfinv(double y) {
+  if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? HUGE_VAL : (y == -1.0 ? -HUGE_VAL : NAN);
+  if (y == 0.0) return y;
+  const double a = 0.147, l = std::log((1.0 - y) * (1.0 + y)), t = 2.0 / (3.14159265358979323846 * a) + l / 2.0;
+  double x = std::copysign(std::sqrt(std::sqrt(t * t - l / a) - t), y);
+  for (int i = 0; i < 4; ++i) {
+    const double d = 1.1283791670955126 * std::exp(-x * x);
+    if (d == 0.0) break;
+    x -= (std::erf(x) - y) / d;
+  }
+  return x;
+}
+inline float erfinvf(float y) { return (float)erfinv((double)y); }
+inline long long __double_as_longlong(double f) {
+  long long i;
+  std::memcpy(&i, &f, 8);
   return i;
 }
 inline double __longlong_as_double(long long i) {

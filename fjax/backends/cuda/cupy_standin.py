@@ -31,6 +31,7 @@ import types
 from collections import Counter
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 
 from fjax.backends.cuda.emulate import round_operand
@@ -109,8 +110,16 @@ class StandinArray(np.ndarray):
         return super().__getitem__(key)
 
 
+def _cupy_dtype(dtype: Any) -> np.dtype:
+    # cupy (before 14) holds numpy's own dtypes only: bfloat16 and the other ml_dtypes are refused
+    d = np.dtype(dtype)
+    if d.isbuiltin != 1:
+        raise ValueError(f"Unsupported dtype {d.name}")
+    return d
+
+
 def _fresh(shape: Any, dtype: Any) -> StandinArray:
-    out = np.empty(shape, dtype)
+    out = np.empty(shape, _cupy_dtype(dtype))
     if _compute() and out.size:
         out.reshape(-1).view(np.uint8).fill(0xA5)  # unwritten outputs show up in comparisons
     return out.view(StandinArray)
@@ -147,7 +156,9 @@ def ndarray(shape: Any, dtype: Any = np.float64, memptr: MemoryPointer | None = 
 
 def asarray(x: Any) -> StandinArray:
     calls["upload"] += 1
-    return np.array(x, order="C").view(StandinArray)
+    a = np.array(x, order="C")
+    _cupy_dtype(a.dtype)
+    return a.view(StandinArray)
 
 
 def asnumpy(x: Any) -> np.ndarray:
@@ -358,7 +369,18 @@ class _Cublas:
         return 0
 
     def _gemm(
-        self, dt: Any, handle: Any, ta: int, tb: int, m: int, n: int, k: int, alpha: Any, *rest: Any, compute: str = ""
+        self,
+        dt: Any,
+        handle: Any,
+        ta: int,
+        tb: int,
+        m: int,
+        n: int,
+        k: int,
+        alpha: Any,
+        *rest: Any,
+        compute: str = "",
+        io: tuple | None = None,
     ) -> int:
         calls["gemm"] += 1
         calls[f"gemm {compute or np.dtype(dt).name}"] += 1
@@ -369,15 +391,18 @@ class _Cublas:
         al, be = float(alpha._obj.value), float(beta._obj.value)
         a, b, c = _val(a), _val(b), _val(c)
         lda, ldb, ldc, sa, sb, sc = (int(_val(v)) for v in (lda, ldb, ldc, sa, sb, sc))
-        it = dt.itemsize
+        di, do = io or (dt, dt)  # operand and output dtypes (16-bit floats: read as their bits)
+        it, ot = di.itemsize, do.itemsize
 
         def run() -> None:
             for i in range(int(nb)):
-                A = _colmajor(a + i * sa * it, k, m, lda, dt).T if ta else _colmajor(a + i * sa * it, m, k, lda, dt)
-                B = _colmajor(b + i * sb * it, n, k, ldb, dt).T if tb else _colmajor(b + i * sb * it, k, n, ldb, dt)
-                C = _colmajor(c + i * sc * it, m, n, ldc, dt)
+                A = _colmajor(a + i * sa * it, k, m, lda, di).T if ta else _colmajor(a + i * sa * it, m, k, lda, di)
+                B = _colmajor(b + i * sb * it, n, k, ldb, di).T if tb else _colmajor(b + i * sb * it, k, n, ldb, di)
+                C = _colmajor(c + i * sc * ot, m, n, ldc, do)
+                if io is not None:
+                    A, B = A.astype(np.float32), B.astype(np.float32)
                 r = al * (round_operand(A, compute) @ round_operand(B, compute))
-                C[...] = r if be == 0 else r + be * C
+                C[...] = (r if be == 0 else r + be * C).astype(do)
 
         _issue(_streams_by_ptr.get(self.stream.get(_val(handle), 0), _default), run, "gemm")
         return 0
@@ -390,13 +415,17 @@ class _Cublas:
 
     def cublasGemmStridedBatchedEx(self, *args: Any) -> int:
         (h, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct, ldc, sc, nb, compute, algo) = args
-        if not (_val(at) == _val(bt) == _val(ct) == 0) or _val(algo) != -1:  # CUDA_R_32F, CUBLAS_GEMM_DEFAULT
+        # cudaDataType_t: CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
+        types = {0: np.dtype(np.float32), 2: np.dtype(np.float16), 14: np.dtype(ml_dtypes.bfloat16)}
+        ti, to = types.get(_val(at)), types.get(_val(ct))
+        if ti is None or to is None or _val(at) != _val(bt) or _val(algo) != -1:  # CUBLAS_GEMM_DEFAULT
             return 7  # CUBLAS_STATUS_INVALID_VALUE
         mode = {77: "tf32", 75: "bf16", 74: "f16", 68: ""}.get(_val(compute))
-        if mode is None:
+        if mode is None or (ti.itemsize == 2 and _val(compute) != 68):  # 16-bit: CUBLAS_COMPUTE_32F
             return 7
+        io = (ti, to) if ti.itemsize == 2 else None
         return self._gemm(
-            np.float32, h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb, compute=mode
+            np.float32, h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb, compute=mode, io=io
         )
 
 

@@ -228,7 +228,14 @@ class EmulatedRuntime:
     def to_host(self, buf: np.ndarray) -> np.ndarray:
         return np.array(buf, copy=True)
 
-    def matmul(self, a: np.ndarray, b: np.ndarray, out: np.ndarray, compute: str = "") -> None:
+    def matmul(
+        self, a: np.ndarray, b: np.ndarray, out: np.ndarray, compute: str = "", types: tuple | None = None
+    ) -> None:
+        if types is not None:
+            # 16-bit floats (cuBLAS with CUBLAS_COMPUTE_32F): float32 products and sums, one rounding
+            f32 = np.float32
+            out[...] = np.matmul(np.asarray(a, f32), np.asarray(b, f32)).astype(out.dtype)
+            return
         np.matmul(round_operand(a, compute), round_operand(b, compute), out=out)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax.backends.cuda.ops import LOW_FLOATS
 from fjax.backends.cuda.plan import Module, plan_text
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
 
@@ -296,7 +297,11 @@ def _matmul(rt: Any, s: MatMul, o: int, li: int, ri: int) -> Callable:
     out_shape, dt = tuple(s.out_shape), np.dtype(s.dtype)
     same = oshape == out_shape
     empty, matmul = rt.empty, rt.matmul
-    if s.compute:
+    if dt in LOW_FLOATS or s.in_dtype is not None:
+        # 16-bit floats: the runtime's buffers may hold their bits (cupy has no bfloat16)
+        types = (np.dtype(s.in_dtype or dt), dt)
+        matmul = functools.partial(rt.matmul, types=types)
+    elif s.compute:
         matmul = functools.partial(rt.matmul, compute=s.compute)
 
     def op(env: list) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax.backends.cuda.ops import ctype, utype
+from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype, utype, value_dtype
 from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
 
@@ -38,6 +38,7 @@ HOST_OPS = frozenset(
     {
         "random_fma",
         "random_bitcast",
+        "erf_inv",
         "argmax",
         "argmin",
         "gather",
@@ -54,7 +55,9 @@ HOST_OPS = frozenset(
 _FLOAT_CALLS = {
     "random_fma": ("fma", "one rounding (as the CPU impl)"),
     "nextafter": ("nextafter", "the next representable value of x towards y"),
+    "erf_inv": ("erfinv", "the inverse error function (CUDA: 2 ulp in float32; XLA uses an approximation)"),
 }
+_BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable in float32
 
 
 def _grid(n: int, block: int) -> tuple:
@@ -91,31 +94,35 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     if name in _FLOAT_CALLS:
         a = out_avals[0]
         d = np.dtype(a.dtype)
-        if d not in (np.float32, np.float64):
+        if d in LOW_FLOATS and name == "random_fma":
+            return alloc(0) + _fma16(d, in_avals, ins, outs[0], launch)
+        low = d in LOW_FLOATS and name not in _BITS_CALLS  # computed in float32, rounded once
+        if d not in (np.float32, np.float64) and not low:
             raise NotImplementedError(f"CUDA backend: {name} on {d.name}")
         fn, why = _FLOAT_CALLS[name]
-        f = fn + "f" if d == np.float32 else fn
-        T = ctype(d)
+        f = fn if d == np.float64 else fn + "f"
+        S = stype(d)
         n = math.prod(a.shape)
         blk = _block(n)
         names = [f"x{i}" for i in range(len(in_avals))]
-        args = ", ".join(f"{v}[{'t' if tuple(x.shape) else '0'}]" for v, x in zip(names, in_avals))
-        params_ = "".join(f"const {T}* __restrict__ {v}, " for v in names)
+        args = ", ".join(load_expr(d, f"{v}[{'t' if tuple(x.shape) else '0'}]") for v, x in zip(names, in_avals))
+        params_ = "".join(f"const {S}* __restrict__ {v}, " for v in names)
         src = (
             f"// {name}: {why} (CUDA's {f})\n"
-            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({params_}{T}* __restrict__ o) {{\n'
-            f"  {_loop(n, blk)}\n    o[t] = {f}({args});\n}}\n"
+            f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({params_}{S}* __restrict__ o) {{\n'
+            f"  {_loop(n, blk)}\n    o[t] = {store_expr(d, f'{f}({args})')};\n}}\n"
         )
         return alloc(0) + (launch("op", src, n, blk, (*ins, outs[0]), name) if n else [])
 
     if name in _CUM:
         a = in_avals[0]
-        T = ctype(a.dtype)
+        T, S = ctype(a.dtype), stype(a.dtype)
         axis, reverse = int(params["axis"]), bool(params["reverse"])
         shape = tuple(a.shape)
         n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
         kind = _CUM[name]
-        d = np.dtype(a.dtype)
+        d = value_dtype(a.dtype)
+        tag = LOW_FLOATS.get(np.dtype(a.dtype))
         if kind in ("max", "min"):
             comb = f"fj_f{kind}(acc, v)" if d.kind == "f" else f"fj_i{kind}(acc, v)"
             if d == np.bool_:
@@ -127,32 +134,34 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         else:
             u = utype(d)
             comb = f"({T})(({u})acc {'+' if kind == 'sum' else '*'} ({u})v)"
+        if tag and kind in ("sum", "prod"):
+            comb = f"fj_r{tag}({comb})"  # each partial result rounded to 16 bits, as the impl
         lines = n0 * n2
         blk = _block(lines)
         j = f"{n - 1} - jj" if reverse else "jj"
         src = (
             f"// {name} along axis {axis}{' (reverse)' if reverse else ''}: the sequential recurrence\n"
             f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__('
-            f"const {T}* __restrict__ x, {T}* __restrict__ o) {{\n"
+            f"const {S}* __restrict__ x, {S}* __restrict__ o) {{\n"
             f"  {_loop(lines, blk)} {{\n"
             f"    const long long i = t / {n2}, k = t % {n2};\n"
             f"    {T} acc = ({T})0;\n"
             f"    for (long long jj = 0; jj < {n}; ++jj) {{\n"
             f"      const long long p = (i * {n} + ({j})) * {n2} + k;\n"
-            f"      const {T} v = x[p];\n"
+            f"      const {T} v = {load_expr(a.dtype, 'x[p]')};\n"
             f"      acc = jj == 0 ? v : ({T})({comb});\n"
-            f"      o[p] = acc;\n    }}\n  }}\n}}\n"
+            f"      o[p] = {store_expr(a.dtype, 'acc')};\n    }}\n  }}\n}}\n"
         )
         return alloc(0) + (launch("op", src, lines, blk, (ins[0], outs[0]), name) if lines and n else [])
 
     if name in ("argmax", "argmin"):
         a = in_avals[0]
-        T = ctype(a.dtype)
+        T, S = ctype(a.dtype), stype(a.dtype)
         (axis,) = params["axes"]
         shape = tuple(a.shape)
         n0, n, n2 = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
         I = ctype(out_avals[0].dtype)  # noqa: E741
-        d = np.dtype(a.dtype)
+        d = value_dtype(a.dtype)
         better = ">" if name == "argmax" else "<"
         nan = "v != v" if d.kind == "f" else "false"
         lines = n0 * n2
@@ -160,13 +169,13 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         src = (
             f"// {name} along axis {axis}: NaN is the extreme (first NaN wins)\n"
             f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__('
-            f"const {T}* __restrict__ x, {I}* __restrict__ o) {{\n"
+            f"const {S}* __restrict__ x, {I}* __restrict__ o) {{\n"
             f"  {_loop(lines, blk)} {{\n"
             f"    const long long i = t / {n2}, k = t % {n2};\n"
-            f"    {T} best = x[i * {n} * {n2} + k];\n    long long bi = 0;\n"
+            f"    {T} best = {load_expr(a.dtype, f'x[i * {n} * {n2} + k]')};\n    long long bi = 0;\n"
             f"    if (!(best != best)) {{\n"
             f"      for (long long j = 1; j < {n}; ++j) {{\n"
-            f"        const {T} v = x[(i * {n} + j) * {n2} + k];\n"
+            f"        const {T} v = {load_expr(a.dtype, f'x[(i * {n} + j) * {n2} + k]')};\n"
             f"        if ({nan}) {{ bi = j; break; }}\n"
             f"        if (v {better} best) {{ best = v; bi = j; }}\n      }}\n    }}\n"
             f"    o[t] = ({I})bi;\n  }}\n}}\n"
@@ -179,7 +188,7 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
             raise NotImplementedError(f"CUDA backend: random_bitcast {src.name} -> {dst.name}")
         n = math.prod(out_avals[0].shape)
         blk = _block(n)
-        S, Dt = ctype(src), ctype(dst)
+        S, Dt = stype(src), stype(dst)
         src_ = (
             f"// bitcast {src.name} -> {dst.name}\n"
             f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {S}* __restrict__ x, '
@@ -203,13 +212,31 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")
 
 
+def _fma16(d: np.dtype, in_avals: list, ins: list, out: str, launch) -> list:  # noqa: ANN001
+    """``random_fma`` of 16-bit floats: ``fj_fma16`` (the CPU impl's once-rounded a * b + c)."""
+    n = math.prod(in_avals[0].shape if in_avals[0].shape else max((x.shape for x in in_avals), key=len))
+    if not n:
+        return []
+    blk = _block(n)
+    tag, S = LOW_FLOATS[d], stype(d)
+    drop = 52 - (7 if tag == "bf16" else 10)
+    args = ", ".join(load_expr(d, f"x{i}[{'t' if tuple(x.shape) else '0'}]") for i, x in enumerate(in_avals))
+    ps = "".join(f"const {S}* __restrict__ x{i}, " for i in range(len(in_avals)))
+    src = (
+        f"// random_fma of {d.name}: a * b + c rounded once (as the CPU impl)\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__({ps}{S}* __restrict__ o) {{\n'
+        f"  {_loop(n, blk)}\n    o[t] = fj_f32_{tag}(fj_d2f_odd(fj_fma16({args}, {drop})));\n}}\n"
+    )
+    return launch("op", src, n, blk, (*ins, out), "random_fma")
+
+
 def _update(
     name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any, launch, alloc
 ) -> list:  # noqa: ANN001
     """An indexed update: the operand copied into the output, then one thread per update element."""
     a = out_avals[0]
     d = np.dtype(a.dtype)
-    T = ctype(d)
+    T = stype(d)  # elements are moved (16-bit floats as their bits), added through their values
     D = tuple(a.shape)
     nd = len(D)
     size = math.prod(D)
@@ -285,6 +312,8 @@ def _update(
     tgt = f"o[{offs}]"
     if name == "scatter":
         upd = f"{tgt} = u[t];"
+    elif name == "scatter-add" and d in LOW_FLOATS:
+        upd = f"fj_atomic_add_{LOW_FLOATS[d]}(&{tgt}, {load_expr(d, 'u[t]')});"
     elif name == "scatter-add":
         if d.kind == "f" or d in (np.dtype(np.int32), np.dtype(np.uint32)):
             upd = f"atomicAdd(&{tgt}, u[t]);"
@@ -294,7 +323,7 @@ def _update(
             raise NotImplementedError(f"CUDA backend: scatter-add on dtype {d.name} (no atomicAdd)")
     else:
         op = name.split("-")[1]
-        if d.kind == "f" or d == np.bool_:
+        if d.kind == "f" or d == np.bool_ or d in LOW_FLOATS:
             raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name}")
         fn = {"mul": None, "min": "atomicMin", "max": "atomicMax"}[op]
         if fn is None or d.itemsize not in (4, 8):
@@ -321,7 +350,7 @@ def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list,
     I_shape = tuple(in_avals[1].shape)
     O = tuple(out_avals[0].shape)
     d = np.dtype(out_avals[0].dtype)
-    T, IT = ctype(d), ctype(in_avals[1].dtype)
+    T, IT = stype(d), ctype(in_avals[1].dtype)
     nd = len(D)
     n = math.prod(O)
     win = [k for k in range(nd) if k not in dn.collapsed_slice_dims and k not in dn.operand_batching_dims]
@@ -359,7 +388,9 @@ def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list,
     if fill:
         from fjax.backends.cuda.ops import const_expr  # noqa: PLC0415
 
-        fv = const_expr(np.asarray(aux["fill_value"]).astype(d).item(), d)
+        fv = np.asarray(aux["fill_value"]).astype(d)
+        # a 16-bit float fill as its bits (the element type is unsigned short)
+        fv = const_expr(fv.view(np.uint16).item(), np.uint16) if d in LOW_FLOATS else const_expr(fv.item(), d)
         lines.append(f"    o[t] = ({' || '.join(oob)}) ? {fv} : x[{off}];")
     else:
         lines.append(f"    o[t] = x[{off}];")
@@ -381,9 +412,10 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     lspec, rspec, ospec = (tuple(x) for x in params["dimension_numbers"])
     la, ra, oa = in_avals[0], in_avals[1], out_avals[0]
     dt = np.dtype(oa.dtype)
-    if dt.kind != "f":
-        raise NotImplementedError(f"CUDA backend: conv_general_dilated on dtype {dt.name} (cuBLAS: floats)")
-    T, LT, RT = ctype(dt), ctype(la.dtype), ctype(ra.dtype)
+    low = dt in LOW_FLOATS and la.dtype == ra.dtype == dt  # moved as bits, multiplied by cuBLAS
+    if dt not in (np.float32, np.float64) and not low:
+        raise NotImplementedError(f"CUDA backend: conv_general_dilated on dtype {dt.name} (float32/float64 only)")
+    T, LT, RT = stype(dt), stype(la.dtype), stype(ra.dtype)
     L, R, O_shape = tuple(la.shape), tuple(ra.shape), tuple(oa.shape)
     nsp = len(L) - 2
     N, C = L[lspec[0]], L[lspec[1]]
@@ -477,14 +509,15 @@ SORT_TILE = 1024  # most elements of a line one block sorts in shared memory (a 
 _SORT_SHARED = 32768  # bytes of static shared memory the tile sort may use (of 48 KiB)
 
 
-def _sort_less(kts: list) -> str:
+def _sort_less(kds: list) -> str:
     """The device function ``__NAME___lt(keys..., a, b)``: element ``a`` orders before element ``b``
     (offsets into the key arrays), lexicographic over the keys as the impl (``lax._sort_keys``): a
     float NaN after every number (NaNs equal each other), -0.0 equal to 0.0."""
-    ps = "".join(f"const {t}* k{k}, " for k, t in enumerate(kts))
+    ps = "".join(f"const {stype(d)}* k{k}, " for k, d in enumerate(kds))
     body = []
-    for k, t in enumerate(kts):
-        body.append(f"  {{ const {t} u = k{k}[a], v = k{k}[b];")
+    for k, d in enumerate(kds):
+        t = ctype(d)
+        body.append(f"  {{ const {t} u = {load_expr(d, f'k{k}[a]')}, v = {load_expr(d, f'k{k}[b]')};")
         if t in ("float", "double"):
             body.append("    const bool un = u != u, vn = v != v;")
             body.append("    if (un != vn) return vn;")
@@ -539,7 +572,7 @@ def _sort(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     if n >= 1 << 31:
         raise NotImplementedError(f"CUDA backend: sort of lines of {n} elements (int32 permutations)")
     nlines = n0 * n2
-    tys = [ctype(a.dtype) for a in in_avals]
+    tys = [stype(a.dtype) for a in in_avals]
     kts = tys[:nkeys]
     kbytes = sum(np.dtype(a.dtype).itemsize for a in in_avals[:nkeys])
     T = 32
@@ -550,7 +583,7 @@ def _sort(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     cache = T * (8 + kbytes) <= _SORT_SHARED  # else (very many keys) the keys are read from global memory
     tpl = -(-n // T)  # tiles per line
     gather = tpl == 1
-    less = _sort_less(kts)
+    less = _sort_less([np.dtype(a.dtype) for a in in_avals[:nkeys]])
     xs = [f"const {t}* __restrict__ x{m}" for m, t in enumerate(tys)]
     os_ = [f"{t}* __restrict__ o{m}" for m, t in enumerate(tys)]
     pa, pb = f"{outs[0]}_sortperm_a", f"{outs[0]}_sortperm_b"

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
 from fjax.backends import kernel_ir as ir
@@ -68,9 +69,43 @@ CTYPE = {
 _UTYPE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 
 
-def ctype(dt: object) -> str:
-    """The C type of a numpy dtype; NotImplementedError for dtypes kernels cannot hold."""
+# 16-bit floats: stored as their bits (``unsigned short`` buffers), loaded into ``float``, every op
+# computed in float and rounded back to the 16-bit format (as XLA's GPU backend computes them:
+# float32 arithmetic with a rounding at each op's result); name tag of the prelude's conversions
+LOW_FLOATS = {np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16"}
+_F32 = np.dtype(np.float32)
+
+
+def value_dtype(dt: object) -> np.dtype:
+    """The dtype a kernel computes values of ``dt`` in (float32 for the 16-bit floats)."""
     d = np.dtype(dt)
+    return _F32 if d in LOW_FLOATS else d
+
+
+def stype(dt: object) -> str:
+    """The C type of a buffer element of dtype ``dt`` (``unsigned short`` for 16-bit floats)."""
+    d = np.dtype(dt)
+    return "unsigned short" if d in LOW_FLOATS else ctype(d)
+
+
+def load_expr(dt: object, e: str) -> str:
+    """The value of the buffer element ``e`` of dtype ``dt`` (16-bit floats widened to float)."""
+    tag = LOW_FLOATS.get(np.dtype(dt))
+    return f"fj_{tag}_f32({e})" if tag else e
+
+
+def store_expr(dt: object, e: str) -> str:
+    """The buffer element of dtype ``dt`` holding the value ``e`` (16-bit floats: rounded)."""
+    tag = LOW_FLOATS.get(np.dtype(dt))
+    return f"fj_f32_{tag}({e})" if tag else e
+
+
+def ctype(dt: object) -> str:
+    """The C type of a value of a numpy dtype (``float`` for 16-bit floats; their buffers are
+    ``stype``); NotImplementedError for dtypes kernels cannot hold."""
+    d = np.dtype(dt)
+    if d in LOW_FLOATS:
+        return "float"
     t = CTYPE.get(d)
     if t is None:
         raise NotImplementedError(f"CUDA backend: no CUDA C type for dtype {d.name}")
@@ -84,6 +119,8 @@ def utype(dt: object) -> str:
 def const_expr(value: object, dt: object) -> str:
     """A constant of dtype ``dt`` as a CUDA C expression of exactly that type."""
     d = np.dtype(dt)
+    if d in LOW_FLOATS:
+        return const_expr(np.float32(d.type(value)), _F32)
     if d == np.bool_:
         return "true" if bool(value) else "false"
     if d.kind == "f":
@@ -106,7 +143,7 @@ def const_expr(value: object, dt: object) -> str:
 
 def ident_expr(kind: str, dt: object) -> str:
     """The identity of reduction ``kind`` in dtype ``dt``."""
-    d = np.dtype(dt)
+    d = value_dtype(dt)
     if kind == "sum":
         return const_expr(0, d)
     if kind == "prod":
@@ -128,7 +165,7 @@ def ident_expr(kind: str, dt: object) -> str:
 
 def combine_expr(kind: str, acc: str, v: str, dt: object) -> str:
     """``acc (kind) v`` in dtype ``dt`` (NaN-propagating max/min for floats, as the numba backend)."""
-    d = np.dtype(dt)
+    d = value_dtype(dt)
     T = ctype(d)
     if kind == "sum":
         if d.kind == "f":
@@ -205,7 +242,37 @@ def render_op(a: list, op: ir.Op) -> str:
     fn = CUDA_OPS.get(op.op)
     if fn is None:
         raise NotImplementedError(f"CUDA backend: no CUDA rendering of elementwise op {op.op!r}")
+    low = op.dtype in LOW_FLOATS
+    if low or any(np.dtype(d) in LOW_FLOATS for d in op.in_dtypes):
+        return _render_low(fn, a, op, low)
     return fn(a, op)
+
+
+# ops whose float32 result of 16-bit inputs is already a 16-bit value (no rounding needed)
+_EXACT = frozenset({"neg", "abs", "max", "min", "select_n", "clamp", "sign", "floor", "ceil", "round"})
+# ops on the bits or the spacing of a format: not computable in float32
+_BITWISE = frozenset({"nextafter", "reduce_precision", "bitcast_convert_type", "population_count", "clz"})
+
+
+def _render_low(fn: Callable, a: list, op: ir.Op, low: bool) -> str:
+    """``op`` with 16-bit float operands or result: the float32 op, then (for a 16-bit result)
+    a rounding to the result's format: one rounding per op, as XLA computes 16-bit floats."""
+    if op.op in _BITWISE:
+        raise NotImplementedError(f"CUDA backend: op {op.op} on dtype {op.dtype.name}")
+    ins = tuple(value_dtype(d) for d in op.in_dtypes)
+    proxy = ir.Op(op.out, op.op, op.args, value_dtype(op.dtype), ins, op.params, op.comment)
+    if op.op == "convert_element_type" and op.dtype == np.float16 and np.dtype(op.in_dtypes[0]).kind in "fiu":
+        src = np.dtype(op.in_dtypes[0])
+        if src == np.float64 or (src.kind in "iu" and src.itemsize >= 4):
+            # one rounding from the wide value, as numpy converts to float16 (round to odd in
+            # float, then to nearest even); bfloat16 goes through float32 as ml_dtypes does
+            return f"fj_rf16_d((double)({a[0]}))"
+    e = fn(a, proxy)
+    if not low or (op.op in _EXACT and all(np.dtype(d) == op.dtype for d in op.in_dtypes[-1:])):
+        return e
+    if op.op == "convert_element_type" and np.dtype(op.in_dtypes[0]) == op.dtype:
+        return e
+    return f"fj_r{LOW_FLOATS[op.dtype]}({e})"
 
 
 def _build_table() -> dict:
@@ -486,6 +553,78 @@ __device__ __forceinline__ double fj_f2i(double x, double lo, double hi) {
   double t = trunc(x);
   return t <= lo ? lo : (t >= hi ? hi : t);
 }
+// 16-bit floats: buffers hold the bits, kernels compute in float and round each op's result back
+// (round to nearest even; NaN stays NaN, overflow goes to infinity, float16 subnormals kept)
+__device__ __forceinline__ float fj_bf16_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+__device__ __forceinline__ unsigned short fj_f32_bf16(float f) {
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+__device__ __forceinline__ float fj_f16_f32(unsigned short h) {
+  const unsigned int s = ((unsigned int)h & 0x8000u) << 16, e = ((unsigned int)h >> 10) & 0x1fu;
+  const unsigned int m = (unsigned int)h & 0x3ffu;
+  if (e == 0u) {
+    const float v = (float)m * 5.9604644775390625e-8f;  // m * 2^-24
+    return s ? -v : v;
+  }
+  if (e == 31u) return __uint_as_float(s | 0x7f800000u | (m << 13));
+  return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
+}
+__device__ __forceinline__ unsigned short fj_f32_f16(float f) {
+  const unsigned int u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);  // 65520 and up: infinity
+  if (a < 0x38800000u) {  // below 2^-14: a subnormal, m * 2^-24
+    return (unsigned short)(s | (unsigned int)rintf(__uint_as_float(a) * 16777216.0f));
+  }
+  unsigned int r = a - 0x38000000u;
+  r += 0xfffu + ((r >> 13) & 1u);
+  return (unsigned short)(s | (r >> 13));
+}
+__device__ __forceinline__ float fj_rbf16(float f) { return fj_bf16_f32(fj_f32_bf16(f)); }
+// scatter-add of a 16-bit float: a compare-and-swap loop on the aligned 32-bit word holding it
+#define FJ_ATOMIC_ADD_16(TAG)                                                                    \
+  __device__ __forceinline__ void fj_atomic_add_##TAG(unsigned short* p, float v) {              \
+    unsigned int* w = (unsigned int*)((unsigned long long)p & ~3ull);                            \
+    const unsigned int sh = ((unsigned long long)p & 2ull) ? 16u : 0u;                           \
+    unsigned int old = *w, assumed;                                                              \
+    do {                                                                                         \
+      assumed = old;                                                                             \
+      const float f = fj_##TAG##_f32((unsigned short)(assumed >> sh)) + v;                       \
+      const unsigned int r = (unsigned int)fj_f32_##TAG(f);                                      \
+      old = atomicCAS(w, assumed, (assumed & ~(0xffffu << sh)) | (r << sh));                     \
+    } while (old != assumed);                                                                    \
+  }
+__device__ __forceinline__ float fj_rf16(float f) { return fj_f16_f32(fj_f32_f16(f)); }
+FJ_ATOMIC_ADD_16(bf16)
+FJ_ATOMIC_ADD_16(f16)
+// a double rounded once to a 16-bit float: to float rounding to odd (no double rounding), then
+// to nearest even
+__device__ __forceinline__ float fj_d2f_odd(double x) {
+  float f = (float)x;
+  if ((double)f != x && x == x) {
+    unsigned int u = __float_as_uint(f);
+    if (fabs((double)f) > fabs(x)) u -= 1u;
+    f = __uint_as_float(u | 1u);
+  }
+  return f;
+}
+__device__ __forceinline__ float fj_rbf16_d(double x) { return fj_rbf16(fj_d2f_odd(x)); }
+// a * b + c of 16-bit floats rounded once (the CPU impl's algorithm: the product is exact in
+// double; a double sum landing exactly on a midpoint of the 16-bit format is nudged towards the
+// exact value); ``drop``: the double mantissa bits below the format's
+__device__ __forceinline__ double fj_fma16(float a, float b, float c, int drop) {
+  const double x = (double)a * (double)b, z = (double)c, s = x + z, bv = s - x;
+  const double err = (x - (s - bv)) + (z - bv);
+  const unsigned long long low = (unsigned long long)__double_as_longlong(s) & ((1ull << drop) - 1ull);
+  if (low == (1ull << (drop - 1)) && err != 0.0 && isfinite(err)) {
+    return nextafter(s, __longlong_as_double(err > 0.0 ? 0x7ff0000000000000LL : (long long)0xfff0000000000000ULL));
+  }
+  return s;
+}
+__device__ __forceinline__ float fj_rf16_d(double x) { return fj_rf16(fj_d2f_odd(x)); }
 template <typename T> __device__ __forceinline__ T fj_shfl_down(T v, int d) {
   return __shfl_down_sync(0xffffffffu, v, d);
 }

@@ -27,7 +27,7 @@ import numpy as np
 from fjax import core
 from fjax.backends import kernel_ir as ir
 from fjax.backends.cuda import host_ops
-from fjax.backends.cuda.ops import PRELUDE, ctype
+from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
 from fjax.backends.cuda.rows import RowGroup, render_rows, schedule
@@ -228,7 +228,7 @@ class _Builder:
             elif isinstance(st, ir.Reshape):
                 plan.steps.append(View(bn(st.out), bn(st.src), st.out.shape))
             elif isinstance(st, ir.Dot):
-                if st.out.dtype.kind not in "f":
+                if st.out.dtype.kind not in "f" and st.out.dtype not in LOW_FLOATS:
                     raise NotImplementedError(
                         f"CUDA backend: dot_general on dtype {st.out.dtype.name} (cuBLAS: floats)"
                     )
@@ -246,7 +246,9 @@ class _Builder:
                         tuple(st.out.shape),
                         st.out.dtype,
                         st.comment,
-                        gemm_compute(st.precision, st.out.dtype),
+                        # 16-bit operands: cuBLAS's float32 compute on them, whatever the precision
+                        gemm_compute(st.precision, st.out.dtype) if st.lhs.dtype == st.out.dtype else "",
+                        st.lhs.dtype if st.lhs.dtype != st.out.dtype else None,
                     )
                 )
             else:
@@ -290,7 +292,7 @@ class _Builder:
 
     def copy_kernel(self, dtype: Any, n: int) -> tuple[str, int]:
         """A kernel copying ``n`` elements (``dst[i] = src[i]``)."""
-        T = ctype(dtype)
+        T = stype(dtype)
         block = 256 if n >= 256 else max(32, -(-n // 32) * 32)
         src = (
             f"// copy of {n} {T}\n"
@@ -309,14 +311,14 @@ class _Builder:
             return self.copy_kernel(*sizes[0])
         big = max(n for _, n in sizes)
         block = 256 if big >= 256 else max(32, -(-big // 32) * 32)
-        params = [f"const {ctype(dt)}* __restrict__ s{i}" for i, (dt, _) in enumerate(sizes)]
-        params += [f"{ctype(dt)}* __restrict__ d{i}" for i, (dt, _) in enumerate(sizes)]
+        params = [f"const {stype(dt)}* __restrict__ s{i}" for i, (dt, _) in enumerate(sizes)]
+        params += [f"{stype(dt)}* __restrict__ d{i}" for i, (dt, _) in enumerate(sizes)]
         body = "".join(
             f"    if (i < {n}LL) d{i}[i] = s{i}[i];\n" if n < big else f"    d{i}[i] = s{i}[i];\n"
             for i, (_, n) in enumerate(sizes)
         )
         src = (
-            f"// copy of {len(sizes)} buffers ({', '.join(f'{n} {ctype(dt)}' for dt, n in sizes)})\n"
+            f"// copy of {len(sizes)} buffers ({', '.join(f'{n} {stype(dt)}' for dt, n in sizes)})\n"
             f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({", ".join(params)}) {{\n'
             f"  for (long long i = (long long)blockIdx.x * {block} + threadIdx.x; i < {big}LL;"
             f" i += (long long){block} * gridDim.x) {{\n{body}  }}\n}}\n"

@@ -50,6 +50,8 @@ class MatMul:
     comment: str = ""
     # float32 GEMMs: "tf32" / "bf16" / "f16" (cuBLAS's fast compute modes), "" full float32
     compute: str = ""
+    # the operands' dtype when it is not ``dtype`` (16-bit floats with a float32 product)
+    in_dtype: Any = None
 
 
 @dataclass

@@ -33,7 +33,16 @@ from typing import Any
 import numpy as np
 
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda.ops import combine_expr, const_expr, ctype, ident_expr, render_op
+from fjax.backends.cuda.ops import (
+    combine_expr,
+    const_expr,
+    ctype,
+    ident_expr,
+    load_expr,
+    render_op,
+    store_expr,
+    stype,
+)
 
 BLOCK = 256  # threads per block of elementwise kernels
 MAX_GRID = 4096  # blocks of a grid-stride elementwise launch (x 256 threads: 1M threads in flight)
@@ -167,11 +176,12 @@ def _body_lines(
                 lines.append(f"{ind}const {T} {s.out} = {lane[li]};")
                 continue
             off, ok = _offset(s, names, IDX, ax, lines, ind, li)
+            ld = load_expr(s.dtype, f"{p}[{off}]")
             if ok:
                 fill = names.val(s.fill)
-                lines.append(f"{ind}const {T} {s.out} = ({' && '.join(ok)}) ? {p}[{off}] : {fill};")
+                lines.append(f"{ind}const {T} {s.out} = ({' && '.join(ok)}) ? {ld} : {fill};")
             else:
-                lines.append(f"{ind}const {T} {s.out} = {p}[{off}];")
+                lines.append(f"{ind}const {T} {s.out} = {ld};")
         elif isinstance(s, ir.Op):
             args = [names.val(a) for a in s.args]
             lines.append(
@@ -210,8 +220,8 @@ def _const_lines(names: _Names, ind: str) -> list:
 
 
 def _signature(params: dict, outs: list) -> str:
-    ps = [f"const {ctype(b.dtype)}* __restrict__ {p}" for p, b in params.values()]
-    ps += [f"{ctype(dt)}* __restrict__ {p}" for p, dt in outs]
+    ps = [f"const {stype(b.dtype)}* __restrict__ {p}" for p, b in params.values()]
+    ps += [f"{stype(dt)}* __restrict__ {p}" for p, dt in outs]
     return ", ".join(ps)
 
 
@@ -270,9 +280,9 @@ def _vector_plan(nest: ir.LoopNest) -> tuple[int, dict, dict] | None:
     if nest.size < VEC_MIN_SIZE or len(nest.body) > VEC_MAX_STMTS:
         return None
     flat = {
-        li: ctype(s.dtype) for li, s in enumerate(nest.body) if isinstance(s, ir.Load) and _flat_load(s, nest.domain)
+        li: stype(s.dtype) for li, s in enumerate(nest.body) if isinstance(s, ir.Load) and _flat_load(s, nest.domain)
     }
-    st = {j: ctype(b.dtype) for j, (b, _) in enumerate(nest.stores)}
+    st = {j: stype(b.dtype) for j, (b, _) in enumerate(nest.stores)}
     cand = [t for t in list(flat.values()) + list(st.values()) if (t, 4) in _VEC or (t, 2) in _VEC]
     if not cand:
         return None
@@ -311,7 +321,7 @@ def _render_elementwise(
     params: dict = {}
     body = _body_lines(nest, names, IDX, ax, ind, params)
     outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
-    stores = [f"{ind}y{j}[fi] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
+    stores = [f"{ind}y{j}[fi] = {store_expr(b.dtype, names.val(v))};" for j, (b, v) in enumerate(nest.stores)]
     block = block or _ew_block(nest)
     vec = _vector_plan(nest)
     lanes = vec[0] if vec else 1
@@ -347,8 +357,9 @@ def _render_elementwise(
                 nest, names, IDX, lax_, "      ", params, {li: f"{v}.{_LANE[c]}" for li, v in vars_.items()}
             )
             lst = []
-            for j, (_, v) in enumerate(nest.stores):
-                lst.append(f"      r{j}_{c} = {names.val(v)};" if j in vs else f"      y{j}[fi] = {names.val(v)};")
+            for j, (b, v) in enumerate(nest.stores):
+                val = names.val(v)
+                lst.append(f"      r{j}_{c} = {val};" if j in vs else f"      y{j}[fi] = {store_expr(b.dtype, val)};")
             lane_blocks += [
                 "    {",
                 f"      const {IDX} fi = fv * {lanes} + {c};",
@@ -421,7 +432,7 @@ def render_group(nests: list, consts: dict, root: dict) -> NestLaunch:
         names = []
         for j, (role, b) in enumerate(sg.args):
             q = "const " if role == "in" else ""
-            params.append(f"{q}{ctype(b.dtype)}* __restrict__ s{i}_{j}")
+            params.append(f"{q}{stype(b.dtype)}* __restrict__ s{i}_{j}")
             names.append(f"s{i}_{j}")
         g = sg.grid[0]
         calls.append(
@@ -441,6 +452,11 @@ def render_group(nests: list, consts: dict, root: dict) -> NestLaunch:
     k = CudaKernel("ew", "\n".join(src))
     args = [a for sg in segs for a in sg.args]
     return NestLaunch(k, (first, 1, 1), (block, 1, 1), args, [])
+
+
+def _final(r: ir.Reduction, acc: str) -> str:
+    """The stored value of reduction ``r``'s accumulator ``acc`` (cast, or rounded to 16 bits)."""
+    return store_expr(r.out.dtype, f"({ctype(r.out.dtype)}){acc}")
 
 
 def _warp_reduce(kind: str, acc: str, dt: np.dtype, ind: str) -> list:
@@ -499,7 +515,7 @@ def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestL
         f"ix{a} * {dstrides[a]}" if dstrides[a] != 1 else f"ix{a}" for a in range(n) if nest.domain[a] != 1
     )
     full = full or "0"
-    stores = [f"{ind}y{j}[{full}] = {names.val(v)};" for j, (_, v) in enumerate(nest.stores)]
+    stores = [f"{ind}y{j}[{full}] = {store_expr(b.dtype, names.val(v))};" for j, (b, v) in enumerate(nest.stores)]
     accs = [f"acc{j}" for j in range(len(reds))]
     accum = [
         f"{ind}{acc} = {combine_expr(r.kind, acc, f'({ctype(r.acc_dtype)}){names.val(r.value)}', r.acc_dtype)};"
@@ -508,7 +524,7 @@ def _render_reduction(nest: ir.LoopNest, consts: dict, root: dict) -> list[NestL
     outs = [(f"y{j}", b.dtype) for j, (b, _) in enumerate(nest.stores)]
     if split == 1:
         outs += [(f"z{j}", r.out.dtype) for j, r in enumerate(reds)]
-        fin = [f"      z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))]
+        fin = [f"      z{j}[k] = {_final(r, acc)};" for j, (r, acc) in enumerate(zip(reds, accs))]
     else:
         outs += [(f"part{j}", r.acc_dtype) for j, r in enumerate(reds)]
         fin = [f"      part{j}[k * {split} + blockIdx.y] = {acc};" for j, acc in enumerate(accs)]
@@ -580,7 +596,7 @@ def _render_columns(
     while nw > 1 and nw * 33 * sum(np.dtype(r.acc_dtype).itemsize for r in reds) > 40000:
         nw //= 2
     tpb = 32 * nw
-    fin = [f"        z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))]
+    fin = [f"        z{j}[k] = {_final(r, acc)};" for j, (r, acc) in enumerate(zip(reds, accs))]
     src = [
         f"// reduction loop nest over {list(nest.domain)}, reduce axes {list(red)}: {nk} outputs x {nr} positions,"
         f" 32 neighbouring outputs per block x {nw} warps over the positions",
@@ -634,7 +650,7 @@ def _render_finish(reds: list, nk: int, split: int, temps: list) -> NestLaunch:
     IDX = "int" if nk * split < _I32_LIMIT else "long long"
     accs = [f"acc{j}" for j in range(len(reds))]
     ps = [f"const {ctype(r.acc_dtype)}* __restrict__ part{j}" for j, r in enumerate(reds)]
-    ps += [f"{ctype(r.out.dtype)}* __restrict__ z{j}" for j, r in enumerate(reds)]
+    ps += [f"{stype(r.out.dtype)}* __restrict__ z{j}" for j, r in enumerate(reds)]
     src = [
         f"// second pass: {nk} outputs x {split} partials",
         f'extern "C" __global__ void __launch_bounds__({tpb}) __NAME__({", ".join(ps)}) {{',
@@ -652,7 +668,7 @@ def _render_finish(reds: list, nk: int, split: int, temps: list) -> NestLaunch:
         "    }",
         *_block_reduce(reds, accs, nw, "    "),
         "    if (threadIdx.x == 0) {",
-        *[f"      z{j}[k] = ({ctype(r.out.dtype)}){acc};" for j, (r, acc) in enumerate(zip(reds, accs))],
+        *[f"      z{j}[k] = {_final(r, acc)};" for j, (r, acc) in enumerate(zip(reds, accs))],
         "    }",
         "    __syncthreads();",
         "  }",

@@ -27,13 +27,14 @@ import os
 from typing import Any
 
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda.ops import combine_expr, ctype, ident_expr
+from fjax.backends.cuda.ops import combine_expr, ctype, ident_expr, store_expr, stype
 from fjax.backends.cuda.render import (
     CudaKernel,
     NestLaunch,
     _body_lines,
     _const_lines,
     _cstrides,
+    _final,
     _Names,
     _split_lines,
     _warp_reduce,
@@ -241,7 +242,7 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
         csplit, cax = _split_lines("c", list(range(p, len(d))), d, IDX, ind)
         body = _body_lines(n, names, IDX, {**rax, **cax}, ind, params)
         flat = f"row * {ncols} + c" if ncols != 1 else "row"
-        stores = [f"{ind}{params[b.name][0]}[{flat}] = {names.val(v)};" for b, v in n.stores]
+        stores = [f"{ind}{params[b.name][0]}[{flat}] = {store_expr(b.dtype, names.val(v))};" for b, v in n.stores]
         head = f"      // phase {i}: {describe(n)}"
         if n.reductions:
             accs = [f"acc{j}" for j in range(len(n.reductions))]
@@ -264,10 +265,7 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
                 "      }",
                 *[ln for r, a in zip(n.reductions, accs) for ln in _warp_reduce(r.kind, a, r.acc_dtype, "      ")],
                 "      if (lane == 0) {",
-                *[
-                    f"        {params[r.out.name][0]}[row] = ({ctype(r.out.dtype)}){a};"
-                    for r, a in zip(n.reductions, accs)
-                ],
+                *[f"        {params[r.out.name][0]}[row] = {_final(r, a)};" for r, a in zip(n.reductions, accs)],
                 "      }",
                 "    }",
             ]
@@ -303,8 +301,8 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
         wpb *= 2
     tpb = 32 * wpb
     written = {b.name for b in outs}
-    sig = [f"const {ctype(b.dtype)}* __restrict__ {q}" for q, b in params.values() if b.name not in written]
-    sig += [f"{ctype(b.dtype)}* {params[b.name][0]}" for b in outs]
+    sig = [f"const {stype(b.dtype)}* __restrict__ {q}" for q, b in params.values() if b.name not in written]
+    sig += [f"{stype(b.dtype)}* {params[b.name][0]}" for b in outs]
     src = [
         f"// {len(g.nests)} loop nests over the same {nrows} rows {list(g.rows)}: phases of one kernel, a warp a row",
         f'extern "C" __global__ void __launch_bounds__({tpb}) __NAME__({", ".join(sig)}) {{',

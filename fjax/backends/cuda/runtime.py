@@ -25,6 +25,7 @@ import re
 import threading
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
@@ -154,14 +155,28 @@ def synchronize() -> None:
 # buffers
 
 
+# dtypes cupy cannot hold, kept on the device as their bits (``GpuArray`` keeps the real dtype;
+# generated kernels and the 16-bit GEMMs read the bits)
+_STORAGE = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.uint16)}
+
+
+def storage_dtype(dtype: Any) -> np.dtype:
+    """The dtype of the cupy buffer holding an array of ``dtype`` (``uint16`` for bfloat16)."""
+    d = np.dtype(dtype)
+    return _STORAGE.get(d, d)
+
+
 def empty(shape: tuple, dtype: Any) -> Any:
     """An uninitialized device buffer (a C-contiguous cupy array) on the current device."""
-    return (_cp[0] if _cp else _cupy()).empty(shape, dtype)
+    d = np.dtype(dtype)
+    return (_cp[0] if _cp else _cupy()).empty(shape, _STORAGE.get(d, d))
 
 
 def to_device(x: np.ndarray) -> Any:
     """A device copy of the host array ``x`` (C-contiguous) on the current device."""
-    return _cupy().asarray(x if x.flags.c_contiguous else np.array(x, order="C"))
+    x = x if x.flags.c_contiguous else np.array(x, order="C")
+    s = _STORAGE.get(x.dtype)
+    return _cupy().asarray(x.view(s) if s is not None else x)
 
 
 def to_host(buf: Any) -> np.ndarray:
@@ -219,25 +234,35 @@ _NO_GEMM = ()
 # cuBLAS's compute types for float32 GEMMs (cublasComputeType_t) and CUDA_R_32F
 _COMPUTE_TYPES = {"tf32": 77, "bf16": 75, "f16": 74}
 _CUDA_R_32F = 0
+# cudaDataType_t of the GEMM dtypes cuBLAS's Ex call takes with CUBLAS_COMPUTE_32F (68)
+_CUDA_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 2, np.dtype(ml_dtypes.bfloat16): 14}
+_COMPUTE_32F = 68
 
 
-def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "") -> tuple:
+def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None = None) -> tuple:
     """The cuBLAS call for ``out = a @ b`` with these shapes, strides and dtypes, minus the
     pointers (``_NO_GEMM`` when cuBLAS's strided-batched GEMM cannot do it): computed once per
     layout, so a repeated GEMM costs one dictionary lookup before the call. ``compute``: a fast
     float32 mode (``plan.gemm_compute``) through ``cublasGemmStridedBatchedEx``."""
-    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, a.dtype, b.dtype, out.dtype, compute)
+    key = (a.shape, a.strides, b.shape, b.strides, out.shape, out.strides, a.dtype, b.dtype, out.dtype, compute, types)
     plan = _gemm_plans.get(key)
     if plan is not None:
         return plan
     plan = _NO_GEMM
     dt = out.dtype
+    if types is not None:
+        # 16-bit operands (their buffers may hold bits): cublasGemmStridedBatchedEx, float32 compute
+        it, ot = (_CUDA_TYPES.get(np.dtype(t)) for t in types)
+        ok = it is not None and ot is not None and a.dtype == b.dtype and a.itemsize == 2
+        if not ok:
+            raise NotImplementedError(f"CUDA backend: a GEMM of {types[0]} -> {types[1]}")
+        compute, dt = "", np.dtype(np.float32)  # the float path below, with these types
     if (
         a.ndim == b.ndim == out.ndim
         and a.ndim in (2, 3)
-        and dt in (np.float32, np.float64)
-        and a.dtype == dt
-        and b.dtype == dt
+        and (dt in (np.float32, np.float64) or types is not None)
+        and (a.dtype == dt or types is not None)
+        and (b.dtype == dt or types is not None)
         and out.flags.c_contiguous
         and (a.ndim == 2 or a.shape[0] == b.shape[0] == out.shape[0])
         and min(out.shape) > 0
@@ -252,8 +277,12 @@ def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "") -> tuple:
             ct = ctypes.c_float if f32 else ctypes.c_double
             fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
             ex = _COMPUTE_TYPES.get(compute) if f32 else None
+            if types is not None:
+                ex = (_COMPUTE_32F, it, ot)
             if ex is not None:
                 fn = getattr(lib, "cublasGemmStridedBatchedEx", None)
+                if fn is None and types is not None:
+                    raise NotImplementedError("CUDA backend: 16-bit GEMMs need cublasGemmStridedBatchedEx")
                 if fn is None:  # (an old cuBLAS: float32 in full, which satisfies any request)
                     fn, ex = lib.cublasSgemmStridedBatched, None
             one, zero = ct(1.0), ct(0.0)
@@ -271,13 +300,15 @@ def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "") -> tuple:
     return plan
 
 
-def matmul(a: Any, b: Any, out: Any, compute: str = "") -> Any:
+def matmul(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None = None) -> Any:
     """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
     ``(nb, m, k) @ (nb, k, n)`` or ``(m, k) @ (k, n)`` into a contiguous ``out`` call cuBLAS's
     strided-batched GEMM directly on the current stream (also inside a CUDA graph capture, which
     cupy's matmul refuses); other dtypes and layouts go through ``cupy.matmul``. ``compute``:
     "tf32" / "bf16" / "f16" for float32 on tensor cores (JAX's default precision on a GPU), ""
-    for full float32."""
+    for full float32. ``types``: (operand dtype, output dtype) of a 16-bit float GEMM (bfloat16 /
+    float16 operands, a 16-bit or float32 product, float32 accumulation), whose buffers may hold
+    the bits (cupy has no bfloat16)."""
     cp = _cupy()
     if getattr(_capturing, "active", False) and a.ndim == b.ndim and a.ndim in (2, 3):
         # inside a graph capture only the direct call works: make odd layouts contiguous (a copy
@@ -286,9 +317,16 @@ def matmul(a: Any, b: Any, out: Any, compute: str = "") -> Any:
             a = cp.ascontiguousarray(a)
         if _gemm_operand(b) is None:
             b = cp.ascontiguousarray(b)
-    plan = _gemm_plan(a, b, out, compute)
+    plan = _gemm_plan(a, b, out, compute, types)
     if plan is _NO_GEMM:
-        return cp.matmul(a, b, out=out)
+        if types is not None:
+            # an odd layout: contiguous copies (copy kernels), then the Ex call
+            a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+            plan = _gemm_plan(a, b, out, compute, types)
+            if plan is _NO_GEMM:
+                raise NotImplementedError(f"CUDA backend: a GEMM of {types[0]} {a.shape} @ {b.shape}")
+        else:
+            return cp.matmul(a, b, out=out)
     lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _, ex = plan
     dev = cp.cuda.runtime.getDevice() if device_count() > 1 else 0
     h = _cublas_handles.get(dev)
@@ -302,10 +340,13 @@ def matmul(a: Any, b: Any, out: Any, compute: str = "") -> Any:
             zero, ctypes.c_void_p(out.data.ptr), ldc, sc, nb,
         )  # fmt: skip
     else:
-        r32 = _CUDA_R_32F
+        if isinstance(ex, tuple):  # 16-bit operands: (compute, operand type, output type)
+            ex, ti, to = ex
+        else:
+            ti = to = _CUDA_R_32F
         st = fn(
-            h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), r32, ldb, sb, ctypes.c_void_p(a.data.ptr), r32,
-            lda, sa, zero, ctypes.c_void_p(out.data.ptr), r32, ldc, sc, nb, ex, -1,
+            h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), ti, ldb, sb, ctypes.c_void_p(a.data.ptr), ti,
+            lda, sa, zero, ctypes.c_void_p(out.data.ptr), to, ldc, sc, nb, ex, -1,
         )  # fmt: skip
     if st != 0:
         raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
