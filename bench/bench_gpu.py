@@ -6,7 +6,8 @@ Workloads (the issue's list), each written once and run by both libraries:
   elements, reported also as achieved bandwidth (bytes read + written per second) against a
   device-to-device copy of the same size through cupy (the memory-bandwidth yardstick);
 - ``scale``: ``x * 2 + 1`` over 64M float32, bound by memory alone (its bandwidth vs the copy's);
-- ``mlp``: the 784-512-512-10 tanh MLP train step (value_and_grad + SGD), batch 256;
+- ``mlp``: the 784-512-512-10 tanh MLP train step (value_and_grad + SGD), batch 256; the same
+  in bfloat16 (``mlp bf16``);
 - ``rnn``: a 256-unit tanh RNN over 200 steps with ``lax.scan``, loss and gradient;
 - ``per_example``: ``vmap(grad(logistic loss))`` over 512 examples of 100 features.
 
@@ -92,6 +93,16 @@ def workloads(lib: Any, jnp: Any, lax: Any, quick: bool) -> dict[str, tuple[Call
             params,
             rng.standard_normal((256, 784)).astype(f32),
             np.eye(10, dtype=f32)[rng.integers(0, 10, 256)],
+        ),
+    )
+    # the same step in bfloat16 (parameters, data and activations; GEMMs accumulate in float32)
+    bf = jnp.bfloat16
+    out["mlp bf16 784-512-512-10 b256"] = (
+        lib.jit(mlp_step),
+        (
+            [(np.asarray(w).astype(bf), np.asarray(b).astype(bf)) for w, b in params],
+            rng.standard_normal((256, 784)).astype(bf),
+            np.eye(10, dtype=f32)[rng.integers(0, 10, 256)].astype(bf),
         ),
     )
     hid, steps = 256, 200
