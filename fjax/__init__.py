@@ -67,6 +67,8 @@ def _clear_trace_caches() -> None:
             for v in list(vars(mod).values()):
                 if isinstance(v, functools._lru_cache_wrapper):
                     v.cache_clear()
+    for c in sys.modules["fjax.core"].context_caches:
+        c.cache_clear()
 
 
 config._listeners.append(_on_config_change)

@@ -201,7 +201,7 @@ def _bind(args: Sequence[Any], jaxpr: Jaxpr, prevent_cse: Any, differentiated: b
     )
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _jvp_jaxpr(jaxpr: Jaxpr, nonzeros: tuple) -> tuple[Jaxpr, list]:
     # cached here by the (open) jaxpr of the remat equation; the JVP itself is ad's
     new, consts, _ = ad.jvp_jaxpr(core.ClosedJaxpr(jaxpr, []), nonzeros, True, name="jvp(checkpoint)")
@@ -234,7 +234,7 @@ def _remat_jvp(
 ad.primitive_jvps[remat_p] = _remat_jvp
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _batch_jaxpr(jaxpr: Jaxpr, dims: tuple, size: int, axis_key: tuple = ()) -> tuple[Jaxpr, list]:
     # axis_key (the enclosing named axes) is part of this cache's key; batching.batch_jaxpr keys by it too
     new, consts, _ = batching.batch_jaxpr(core.ClosedJaxpr(jaxpr, []), dims, size, True, name="vmap(checkpoint)")
@@ -281,7 +281,7 @@ def _saveable(policy: Any, eqn: JaxprEqn) -> bool:
     return bool(policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params))
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def partial_eval_jaxpr_policy(jaxpr: Jaxpr, in_unknowns: tuple, policy: Any) -> tuple[Jaxpr, Jaxpr, list, int]:
     """Split ``jaxpr`` like ``pe.partial_eval_jaxpr``, but only outputs of equations ``policy``
     allows (and known inputs) become residuals; other known values the unknown side needs are

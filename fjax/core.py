@@ -15,6 +15,7 @@ and the tracing errors) are defined in ``fjax/_core_values.py`` and the pretty-p
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ from fjax._core_values import (  # noqa: F401 - the values are imported from fja
     to_array,
     typematch,
 )
+from fjax.config import config
 
 # ---------------------------------------------------------------------------------------------
 # strict helpers
@@ -290,6 +292,82 @@ def dynamic_main() -> MainTrace:
 def is_eager() -> bool:
     """True when this thread stages nothing: primitives bound on concrete values run eagerly."""
     return _state.dynamic[-1] is _eval_main
+
+
+# ---- the trace context -------------------------------------------------------------------------
+# The options that change what tracing and the transformation rules produce (JAX's trace context):
+# ``jax_enable_x64`` (default dtypes), ``jax_default_matmul_precision`` (dot_general/conv rules fill
+# a None precision from it, when traced and when transposed or batched), ``jax_numpy_dtype_promotion``
+# and ``jax_allow_f16_reductions`` (errors). Each thread may hold its own values (context managers),
+# so jit's trace cache and every cache of transformed jaxprs (``cache_in_context``) key on it.
+
+# True while promotion may be strict or f16 reductions refused in some thread (kept by the config
+# listeners below): ``trace_context()`` then reads them, else returns at once
+_odd_trace_config = False
+_PROMOTION, _F16 = "jax_numpy_dtype_promotion", "jax_allow_f16_reductions"
+
+
+def trace_context() -> Any:
+    """The trace context of the calling thread, hashable: ``jax_enable_x64`` alone while the
+    other options have their defaults, else ``(x64, matmul precision, promotion mode, allow f16
+    reductions)``."""
+    prec = config.jax_default_matmul_precision
+    if prec is None and not _odd_trace_config:
+        return config.jax_enable_x64
+    strict = dtypes.strict_promotion()
+    f16 = bool(config.jax_allow_f16_reductions)
+    if prec is None and not strict and f16:
+        return config.jax_enable_x64
+    return (config.jax_enable_x64, prec, "strict" if strict else "standard", f16)
+
+
+def _refresh_trace_config(promotion: Any = None, f16: Any = None) -> None:
+    global _odd_trace_config
+    promotion = config.global_value(_PROMOTION) if promotion is None else promotion
+    f16 = config.global_value(_F16) if f16 is None else f16
+    _odd_trace_config = promotion == "strict" or not f16 or config.overridden(_PROMOTION) or config.overridden(_F16)
+
+
+def _on_config_update(name: str, value: Any) -> None:
+    # listeners run before the value is stored: pass the new one
+    if name == _PROMOTION:
+        _refresh_trace_config(promotion=value)
+    elif name == _F16:
+        _refresh_trace_config(f16=value)
+
+
+def _on_config_override(name: str) -> None:
+    if name in (_PROMOTION, _F16):
+        _refresh_trace_config()
+
+
+config._listeners.append(_on_config_update)
+config._override_listeners.append(_on_config_override)
+_refresh_trace_config()
+
+# the lru caches ``cache_in_context`` made (``fjax.clear_caches`` empties them)
+context_caches: list = []
+
+
+def cache_in_context(maxsize: int) -> Callable[[Callable], Callable]:
+    """``functools.lru_cache(maxsize)`` for a function that transforms or traces jaxprs, whose
+    result depends on the trace context as well as on its arguments (a transpose rule filling in
+    the matmul precision, a rule making index constants of the default integer dtype): the cache
+    key also holds the calling thread's ``trace_context()``, as JAX's caches of traced jaxprs do."""
+
+    def deco(fn: Callable) -> Callable:
+        cached = functools.lru_cache(maxsize=maxsize)(lambda ctx, *args, **kwargs: fn(*args, **kwargs))
+        context_caches.append(cached)
+
+        @functools.wraps(fn)
+        def in_context(*args: Any, **kwargs: Any) -> Any:
+            return cached(trace_context(), *args, **kwargs)
+
+        in_context.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        in_context.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        return in_context
+
+    return deco
 
 
 @contextmanager

@@ -106,41 +106,19 @@ def _refresh_no_execution(global_value: Any = None) -> None:
     core.set_eval_wrapper("no_execution", _guarding if on else None)
 
 
-# True while a trace-time option may hold a value other than its default in some thread (strict
-# ``jax_numpy_dtype_promotion``, ``jax_allow_f16_reductions=False``): jit's fast path then builds
-# its cache key with ``_trace_config()``, else from ``jax_enable_x64`` (and the precision) alone
-_odd_trace_config = False
-_PROMOTION, _F16 = "jax_numpy_dtype_promotion", "jax_allow_f16_reductions"
-
-
-def _refresh_trace_config(promotion: Any = None, f16: Any = None) -> None:
-    global _odd_trace_config
-    promotion = config.global_value(_PROMOTION) if promotion is None else promotion
-    f16 = config.global_value(_F16) if f16 is None else f16
-    _odd_trace_config = promotion == "strict" or not f16 or config.overridden(_PROMOTION) or config.overridden(_F16)
-
-
 def _on_config_update(name: str, value: Any) -> None:
-    # listeners run before the value is stored: pass the new one
-    if name == "jax_no_execution":
+    if name == "jax_no_execution":  # listeners run before the value is stored: pass the new one
         _refresh_no_execution(value)
-    elif name == _PROMOTION:
-        _refresh_trace_config(promotion=value)
-    elif name == _F16:
-        _refresh_trace_config(f16=value)
 
 
 def _on_config_override(name: str) -> None:
     if name == "jax_no_execution":
         _refresh_no_execution()
-    elif name in (_PROMOTION, _F16):
-        _refresh_trace_config()
 
 
 config._listeners.append(_on_config_update)
 config._override_listeners.append(_on_config_override)
 _refresh_no_execution()  # the options may come from the environment (JAX_NO_EXECUTION=1)
-_refresh_trace_config()
 
 
 def _eval_flat(jaxpr: ClosedJaxpr, *args: Any) -> list:
@@ -199,7 +177,7 @@ batching.primitive_batchers[jit_p] = _jit_batch
 batching.register_higher_order(jit_p)  # collectives in the body reach their named axis
 
 
-@functools.lru_cache(maxsize=4096)
+@core.cache_in_context(maxsize=4096)
 def _transpose_jaxpr(jaxpr: ClosedJaxpr, undef: tuple, in_avals: tuple, name: str) -> tuple[ClosedJaxpr, list]:
     """The transposed jaxpr (cached, so ``grad(jit(f))`` compiles its backward program once)."""
     und_avals = [a for a, u in zip(jaxpr.in_avals, undef) if u]
@@ -244,7 +222,7 @@ def _jit_partial_eval(trace: pe.StagingTrace, tracers: list, *, jaxpr: ClosedJax
     return [next(ui) if u else next(ki) for u in out_uk]
 
 
-@functools.lru_cache(maxsize=4096)
+@core.cache_in_context(maxsize=4096)
 def _pe_split(jaxpr: ClosedJaxpr, unknowns: tuple) -> tuple:
     jk, ju, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr.jaxpr, list(unknowns))
     return ClosedJaxpr(jk, []), ClosedJaxpr(ju, []), out_uk, num_res
@@ -443,6 +421,8 @@ def clear_caches(*, disk: bool = False) -> None:
             for v in list(vars(mod).values()):
                 if isinstance(v, functools._lru_cache_wrapper):
                     v.cache_clear()
+    for cache in core.context_caches:
+        cache.cache_clear()
     for clear in cache_clearers:
         clear(disk)
 
@@ -502,7 +482,7 @@ class JitWrapped:
             # the named axes in scope are part of the signature (all_gather's shape, axis_size)
             env = batching.axis_env() if len(core._state.stack) > 1 else ()
             prec = config.jax_default_matmul_precision  # _trace_config(), inline on the fast path
-            cfg = config.jax_enable_x64 if prec is None and not _odd_trace_config else _trace_config()
+            cfg = config.jax_enable_x64 if prec is None and not core._odd_trace_config else _trace_config()
             key = (in_tree, tuple(sig), cfg, env)
             entry = self._cache.get(key)
             if entry is not None:
@@ -660,18 +640,9 @@ class JitWrapped:
         return functools.partial(self, obj)
 
 
-def _trace_config() -> Any:
-    """The trace-time config a jit cache key holds, as the calling thread sees it (the context
-    managers set options per thread), as JAX's cache keys hold its trace context:
-    ``jax_enable_x64`` alone when the others have their defaults, else the tuple of it,
-    ``jax_default_matmul_precision`` (the precision param of dot_general / conv equations traced
-    with precision=None), the ``jax_numpy_dtype_promotion`` mode and ``jax_allow_f16_reductions``."""
-    prec = config.jax_default_matmul_precision
-    strict = dtypes.strict_promotion()
-    f16 = bool(config.jax_allow_f16_reductions)
-    if prec is None and not strict and f16:
-        return config.jax_enable_x64
-    return (config.jax_enable_x64, prec, "strict" if strict else "standard", f16)
+# the trace-time config a jit cache key holds, as the calling thread sees it (the context managers
+# set options per thread), as JAX's cache keys hold its trace context
+_trace_config = core.trace_context
 
 
 def _config_parts(c: Any) -> tuple:

@@ -175,10 +175,10 @@ def test_allow_f16_reductions_is_in_the_jit_key():
     x = jnp.ones(3, jnp.bfloat16)
     assert float(jf(x)) == 3.0
     with fjax.allow_f16_reductions(False):
-        assert jit_mod._odd_trace_config
+        assert core._odd_trace_config
         with pytest.raises(ValueError, match="jax_allow_f16_reductions=False"):
             jf(x)
-    assert not jit_mod._odd_trace_config
+    assert not core._odd_trace_config
     assert float(jf(x)) == 3.0
 
 

@@ -414,3 +414,61 @@ def test_many_threads_toggling_x64():
         return fn
 
     assert run_together(*(worker(i) for i in range(n_threads))) == [0] * n_threads
+
+
+# ---- caches of transformed jaxprs key on the trace context -----------------------------------
+
+
+def _dot_precisions(jaxpr, out=None):
+    """The precision params of the dot_generals in ``jaxpr`` and its sub-jaxprs."""
+    out = [] if out is None else out
+    for e in jaxpr.eqns:
+        if e.primitive.name == "dot_general":
+            out.append(e.params["precision"])
+        for v in e.params.values():
+            for u in v if isinstance(v, (tuple, list)) else (v,):
+                inner = getattr(u, "jaxpr", u)
+                if hasattr(inner, "eqns"):
+                    _dot_precisions(inner, out)
+    return out
+
+
+def test_transposed_jaxprs_follow_the_matmul_precision_in_force():
+    # transpose and batching rules fill a None precision from jax_default_matmul_precision when
+    # they run; the cached transposed / batched jaxprs must not carry one context's value into
+    # another (JAX 0.10.2: HIGHEST inside the block, None outside, whichever ran first)
+    from fjax import lax
+
+    x, w, ct = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones((2, 4))
+    _, vjp_jit = fjax.vjp(fjax.jit(lambda a, b: a @ b), x, w)
+    xs = jnp.ones((5, 2, 3))
+    _, vjp_scan = fjax.vjp(lambda v: lax.scan(lambda c, r: (c, jnp.dot(r, w)), 0.0, v)[1].sum(), xs)
+    hi = (lax.Precision.HIGHEST, lax.Precision.HIGHEST)
+    for fn, arg, n in ((vjp_jit, ct, 2), (vjp_scan, 1.0, 1), (fjax.vmap(vjp_jit), jnp.ones((3, 2, 4)), 2)):
+        with fjax.default_matmul_precision("float32"):
+            assert _dot_precisions(fjax.make_jaxpr(fn)(arg).jaxpr) == [hi] * n
+        assert _dot_precisions(fjax.make_jaxpr(fn)(arg).jaxpr) == [None] * n
+
+
+def test_backward_pass_refuses_a_cpu_precision_only_in_its_block():
+    # the CPU refuses TF32_TF32_F32 (as JAX's); a transposed jaxpr cached outside the block must
+    # not run inside it without the check, nor one cached inside raise outside
+    x, w, ct = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones((2, 4))
+    _, vjp_fun = fjax.vjp(fjax.jit(lambda a, b: a @ b), x, w)
+    assert float(vjp_fun(ct)[0].sum()) == 24.0
+    with fjax.default_matmul_precision("TF32_TF32_F32"):
+        with pytest.raises(ValueError, match="The precision 'TF32_TF32_F32' is not supported by dot_general on CPU"):
+            vjp_fun(ct)
+    assert float(vjp_fun(ct)[0].sum()) == 24.0
+
+
+def test_transposed_jaxprs_per_thread_precision():
+    x, w, ct = jnp.ones((2, 3)), jnp.ones((3, 4)), jnp.ones((2, 4))
+    _, vjp_fun = fjax.vjp(fjax.jit(lambda a, b: a @ b), x, w)
+
+    def read():
+        return _dot_precisions(fjax.make_jaxpr(vjp_fun)(ct).jaxpr)
+
+    a, b = run_together(inside(lambda: fjax.default_matmul_precision("float32"), read), outside(read))
+    hi = (fjax.lax.Precision.HIGHEST, fjax.lax.Precision.HIGHEST)
+    assert (a, b) == ([hi, hi], [None, None])

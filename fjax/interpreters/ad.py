@@ -13,7 +13,6 @@ reverse-over-forward all work to any order.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -405,7 +404,7 @@ def jvp_jaxpr(
     return _jvp_jaxpr(closed, tuple(bool(z) for z in nonzeros), tuple(bool(i) for i in inst), name)
 
 
-@functools.lru_cache(maxsize=4096)
+@core.cache_in_context(maxsize=4096)
 def _jvp_jaxpr(closed: core.ClosedJaxpr, nonzeros: tuple, instantiate: tuple, name: str) -> tuple:
     avals = closed.in_avals
     n = len(avals)

@@ -8,7 +8,6 @@ never import lax: the few array operations rules need come through hooks set by 
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Any, Callable, Sequence
 
@@ -456,7 +455,7 @@ def batch_jaxpr(
     return _batch_jaxpr(closed, tuple(dims), size, tuple(bool(i) for i in inst), name, current_axis_key())
 
 
-@functools.lru_cache(maxsize=4096)
+@core.cache_in_context(maxsize=4096)
 def _batch_jaxpr(
     closed: core.ClosedJaxpr, dims: tuple, size: int, instantiate: tuple, name: str, axis_key: tuple = ()
 ) -> tuple:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -185,7 +184,7 @@ def _zeros_eqn(aval: ShapedArray) -> tuple[JaxprEqn, Var]:
     return eqn, out
 
 
-@functools.lru_cache(maxsize=2048)
+@core.cache_in_context(maxsize=2048)
 def _cond_pe_split(branches: tuple, unknowns: tuple) -> tuple:
     """Split every branch given which operands are unknown.
 

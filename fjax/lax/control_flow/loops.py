@@ -15,7 +15,6 @@ body_nconsts=...)``; ``cond_jaxpr: cond_consts + carry -> bool[]`` and
 
 from __future__ import annotations
 
-import functools
 import operator
 from typing import Any, Callable
 
@@ -225,7 +224,7 @@ def _carry_unknowns(body_jaxpr: ClosedJaxpr, bc_uk: list, carry_uk: list) -> lis
         carry_uk = new
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _while_pe_split(cond_jaxpr, body_jaxpr, nc: int, nb: int, unknowns: tuple) -> tuple | None:
     """The known loop (on the carries that stay known), or None if the predicate is unknown.
 

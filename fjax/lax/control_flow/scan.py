@@ -202,7 +202,7 @@ scan_p.def_abstract_eval(_scan_abstract)
 # JVP
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _jvp_body(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, nonzeros: tuple, carry_nz: tuple) -> tuple:
     """The JVP of the body (``ad.jvp_jaxpr``, carry tangents instantiated for ``carry_nz``) with its
     inputs reordered to ``hoisted, consts, consts_dot, carry, carry_dot, xs, xs_dot`` (only the
@@ -309,7 +309,7 @@ class _Split:
     )
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _split_scan(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, unknowns: tuple) -> _Split:
     """Split the body for the unknown inputs ``unknowns``.
 
@@ -528,7 +528,7 @@ pe.partial_eval_jaxpr_rules[scan_p] = _scan_partial_eval_jaxpr
 # transpose
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _transpose_body(
     jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, const_lin: tuple, xs_lin: tuple, ys_ct_nz: tuple
 ) -> tuple[ClosedJaxpr, list]:
@@ -629,7 +629,7 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 # batching
 
 
-@functools.lru_cache(maxsize=1024)
+@core.cache_in_context(maxsize=1024)
 def _batch_body(
     jaxpr: ClosedJaxpr, num_carry: int, in_batched: tuple, carry_batched: tuple, size: int, axis_key: tuple = ()
 ) -> tuple:
