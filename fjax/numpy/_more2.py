@@ -212,21 +212,45 @@ def load(file: Any, *args: Any, **kwargs: Any) -> Any:
 # partitions
 
 
+def _partition_operand(a: Any, kth: int, axis: int, name: str) -> tuple:
+    a = _arr(a, name)
+    if dtypes.kind(a.dtype) == "c":
+        raise NotImplementedError(f"jnp.{name} for complex dtype is not implemented.")
+    axis = _util.canonicalize_axis(axis, a.ndim, name)
+    kth = _util.canonicalize_axis(kth, a.shape[axis], name)
+    return S.swapaxes(a, axis, -1), kth, axis
+
+
+def _partition_bottom(arr: Any, kth: int) -> tuple:
+    """``top_k`` of the negated ``arr`` (unsigned values shifted by one so that 0 is largest), and
+    whether they were shifted."""
+    if dtypes.kind(arr.dtype) == "u":
+        return lax.top_k(lax.neg(lax.add(arr, lax.full_like(arr, 1))), kth + 1), True
+    return lax.top_k(lax.neg(arr), kth + 1), False
+
+
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
-    """``a`` with the ``kth`` element (along ``axis``) in sorted position, smaller before it
-    and larger after (here: the first ``kth`` sorted, as JAX's implementation via top_k)."""
-    a = _arr(a, "partition")
-    axis = _util.canonicalize_axis(axis, a.ndim, "partition")
-    kth = _util.canonicalize_axis(kth, a.shape[axis], "partition")
-    return S.moveaxis(SO.sort(S.moveaxis(a, axis, -1), axis=-1), -1, axis)
+    """``a`` with the ``kth`` element (along ``axis``) in sorted position, smaller before it and
+    larger after. As JAX (two ``top_k``): the first ``kth + 1`` in ascending order, the rest in
+    descending order; NaNs go last (not as numpy's ``partition``), as do ``-0.0`` before ``0.0``."""
+    arr, kth, axis = _partition_operand(a, kth, axis, "partition")
+    (bottom, _), shifted = _partition_bottom(arr, kth)
+    bottom = lax.sub(lax.neg(bottom), lax.full_like(bottom, 1)) if shifted else lax.neg(bottom)
+    top = lax.top_k(arr, arr.shape[-1] - kth - 1)[0]
+    return S.swapaxes(lax.concatenate([bottom, top], arr.ndim - 1), -1, axis)
 
 
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
-    """Indices that would ``partition`` ``a``."""
-    a = _arr(a, "argpartition")
-    axis = _util.canonicalize_axis(axis, a.ndim, "argpartition")
-    kth = _util.canonicalize_axis(kth, a.shape[axis], "argpartition")
-    return S.moveaxis(SO.argsort(S.moveaxis(a, axis, -1), axis=-1), -1, axis)
+    """Indices that would ``partition`` ``a``: as JAX, the indices of the ``kth + 1`` smallest in
+    ascending order of value, then the others in ascending order of index."""
+    arr, kth, axis = _partition_operand(a, kth, axis, "argpartition")
+    (_, bottom_ind), _ = _partition_bottom(arr, kth)
+    # JAX takes the others through a proxy (1.0, 0.0 where picked) so that ties stay apart
+    iota = lax.broadcasted_iota(bottom_ind.dtype, (*arr.shape, 1), arr.ndim - 1)
+    picked = R.any(U.equal(iota, lax.expand_dims(bottom_ind, (arr.ndim - 1,))), axis=-1)
+    proxy = lax.convert_element_type(lax.bitwise_not(picked), np.float32)
+    top_ind = lax.top_k(proxy, arr.shape[-1] - kth - 1)[1]
+    return S.swapaxes(lax.concatenate([bottom_ind, top_ind], arr.ndim - 1), -1, axis)
 
 
 # ---------------------------------------------------------------------------------------------

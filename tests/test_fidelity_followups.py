@@ -1,0 +1,63 @@
+"""Outputs recorded with JAX 0.10.2 (``jax.numpy`` on the CPU) for cases where fjax used to differ:
+``partition``/``argpartition`` (JAX's two ``top_k``), boolean convolutions, ``max``/``min`` of
+low-precision floats with NaNs, and the set operations with NaNs."""
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+
+nan, inf = np.nan, np.inf
+
+# ---- partition / argpartition -------------------------------------------------------------------
+
+_A = np.array([3.0, 1.0, nan, 2.0, 1.0, -inf, 0.0, -0.0, nan, 5.0], np.float32)
+_I = np.array([[0, 3, 1, 0, 3, 3, 3], [3, 1, 3, 3, 2, 0, 1], [3, 0, 0, 0, 1, 2, 2], [1, 1, 2, 0, 0, 0, 3]], np.int32)
+
+
+@pytest.mark.parametrize(
+    "a,kth,axis,part,argpart",
+    [
+        (_A, 3, -1, [-inf, -0.0, 0.0, 1.0, nan, nan, 5.0, 3.0, 2.0, 1.0], [5, 7, 6, 1, 0, 2, 3, 4, 8, 9]),
+        (_A, -2, -1, [-inf, -0.0, 0.0, 1.0, 1.0, 2.0, 3.0, 5.0, nan, nan], [5, 7, 6, 1, 4, 3, 0, 9, 2, 8]),
+        (_A, 0, -1, [-inf, nan, nan, 5.0, 3.0, 2.0, 1.0, 1.0, 0.0, -0.0], [5, 0, 1, 2, 3, 4, 6, 7, 8, 9]),
+        (
+            _I,
+            2,
+            1,
+            [[0, 0, 1, 3, 3, 3, 3], [0, 1, 1, 3, 3, 3, 2], [0, 0, 0, 3, 2, 2, 1], [0, 0, 0, 3, 2, 1, 1]],
+            [[0, 3, 2, 1, 4, 5, 6], [5, 1, 6, 0, 2, 3, 4], [1, 2, 3, 0, 4, 5, 6], [3, 4, 5, 0, 1, 2, 6]],
+        ),
+        (
+            _I,
+            1,
+            0,
+            [[0, 0, 0, 0, 0, 0, 1], [1, 1, 1, 0, 1, 0, 2], [3, 3, 3, 3, 3, 3, 3], [3, 1, 2, 0, 2, 2, 3]],
+            [[0, 2, 2, 0, 3, 1, 1], [3, 1, 0, 2, 2, 3, 2], [1, 0, 1, 1, 0, 0, 0], [2, 3, 3, 3, 1, 2, 3]],
+        ),
+        (np.array([0, 5, 0, 255, 3, 0], np.uint8), 2, -1, [0, 0, 0, 255, 5, 3], [0, 2, 5, 1, 3, 4]),
+        (np.array([5, -(2**31), 3, 2**31 - 1, 0], np.int32), 1, -1, [0, 3, 2**31 - 1, 5, 3], [4, 2, 0, 1, 3]),
+        (np.array([2, 2, 2, 2, 2], np.int32), 2, -1, [2, 2, 2, 2, 2], [0, 1, 2, 3, 4]),
+    ],
+)
+def test_partition_matches_jax(a, kth, axis, part, argpart):
+    p = np.asarray(jnp.partition(jnp.asarray(a), kth, axis=axis))
+    np.testing.assert_array_equal(p, np.asarray(part, a.dtype))
+    if a.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(p), np.signbit(np.asarray(part, a.dtype)))  # -0.0 first
+    np.testing.assert_array_equal(np.asarray(jnp.argpartition(jnp.asarray(a), kth, axis=axis)), argpart)
+    jitted = fjax.jit(lambda x: jnp.argpartition(x, kth, axis=axis))
+    np.testing.assert_array_equal(np.asarray(jitted(jnp.asarray(a))), argpart)
+
+
+def test_partition_bfloat16_nan_and_vmap():
+    a = jnp.asarray(np.array([1.0, nan, 1.0, 1.0, nan]), jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(jnp.partition(a, 2), np.float32), [1.0, 1.0, 1.0, nan, nan])
+    np.testing.assert_array_equal(np.asarray(jnp.argpartition(a, 2)), [0, 2, 3, 1, 4])
+    out = fjax.vmap(lambda x: jnp.argpartition(x, 2))(jnp.asarray(_I))
+    np.testing.assert_array_equal(
+        np.asarray(out), [[0, 3, 2, 1, 4, 5, 6], [5, 1, 6, 0, 2, 3, 4], [1, 2, 3, 0, 4, 5, 6], [3, 4, 5, 0, 1, 2, 6]]
+    )
+    with pytest.raises(NotImplementedError, match="jnp.partition for complex dtype is not implemented"):
+        jnp.partition(jnp.array([1 + 2j, 3j]), 1)
