@@ -61,3 +61,38 @@ def test_partition_bfloat16_nan_and_vmap():
     )
     with pytest.raises(NotImplementedError, match="jnp.partition for complex dtype is not implemented"):
         jnp.partition(jnp.array([1 + 2j, 3j]), 1)
+
+
+# ---- boolean convolutions -----------------------------------------------------------------------
+
+
+def test_convolve_bool_inputs():
+    from fjax import lax
+
+    a, b = np.array([True, False, True, True, False]), np.array([True, True, False])
+    r = jnp.convolve(a, b)
+    assert r.dtype == np.float32 and np.asarray(r).tolist() == [1, 1, 1, 2, 1, 0, 0]
+    r = jnp.convolve(a, b, preferred_element_type=bool)
+    assert r.dtype == np.bool_ and np.asarray(r).tolist() == [True, True, True, True, True, False, False]
+    x, w = jnp.asarray(np.array([[[True, False, True, True]]])), jnp.asarray(np.array([[[True, True]]]))
+    for fn in (lax.conv_general_dilated, fjax.jit(lax.conv_general_dilated, static_argnums=(2, 3))):
+        out = fn(x, w, (1,), "VALID")
+        assert out.dtype == np.bool_ and np.asarray(out).tolist() == [[[True, True, True]]]
+    out = lax.conv_general_dilated(x, w, (1,), "VALID", preferred_element_type=jnp.int32)
+    assert out.dtype == np.int32 and np.asarray(out).tolist() == [[[1, 1, 2]]]
+    with pytest.raises(TypeError, match="requires arguments to have the same dtypes, got bool, int32"):
+        lax.conv_general_dilated(x, w.astype(jnp.int32), (1,), "VALID")
+
+
+def test_conv_bool_is_or_of_ands_eager_and_jit():
+    from fjax import lax
+
+    rng = np.random.RandomState(0)
+    x, w = rng.rand(2, 3, 9, 7) > 0.7, rng.rand(4, 3, 3, 2) > 0.6
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2))
+
+    ref = np.asarray(f(jnp.asarray(x.astype(np.int32)), jnp.asarray(w.astype(np.int32)))) != 0
+    np.testing.assert_array_equal(np.asarray(f(jnp.asarray(x), jnp.asarray(w))), ref)
+    np.testing.assert_array_equal(np.asarray(fjax.jit(f)(jnp.asarray(x), jnp.asarray(w))), ref)

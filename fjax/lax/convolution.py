@@ -167,7 +167,7 @@ def _conv_abstract(
     preferred_element_type: Any = None,
 ) -> ShapedArray:
     for name, a in (("lhs", lhs), ("rhs", rhs)):
-        if _dkind(a.dtype) not in "iufc":
+        if _dkind(a.dtype) not in "biufc":  # booleans too, as XLA (OR of ANDs)
             raise TypeError(
                 f"conv_general_dilated does not accept {name} dtype {a.dtype.name}; it requires a numeric "
                 f"argument (got {core.short_dtype_name(a.dtype)}{list(a.shape)})."
@@ -287,6 +287,14 @@ def _conv_impl(
             batch_group_count=batch_group_count, preferred_element_type=np.float32,
         )  # fmt: skip
         return out.astype(dt)
+    if dt == np.bool_:  # OR of ANDs: count the products in int32, then nonzero
+        params = dict(window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation)
+        params.update(rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers, precision=precision)
+        out = _conv_impl(
+            lhs, rhs, **params, feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+            preferred_element_type=np.int32,
+        )  # fmt: skip
+        return out != 0
     x = np.transpose(lhs, lspec).astype(dt, copy=False)  # (N, C, S...)
     w = np.transpose(rhs, rspec).astype(dt, copy=False)  # (O, I, K...)
     nsp = x.ndim - 2
