@@ -96,3 +96,25 @@ def test_conv_bool_is_or_of_ands_eager_and_jit():
     ref = np.asarray(f(jnp.asarray(x.astype(np.int32)), jnp.asarray(w.astype(np.int32)))) != 0
     np.testing.assert_array_equal(np.asarray(f(jnp.asarray(x), jnp.asarray(w))), ref)
     np.testing.assert_array_equal(np.asarray(fjax.jit(f)(jnp.asarray(x), jnp.asarray(w))), ref)
+
+
+# ---- max / min of low-precision floats with NaNs -------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", [jnp.bfloat16, jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.float16])
+def test_max_min_with_nan_are_silent(dt):
+    import warnings
+
+    from fjax import lax
+
+    x = jnp.asarray(np.array([[1.0, nan, 3.0], [2.0, -1.0, 0.5]]), dt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # JAX warns nothing
+        out = [jnp.max(x, axis=1), jnp.min(x, axis=1), jnp.max(x), lax.reduce_min(x, (0,)), jnp.ptp(x, axis=1)]
+    as32 = [np.asarray(o, np.float32).tolist() for o in out]
+    assert np.isnan(as32[0][0]) and as32[0][1] == 2.0
+    assert np.isnan(as32[1][0]) and as32[1][1] == -1.0
+    assert np.isnan(as32[2])
+    assert as32[3][0] == 1.0 and np.isnan(as32[3][1]) and as32[3][2] == 0.5
+    assert np.isnan(as32[4][0]) and as32[4][1] == 3.0
+    assert all(o.dtype == dt for o in out)
