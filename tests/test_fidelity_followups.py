@@ -118,3 +118,66 @@ def test_max_min_with_nan_are_silent(dt):
     assert as32[3][0] == 1.0 and np.isnan(as32[3][1]) and as32[3][2] == 0.5
     assert np.isnan(as32[4][0]) and as32[4][1] == 3.0
     assert all(o.dtype == dt for o in out)
+
+
+# ---- set operations with NaNs -------------------------------------------------------------------
+
+_SA = np.array([1.0, nan, 2.0, nan, 3.0, 0.0, -0.0])
+_SB = np.array([nan, 2.0, 5.0, nan, -0.0, 1.0])
+_SET_CASES = {
+    "intersect1d": (lambda a, b: jnp.intersect1d(a, b), [0.0, 1.0, 2.0]),
+    "intersect1d_indices": (lambda a, b: jnp.intersect1d(a, b, return_indices=True)[1:], ([5, 0, 2], [4, 5, 1])),
+    "intersect1d_unique": (lambda a, b: jnp.intersect1d(a, b, assume_unique=True), [0.0, -0.0, 1.0, 2.0]),
+    "setxor1d": (lambda a, b: jnp.setxor1d(a, b), [3.0, 5.0, nan, nan]),
+    "setxor1d_unique": (lambda a, b: jnp.setxor1d(a, b, assume_unique=True), [3.0, 5.0, nan, nan, nan, nan]),
+    "union1d": (lambda a, b: jnp.union1d(a, b), [0.0, 1.0, 2.0, 3.0, 5.0, nan]),
+    "setdiff1d": (lambda a, b: jnp.setdiff1d(a, b), [3.0, nan]),
+    "setdiff1d_unique": (lambda a, b: jnp.setdiff1d(a, b, assume_unique=True), [nan, nan, 3.0]),
+    "isin": (lambda a, b: jnp.isin(a, b), [True, False, True, False, False, True, True]),
+    "setdiff1d_size": (lambda a, b: jnp.setdiff1d(a, b, size=5), [3.0, nan, 0.0, 0.0, 0.0]),
+    "intersect1d_size": (lambda a, b: jnp.intersect1d(a, b, size=4, fill_value=7), [0.0, 1.0, 2.0, 7.0]),
+    "setxor1d_size": (lambda a, b: jnp.setxor1d(a, b, size=6), [3.0, 5.0, nan, nan, nan, nan]),
+}
+# the fnuz float8 dtypes sort their one NaN first (as XLA)
+_FNUZ = {
+    "setxor1d": [nan, nan, 3.0, 5.0],
+    "setxor1d_unique": [nan, nan, nan, nan, 3.0, 5.0],
+    "union1d": [nan, 0.0, 1.0, 2.0, 3.0, 5.0],
+    "setdiff1d": [nan, 3.0],
+    "setdiff1d_size": [nan, 3.0, nan, nan, 0.0],
+    "setxor1d_size": [nan, nan, 3.0, 5.0, nan, nan],
+    "intersect1d_unique": [0.0, 0.0, 1.0, 2.0],
+}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz"])
+@pytest.mark.parametrize("case", sorted(_SET_CASES))
+def test_set_operations_with_nan_match_jax(dt, case):
+    fn, want = _SET_CASES[case]
+    if dt == "float8_e4m3fnuz":
+        want = _FNUZ.get(case, want)
+    a, b = jnp.asarray(_SA, dt), jnp.asarray(_SB, dt)
+    got = fn(a, b)
+    if isinstance(got, tuple):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
+        return
+    if case != "isin":
+        assert got.dtype == np.dtype(getattr(jnp, dt))
+    g = np.asarray(got).astype(np.float64) if case != "isin" else np.asarray(got)
+    np.testing.assert_array_equal(g, want)
+    if case == "intersect1d_unique" and dt != "float8_e4m3fnuz":
+        np.testing.assert_array_equal(np.signbit(g), [False, True, False, False])
+
+
+def test_set_operations_with_size_trace():
+    a = jnp.asarray(_SA, jnp.float32)
+    b = jnp.asarray(_SB, jnp.float32)
+    vals, i1, i2 = fjax.jit(lambda a, b: jnp.intersect1d(a, b, size=4, return_indices=True))(a, b)
+    np.testing.assert_array_equal(np.asarray(vals), [0.0, 1.0, 2.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(i1), [5, 0, 2, 7])
+    np.testing.assert_array_equal(np.asarray(i2), [4, 5, 1, 6])
+    out = fjax.jit(lambda a, b: jnp.setxor1d(a, b, size=7, fill_value=-1))(a, b)
+    np.testing.assert_array_equal(np.asarray(out), [3.0, 5.0, nan, nan, -1.0, -1.0, -1.0])
+    out = fjax.jit(lambda a, b: jnp.setdiff1d(a, b, size=3))(a, b)
+    np.testing.assert_array_equal(np.asarray(out), [3.0, nan, 0.0])

@@ -24,6 +24,7 @@ from fjax.numpy import _shape as S
 from fjax.numpy import _sorting as SO
 from fjax.numpy import _ufuncs as U
 from fjax.numpy import _util
+from fjax.numpy._setops import intersect1d, setdiff1d, setxor1d  # noqa: F401 - re-exported
 
 __all__ = [
     "ComplexWarning",
@@ -413,66 +414,10 @@ def isin(
     return U.logical_not(out) if invert else out
 
 
-def _unique1d(x: Any, size: int | None, fill_value: Any, name: str) -> Any:
-    return SO.unique(x.ravel(), size=size, fill_value=fill_value)
-
-
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """Sorted unique values in either array."""
     a1, a2 = _util.promote_dtypes("union1d", ar1, ar2)
     return SO.unique(S.concatenate([a1.ravel(), a2.ravel()]), size=size, fill_value=fill_value)
-
-
-def setdiff1d(
-    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None
-) -> Any:
-    """Sorted unique values of ``ar1`` not in ``ar2``."""
-    a1 = _arr(ar1, "setdiff1d").ravel()
-    a2 = _arr(ar2, "setdiff1d").ravel()
-    u = a1 if assume_unique else SO.unique(a1)
-    keep = _concrete(isin(u, a2, invert=True), "jnp.setdiff1d(): the result size depends on the values")
-    out = u[np.nonzero(keep)[0]]
-    return _pad_to(out, size, fill_value)
-
-
-def intersect1d(
-    ar1: Any,
-    ar2: Any,
-    assume_unique: bool = False,
-    return_indices: bool = False,
-    *,
-    size: int | None = None,
-    fill_value: Any = None,
-) -> Any:
-    """Sorted unique values in both arrays (and their first indices with ``return_indices``)."""
-    a1, a2 = _util.promote_dtypes("intersect1d", ar1, ar2)
-    a1, a2 = a1.ravel(), a2.ravel()
-    c1 = _concrete(a1, "jnp.intersect1d(): the result size depends on the values")
-    c2 = _concrete(a2, "jnp.intersect1d()")
-    vals, i1, i2 = np.intersect1d(c1, c2, assume_unique=assume_unique, return_indices=True)
-    out = _pad_to(C.asarray(vals.astype(c1.dtype)), size, fill_value)
-    if return_indices:
-        return out, _pad_to(C.asarray(i1.astype(np.int32)), size, 0), _pad_to(C.asarray(i2.astype(np.int32)), size, 0)
-    return out
-
-
-def setxor1d(
-    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None, fill_value: Any = None
-) -> Any:
-    """Sorted values in exactly one of the arrays."""
-    a1, a2 = _util.promote_dtypes("setxor1d", ar1, ar2)
-    c1 = _concrete(a1, "jnp.setxor1d(): the result size depends on the values")
-    c2 = _concrete(a2, "jnp.setxor1d()")
-    return _pad_to(C.asarray(np.setxor1d(c1, c2, assume_unique=assume_unique).astype(c1.dtype)), size, fill_value)
-
-
-def _pad_to(x: Any, size: int | None, fill_value: Any) -> Any:
-    if size is None:
-        return x
-    if x.shape[0] >= size:
-        return x[:size]
-    fill = (R.min(x) if x.shape[0] else 0) if fill_value is None else fill_value
-    return S.concatenate([x, C.full((size - x.shape[0],), fill, dtype=x.dtype)])
 
 
 def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
