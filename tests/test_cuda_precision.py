@@ -42,8 +42,9 @@ def _gemm_lines(f, *args) -> list[str]:
 
 
 def test_lowering_names_the_compute_mode():
-    x = np.ones((8, 16), np.float32)
-    w = np.ones((16, 4), np.float32)
+    # contractions over 16 (a GPU computes smaller ones as fused code, no GEMM)
+    x = np.ones((32, 32), np.float32)
+    w = np.ones((32, 24), np.float32)
     (line,) = _gemm_lines(lambda x, w: x @ w, x, w)
     assert " f32 tf32 " in line, line
     (line,) = _gemm_lines(lambda x, w: jnp.dot(x, w, precision="highest"), x, w)

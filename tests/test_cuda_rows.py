@@ -182,3 +182,17 @@ def test_log_softmax_matches_the_cpu_backend(lead, inner, seed):
     _, (got,) = _run(f, x)
     want = np.log(_np_softmax(x))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_cxx
+@pytest.mark.parametrize("k", [1, 10, 16, 17])
+def test_small_contractions_are_fused_code_on_a_gpu(k):
+    """A GPU computes a dot_general with a contraction of at most 16 as fused elementwise code
+    (no cuBLAS launch); 17 and up is a GEMM. Both against numpy, with the consumer fused in."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((40, k)).astype(np.float32)
+    b = rng.standard_normal((k, 24)).astype(np.float32)
+    with fjax.default_matmul_precision("float32"):
+        text, (got,) = _run(lambda a, b: jnp.tanh(a @ b), a, b)
+    assert ("cublas gemm" in text) == (k > 16), k
+    np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-5, atol=1e-6)

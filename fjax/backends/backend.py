@@ -29,13 +29,16 @@ class Capabilities:
     ``host_kernels``: primitives whose host step has a compiled kernel (a live container: a
     backend may add or remove kernels at run time);
     ``dtypes``: dtypes its kernels hold beyond ``lowering.SUPPORTED_DTYPES`` (the CUDA backend:
-    float16 and bfloat16)."""
+    float16 and bfloat16);
+    ``fused_dot_max_k``: the largest contraction a ``dot_general`` is computed for as fused
+    elementwise code instead of a GEMM call (``lowering.dot_fuses``)."""
 
     ops: Container[str] = frozenset()
     loop_ops: Container[str] = frozenset()
     loop_op_reason: Callable[[InlineStep], str | None] = _no_reason
     host_kernels: Container[str] = field(default_factory=frozenset)
     dtypes: frozenset = frozenset()
+    fused_dot_max_k: int = 4
 
 
 class Backend:

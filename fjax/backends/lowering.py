@@ -161,7 +161,7 @@ def _dtypes_ok_vars(vs: list, extra: frozenset = frozenset()) -> bool:
 FUSED_DOT_MAX_K = 4
 
 
-def dot_fuses(lshape: tuple, rshape: tuple, dimension_numbers: tuple) -> bool:
+def dot_fuses(lshape: tuple, rshape: tuple, dimension_numbers: tuple, max_k: int = FUSED_DOT_MAX_K) -> bool:
     """Whether a ``dot_general`` of these shapes lowers to fused elementwise code (a sum of
     products over the contracting positions) instead of a ``Dot`` (a GEMM call).
 
@@ -171,9 +171,10 @@ def dot_fuses(lshape: tuple, rshape: tuple, dimension_numbers: tuple) -> bool:
     per-example gradients), rank-few updates, batches of 3x3 matrices -- memory-bound, unrolled
     over the contraction. Measured here (jit, f32): 1000x4 @ 4x1000 2.9 ms fused vs 5.4 ms
     GEMM, 512 x (3x3 @ 3x3) 17 vs 23 us, 256x8 @ 8x256 27 vs 21 us; a (batched) inner product
-    as a loop-nest reduction lost to BLAS (512 x 100-long: 34 vs 14 us), so it stays a GEMM."""
+    as a loop-nest reduction lost to BLAS (512 x 100-long: 34 vs 14 us), so it stays a GEMM.
+    A backend sets its own bound (``Capabilities.fused_dot_max_k``; a GPU: 16)."""
     (lc, _), _ = dimension_numbers
-    return math.prod(lshape[i] for i in lc) <= FUSED_DOT_MAX_K
+    return math.prod(lshape[i] for i in lc) <= max_k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,8 +240,9 @@ class _KernelBuilder:
     argument names, params and dtypes; every elementwise op is pure) reuse its SSA name, so e.g.
     the ``sin``/``cos`` recomputed by each level of ``grad(grad(f))`` are evaluated once."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, fused_dot_max_k: int = FUSED_DOT_MAX_K):
         self.name = name
+        self.fused_dot_max_k = fused_dot_max_k
         self.stmts: list = []
         self.params: list[Buf] = []
         self.consts: dict = {}
@@ -452,7 +454,8 @@ class _KernelBuilder:
             self.env[out] = self._layout(eqn, ins[0])
             return
         if kind == LIBRARY and name == "dot_general":
-            if dot_fuses(eqn.invars[0].aval.shape, eqn.invars[1].aval.shape, params["dimension_numbers"]):
+            la, ra = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+            if dot_fuses(la, ra, params["dimension_numbers"], self.fused_dot_max_k):
                 self.env[out] = self._dot_fused(eqn, ins)
             else:
                 self.env[out] = self._dot_mixed(eqn, ins)
@@ -1014,7 +1017,7 @@ def build_program(
         if len(segments) == 1:
             # the whole program is this kernel: take exactly the jaxpr's inputs and outputs
             params, outs = list(in_vars), list(outvars)
-        kb = _KernelBuilder(f"kernel{i}")
+        kb = _KernelBuilder(f"kernel{i}", getattr(caps, "fused_dot_max_k", FUSED_DOT_MAX_K))
         for p in params:
             kb.add_param(p)
         for e in seg:
