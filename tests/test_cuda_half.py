@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_cuda_standin import standin_gpu  # noqa: F401  (the cupy stand-in as the GPU)
 
 import fjax
 import fjax.numpy as jnp
@@ -216,21 +217,8 @@ def test_mixed_chain_matches_the_cpu(seed, name, n):
         np.testing.assert_allclose(_f(g), _f(w), rtol=tol, atol=tol)
 
 
-@pytest.fixture
-def standin_gpu():
-    from fjax.backends.cuda import cupy_standin
-
-    old = fjax.config.jax_platforms
-    fjax.config.update("jax_platforms", None)
-    cupy_standin.install(compute=True)
-    try:
-        yield cupy_standin
-    finally:
-        cupy_standin.uninstall()
-        fjax.config.update("jax_platforms", old)
-
-
-def test_bfloat16_training_step_on_the_standin_gpu(standin_gpu):
+@pytest.mark.usefixtures("standin_gpu")
+def test_bfloat16_training_step_on_the_standin_gpu():
     """A mixed-precision step on a (stand-in) GPU: bfloat16 params and inputs live on the device
     as uint16 buffers yet report bfloat16; the bfloat16 GEMMs with float32 products go through
     cuBLAS's Ex call (the stand-in checks the data types it is given); the step runs three times
@@ -261,9 +249,12 @@ def test_bfloat16_training_step_on_the_standin_gpu(standin_gpu):
         assert wg.dtype == BF16 and wg.devices() == {gpu}
         np.testing.assert_allclose(float(val), float(valc), rtol=1e-2)
         np.testing.assert_allclose(_f(wg), _f(wc), rtol=2e-2, atol=2e-2)
-    assert standin_gpu.calls["gemm"] > 0
-    assert standin_gpu.calls["graph launch"] >= 1  # the third call replayed a captured graph
-    assert standin_gpu.calls["cupy.matmul"] == 0  # every GEMM through the Ex call
+    from fjax.backends.cuda import cupy_standin  # noqa: PLC0415
+
+    calls = cupy_standin.calls
+    assert calls["gemm"] > 0
+    assert calls["graph launch"] >= 1  # the third call replayed a captured graph
+    assert calls["cupy.matmul"] == 0  # every GEMM through the Ex call
     # eager ops on the GPU array keep the dtype
     z = wg * 2
     assert z.dtype == BF16 and z.devices() == {gpu}
