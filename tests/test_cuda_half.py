@@ -223,6 +223,10 @@ def test_bfloat16_training_step_on_the_standin_gpu():
     as uint16 buffers yet report bfloat16; the bfloat16 GEMMs with float32 products go through
     cuBLAS's Ex call (the stand-in checks the data types it is given); the step runs three times
     (the third replays a CUDA graph) and matches the CPU."""
+    from fjax.backends.cuda import cupy_standin  # noqa: PLC0415
+
+    calls = cupy_standin.calls
+    calls.clear()
     gpu = fjax.devices("gpu")[0]
     cpu = fjax.devices("cpu")[0]
     rng = np.random.default_rng(4)
@@ -249,9 +253,6 @@ def test_bfloat16_training_step_on_the_standin_gpu():
         assert wg.dtype == BF16 and wg.devices() == {gpu}
         np.testing.assert_allclose(float(val), float(valc), rtol=1e-2)
         np.testing.assert_allclose(_f(wg), _f(wc), rtol=2e-2, atol=2e-2)
-    from fjax.backends.cuda import cupy_standin  # noqa: PLC0415
-
-    calls = cupy_standin.calls
     assert calls["gemm"] > 0
     assert calls["graph launch"] >= 1  # the third call replayed a captured graph
     assert calls["cupy.matmul"] == 0  # every GEMM through the Ex call
