@@ -1,55 +1,172 @@
 """Jaxprs printed in JAX's format (``str(jaxpr)``, ``print(make_jaxpr(f)(x))``): split from
-``fjax/core.py`` for size; ``core``'s ``Jaxpr``/``ClosedJaxpr``/``JaxprEqn`` call these."""
+``fjax/core.py`` for size; ``core``'s ``Jaxpr``/``ClosedJaxpr``/``JaxprEqn`` call these.
+
+The layout is JAX's: a jaxpr is a document of text, breaks, groups and nests (Lindig's
+"strictly pretty" printer, as ``jax._src.pretty_printer``) laid out in 80 columns: a group is
+printed on one line when it fits in what is left of the line, else each of its breaks is a
+newline. So short jaxprs print on one line with equations joined by ``; ``, parameters of an
+equation go one per line when they do not fit, and so on. Which parameters an equation shows
+(and how) follows JAX's per-primitive rules (``fjax._core_pp_rules``). Unused binders of the
+printed (outermost) jaxpr print as ``_``, as JAX's ``_dropvars``; inner jaxprs used more than
+once, or with more than 10 equations, are printed first as ``let name = { ... } in``.
+"""
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
+import re
+from collections import Counter
+from typing import Any, Iterator
 
 import numpy as np
 
-from fjax.core import Array, Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var, _has_jaxpr
-from fjax.dtypes import kind as _dkind
+from fjax.core import Array, Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
+
+# ---- documents: ("t", text) | ("b", text) | ("c", children) | ("g", child) | ("n", indent, child)
+
+_NIL = ("c", ())
+
+
+def text(s: str) -> tuple:
+    return ("t", s)
+
+
+def brk(s: str = " ") -> tuple:
+    """A break: ``s`` when its enclosing group is printed flat, else a newline."""
+    return ("b", s)
+
+
+def concat(*docs: tuple) -> tuple:
+    return ("c", docs)
+
+
+def group(doc: tuple) -> tuple:
+    return ("g", doc)
+
+
+def nest(n: int, doc: tuple) -> tuple:
+    return ("n", n, doc)
+
+
+def join(sep: tuple, docs: list) -> tuple:
+    if not docs:
+        return _NIL
+    out = [docs[0]]
+    for d in docs[1:]:
+        out += [sep, d]
+    return ("c", tuple(out))
+
+
+def _fits(doc: tuple, width: int) -> bool:
+    """Whether ``doc`` printed flat takes at most ``width`` columns (only the group itself counts,
+    not what follows it, as JAX's printer)."""
+    stack = [doc]
+    while width >= 0 and stack:
+        d = stack.pop()
+        kind = d[0]
+        if kind in ("t", "b"):
+            width -= len(d[1])
+        elif kind == "c":
+            stack.extend(reversed(d[1]))
+        else:
+            stack.append(d[-1])
+    return width >= 0
+
+
+def format_doc(doc: tuple, width: int = 80) -> str:
+    lines: list[str] = []
+    line: list[str] = []
+    k = 0
+    agenda = [(0, False, doc)]  # (indent, flat, doc)
+    while agenda:
+        i, flat, d = agenda.pop()
+        kind = d[0]
+        if kind == "t":
+            line.append(d[1])
+            k += len(d[1])
+        elif kind == "c":
+            agenda.extend((i, flat, c) for c in reversed(d[1]))
+        elif kind == "b":
+            if flat:
+                line.append(d[1])
+                k += len(d[1])
+            else:
+                lines.append("".join(line))
+                line, k = [" " * i], i
+        elif kind == "n":
+            agenda.append((i + d[1], flat, d[2]))
+        else:  # group
+            agenda.append((i, _fits(d, width - k), d[1]))
+    lines.append("".join(line))
+    return "\n".join(lines)
+
+
+# ---- names
+
+
+def _encode_name(i: int) -> str:
+    s = ""
+    while not s or i:
+        i, r = divmod(i, 26)
+        s = chr(97 + r) + s
+    return s
 
 
 class _Namer:
-    def __init__(self) -> None:
-        self.names: dict[Var, str] = {}
-        self.counter = itertools.count()
+    """Variable names shared by a jaxpr and its inner jaxprs (JAX's ``JaxprPpContext``)."""
+
+    def __init__(self, names: dict | None = None) -> None:
+        self.names: dict[Var, str] = dict(names or {})
+        self.shared: dict[Jaxpr, str] = {}  # inner jaxprs printed first, by name
+        self._fresh = self._gen()
+
+    def _gen(self) -> Iterator[str]:
+        i = 0
+        while True:
+            name = _encode_name(i)
+            i += 1
+            if name not in self.shared.values():
+                yield name
 
     def __call__(self, v: Var) -> str:
         if type(v) is DropVar:
             return "_"
         name = self.names.get(v)
         if name is None:
-            name = self.names[v] = _encode_name(next(self.counter))
+            name = self.names[v] = next(self._fresh)
         return name
 
+    def suggest_same_names(self, for_vars: list, like_vars: list) -> None:
+        """Name the binders of an inner jaxpr like the outer atoms they alias (JAX's
+        ``suggest_same_var_names``: jit's inner jaxpr reads ``a`` where the outer one passes ``a``)."""
+        if len(for_vars) != len(like_vars):
+            return
+        used: set = set()
+        for f, like in zip(for_vars, like_vars):
+            if type(like) is Literal or type(f) is Literal or like in used or f in self.names:
+                continue
+            used.add(like)
+            self.names[f] = self(like)
 
-def _encode_name(i: int) -> str:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    s = ""
-    while True:
-        s = letters[i % 26] + s
-        i //= 26
-        if i == 0:
-            break
-    return s
+
+def _dropvars(jaxpr: Jaxpr) -> dict:
+    """The outermost jaxpr's unused binders, printed ``_`` (JAX's ``_dropvars``)."""
+    names: dict = {}
+    used = {v for v in jaxpr.outvars if type(v) is not Literal}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if v not in used:
+                names[v] = "_"
+        used.update(v for v in eqn.invars if type(v) is not Literal)
+    return names
 
 
-def _pp_literal(x: Literal) -> str:
-    v = np.asarray(x.val) if not isinstance(x.val, Array) else x.val._value
-    if v.dtype == np.bool_:
-        s = str(bool(v))
-    elif _dkind(v.dtype) == "f":
-        s = repr(float(v))
-        if s in ("inf", "-inf", "nan"):
-            s = s
-    elif _dkind(v.dtype) in "iu":
-        s = str(int(v))
-    else:
-        s = str(v.item())
-    return f"{s}:{x.aval.str_short()}"
+# ---- atoms and values
+
+
+def _pp_literal(x: Literal, print_dtype: bool = True) -> str:
+    v = x.val._value if isinstance(x.val, Array) else np.asarray(x.val)
+    s = str(np.asarray(v).item()) if np.ndim(v) == 0 else "[...]"
+    return f"{s}:{x.aval.str_short()}" if print_dtype else s
 
 
 def _pp_atom(x: Atom, namer: _Namer) -> str:
@@ -58,68 +175,157 @@ def _pp_atom(x: Atom, namer: _Namer) -> str:
     return namer(x)
 
 
-def _pp_param(v: Any, namer: _Namer, indent: int) -> str:
-    if isinstance(v, ClosedJaxpr):
-        return _pp_jaxpr_inner(v.jaxpr, namer, indent)
-    if isinstance(v, Jaxpr):
-        return _pp_jaxpr_inner(v, namer, indent)
+def pp_vars(vs: list, namer: _Namer, separator: str = "", print_shapes: bool = False) -> tuple:
+    if print_shapes:
+        docs = [text(_pp_atom(v, namer) + ":" + v.aval.str_short()) for v in vs]
+    else:
+        docs = [text(_pp_atom(v, namer)) for v in vs]
+    return nest(2, group(join(concat(text(separator), group(brk())), docs)))
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars inside parameters print as plain numbers (JAX shows ``np.int64(1)`` for some
+    axes; fjax does not imitate that repr)."""
+    if isinstance(v, tuple):
+        return tuple(_plain(e) for e in v)
+    if isinstance(v, list):
+        return [_plain(e) for e in v]
+    if isinstance(v, (np.integer, np.bool_)):
+        return v.item()
+    return v
+
+
+def pp_value(v: Any) -> str:
+    """A parameter value as JAX prints it (``str``), with fjax's objects named as JAX's are."""
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
         return np.dtype(v).name
-    if isinstance(v, tuple) and v and all(isinstance(e, (ClosedJaxpr, Jaxpr)) for e in v):
-        return (
-            "(\n" + "".join(" " * (indent + 2) + _pp_param(e, namer, indent + 2) + "\n" for e in v) + " " * indent + ")"
-        )
-    if callable(v) and hasattr(v, "__name__"):
+    if isinstance(v, frozenset):
+        return f"frozenset({{{', '.join(repr(e) for e in sorted(v))}}})"
+    if callable(v) and not isinstance(v, type) and hasattr(v, "__name__"):
         return v.__name__
-    return str(v)
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)), str(_plain(v)))
 
 
-def _dot_general_params(params: dict) -> dict:
-    # as JAX's dot_general pp rule: precision / preferred_element_type only when set (a precision
-    # prints as JAX's: ``(Precision.HIGHEST, Precision.HIGHEST)`` or a preset's bare name
-    # ``F32_F32_F32``), the dimension numbers as lists
-    out = {k: v for k, v in params.items() if v is not None}
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
-    out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+def _is_jaxpr(v: Any) -> bool:
+    return isinstance(v, (Jaxpr, ClosedJaxpr))
+
+
+def _pp_kv(k: str, v: Any, namer: _Namer) -> tuple:
+    if type(v) is tuple and v and all(_is_jaxpr(j) for j in v):
+        docs = [_pp_jaxpr_doc(j.jaxpr if isinstance(j, ClosedJaxpr) else j, namer) for j in v]
+        val = group(concat(nest(2, concat(text("("), brk(""), join(brk(), docs))), brk(""), text(")")))
+    elif _is_jaxpr(v):
+        val = _pp_jaxpr_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, namer)
+    else:
+        val = text(pp_value(v))
+    return concat(text(f"{k}="), val)
+
+
+def _pp_kv_pairs(items: list, namer: _Namer) -> tuple:
+    if not items:
+        return _NIL
+    kvs = [_pp_kv(k, v, namer) for k, v in items]
+    return group(concat(nest(2, concat(text("["), brk(""), join(brk(), kvs))), brk(""), text("]")))
+
+
+# ---- equations and jaxprs
+
+
+def _eqn_doc(eqn: JaxprEqn, namer: _Namer) -> tuple:
+    from fjax._core_pp_rules import printed_params  # noqa: PLC0415 - the rules import this module
+
+    lhs = pp_vars(eqn.outvars, namer, print_shapes=True)  # names the binders first, as JAX
+    items = printed_params(eqn, namer)
+    rhs = concat(text(eqn.primitive.name), _pp_kv_pairs(items, namer), text(" "), pp_vars(eqn.invars, namer))
+    if not eqn.outvars:
+        return rhs
+    return concat(lhs, text(" = "), rhs)
+
+
+def _pp_jaxpr_doc(jaxpr: Jaxpr, namer: _Namer) -> tuple:
+    name = namer.shared.get(jaxpr)
+    if name is not None:
+        return text(name)
+    return _skeleton(jaxpr, namer)
+
+
+def _skeleton(jaxpr: Jaxpr, namer: _Namer) -> tuple:
+    consts = pp_vars(jaxpr.constvars, namer, print_shapes=True)
+    ins = pp_vars(jaxpr.invars, namer, print_shapes=True)
+    eqns = join(brk("; "), [_eqn_doc(e, namer) for e in jaxpr.eqns])
+    outs = concat(
+        text("("), pp_vars(jaxpr.outvars, namer, separator=","), text(",)" if len(jaxpr.outvars) == 1 else ")")
+    )
+    body = concat(
+        text("{ lambda "),
+        consts,
+        text("; "),
+        ins,
+        text(". let"),
+        nest(2, concat(brk(), eqns)),
+        brk(),
+        text("in "),
+        outs,
+    )
+    return group(concat(nest(2, body), text(" }")))
+
+
+def _sub_jaxprs(params: dict) -> Iterator[Jaxpr]:
+    for v in params.values():
+        if _is_jaxpr(v):
+            yield v.jaxpr if isinstance(v, ClosedJaxpr) else v
+        elif type(v) is tuple:
+            for j in v:
+                if _is_jaxpr(j):
+                    yield j.jaxpr if isinstance(j, ClosedJaxpr) else j
+
+
+def _shared_jaxprs(top: Jaxpr) -> list[tuple[str, Jaxpr]]:
+    """Inner jaxprs printed once before the outermost one (JAX's ``pp_toplevel_jaxpr``): those used
+    more than once and those with more than 10 equations, named after their equation's ``name``."""
+    names: dict = {}
+    counts: Counter = Counter()
+    todo = [top]
+    while todo:
+        j = todo.pop(0)
+        counts[j] += 1
+        if j is not top and len(j.eqns) > 10:
+            counts[j] += 1
+        for eqn in j.eqns:
+            name = eqn.params.get("name")
+            subs = list(_sub_jaxprs(eqn.params))
+            todo.extend(subs)
+            if isinstance(name, str):
+                for s in subs:
+                    names.setdefault(s, name.strip("<>"))
+    used: Counter = Counter()
+    out = []
+    for j, c in counts.items():
+        if c == 1:
+            continue
+        name = names.get(j, "jaxpr")
+        if used[name]:
+            used[name] += 1
+            name += str(used[name] - 1)
+        used[name] += 1
+        out.append((name, j))
     return out
 
 
-def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
-    lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if type(v) is not DropVar else "_" for v in eqn.outvars)
-    params = eqn.params
-    if eqn.primitive.name == "dot_general" and "dimension_numbers" in params:
-        params = _dot_general_params(params)
-    items = list(params.items())
-    if any(_has_jaxpr(v) for _, v in items):
-        # higher-order primitive: one parameter per line, sub-jaxprs last and nested (as JAX prints)
-        items.sort(key=lambda kv: _has_jaxpr(kv[1]))
-        pad = " " * (indent + 6)
-        lines = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 6)}" for k, v in items)
-        name = f"{eqn.primitive.name}[{lines}\n{' ' * (indent + 4)}]"
-    else:
-        params = " ".join(f"{k}={_pp_param(v, namer, indent + 4)}" for k, v in items)
-        name = eqn.primitive.name + (f"[{params}]" if params else "")
-    rhs = " ".join([name] + [_pp_atom(x, namer) for x in eqn.invars])
-    return f"{lhs} = {rhs}" if lhs else rhs
-
-
-def _pp_jaxpr_inner(jaxpr: Jaxpr, namer: _Namer, indent: int) -> str:
-    consts = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars)
-    ins = " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.invars)
-    eqn_strs = [pp_eqn(e, namer, indent) for e in jaxpr.eqns]
-    outs = ", ".join(_pp_atom(x, namer) for x in jaxpr.outvars)
-    outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-    head = "{ lambda " + (consts + "; " if consts else "; ") + ins + ". let"
-    one_line = head + "".join(" " + s for s in eqn_strs) + " in " + outs + " }"
-    if len(eqn_strs) <= 1 and "\n" not in one_line and len(one_line) + indent <= 80:
-        return one_line
-    pad = " " * (indent + 4)
-    body = "".join(f"\n{pad}{s}" for s in eqn_strs)
-    return f"{head}{body}\n{' ' * (indent + 2)}in {outs} }}"
+def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int = 0) -> str:
+    return format_doc(nest(indent, _eqn_doc(eqn, namer)))
 
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
     """Print ``jaxpr`` as JAX does: ``{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }``."""
-    return _pp_jaxpr_inner(jaxpr, _Namer(), 0)
+    namer = _Namer(_dropvars(jaxpr))
+    shared = _shared_jaxprs(jaxpr)
+    for name, j in shared:
+        namer.shared[j] = name
+    docs = []
+    for name, j in shared:
+        docs.append(concat(text(f"let {name} = "), _skeleton(j, namer), text(" in"), brk()))
+    docs.append(_skeleton(jaxpr, namer))
+    return format_doc(concat(*docs))

@@ -136,7 +136,7 @@ def make_jaxpr(
             out_tree_box.append(out_tree)
             return out_flat
 
-        jaxpr, consts, outs = pe.trace_to_jaxpr(flat_fun, in_avals, f"make_jaxpr({_fun_name(fun)})")
+        jaxpr, consts, outs = pe.trace_to_jaxpr(flat_fun, in_avals, f"make_jaxpr({_fun_name(fun)})", dce=False)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, weak_type=o.aval.weak_type) for o in outs]

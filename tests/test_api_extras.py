@@ -390,7 +390,8 @@ def test_pure_callback_eager_and_jit():
     np.testing.assert_allclose(f(x), expect, rtol=1e-6)
     np.testing.assert_allclose(fjax.jit(f)(x), expect, rtol=1e-6)
     jaxpr = str(fjax.make_jaxpr(f)(x))
-    assert "pure_callback[callback=cb" in jaxpr and "vmap_method=None" in jaxpr
+    # (JAX prints its wrapper, ``callback=_FlatCallback(callback_func=<function cb ...>, ...)``)
+    assert "pure_callback[\n      callback=cb\n" in jaxpr and "sharding=None\n      vmap_method=None" in jaxpr
 
 
 def test_pure_callback_pytrees_and_dtype_canonicalization():

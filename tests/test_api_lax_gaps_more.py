@@ -118,7 +118,10 @@ def test_scaled_dot_matches_jax():
     jitted = fjax.jit(lambda a, b: lax.scaled_dot(a, b, lhs_scale=SA, rhs_scale=SB, preferred_element_type=jnp.float32))
     np.testing.assert_allclose(jitted(A, B), expect, rtol=1e-6)
     text = str(fjax.make_jaxpr(lambda a, b: lax.scaled_dot(a, b))(A[0], B[0]))
-    assert "scaled_dot[dimension_numbers=(((1,), (0,)), ((), ())) preferred_element_type=bfloat16]" in text
+    assert (
+        "scaled_dot[\n      dimension_numbers=(((1,), (0,)), ((), ()))\n      preferred_element_type=bfloat16\n    ]"
+        in text
+    )
     assert lax.scaled_dot_p.name == "scaled_dot"
 
 

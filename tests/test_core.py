@@ -39,7 +39,8 @@ def test_make_jaxpr_consts_and_params():
     c = f32(1, 2, 3)
     jaxpr = fjax.make_jaxpr(lambda x: lax.reduce_sum(lax.add(x, c), (0,)))(f32(4, 5, 6))
     assert str(jaxpr) == (
-        "{ lambda a:f32[3]; b:f32[3]. let\n    c:f32[3] = add b a\n    d:f32[] = reduce_sum[axes=(0,)] c\n  in (d,) }"
+        "{ lambda a:f32[3]; b:f32[3]. let\n    c:f32[3] = add b a\n"
+        "    d:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n  in (d,) }"
     )
     assert len(jaxpr.consts) == 1
     eqn = jaxpr.jaxpr.eqns[1]

@@ -98,13 +98,16 @@ class JaxprBuilder:
         self.constvals[v] = val
         return v
 
-    def build(self, in_tracers: Sequence[StagingTracer], out_tracers: Sequence[Any]) -> tuple[Jaxpr, list]:
+    def build(
+        self, in_tracers: Sequence[StagingTracer], out_tracers: Sequence[Any], dce: bool = True
+    ) -> tuple[Jaxpr, list]:
         invars = [self.getvar(t) for t in in_tracers]
         outvars = [self.getvar(t) for t in out_tracers]
         constvars, constvals = list(self.constvals.keys()), list(self.constvals.values())
         jaxpr = Jaxpr(constvars, invars, outvars, self.eqns)
         jaxpr, constvals = inline_literals(jaxpr, constvals)
-        jaxpr = dce_jaxpr(jaxpr, keep_inputs=True)
+        if dce:
+            jaxpr = dce_jaxpr(jaxpr, keep_inputs=True)
         jaxpr, constvals = prune_consts(jaxpr, constvals)
         core.check_jaxpr(jaxpr)
         return jaxpr, constvals
@@ -190,10 +193,14 @@ class StagingTrace(core.Trace):
         return out_tracers if primitive.multiple_results else out_tracers[0]
 
 
-def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "") -> tuple[Jaxpr, list, list]:
+def trace_to_jaxpr(
+    fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "", dce: bool = True
+) -> tuple[Jaxpr, list, list]:
     """Trace ``fun`` (flat list of arrays -> flat list) on abstract inputs, staging everything.
 
     Returns (jaxpr, consts, outputs) where outputs are the raw results (for out avals).
+    ``dce=False`` keeps equations whose outputs are unused (``make_jaxpr`` shows them, as JAX's
+    does); programs that run (jit, loop bodies) drop them.
     """
     builder = JaxprBuilder()
     with core.new_main(StagingTrace, builder, debug_info) as main:
@@ -203,7 +210,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: s
             outs = fun(*tracers_in)
             tracers_out = [trace.get_or_make_const_tracer(o) if not _is_own(o, main) else o for o in outs]
             tracers_out = [core.full_raise(trace, t) for t in tracers_out]
-        jaxpr, consts = builder.build(tracers_in, tracers_out)
+        jaxpr, consts = builder.build(tracers_in, tracers_out, dce)
     return jaxpr, consts, tracers_out
 
 
