@@ -110,7 +110,7 @@ def _exp2_impl(x: np.ndarray) -> np.ndarray:
 
 exp2_p = standard_unop("exp2", _errstate(_exp2_impl), _fc)
 register_lowering(exp2_p, ELEMENTWISE)
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(x, math.log(2.0)))))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(log(_const(x, 2)), mul(g, ans)))  # as JAX's (log 2 staged)
 
 log_p = standard_unop("log", _errstate(np.log), _fc)
 register_lowering(log_p, ELEMENTWISE)
@@ -126,7 +126,7 @@ ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
 sqrt_p = standard_unop("sqrt", _errstate(np.sqrt), _fc)
 register_lowering(sqrt_p, ELEMENTWISE)
-ad.defjvp2(sqrt_p, lambda g, ans, x: div(g, mul(ans, _const(ans, 2))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))  # JAX's form (and jaxpr)
 
 
 def _rsqrt_impl(x: np.ndarray) -> np.ndarray:
@@ -175,7 +175,8 @@ ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 
 tanh_p = standard_unop("tanh", np.tanh, _fc)
 register_lowering(tanh_p, ELEMENTWISE)
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(g, sub(_const(x, 1), mul(ans, ans))))
+# JAX's form, g (1 + ans) (1 - ans): its jaxprs (and those of grad) read the same
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)))
 
 asinh_p = standard_unop("asinh", _errstate(np.arcsinh), _fc)
 register_lowering(asinh_p, ELEMENTWISE)
@@ -267,6 +268,8 @@ batching.defvectorized(integer_pow_p)
 def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
     if y == 0:
         return mul(g, full_like(x, 0))
+    if y == 1:
+        return g
     return mul(g, mul(_const(x, y), integer_pow(x, y - 1) if y - 1 != 1 else x))
 
 
@@ -274,7 +277,7 @@ ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 square_p = standard_unop("square", np.square, _num)
 register_lowering(square_p, ELEMENTWISE)
-ad.defjvp(square_p, lambda g, x: mul(g, mul(x, _const(x, 2))))
+ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
 real_p = standard_unop("real", np.real, _complex, _real_dtype)
 ad.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])

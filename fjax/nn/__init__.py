@@ -175,7 +175,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     x = _float(x)
     if approximate:
         c = np.sqrt(2 / np.pi).astype(x.dtype)
-        return 0.5 * x * (1 + jnp.tanh(c * (x + 0.044715 * (x * x * x))))
+        return x * (0.5 * (1.0 + jnp.tanh(c * (x + 0.044715 * (x**3)))))  # JAX's expression (and jaxpr)
     return 0.5 * x * (1 + lax.erf(x * np.array(1 / np.sqrt(2), x.dtype)))
 
 
