@@ -187,7 +187,8 @@ def _plain(v: Any) -> Any:
     """numpy scalars inside parameters print as plain numbers (JAX shows ``np.int64(1)`` for some
     axes; fjax does not imitate that repr)."""
     if isinstance(v, tuple):
-        return tuple(_plain(e) for e in v)
+        items = [_plain(e) for e in v]
+        return type(v)(*items) if hasattr(v, "_fields") else tuple(items)  # (namedtuples keep their repr)
     if isinstance(v, list):
         return [_plain(e) for e in v]
     if isinstance(v, (np.integer, np.bool_)):

@@ -474,7 +474,10 @@ def _pow_jvp_lhs(g: Any, x: Any, y: Any) -> Any:
         jac = mul(convert_element_type(y, xdt), pow(x, sub(y, _const(y, 1))))
         jac = select(eq(_bcast_to(y, core.get_aval(jac).shape), _const(y, 0)), full_like(jac, 0), jac)
         return mul(g, jac)
-    return mul(g, mul(y, pow(x, sub(y, _const(y, 1)))))
+    # as JAX: both in the result dtype first (a weak-typed operand shows a convert_element_type)
+    x = convert_element_type(x, core.get_aval(x).dtype)
+    y = convert_element_type(y, core.get_aval(y).dtype)
+    return mul(g, mul(y, pow(x, sub(y, full_like(y, 1)))))
 
 
 def _pow_jvp_rhs(g: Any, ans: Any, x: Any, y: Any) -> Any:

@@ -570,6 +570,7 @@ def _scatter_update(
             f"at[].{fn_name}: cannot broadcast update values of shape {ysh} to the indexed shape {ix.final_shape} "
             f"(array shape {tuple(x.shape)})"
         ) from None
+    indices = ix.indices() if ix.comps else None  # (before the updates are broadcast, as JAX orders them)
     yp = _util.broadcast_to_shape(yp, ix.final_shape)
     if ix.newaxis_out:
         yp = lax.reshape(yp, ix.gather_shape)
@@ -591,7 +592,7 @@ def _scatter_update(
         }[op]
         out = scatter(
             xp,
-            ix.indices(),
+            indices,
             yp,
             dnums,
             indices_are_sorted=indices_are_sorted,
