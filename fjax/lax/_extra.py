@@ -7,6 +7,7 @@ except where a block says otherwise.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Sequence
 from typing import Any, Union
@@ -91,8 +92,15 @@ def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
         )
     cdt = np.dtype(np.complex64 if ax.dtype == np.float32 else np.complex128)
     re = lax.convert_element_type(x, cdt)
-    im = lax.convert_element_type(y, cdt)
-    return lax.add(re, lax.mul(im, core.Array(np.array(1j, cdt), True)))
+    im = lax.mul(lax.convert_element_type(y, cdt), core.Array(np.array(1j, cdt), True))
+    # an infinite or NaN y times 1j has a NaN real part (inf * 0): take 0+-infj / 0+nanj literals there
+    finite = lax.is_finite(y)
+    if not (type(finite) is core.Array and bool(np.all(finite._value))):
+        c = lambda v: lax.full_like(im, v)  # noqa: E731
+        special = lax.select(lax.gt(y, _const(y, 0)), c(builtins.complex(0, np.inf)), c(builtins.complex(0, -np.inf)))
+        special = lax.select(lax.ne(y, y), c(builtins.complex(0, np.nan)), special)
+        im = lax.select(finite, im, special)
+    return lax.add(re, im)
 
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from fjax.lax import _special
+from fjax.lax import _complex_ref, _special
 from fjax.lax.lax import *  # noqa: F403 - the shared rules, helpers and imports
 from fjax.lax.lax import (  # noqa: F401
     _any,
@@ -95,7 +95,11 @@ def _abs_jvp(g: Any, x: Any) -> Any:
     return select(ge(x, _const(x, 0)), g, neg(g))  # derivative 1 at x == 0, as JAX
 
 
-exp_p = standard_unop("exp", _errstate(np.exp), _fc)
+def _exp_impl(x: np.ndarray) -> np.ndarray:
+    return _complex_ref.complex_exp(x) if _dkind(x.dtype) == "c" else np.exp(x)
+
+
+exp_p = standard_unop("exp", _errstate(_exp_impl), _fc)
 register_lowering(exp_p, ELEMENTWISE)
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
@@ -105,6 +109,8 @@ def _exp2_impl(x: np.ndarray) -> np.ndarray:
     # exact there, as XLA's and the compiled kernels' (frexp/ldexp rely on it)
     if x.dtype == np.float32:
         return np.exp2(x.astype(np.float64)).astype(np.float32)
+    if _dkind(x.dtype) == "c":
+        return _complex_ref.complex_exp2(x)
     return np.exp2(x)
 
 
@@ -120,7 +126,12 @@ log1p_p = standard_unop("log1p", _errstate(np.log1p), _fc)
 register_lowering(log1p_p, ELEMENTWISE)
 ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 
-expm1_p = standard_unop("expm1", _errstate(np.expm1), _fc)
+
+def _expm1_impl(x: np.ndarray) -> np.ndarray:
+    return _complex_ref.complex_expm1(x) if _dkind(x.dtype) == "c" else np.expm1(x)
+
+
+expm1_p = standard_unop("expm1", _errstate(_expm1_impl), _fc)
 register_lowering(expm1_p, ELEMENTWISE)
 ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 
@@ -232,9 +243,24 @@ def _polygamma_jvp_m(g: Any, m: Any, x: Any) -> Any:
 ad.defjvp(polygamma_p, _polygamma_jvp_m, lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
 
 
+def _mul_pow(x: np.ndarray, y: int) -> np.ndarray:
+    """x ** y for y >= 1 by binary exponentiation (as XLA: numpy's complex power turns -0 into 0)."""
+    acc = None
+    while y > 0:
+        if y & 1:
+            acc = x if acc is None else acc * x
+        y >>= 1
+        if y > 0:
+            x = x * x
+    return acc
+
+
 def _integer_pow_impl(x: np.ndarray, y: int) -> np.ndarray:
     if y < 0 and _dkind(x.dtype) in "iu":
         return np.power(x.astype(np.float64), y).astype(x.dtype)
+    if y < 0 and _dkind(x.dtype) == "c":
+        # 1 / x**|y| with XLA's complex division (1 / 0j is inf+nanj, as JAX)
+        return _complex_ref.complex_div(np.ones_like(x), _mul_pow(x, -y))
     if y == 0:
         return np.ones_like(x)
     return np.power(x, y)
@@ -388,6 +414,8 @@ def _div_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         fix = (np.remainder(x, safe_y) != 0) & ((x < 0) != (safe_y < 0))
         q = (q + fix.astype(x.dtype)).astype(x.dtype)
         return np.where(y == 0, np.array(-1).astype(x.dtype), q)
+    if _dkind(x.dtype) == "c":
+        return _complex_ref.complex_div(x, y)
     return np.true_divide(x, y)
 
 
@@ -436,6 +464,8 @@ ad.defjvp(
 
 
 def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if _dkind(x.dtype) == "c":  # XLA's polar form (its values at zeros and infinities differ from numpy's)
+        return _complex_ref.complex_pow(x, y.astype(x.dtype))
     if _dkind(y.dtype) in "iu":  # an integer exponent: the result keeps x's dtype (numpy would widen)
         return np.power(x, y.astype(x.dtype)).astype(x.dtype, copy=False)
     out = np.power(x, y)

@@ -78,21 +78,19 @@ def _arr(x: Any, name: str) -> Any:
 
 
 def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False) -> Any:
-    """Elementwise ``|a - b| <= atol + rtol * |b|`` (with infinities equal only to themselves)."""
+    """Elementwise ``a == b or (isfinite(b) and |a - b| <= atol + rtol * |b|)``.
+
+    As JAX, the common dtype is moved to an inexact one before subtracting, so integers do not
+    overflow (``isclose(INT_MIN, 0)`` is False)."""
     a, b = _util.promote_dtypes("isclose", a, b)
+    a, b = _util.promote_dtypes_inexact("isclose", a, b)
+    a, b = _util.broadcast_arrays("isclose", a, b)
     dt = a.dtype
-    if not np.issubdtype(dt, np.inexact):
-        return (
-            U.equal(a, b)
-            if np.issubdtype(dt, np.bool_)
-            else U.less_equal(U.abs(U.subtract(a, b)), U.add(atol, U.multiply(rtol, U.abs(b))))
-        )
     rdt = _finfo(dt).dtype if np.issubdtype(dt, np.complexfloating) else dt
-    rtol = C.asarray(rtol, dtype=rdt)
-    atol = C.asarray(atol, dtype=rdt)
-    out = U.less_equal(U.abs(U.subtract(a, b)), U.add(atol, U.multiply(rtol, U.abs(b))))
-    both_inf = U.logical_and(U.isinf(a), U.isinf(b))
-    out = U.where(U.logical_or(U.isinf(a), U.isinf(b)), U.logical_and(both_inf, U.equal(a, b)), out)
+    rtol = lax.convert_element_type(rtol, rdt)
+    atol = lax.convert_element_type(atol, rdt)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = U.logical_or(lax.eq(a, b), U.logical_and(U.isfinite(b), in_range))
     if equal_nan:
         out = U.logical_or(out, U.logical_and(U.isnan(a), U.isnan(b)))
     return out

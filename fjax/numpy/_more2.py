@@ -530,6 +530,8 @@ def bitwise_count(x: Any, /) -> Any:
     x = _arr(x, "bitwise_count")
     if not np.issubdtype(x.dtype, np.integer) and x.dtype != np.bool_:
         raise TypeError(f"bitwise_count requires integer inputs; got {x.dtype}")
+    if x.dtype == np.bool_:  # as JAX: booleans are promoted to the default integer first
+        x = lax.convert_element_type(x, dtypes.default_int_dtype())
     return lax.population_count(U.abs(x) if np.issubdtype(x.dtype, np.signedinteger) else x).astype(np.uint8)
 
 

@@ -156,13 +156,17 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
 
 
 def spacing(x: Any, /) -> Any:
-    """Distance from ``x`` to the adjacent float away from zero (as ``jnp.spacing``)."""
+    """Distance from ``x`` to the adjacent float away from zero, step for step as ``jnp.spacing``
+    (float16 always steps toward +inf, as JAX does to follow numpy)."""
     (arr,) = _util.promote_dtypes_inexact("spacing", x)
     if dtypes.kind(np.dtype(arr.dtype)) == "c":
-        raise ValueError("spacing is not implemented for complex arrays")
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
     inf = C.full_like(arr, np.inf)
-    toward = U.where(U.greater_equal(arr, 0), inf, -inf)
-    return lax.sub(lax.nextafter(arr, toward), arr)
+    if arr.dtype == np.float16:
+        return lax.sub(lax.nextafter(arr, inf), arr)
+    result = lax.sub(lax.nextafter(arr, U.copysign(inf, arr)), arr)
+    tiny = C.full_like(arr, dtypes.finfo(arr.dtype).smallest_subnormal)
+    return U.where(U.equal(result, 0), U.copysign(tiny, arr), result)
 
 
 def _tile_to_size(v: Any, n: int) -> Any:

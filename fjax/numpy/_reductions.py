@@ -411,6 +411,13 @@ def std(
 
 def _arg(a: Any, axis: Any, keepdims: Any, name: str, op: Callable) -> Any:
     a = _arr(a, name)
+    if _dkind(a.dtype) == "c":
+        # JAX's argmax/argmin compare with lax.gt/lt, which refuse complex operands
+        cmp = "gt" if name == "argmax" else "lt"
+        raise TypeError(
+            f"{cmp} does not accept dtype {a.dtype.name} at position 0. Accepted dtypes at position 0 "
+            "are subtypes of integer, floating, bool."
+        )
     if axis is None:
         r = op(lax.reshape(a, (a.size,)), 0, dtypes.default_int_dtype())
         if keepdims:

@@ -291,6 +291,8 @@ def polysub(a1: Any, a2: Any) -> Any:
 def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     """Product of two polynomials."""
     a1, a2 = _util.promote_dtypes_inexact("polymul", a1, a2)
+    if a1.ndim == 0 or a2.ndim == 0:
+        raise TypeError("len() of unsized object")  # as JAX (which takes len() of both)
     if trim_leading_zeros:
         a1, a2 = trim_zeros(a1, "f"), trim_zeros(a2, "f")
     if a1.shape[0] == 0:

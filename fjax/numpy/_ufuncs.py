@@ -24,6 +24,7 @@ from fjax import _debug_nans, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
+from fjax.lax._extra import complex as _lax_complex
 from fjax.numpy._ufuncs_logic import (  # noqa: F401 - imported from here (fjax.numpy's * import too)
     _bool_full,
     _check_intb,
@@ -142,6 +143,8 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 def log2(x: Any, /) -> Any:
     """Elementwise base-2 logarithm."""
     x = _inexact1("log2", x)
+    if _dkind(x.dtype) == "c":
+        return _scale_complex_log(x, 1.0 / math.log(2.0))
     # the divisor is strongly typed, so the result is too (as in JAX)
     return lax.div(lax.log(x), Array(np.array(math.log(2.0), x.dtype)))
 
@@ -149,7 +152,18 @@ def log2(x: Any, /) -> Any:
 def log10(x: Any, /) -> Any:
     """Elementwise base-10 logarithm."""
     x = _inexact1("log10", x)
+    if _dkind(x.dtype) == "c":
+        return _scale_complex_log(x, 1.0 / math.log(10.0))
     return lax.div(lax.log(x), Array(np.array(math.log(10.0), x.dtype)))
+
+
+def _scale_complex_log(x: Any, scale: float) -> Any:
+    # the parts are scaled apart, as JAX: a complex division would turn log(0) = -inf+0j into
+    # -inf+nanj
+    r = lax.log(x)
+    re, im = lax.real(r), lax.imag(r)
+    c = Array(np.array(scale, re.dtype))
+    return _lax_complex(lax.mul(re, c), lax.mul(im, c))
 
 
 def reciprocal(x: Any, /) -> Any:
@@ -250,9 +264,13 @@ fix = trunc
 
 
 def rint(x: Any, /) -> Any:
-    """Round to the nearest integer, halfway cases to even (integers become float)."""
+    """Round to the nearest integer, halfway cases to even (integers become float; complex values
+    have both parts rounded)."""
     x = _inexact1("rint", x)
-    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    even = lax.RoundingMethod.TO_NEAREST_EVEN
+    if _dkind(x.dtype) == "c":
+        return _lax_complex(lax.round(lax.real(x), even), lax.round(lax.imag(x), even))
+    return lax.round(x, even)
 
 
 def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
@@ -261,17 +279,30 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = _one("round", a)
     decimals = int(decimals)
-    if _dkind(a.dtype) in "iub":
+    if _dkind(a.dtype) in "iu":
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
+    if _dkind(a.dtype) == "b":
+        # as JAX (which asks finfo(bool) for the precision)
+        raise ValueError("data type <class 'numpy.bool'> not inexact")
+    if decimals > np.log10(float(dtypes.finfo(a.dtype).max)):
+        return a  # rounding beyond the precision of the dtype changes nothing
     if _dkind(a.dtype) == "c":
-        raise NotImplementedError("jnp.round of complex arrays is not supported")
+        return _lax_complex(_round_real(lax.real(a), decimals), _round_real(lax.imag(a), decimals))
+    return _round_real(a, decimals)
+
+
+def _round_real(a: Any, decimals: int) -> Any:
     even = lax.RoundingMethod.TO_NEAREST_EVEN
     if decimals == 0:
         return lax.round(a, even)
+    dt = a.dtype
+    if dt == np.float16:  # as JAX: float16 is scaled in float32, where 10**decimals is exact enough
+        a = lax.convert_element_type(a, np.float32)
     factor = _const(a, 10.0**decimals)
-    return lax.div(lax.round(lax.mul(a, factor), even), factor)
+    out = lax.div(lax.round(lax.mul(a, factor), even), factor)
+    return lax.convert_element_type(out, dt) if dt == np.float16 else out
 
 
 around = round
@@ -305,10 +336,11 @@ def multiply(x: Any, y: Any, /) -> Any:
 
 def true_divide(x: Any, y: Any, /) -> Any:
     """Elementwise x / y; integer inputs are promoted to float."""
-    x, y = _promote2("true_divide", x, y)
-    if _dkind(x.dtype) not in "fc":
-        x, y = promote_dtypes_inexact("true_divide", x, y)
-    return lax.div(x, y)
+    xp, yp = _promote2("true_divide", x, y)
+    if _dkind(xp.dtype) in "fc":
+        return lax.div(xp, yp)
+    # integer operands go to float directly (through their common integer dtype they could wrap)
+    return lax.div(*_promote_inexact_n("true_divide", x, y))
 
 
 divide = true_divide
@@ -367,8 +399,12 @@ def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
 
 def fmod(x: Any, y: Any, /) -> Any:
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
+    check_arraylike("fmod", x, y)
+    # as JAX: only an integer common dtype has its zero divisors replaced; booleans are promoted to
+    # int32 after that check, so fmod(True, False) is lax.rem(1, 0) == 1
+    int_args = _dkind(dtypes.result_type(x, y)) in "iu"
     x, y = _promote_numeric_n("fmod", x, y)
-    return lax.rem(x, _nonzero_int_divisor(y))
+    return lax.rem(x, _nonzero_int_divisor(y) if int_args else y)
 
 
 def _nonzero_int_divisor(y: Any) -> Any:
@@ -492,6 +528,11 @@ def clip(
 def hypot(x: Any, y: Any, /) -> Any:
     """Elementwise sqrt(x**2 + y**2), without overflow for large inputs."""
     x, y = _promote_inexact_n("hypot", x, y)
+    if _dkind(x.dtype) == "c":
+        raise ValueError(
+            "jnp.hypot is not well defined for complex-valued inputs. "
+            "Please convert to real values first, such as by using abs(x)"
+        )
     x, y = _abs(x), _abs(y)
     idx_inf = lax.bitwise_or(isposinf(x), isposinf(y))
     hi, lo = lax.max(x, y), lax.min(x, y)
@@ -505,6 +546,11 @@ def hypot(x: Any, y: Any, /) -> Any:
 def arctan2(x1: Any, x2: Any, /) -> Any:
     """Elementwise arctangent of x1 / x2 in the correct quadrant."""
     x1, x2 = _promote_inexact_n("arctan2", x1, x2)
+    if _dkind(x1.dtype) == "c":
+        # XLA's complex atan2 (JAX accepts complex here): -i log((x2 + i x1) / sqrt(x1**2 + x2**2))
+        num = lax.add(x2, lax.mul(x1, _const(x1, 1j)))
+        r = lax.div(num, lax.sqrt(lax.add(lax.mul(x1, x1), lax.mul(x2, x2))))
+        return lax.mul(_const(r, -1j), lax.log(r))
     return lax.atan2(x1, x2)
 
 
@@ -549,6 +595,8 @@ def logaddexp2(x1: Any, x2: Any, /) -> Any:
 
 
 def _logaddexp(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale: float | None) -> Any:
+    if _dkind(x1.dtype) == "c":
+        return _logaddexp_complex(x1, x2, log1p_, exp_, scale)
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     bad = lax.ne(delta, delta)  # NaN: equal infinities or a NaN input
@@ -557,6 +605,28 @@ def _logaddexp(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale: float 
     if scale is not None:
         corr = lax.div(corr, _const(corr, scale))
     return _select_bcast(bad, lax.add(x1, x2), lax.add(amax, corr))
+
+
+def _logaddexp_complex(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale: float | None) -> Any:
+    # JAX's complex branch: amax + log1p(exp(x1 + x2 - 2 amax)) (amax lexicographic), the
+    # imaginary part wrapped into [-pi, pi] (divided by log(2) for logaddexp2)
+    x1, x2 = _bcast_all(x1, x2)
+    amax = lax.max(x1, x2)
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
+    corr = log1p_(exp_(delta))
+    if scale is not None:
+        corr = lax.mul(corr, _const(corr, 1.0 / scale))
+    out = lax.add(amax, corr)
+    half = math.pi if scale is None else math.pi / scale
+    im = lax.imag(out)
+    rem = lax.rem(lax.add(im, _const(im, half)), _const(im, 2 * half))
+    rem = lax.select(lax.lt(rem, _const(rem, 0)), lax.add(rem, _const(rem, 2 * half)), rem)
+    return _lax_complex(lax.real(out), lax.sub(rem, _const(rem, half)))
+
+
+def _bcast_all(*xs: Any) -> list:
+    shape = broadcast_shapes("logaddexp", *(x.shape for x in xs))
+    return [x if x.shape == shape else broadcast_to_shape(x, shape) for x in xs]
 
 
 def sinc(x: Any, /) -> Any:
@@ -573,6 +643,11 @@ def sinc(x: Any, /) -> Any:
 def heaviside(x1: Any, x2: Any, /) -> Any:
     """Heaviside step: 0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0."""
     x1, x2 = _promote_inexact_n("heaviside", x1, x2)
+    if _dkind(x1.dtype) == "c":
+        raise TypeError(
+            "lt does not accept dtype complex64 at position 0. Accepted dtypes at position 0 are "
+            "subtypes of integer, floating, bool.".replace("complex64", x1.dtype.name)
+        )
     zero = _const(x1, 0)
     shape = x1.shape if x1.ndim else x2.shape
     x1b = lax.broadcast_in_dim(x1, shape, ()) if x1.shape != shape else x1
@@ -601,9 +676,10 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     """x1 * 2**x2 for an integer x2. As JAX, the exponent of x1 is split off first, so a small x1
     with a large x2 (or the reverse) does not overflow on the way, and infinities and zeros pass
     through (x1 * exp2(x2) gave inf * 0 = nan)."""
-    x2 = _one("ldexp", x2)
-    if _dkind(x2.dtype) not in "iub":
-        raise TypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
+    x1, x2 = _one("ldexp", x1), _one("ldexp", x2)
+    if _dkind(x1.dtype) == "c" or _dkind(x2.dtype) in "fc":
+        # JAX's error (a ValueError naming both dtypes)
+        raise ValueError(f"ldexp not supported for input types {(x1.dtype, x2.dtype)}")
     x1 = _inexact1("ldexp", x1)
     x1 = lax.convert_element_type(x1, x1.dtype) if x1.weak_type else x1
     x1, x2f = _promote_n("ldexp", x1, lax.convert_element_type(x2, x1.dtype))

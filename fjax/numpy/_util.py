@@ -57,16 +57,16 @@ def _convert(x: Any, dt: np.dtype, weak: bool) -> Any:
 
 
 def promote_dtypes_inexact(fn_name: str, *args: Any) -> list:
-    """Promote, then move integer/bool results to the default float dtype (as jnp.sin etc.)."""
-    xs = promote_dtypes(fn_name, *args)
-    out = []
-    for x in xs:
-        if _dkind(x.dtype) not in "fc":
-            dt = dtypes.default_float_dtype()
-            out.append(_convert(x, dt, x.weak_type))
-        else:
-            out.append(x)
-    return out
+    """Promote to the common dtype, moved to the default float dtype when it is integer/bool (as
+    jnp.sin etc.). As JAX, each argument is converted to the inexact dtype directly, never through
+    the common integer dtype first: uint32 with int32 promotes to int64 (int32 without x64), and
+    passing through it would wrap 2**32 - 1 to -1 before the float conversion."""
+    check_arraylike(fn_name, *args)
+    xs = [to_fjax(x, fn_name) for x in args]
+    dt, weak = dtypes.result_type(*xs, return_weak_type_flag=True)
+    if _dkind(dt) not in "fc":
+        dt = dtypes.default_float_dtype()
+    return [_convert(x, dt, weak) for x in xs]
 
 
 def promote_dtypes_numeric(fn_name: str, *args: Any) -> list:
