@@ -231,7 +231,7 @@ def test_pad_errors():
     with pytest.raises(ValueError, match="empty axis"):
         S.pad(A(np.zeros(0, np.float32)), 1, mode="edge")
     with pytest.raises(NotImplementedError):
-        S.pad(A(np.zeros(3, np.float32)), 1, mode="linear_ramp")
+        S.pad(A(np.zeros(3, np.float32)), 1, mode=lambda *args: None)
     with pytest.raises(ValueError, match="negative"):
         S.pad(A(np.zeros(3, np.float32)), -1)
 

@@ -66,7 +66,9 @@ def _unop_abstract(name: str, kinds: str, result_dtype: Callable | None = None) 
     def rule(x: Any, **params: Any) -> ShapedArray:
         _check_kind(name, x, kinds)
         dt = x.dtype if result_dtype is None else result_dtype(x.dtype)
-        return ShapedArray(x.shape, dt, x.weak_type and result_dtype is None)
+        # the weak type is kept even where the dtype changes (abs/real/imag of complex, is_finite),
+        # as JAX's default weak_type rule for unary ops
+        return ShapedArray(x.shape, dt, x.weak_type)
 
     return rule
 
@@ -99,7 +101,8 @@ def _naryop_abstract(name: str, kinds: str, out_bool: bool = False) -> Callable:
                 )
         shape = _broadcast_shapes_rule(name, avals)
         weak = all(a.weak_type for a in avals)
-        return ShapedArray(shape, np.dtype(np.bool_) if out_bool else dt, weak and not out_bool)
+        # comparisons of weak operands are weak too (a weak bool), as in JAX
+        return ShapedArray(shape, np.dtype(np.bool_) if out_bool else dt, weak)
 
     return rule
 

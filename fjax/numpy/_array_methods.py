@@ -78,6 +78,10 @@ def _shape_tuple(args: tuple, what: str) -> tuple:
 
 
 def _reshape(self: Any, *shape: Any, order: str = "C") -> Any:
+    if order == "A":  # as JAX's Array.reshape (jnp.reshape takes 'A' as 'C')
+        raise NotImplementedError("np.reshape order=A is not implemented.")
+    if order not in ("C", "F"):
+        raise ValueError(f"Unexpected value for 'order' argument: {order}.")
     if order != "C":
         from fjax.numpy._shape import reshape  # noqa: PLC0415
 
@@ -117,7 +121,9 @@ def _transpose(self: Any, *axes: Any) -> Any:
 
 def _ravel(self: Any, order: str = "C") -> Any:
     if order != "C":
-        raise NotImplementedError(f"ravel: order={order!r} is not supported (only 'C')")
+        from fjax.numpy._shape import _ravel_order  # noqa: PLC0415
+
+        return _ravel_order(self, order)
     return lax.reshape(self, (self.size,))
 
 

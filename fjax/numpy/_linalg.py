@@ -217,9 +217,19 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred
     return _dg(x, y, (ca, cb), ((), ()), dt, precision)
 
 
+def _no_bool(name: str, x: Any) -> None:
+    # JAX computes these with lax.{name}, which refuses booleans
+    if x.dtype == np.bool_:
+        raise TypeError(
+            f"{name} does not accept dtype bool at position 0. Accepted dtypes at position 0 are subtypes of "
+            "integer, floating, complexfloating."
+        )
+
+
 def kron(a: Any, b: Any) -> Any:
     """Kronecker product: the block array of ``a[i] * b``."""
     (x, y), dt = _promote("kron", a, b)
+    _no_bool("mul", x)
     nd = max(x.ndim, y.ndim)
     x = lax.reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))
     y = lax.reshape(y, (1,) * (nd - y.ndim) + tuple(y.shape))

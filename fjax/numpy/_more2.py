@@ -152,12 +152,14 @@ def isrealobj(x: Any) -> bool:
 
 def iscomplex(x: Any) -> Any:
     """Elementwise: the imaginary part is nonzero."""
-    return U.not_equal(U.imag(_arr(x, "iscomplex")), 0)
+    im = U.imag(_arr(x, "iscomplex"))
+    return lax.ne(im, lax.full_like(im, 0))  # a zero of im's own dtype, as JAX (the result is not weak)
 
 
 def isreal(x: Any) -> Any:
     """Elementwise: the imaginary part is zero."""
-    return U.equal(U.imag(_arr(x, "isreal")), 0)
+    im = U.imag(_arr(x, "isreal"))
+    return lax.eq(im, lax.full_like(im, 0))
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:

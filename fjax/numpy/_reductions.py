@@ -627,7 +627,11 @@ def nanmean(
     a = _arr(a, "nanmean")
     if _dkind(a.dtype) not in "fc":
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=_not_nan(a, where))
+    # as JAX: nansum / (count of non-NaNs), both reduced in ``dtype`` (so float16 sums are upcast as
+    # every float16 sum is, and the count is not rounded to float16 before the sum ends)
+    dtype = a.dtype if dtype is None else dtype
+    count = sum(lax.bitwise_not(lax.ne(a, a)), axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    return lax.div(nansum(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where), count)
 
 
 def nanvar(
@@ -848,9 +852,10 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     elif method == "higher":
         res = vhi
     elif method == "nearest":
-        near = lax.round(pos, lax.RoundingMethod.TO_NEAREST_EVEN)
-        inear = lax.convert_element_type(lax.max(lax.min(near, maxi), _const(near, 0)), np.int32)
-        res = take(inear)
+        # as JAX: the lower value unless the position is past the halfway point (numpy rounds
+        # halfway positions to even)
+        near = lax.select(lax.le(lax.sub(pos, lo), _const(pos, 0.5)), lo, hi)
+        res = take(lax.convert_element_type(near, np.int32))
     elif method == "midpoint":
         res = lax.mul(lax.add(vlo, vhi), _const(vlo, 0.5))
     else:

@@ -182,10 +182,22 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = 
 
 
 def ravel(a: Any, order: str = "C") -> Any:
-    """Flatten ``a`` to 1-D (C order only)."""
+    """Flatten ``a`` to 1-D, reading in C (row-major) or ``order='F'`` (column-major) order.
+
+    As JAX, ``order='K'`` and ``'A'`` raise NotImplementedError."""
     a = _arr("ravel", a)
-    if order != "C":
-        raise NotImplementedError(f"ravel: order={order!r} is not supported by fjax; only order='C'")
+    return _ravel_order(a, order)
+
+
+def _ravel_order(a: Any, order: str) -> Any:
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'.")
+    if order == "A":
+        raise NotImplementedError("np.reshape order=A is not implemented.")
+    if order == "F":
+        a = lax.transpose(a, tuple(range(a.ndim - 1, -1, -1)))
+    elif order != "C":
+        raise ValueError(f"Unexpected value for 'order' argument: {order}.")
     return lax.reshape(a, (a.size,))
 
 

@@ -102,12 +102,32 @@ def _pad_constant(a: Any, widths: list[tuple[int, int]], cv: Any) -> Any:
     return a
 
 
+def _pad_linear_ramp(a: Any, widths: list[tuple[int, int]], end_values: Any) -> Any:
+    """JAX's linear_ramp, step for step: along each axis in turn, ``linspace(end_value, edge, width,
+    endpoint=False)`` in the array's dtype before, and the mirror of one after."""
+    from fjax.numpy import _creation  # noqa: PLC0415
+
+    ev = np.asarray(core.concrete_or_error(end_values, "end_values argument of jnp.pad"))
+    try:
+        ev = np.broadcast_to(ev, (a.ndim, 2))
+    except ValueError:
+        raise TypeError(f"`end_values` entries must be the same shape: {end_values}") from None
+    for axis, (before, after) in enumerate(widths):
+        edges = (lax.slice_in_dim(a, 0, 1, axis=axis), lax.slice_in_dim(a, a.shape[axis] - 1, None, axis=axis))
+        ramps = []
+        for end, edge, width in zip(ev[axis], edges, (before, after)):
+            r = _creation.linspace(end, lax.squeeze(edge, (axis,)), width, endpoint=False, dtype=a.dtype, axis=axis)
+            ramps.append(lax._convert_element_type_weak(r, a.dtype, a.weak_type))
+        a = lax.concatenate([ramps[0], a, lax.rev(ramps[1], (axis,))], axis)
+    return a
+
+
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     """Pad an array (numpy.pad semantics).
 
     Modes: ``constant`` (``constant_values``), ``edge``, ``reflect`` and ``symmetric``
     (``reflect_type='even'``), ``wrap``, ``maximum``/``minimum``/``mean`` (whole axis, no
-    ``stat_length``), ``empty`` (zeros).
+    ``stat_length``), ``empty`` (zeros), ``linear_ramp`` (``end_values``).
     """
     a = _arr("pad", array)
     widths = _pad_widths("pad", pad_width, a.ndim)
@@ -123,6 +143,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         "minimum": {"stat_length"},
         "mean": {"stat_length"},
         "empty": set(),
+        "linear_ramp": {"end_values"},
     }
     if mode not in allowed:
         raise NotImplementedError(f"pad: mode {mode!r} is not supported by fjax; use one of {sorted(allowed)}")
@@ -133,6 +154,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         return _pad_constant(a, widths, kwargs.get("constant_values", 0))
     if mode == "empty":
         return _pad_constant(a, widths, 0)
+    if mode == "linear_ramp":
+        return _pad_linear_ramp(a, widths, kwargs.get("end_values", 0))
     if kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError("pad: reflect_type='odd' is not supported by fjax")
     if kwargs.get("stat_length") is not None:

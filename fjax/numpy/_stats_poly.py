@@ -268,7 +268,7 @@ def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     p, x = _util.promote_dtypes("polyval", p, x)
     if p.ndim != 1:
         raise ValueError(f"polyval: p must be rank 1; got shape {p.shape}")
-    out = C.zeros_like(x)
+    out = lax.full_like(x, 0, x.dtype)  # strongly typed, as JAX's (so the result is not weak)
     for i in range(p.shape[0]):
         out = U.add(U.multiply(out, x), p[i])
     return out
@@ -277,6 +277,11 @@ def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
 def polyadd(a1: Any, a2: Any) -> Any:
     """Sum of two polynomials."""
     a1, a2 = _util.promote_dtypes("polyadd", a1, a2)
+    if a1.dtype == np.bool_:  # JAX adds with lax.add, which refuses booleans
+        raise TypeError(
+            "add does not accept dtype bool at position 0. Accepted dtypes at position 0 are subtypes of "
+            "integer, floating, complexfloating."
+        )
     n = builtins.max(a1.shape[0], a2.shape[0])
     a1 = lax.pad(a1, C.asarray(0, dtype=a1.dtype), [(n - a1.shape[0], 0, 0)])
     a2 = lax.pad(a2, C.asarray(0, dtype=a2.dtype), [(n - a2.shape[0], 0, 0)])

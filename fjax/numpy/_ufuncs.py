@@ -540,7 +540,8 @@ def hypot(x: Any, y: Any, /) -> Any:
     safe_hi = lax.select(zero, _ones_like(hi), hi)
     r = lax.mul(hi, lax.sqrt(lax.add(_const(hi, 1), lax.square(lax.div(lo, safe_hi)))))
     out = lax.select(zero, hi, r)
-    return lax.select(idx_inf, lax.full_like(out, np.inf), out)
+    # a strongly typed inf, as JAX's (which makes the result strongly typed)
+    return lax.select(idx_inf, lax.full_like(out, np.inf, out.dtype), out)
 
 
 def arctan2(x1: Any, x2: Any, /) -> Any:
@@ -602,8 +603,8 @@ def _logaddexp(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale: float 
     bad = lax.ne(delta, delta)  # NaN: equal infinities or a NaN input
     safe_delta = lax.select(bad, _zeros_like(delta), delta)
     corr = log1p_(exp_(lax.neg(_abs(safe_delta))))
-    if scale is not None:
-        corr = lax.div(corr, _const(corr, scale))
+    if scale is not None:  # a strongly typed 1 / log(2), as JAX's (the result is not weak)
+        corr = lax.mul(corr, Array(np.array(1.0 / scale, corr.dtype)))
     return _select_bcast(bad, lax.add(x1, x2), lax.add(amax, corr))
 
 
@@ -615,7 +616,7 @@ def _logaddexp_complex(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale
     delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
     corr = log1p_(exp_(delta))
     if scale is not None:
-        corr = lax.mul(corr, _const(corr, 1.0 / scale))
+        corr = lax.mul(corr, Array(np.array(1.0 / scale, corr.dtype)))
     out = lax.add(amax, corr)
     half = math.pi if scale is None else math.pi / scale
     im = lax.imag(out)
@@ -652,9 +653,11 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     shape = x1.shape if x1.ndim else x2.shape
     x1b = lax.broadcast_in_dim(x1, shape, ()) if x1.shape != shape else x1
     x2b = lax.broadcast_in_dim(x2, shape, ()) if x2.shape != shape else x2
-    # x1 NaN gives NaN (as numpy and JAX): it is neither < 0 nor == 0
-    pos = lax.select(lax.eq(x1b, zero), x2b, lax.select(lax.gt(x1b, zero), lax.full_like(x1b, 1), x1b))
-    return lax.select(lax.lt(x1b, zero), lax.full_like(x1b, 0), pos)
+    # x1 NaN gives NaN (as numpy and JAX): it is neither < 0 nor == 0. The 0 and 1 filled in are
+    # strongly typed, as JAX's (so the result is too)
+    one = lax.full_like(x1b, 1, x1b.dtype)
+    pos = lax.select(lax.eq(x1b, zero), x2b, lax.select(lax.gt(x1b, zero), one, x1b))
+    return lax.select(lax.lt(x1b, zero), lax.full_like(x1b, 0, x1b.dtype), pos)
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:

@@ -64,8 +64,9 @@ def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
     """A weak 0-d Array of ``dt`` for a Python scalar when promotion keeps ``dt``, else None.
 
     Arrays are immutable, so the common constants (``x + 1.0``) are cached; zero is not, since
-    ``0.0 == -0.0`` would share one entry."""
-    key = (v, dt)
+    ``0.0 == -0.0`` would share one entry. The key holds the scalar's type: ``2 == 2.0`` hash alike, and
+    an int32 array times 2.0 must not get the cached int 2 (it promotes to float)."""
+    key = (type(v), v, dt)
     out = _scalar_cache.get(key)
     if out is not None:
         return out

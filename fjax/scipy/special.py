@@ -259,9 +259,9 @@ def _xlogx_jvp(primals: tuple, tangents: tuple) -> tuple:
 
 @custom_jvp
 def xlogy(x: Any, y: Any) -> Any:
-    """x * log(y), 0 where x == 0 (even for y == 0)."""
+    """x * log(y), 0 where x == 0 (even for y == 0); a NaN y gives NaN, as JAX and scipy."""
     x, y = _args("xlogy", x, y)
-    return jnp.where(x != 0, x * lax.log(y), jnp.zeros_like(x))
+    return jnp.where((x != 0) | jnp.isnan(y), x * lax.log(y), jnp.zeros_like(x))
 
 
 @xlogy.defjvp
@@ -269,14 +269,15 @@ def _xlogy_jvp(primals: tuple, tangents: tuple) -> tuple:
     x, y = primals
     xt, yt = tangents
     out = xlogy(x, y)
-    return out, (xt * lax.log(jnp.asarray(y, out.dtype)) + yt * x / y).astype(out.dtype)
+    # lax.log(y) keeps y's weak type (as JAX: grad(xlogy)(0.0) is weakly typed)
+    return out, (xt * lax.log(y) + yt * x / y).astype(out.dtype)
 
 
 @custom_jvp
 def xlog1py(x: Any, y: Any) -> Any:
-    """x * log1p(y), 0 where x == 0."""
+    """x * log1p(y), 0 where x == 0; a NaN y gives NaN, as JAX and scipy."""
     x, y = _args("xlog1py", x, y)
-    return jnp.where(x != 0, x * lax.log1p(y), jnp.zeros_like(x))
+    return jnp.where((x != 0) | jnp.isnan(y), x * lax.log1p(y), jnp.zeros_like(x))
 
 
 @xlog1py.defjvp
@@ -284,7 +285,7 @@ def _xlog1py_jvp(primals: tuple, tangents: tuple) -> tuple:
     x, y = primals
     xt, yt = tangents
     out = xlog1py(x, y)
-    return out, (xt * lax.log1p(jnp.asarray(y, out.dtype)) + yt * x / (1 + y)).astype(out.dtype)
+    return out, (xt * lax.log1p(y) + yt * x / (1 + y)).astype(out.dtype)
 
 
 def entr(x: Any) -> Any:
