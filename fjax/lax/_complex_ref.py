@@ -111,3 +111,18 @@ def complex_expm1(z: np.ndarray) -> np.ndarray:
     re = np.where(b == 0, np.expm1(np.real(z)), np.real(out))
     im = np.where(b == 0, b, np.imag(out))
     return _compose(re, im, z.dtype)
+
+
+def complex_max(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``max(x, y)`` as JAX lowers it for complex values: compare the real parts, the imaginary
+    parts on a tie, and take ``y`` unless ``x`` compares greater (so a NaN gives ``y``)."""
+    rx, ry = np.real(x), np.real(y)
+    pick_x = np.where(rx == ry, np.imag(x) > np.imag(y), rx > ry)
+    return np.where(pick_x, x, y)
+
+
+def complex_min(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``min(x, y)`` for complex values, as ``complex_max`` with the comparisons reversed."""
+    rx, ry = np.real(x), np.real(y)
+    pick_x = np.where(rx == ry, np.imag(x) < np.imag(y), rx < ry)
+    return np.where(pick_x, x, y)

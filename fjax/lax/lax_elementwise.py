@@ -553,9 +553,17 @@ def _minmax_jvp(op: Callable, cmp: Callable) -> Callable:
     return jvp
 
 
-max_p = standard_naryop("max", np.maximum, _any)
+def _max_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return _complex_ref.complex_max(x, y) if _dkind(x.dtype) == "c" else np.maximum(x, y)
+
+
+def _min_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return _complex_ref.complex_min(x, y) if _dkind(x.dtype) == "c" else np.minimum(x, y)
+
+
+max_p = standard_naryop("max", _max_impl, _any)
 register_lowering(max_p, ELEMENTWISE)
-min_p = standard_naryop("min", np.minimum, _any)
+min_p = standard_naryop("min", _min_impl, _any)
 register_lowering(min_p, ELEMENTWISE)
 
 atan2_p = standard_naryop("atan2", _errstate(np.arctan2), _float)
