@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fjax._core_pp_rules import printed_params
 from fjax.core import Array, Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
 # ---- documents: ("t", text) | ("b", text) | ("c", children) | ("g", child) | ("n", indent, child)
@@ -56,46 +57,51 @@ def join(sep: tuple, docs: list) -> tuple:
     return ("c", tuple(out))
 
 
-def _fits(doc: tuple, width: int) -> bool:
-    """Whether ``doc`` printed flat takes at most ``width`` columns (only the group itself counts,
-    not what follows it, as JAX's printer)."""
+def _flat(doc: tuple, width: int) -> str | None:
+    """``doc`` printed flat (every break as its text), or None if that takes more than ``width``
+    columns. Only the group itself counts, not what follows it, as JAX's printer."""
+    out: list[str] = []
     stack = [doc]
-    while width >= 0 and stack:
+    while stack:
         d = stack.pop()
         kind = d[0]
         if kind in ("t", "b"):
             width -= len(d[1])
+            if width < 0:
+                return None
+            out.append(d[1])
         elif kind == "c":
             stack.extend(reversed(d[1]))
         else:
             stack.append(d[-1])
-    return width >= 0
+    return "".join(out)
 
 
 def format_doc(doc: tuple, width: int = 80) -> str:
     lines: list[str] = []
     line: list[str] = []
     k = 0
-    agenda = [(0, False, doc)]  # (indent, flat, doc)
+    agenda = [(0, doc)]  # (indent, doc) laid out in break mode; a group that fits is written flat
     while agenda:
-        i, flat, d = agenda.pop()
+        i, d = agenda.pop()
         kind = d[0]
         if kind == "t":
             line.append(d[1])
             k += len(d[1])
         elif kind == "c":
-            agenda.extend((i, flat, c) for c in reversed(d[1]))
+            agenda.extend((i, c) for c in reversed(d[1]))
         elif kind == "b":
-            if flat:
-                line.append(d[1])
-                k += len(d[1])
-            else:
-                lines.append("".join(line))
-                line, k = [" " * i], i
+            lines.append("".join(line))
+            line, k = [" " * i], i
         elif kind == "n":
-            agenda.append((i + d[1], flat, d[2]))
-        else:  # group
-            agenda.append((i, _fits(d, width - k), d[1]))
+            agenda.append((i + d[1], d[2]))
+        else:  # group: flat when it fits in the rest of the line (then so does every group inside it)
+            flat = _flat(d, width - k)
+            if flat is None:
+                agenda.append((i, d[1]))
+            else:
+                line.append(flat)
+                k += len(flat)
     lines.append("".join(line))
     return "\n".join(lines)
 
@@ -117,6 +123,7 @@ class _Namer:
     def __init__(self, names: dict | None = None) -> None:
         self.names: dict[Var, str] = dict(names or {})
         self.shared: dict[Jaxpr, str] = {}  # inner jaxprs printed first, by name
+        self.types: dict = {}  # aval -> its short form (``f32[3]``)
         self._fresh = self._gen()
 
     def _gen(self) -> Iterator[str]:
@@ -134,6 +141,12 @@ class _Namer:
         if name is None:
             name = self.names[v] = next(self._fresh)
         return name
+
+    def type_of(self, aval: Any) -> str:
+        s = self.types.get(aval)
+        if s is None:
+            s = self.types[aval] = aval.str_short()
+        return s
 
     def suggest_same_names(self, for_vars: list, like_vars: list) -> None:
         """Name the binders of an inner jaxpr like the outer atoms they alias (JAX's
@@ -176,8 +189,11 @@ def _pp_atom(x: Atom, namer: _Namer) -> str:
 
 
 def pp_vars(vs: list, namer: _Namer, separator: str = "", print_shapes: bool = False) -> tuple:
+    if len(vs) == 1:  # (no break: the group and nest would change nothing)
+        v = vs[0]
+        return text(_pp_atom(v, namer) + ":" + namer.type_of(v.aval) if print_shapes else _pp_atom(v, namer))
     if print_shapes:
-        docs = [text(_pp_atom(v, namer) + ":" + v.aval.str_short()) for v in vs]
+        docs = [text(_pp_atom(v, namer) + ":" + namer.type_of(v.aval)) for v in vs]
     else:
         docs = [text(_pp_atom(v, namer)) for v in vs]
     return nest(2, group(join(concat(text(separator), group(brk())), docs)))
@@ -234,11 +250,20 @@ def _pp_kv_pairs(items: list, namer: _Namer) -> tuple:
 # ---- equations and jaxprs
 
 
-def _eqn_doc(eqn: JaxprEqn, namer: _Namer) -> tuple:
-    from fjax._core_pp_rules import printed_params  # noqa: PLC0415 - the rules import this module
-
+def _eqn_doc(eqn: JaxprEqn, namer: _Namer, col: int | None = None) -> tuple:
+    """``col``: where the equation's line starts when its jaxpr is broken into lines (known for
+    the outermost jaxpr): an equation that fits there is one text, the layout it would get anyway."""
     lhs = pp_vars(eqn.outvars, namer, print_shapes=True)  # names the binders first, as JAX
     items = printed_params(eqn, namer)
+    doc = _eqn_rest(eqn, items, namer, lhs)
+    if col is not None:
+        flat = _flat(doc, 80 - col)
+        if flat is not None:
+            return text(flat)
+    return doc
+
+
+def _eqn_rest(eqn: JaxprEqn, items: list, namer: _Namer, lhs: tuple) -> tuple:
     rhs = concat(text(eqn.primitive.name), _pp_kv_pairs(items, namer), text(" "), pp_vars(eqn.invars, namer))
     if not eqn.outvars:
         return rhs
@@ -252,10 +277,10 @@ def _pp_jaxpr_doc(jaxpr: Jaxpr, namer: _Namer) -> tuple:
     return _skeleton(jaxpr, namer)
 
 
-def _skeleton(jaxpr: Jaxpr, namer: _Namer) -> tuple:
+def _skeleton(jaxpr: Jaxpr, namer: _Namer, col: int | None = None) -> tuple:
     consts = pp_vars(jaxpr.constvars, namer, print_shapes=True)
     ins = pp_vars(jaxpr.invars, namer, print_shapes=True)
-    eqns = join(brk("; "), [_eqn_doc(e, namer) for e in jaxpr.eqns])
+    eqns = join(brk("; "), [_eqn_doc(e, namer, col) for e in jaxpr.eqns])
     outs = concat(
         text("("), pp_vars(jaxpr.outvars, namer, separator=","), text(",)" if len(jaxpr.outvars) == 1 else ")")
     )
@@ -328,5 +353,5 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
     docs = []
     for name, j in shared:
         docs.append(concat(text(f"let {name} = "), _skeleton(j, namer), text(" in"), brk()))
-    docs.append(_skeleton(jaxpr, namer))
+    docs.append(_skeleton(jaxpr, namer, 4))
     return format_doc(concat(*docs))
