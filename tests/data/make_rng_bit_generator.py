@@ -58,8 +58,13 @@ def main():
     for algo in ALGOS:
         nk, bits = jax.vmap(lambda k, a=algo: lax.rng_bit_generator(k, (2, 3), algorithm=lax.RandomAlgorithm[a]))(keys)
         vmap_cases.append(
-            {"keys": np.asarray(keys).tolist(), "shape": [2, 3], "algorithm": algo,
-             "new_keys": np.asarray(nk).tolist(), "bits": np.asarray(bits).tolist()}
+            {
+                "keys": np.asarray(keys).tolist(),
+                "shape": [2, 3],
+                "algorithm": algo,
+                "new_keys": np.asarray(nk).tolist(),
+                "bits": np.asarray(bits).tolist(),
+            }
         )
     jax.config.update("jax_enable_x64", True)
     x64 = []
