@@ -66,16 +66,17 @@ def complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x ** y`` for complex arrays of one dtype, as XLA computes it (polar form)."""
     dtype = np.result_type(x, y)
     a, b, c, d = np.real(x), np.imag(x), np.real(y), np.imag(y)
-    half = np.array(0.5, a.dtype)
-    mag2 = a * a + b * b
+    # |x| by hypot: a * a + b * b would underflow to 0 (|x| < 1e-19 in float32: 0 ** -y = NaN) or
+    # overflow where |x| itself does not
+    r = np.hypot(a, b)
     arg = np.arctan2(b, a)
-    coeff = np.power(mag2, c * half) * np.exp(-d * arg)
+    coeff = np.power(r, c) * np.exp(-d * arg)
     # a real exponent never multiplies log|x| (so inf ** 1 is not inf * nan)
-    q = np.where(d == 0, c * arg, c * arg + half * d * np.log(mag2))
+    q = np.where(d == 0, c * arg, c * arg + d * np.log(r))
     re = coeff * np.cos(q)
     im = np.where(q == 0, q, coeff * np.sin(q))
     # 0 ** y: 1 for y == 0, 0 for a positive real y, NaN otherwise
-    zero_base = mag2 == 0
+    zero_base = r == 0
     pos_real = (d == 0) & (c >= 0)
     re = np.where(zero_base, np.where(pos_real, np.where(c == 0, 1, 0), np.nan), re)
     im = np.where(zero_base, np.where(pos_real, 0, np.nan), im)
