@@ -349,9 +349,6 @@ dot_general_p.def_impl(_dot_general_impl)
 dot_general_p.def_abstract_eval(_dot_general_abstract)
 
 
-_HALF = frozenset({np.dtype(np.float16), np.dtype(dtypes.bfloat16)})
-
-
 def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     dt = eqn.outvars[0].aval.dtype
     ins = {v.aval.dtype for v in eqn.invars}
@@ -359,7 +356,8 @@ def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     # accumulates in float32, the usual mixed-precision matmul); only backends holding 16-bit
     # floats get that far (``Capabilities.dtypes``)
     # ... and the transposes of such products mix float32 and 16-bit operands (widened first)
-    mixed = bool(ins & _HALF) and ins <= _HALF | {np.dtype(np.float32)} and (dt in _HALF or dt == np.float32)
+    half = {np.dtype(d) for d in _F16}
+    mixed = bool(ins & half) and ins <= half | {np.dtype(np.float32)} and (dt in half or dt == np.float32)
     if _dkind(dt) != "f" or (ins != {dt} and not mixed):
         return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
     return None
