@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks, run on a machine with an NVIDIA GPU, cupy and (optionally) JAX with CUDA, in 2-3
-# minutes (132 s on an H200): the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
+# minutes (132 s on an H200 before the cuBLASLt A/B was added): the real-GPU tests, bench/bench_gpu.py against JAX (TF32 default, then both libraries
 # at float32), per-kernel device times beside JAX (bench/gpu_kernels.py), the main example on the
 # GPU, and a host profile. Logs go to ${OUT:-/tmp/gpu_check}: 8 files (the device tool returns at most 8).
 # Usage: bash bench/gpu_check.sh [--quick]
@@ -25,6 +25,15 @@ timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32
 # A/B: row fusion off (the MLP loss and its gradient as 7 launches instead of 2), appended above
 FJAX_CUDA_ROWS=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp 2>&1 | tail -3 | sed 's/^/rows off: /' \
   | tee -a "$OUT/bench_gpu.txt"
+# A/B: GEMMs through cuBLASLt with measured algorithms (off by default until this shows a gain):
+# correctness first (the corpus and the precision tests), then the speed, appended above
+FJAX_CUDA_CUBLASLT=1 timeout 90 $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_cuda_gpu.py \
+  tests/test_cuda_precision.py -k "not fake and not emulated" --maxfail=10 2>&1 | tail -4 | sed 's/^/cublasLt tests: /' \
+  | tee -a "$OUT/tests_gpu.txt"
+FJAX_CUDA_CUBLASLT=1 timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per 2>&1 | tail -5 \
+  | sed 's/^/cublasLt: /' | tee -a "$OUT/bench_gpu.txt"
 timeout 90 $PY bench/gpu_kernels.py 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
+FJAX_CUDA_CUBLASLT=1 timeout 60 $PY bench/gpu_kernels.py --only mlp 2>&1 | grep -v -i warn | sed 's/^/cublasLt: /' \
+  | head -40 | tee -a "$OUT/kernels.txt"
 timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
 timeout 40 $PY bench/gpu_profile.py --calls 1000 2>&1 | tee "$OUT/profile.txt" | head -30

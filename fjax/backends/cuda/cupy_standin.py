@@ -486,6 +486,13 @@ def _reset_fjax(cublas: Any) -> None:
     runtime._gemm_plans.clear()
     runtime._count.clear()
     runtime._cublas[:] = [cublas] if cublas is not None else []
+    from fjax.backends.cuda import cublaslt, cublaslt_standin  # noqa: PLC0415
+
+    cublaslt._lib[:] = [cublaslt_standin.CublasLt()] if cublas is not None else []
+    cublaslt._handles.clear()
+    cublaslt._workspaces.clear()
+    cublaslt._said.clear()
+    cublaslt.clear()
     _devices._reset_platforms()
     _placement._clear()
     _placement.rearm()

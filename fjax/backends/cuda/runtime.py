@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import re
 import threading
@@ -27,6 +28,8 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from fjax.backends.cuda import cublaslt
 
 __all__ = [
     "CudaCompileError",
@@ -327,13 +330,24 @@ def matmul(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None = No
                 raise NotImplementedError(f"CUDA backend: a GEMM of {types[0]} {a.shape} @ {b.shape}")
         else:
             return cp.matmul(a, b, out=out)
-    lib, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _, ex = plan
+    lib, ex = plan[0], plan[-1]
     dev = cp.cuda.runtime.getDevice() if device_count() > 1 else 0
     h = _cublas_handles.get(dev)
     if h is None:  # (cupy refuses to hand it out during a capture: fetched before)
         h = _cublas_handles[dev] = ctypes.c_void_p(cp.cuda.device.get_cublas_handle())
     # cuBLAS called through ctypes: cupy's wrappers refuse a capturing stream
     lib.cublasSetStream_v2(h, ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
+    if not isinstance(ex, tuple) and cublaslt.enabled():
+        capturing = getattr(_capturing, "active", False)
+        call = functools.partial(_cublas_call, plan, h, a, b, out)
+        if cublaslt.matmul(cp, plan, a, b, out, dev, capturing, call):
+            return out
+    return _cublas_call(plan, h, a, b, out)
+
+
+def _cublas_call(plan: tuple, h: Any, a: Any, b: Any, out: Any) -> Any:
+    """cuBLAS's (strided-batched) GEMM of ``plan`` on these buffers, on the stream set on ``h``."""
+    _, fn, tb, ta, n, m, k, one, ldb, sb, lda, sa, zero, ldc, sc, nb, _, ex = plan
     if ex is None:
         st = fn(
             h, tb, ta, n, m, k, one, ctypes.c_void_p(b.data.ptr), ldb, sb, ctypes.c_void_p(a.data.ptr), lda, sa,
