@@ -104,6 +104,15 @@ class _JaxView(types.ModuleType):
 
         return sorted(set(dir(fjax)) | set(_TOP_LEVEL_ALIASES) | {"Array", "__version__"})
 
+    @property  # type: ignore[override]
+    def __dict__(self) -> dict[str, Any]:
+        """fjax's namespace, where reads and writes go: ``mock.patch("jax.jit", ...)`` and pytest's
+        ``monkeypatch`` look an attribute up here to decide whether to restore it by ``setattr``
+        (found) or by ``delattr`` (not found, which would delete ``fjax.jit`` for good)."""
+        import fjax
+
+        return fjax.__dict__
+
 
 def _target_names(fullname: str) -> list[str] | None:
     """The fjax module paths to try for ``fullname`` (``jax...`` or ``jaxlib...``), in order."""
@@ -128,6 +137,23 @@ def _import_existing(name: str) -> types.ModuleType | None:
         raise
 
 
+def _shadowed(name: str) -> bool:
+    """Whether fjax module ``name``'s parent has an attribute of the same name that is not it:
+    ``fjax.jit`` is the function although ``fjax/jit.py`` exists (likewise ``config``,
+    ``checkpoint``). JAX has no such module (``import jax.jit`` fails), and importing the alias
+    would set the module over the function (``mock.patch("jax.jit")`` imports ``jax.jit``
+    before falling back to getattr)."""
+    parent_name, _, child = name.rpartition(".")
+    parent = sys.modules.get(parent_name)
+    if parent is None:
+        return False
+    try:
+        attr = getattr(parent, child)  # (fjax's top level resolves some names lazily)
+    except AttributeError:
+        return False
+    return not isinstance(attr, types.ModuleType)
+
+
 class _AliasLoader(importlib.abc.Loader):
     def __init__(self, module: types.ModuleType) -> None:
         self.module = module
@@ -149,6 +175,9 @@ class _JaxAliasFinder(importlib.abc.MetaPathFinder):
         names = _target_names(fullname)
         if names is None:
             return None
+        if _shadowed(names[0]):
+            # (returning None would let the path finder load a second copy from fjax's __path__)
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         module = None
         for name in names:
             module = _import_existing(name)

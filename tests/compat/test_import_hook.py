@@ -58,6 +58,45 @@ def test_missing_module_raises_module_not_found(hook):
         import jax.no_such_module  # noqa: F401
 
 
+def test_functions_named_like_fjax_modules_are_not_modules(hook):
+    # fjax/jit.py, fjax/config.py, fjax/checkpoint.py exist; JAX has no jax.jit module, and
+    # importing one would replace jax.jit (the function) with it
+    import importlib
+
+    import jax
+
+    for name in ("jit", "config", "checkpoint"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("jax." + name)
+    assert callable(jax.jit) and jax.jit is fjax.jit
+    assert jax.config is fjax.config
+
+
+def test_mock_patch_of_a_jax_function_is_undone(hook):
+    # mock.patch imports "jax.jit" before falling back to getattr, and restores by setattr only
+    # when it finds the name in the module's __dict__ (else it deletes the attribute)
+    from unittest import mock
+
+    import jax
+
+    jit = fjax.jit
+    with mock.patch("jax.jit", lambda f: f):
+        assert jax.jit(len) is len and fjax.jit(len) is len
+    assert jax.jit is jit and fjax.jit is jit
+    with mock.patch.object(jax, "pmap", None):
+        assert fjax.pmap is None
+    assert callable(jax.pmap)
+    assert "vmap" in vars(jax)
+
+
+def test_jax_src_names_that_chex_reads(hook):
+    import jax
+    from jax._src import compiler, xla_bridge  # noqa: F401
+
+    jax.devices()
+    assert "cpu" in jax._src.xla_bridge._backends
+
+
 def test_jaxlib_reports_a_version(hook):
     import jaxlib
 
