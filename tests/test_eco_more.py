@@ -412,7 +412,7 @@ def test_checkify_index_checks_gather_scatter_dus():
     assert setter(jnp.ones((3, 4)), jnp.array([1, 3]))[0].get() is None
     dus = checkify.checkify(lambda x, i: lax.dynamic_update_slice(x, jnp.ones(2), (i,)), errors=checkify.index_checks)
     assert "index 3 is out of bounds" in dus(jnp.zeros(4), 3)[0].get()
-    with pytest.raises(fjax.errors.JaxRuntimeError, match="out-of-bounds"):
+    with pytest.raises(checkify.JaxRuntimeError, match="out-of-bounds"):
         dus(jnp.zeros(4), 3)[0].throw()
 
 

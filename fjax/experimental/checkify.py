@@ -14,7 +14,8 @@ scatter, dynamic_slice and dynamic_update_slice: ``fjax.experimental._checkify_i
 ``cond``/``while_loop``/``scan`` bodies). Checks inside those bodies raise ``NotImplementedError`` under
 ``checkify``; with nan checks those primitives' outputs are checked as a whole.
 
-Outside ``checkify`` a ``check`` raises ``JaxRuntimeError`` when it fails: eagerly at once, and
+Outside ``checkify`` a ``check`` raises ``checkify.JaxRuntimeError`` (a ``ValueError``, as JAX's,
+not ``jax.errors.JaxRuntimeError``) when it fails: eagerly at once, and
 under ``jit`` when the compiled program runs (JAX refuses to stage an un-functionalized check;
 fjax runs it as a host step).
 """
@@ -31,7 +32,6 @@ import numpy as np
 from fjax import _tree_lifted as tu
 from fjax import core
 from fjax.dtypes import kind as _dkind
-from fjax.errors import JaxRuntimeError
 from fjax.experimental import _checkify_index as _ci
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
@@ -53,6 +53,14 @@ __all__ = [
     "nan_checks",
     "user_checks",
 ]
+
+
+class JaxRuntimeError(ValueError):
+    """A failed check, raised by ``check`` outside ``checkify``, ``Error.throw`` and ``check_error``.
+
+    JAX's is a ``ValueError`` (libraries such as chex catch it as one), distinct from
+    ``jax.errors.JaxRuntimeError``; the message is the check's, ``(`check` failed)`` appended for
+    user checks, as JAX writes it."""
 
 
 class ErrorCategory:
@@ -93,7 +101,9 @@ class _Site:
 
     def format(self, args: list[Any]) -> str:
         a, kw = tu.tree_unflatten(self.fmt_tree, [np.asarray(x) for x in args])
-        return self.msg.format(*a, **kw)
+        msg = self.msg.format(*a, **kw)
+        # JAX marks user checks so (its FailedCheckError); automatic checks' messages stand alone
+        return msg + " (`check` failed)" if self.category is _USER else msg
 
 
 check_p = core.Primitive("check")
