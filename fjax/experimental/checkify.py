@@ -8,8 +8,8 @@ How: ``checkify`` traces ``f`` to a jaxpr and evaluates it with an interpreter t
 ``(failed, payload)`` slot per check site (the ``Error`` pytree's leaves, so an Error can leave a
 ``jit``). ``check`` is a primitive (``check_p``, effectful); the interpreter turns each of its
 equations into an update of its slot. Nested ``jit`` calls are inlined. Automatic checks:
-``nan_checks`` (a primitive produced a NaN from NaN-free inputs) and ``div_checks`` (integer
-division or remainder by zero) and ``index_checks`` (out-of-bounds start indices of gather,
+``nan_checks`` (a primitive produced a NaN from NaN-free inputs) and ``div_checks`` (a ``div``
+by zero, of any dtype, as JAX's; ``rem`` is not checked) and ``index_checks`` (out-of-bounds start indices of gather,
 scatter, dynamic_slice and dynamic_update_slice: ``fjax.experimental._checkify_index``; not inside
 ``cond``/``while_loop``/``scan`` bodies). Checks inside those bodies raise ``NotImplementedError`` under
 ``checkify``; with nan checks those primitives' outputs are checked as a whole.
@@ -100,7 +100,8 @@ class _Site:
     category: ErrorCategory = _USER
 
     def format(self, args: list[Any]) -> str:
-        a, kw = tu.tree_unflatten(self.fmt_tree, [np.asarray(x) for x in args])
+        # payloads as Arrays, so a formatted pytree reads ``Array(nan, dtype=float32)`` as JAX's
+        a, kw = tu.tree_unflatten(self.fmt_tree, [core.Array(np.asarray(x)) for x in args])
         msg = self.msg.format(*a, **kw)
         # JAX marks user checks so (its FailedCheckError); automatic checks' messages stand alone
         return msg + " (`check` failed)" if self.category is _USER else msg
@@ -116,7 +117,7 @@ def _check_impl(pred: Any, *fmt: Any, site: _Site, debug: bool = False) -> list:
     if not p.all():
         if p.ndim:  # batched: report the first failing example
             i = int(np.argmin(p.reshape(-1)))
-            fmt = [np.asarray(f).reshape((-1, *np.shape(f)[p.ndim :]))[i] if np.ndim(f) >= p.ndim else f for f in fmt]
+            fmt = [np.asarray(f).reshape((-1, *np.shape(f)[p.ndim :]))[i] for f in fmt]
         raise JaxRuntimeError(site.format(list(fmt)))
     return []
 
@@ -135,8 +136,11 @@ def _check_jvp(primals: list, tangents: list, **params: Any) -> tuple[list, list
     return check_p.bind(*primals, **params), []
 
 
-def _check_batch(vals: list, dims: list, **params: Any) -> tuple[list, list]:
-    vals = [v if d is batching.not_mapped else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+@batching.wants_axis_size
+def _check_batch(vals: list, dims: list, *, axis_size: int, **params: Any) -> tuple[list, list]:
+    # every operand gets the batch axis in front (unmapped ones broadcast), so a batched check's
+    # predicate has shape (batch dims...) and each payload starts with the same dims
+    vals = [batching.bdim_at_front(v, d, axis_size) for v, d in zip(vals, dims)]
     return check_p.bind(*vals, **params), []
 
 
@@ -188,14 +192,21 @@ class Error:
         self._payloads = payloads
 
     def get(self) -> str | None:
-        """The first failure's message, or None."""
-        for site, f, p in zip(self._sites, self._failed, self._payloads):
-            fa = np.asarray(f)
-            if fa.any():
-                if fa.ndim:  # vmapped checkify: report the first failing example
-                    i = int(np.argmax(fa.reshape(-1)))
-                    p = [np.asarray(x).reshape((-1, *np.shape(x)[fa.ndim :]))[i] for x in p]
-                    return f"at mapped index {i}: " + site.format(p)
+        """The first failure's message, or None. Of a ``vmap``'d checkify (batched flags), one
+        line per failing example, ``at mapped index i, j: message`` (its first failed check)."""
+        flags = [np.asarray(f) for f in self._failed]
+        if any(f.ndim for f in flags):
+            shape = next(f.shape for f in flags if f.ndim)
+            lines = []
+            for idx in np.ndindex(*shape):
+                for site, f, p in zip(self._sites, flags, self._payloads):
+                    if np.broadcast_to(f, shape)[idx]:
+                        p = [np.broadcast_to(x, (*shape, *np.shape(x)[f.ndim :]))[idx] for x in p]
+                        lines.append(f"at mapped index {', '.join(map(str, idx))}: " + site.format(p))
+                        break
+            return "\n".join(lines) or None
+        for site, f, p in zip(self._sites, flags, self._payloads):
+            if f.any():
                 return site.format(p)
         return None
 
@@ -285,6 +296,20 @@ def _has_check(jaxpr: core.Jaxpr) -> bool:
     return False
 
 
+def _reduce_batched_check(pred: Any, payload: list) -> tuple[Any, list]:
+    """(failed, payload) of one check; a check batched by a ``vmap`` inside ``checkify`` (its
+    predicate has the batch dims, see ``_check_batch``) reports one example, the last failing
+    one, as JAX's checkify does (no "at mapped index" prefix: that is for ``vmap(checkify(f))``)."""
+    from fjax import numpy as jnp
+
+    bad = jnp.logical_not(pred)
+    if not bad.ndim:
+        return bad, payload
+    flat = bad.reshape(-1)
+    last = flat.shape[0] - 1 - jnp.argmax(flat[::-1])
+    return jnp.any(flat), [x.reshape((-1, *x.shape[bad.ndim :]))[last] for x in payload]
+
+
 def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
     from fjax import numpy as jnp
 
@@ -303,7 +328,7 @@ def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
         if eqn.primitive is check_p:
             site = eqn.params["site"]
             if _USER in st.errors:
-                st.add(site, jnp.logical_not(ins[0]), list(ins[1:]))
+                st.add(site, *_reduce_batched_check(ins[0], list(ins[1:])))
             outs: Any = []
         elif name == "jit":
             closed = eqn.params["jaxpr"]
@@ -322,7 +347,7 @@ def _eval(jaxpr: core.Jaxpr, consts: list, args: list, st: _State) -> list:
                 if found is not None:
                     msg, failed, payload = found
                     st.add(_Site(msg, _ci.payload_tree(), _INDEX), failed, payload)
-            if _DIV in st.errors and name in ("div", "rem") and _dkind(np.dtype(eqn.invars[1].aval.dtype)) in "iu":
+            if _DIV in st.errors and name == "div":  # any dtype, and not rem: as JAX's div_error_check
                 st.add(_DIV_SITE, jnp.any(jnp.equal(ins[1], 0)), [])
             outs = core.bind(eqn.primitive, ins, eqn.params)
             if _NAN in st.errors:

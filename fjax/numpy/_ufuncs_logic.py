@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fjax import core, dtypes
+from fjax._prng import PRNGKeyArray
 from fjax.core import Array
 from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
@@ -24,6 +25,9 @@ from fjax.numpy._util import broadcast_arrays, check_arraylike, promote_dtypes, 
 
 def _make_comparison(name: str, lax_fn: Callable, doc: str) -> Callable:
     def fn(x: Any, y: Any, /) -> Any:
+        if name in ("equal", "not_equal") and isinstance(x, PRNGKeyArray) and isinstance(y, PRNGKeyArray):
+            # typed keys compare for (in)equality, as in JAX (chex's assert_trees_all_equal does)
+            return x == y if name == "equal" else x != y
         x, y = _promote2(name, x, y)
         return lax_fn(x, y)
 
