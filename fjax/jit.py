@@ -639,6 +639,26 @@ class JitWrapped:
             return self
         return functools.partial(self, obj)
 
+    def __repr__(self) -> str:
+        # JAX's wording: chex's is_traceable (assert_max_traces' ordering check) looks for it
+        return f"<PjitFunction of {self.fun!r}>"
+
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """The wrapped function's signature, as JAX's jitted functions report it: also for
+        ``inspect.signature(f, follow_wrapped=False)`` (chex's fake_pmap asks so), which would
+        otherwise take the object for a builtin, having ``__get__``."""
+        try:
+            return inspect.signature(self.fun)
+        except (TypeError, ValueError):
+            return None
+
+
+# str(type(jit(f))) names PjitFunction, as JAX's (jaxlib's PjitFunction): chex's is_traceable, behind
+# assert_max_traces' ordering check, matches that text; the alias keeps the qualified name importable
+JitWrapped.__qualname__ = "PjitFunction"
+PjitFunction = JitWrapped
+
 
 # the trace-time config a jit cache key holds, as the calling thread sees it (the context managers
 # set options per thread), as JAX's cache keys hold its trace context

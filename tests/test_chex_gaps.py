@@ -71,3 +71,17 @@ def test_typed_keys_compare_equal_in_jnp():
     np.testing.assert_array_equal(fjax.vmap(jnp.not_equal)(k1, k2), [True, True])
     with pytest.raises(TypeError):
         jnp.less(k1, k2)
+
+
+def test_jitted_function_signature_repr_and_type_name_as_jax():
+    import inspect
+
+    def f(a, b=1):
+        return a
+
+    jf = fjax.jit(f)
+    # chex's fake_pmap reads the signature without following __wrapped__
+    assert str(inspect.signature(jf, follow_wrapped=False)) == "(a, b=1)"
+    # chex's is_traceable (assert_max_traces refuses to wrap a jitted function) matches these texts
+    assert repr(jf) == f"<PjitFunction of {f!r}>"
+    assert "PjitFunction" in str(type(jf))
