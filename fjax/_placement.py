@@ -280,8 +280,15 @@ if _on_config not in config._listeners:
     config._listeners.append(_on_config)
 
 
+_on_host = threading.local()  # .active: this thread is computing on a CPU device for the hook
+
+
 def _hook(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` where its arguments are placed; ``NOT_HANDLED`` for the plain host case."""
+    if getattr(_on_host, "active", False):
+        # inside a computation placed on a CPU device: its inner primitives (host steps of the
+        # compiled program, eager evaluation of its jaxpr) stay there, whatever the default device
+        return core.NOT_HANDLED
     name = params["name"] if prim.name == "jit" else prim.name
     target = target_device(args, name)
     if target is None:
@@ -293,7 +300,11 @@ def _hook(prim: core.Primitive, args: Sequence[Any], params: dict) -> Any:
     if device.platform == "gpu":
         return _run_on_gpu(prim, args, params, device, committed)
     # a CPU device: compute on the host, place the results on it
-    out = core.eval_primitive(prim, args, params)
+    _on_host.active = True
+    try:
+        out = core.eval_primitive(prim, args, params)
+    finally:
+        _on_host.active = False
     from fjax.sharding import ShardedArray  # noqa: PLC0415
 
     sh = _devices.sharding_for(device)
