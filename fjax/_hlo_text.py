@@ -18,7 +18,8 @@ from fjax import core
 from fjax.dtypes import finfo as _finfo
 
 _OPCODES = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "neg": "negate", "max": "maximum",
+    "add": "add", "add_any": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "neg": "negate",
+    "max": "maximum",
     "min": "minimum", "exp": "exponential", "exp2": "exponential", "log": "log", "log1p": "log-plus-one",
     "expm1": "exponential-minus-one", "sin": "sine", "cos": "cosine", "tan": "tan", "tanh": "tanh",
     "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "abs": "abs", "sign": "sign", "pow": "power",

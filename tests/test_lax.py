@@ -252,6 +252,7 @@ class Op:
     out: Callable | None = None  # input dtype -> output dtype (default: the same)
     fix: Callable | None = None  # keeps gradient-check inputs away from kinks
     same_shape_grad: bool = False
+    same_shape: bool = False  # operands of one shape only (no rank-0 operand among arrays)
     gen: Callable | None = None  # structural ops: gen(draw, dtype, for_grad) -> Case
     tol32: float = 1e-6
     tol64: float = 1e-12
@@ -276,7 +277,7 @@ class Op:
         else:
             s = draw(shapes())
         shp = [s] * self.nargs
-        if self.nargs == 2 and not (for_grad and self.same_shape_grad):
+        if self.nargs == 2 and not self.same_shape and not (for_grad and self.same_shape_grad):
             # lax allows one rank-0 operand among arrays
             shp = draw(st.sampled_from([[s, s], [(), s], [s, ()]]))
         specs = [Spec(shp[i], dt, self._dom(i, dt, for_grad)) for i in range(self.nargs)]
@@ -362,6 +363,8 @@ UNARY = [
 
 BINARY = [
     Op("add", lax.add, nargs=2, dtypes=NUM, grad=(-3.0, 3.0)),
+    # the tangent sum JVPs and transposes bind (jax.extend.core.primitives.add_jaxvals_p)
+    Op("add_any", lax.lax.add_any_p.bind, np.add, nargs=2, dtypes=NUM, grad=(-3.0, 3.0), same_shape=True),
     Op("sub", lax.sub, np.subtract, nargs=2, dtypes=NUM, grad=(-3.0, 3.0)),
     Op("mul", lax.mul, np.multiply, nargs=2, dtypes=NUM, grad=(-3.0, 3.0)),
     Op("div", lax.div, ref_int_div, nargs=2, dtypes=NUM, grad=[(-3.0, 3.0), PM(0.5, 2.0)]),

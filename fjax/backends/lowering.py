@@ -116,7 +116,7 @@ def unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
         return f"no lowering rule for primitive {name}"
     if rule.kind == HOST:
         return f"{name} runs as a host step"
-    if rule.kind == ELEMENTWISE and name not in caps.ops and name != "stop_gradient":
+    if rule.kind == ELEMENTWISE and (rule.op or name) not in caps.ops and name != "stop_gradient":
         return f"the backend has no rendering of {name}"
     return rule.check(eqn) if rule.check is not None else None
 
@@ -396,7 +396,7 @@ class _KernelBuilder:
             nest = self._nest_for(domain, ins, None)
             refs = tuple(self._ref(v, nest) for v in ins)
             in_dtypes = tuple(a.aval.dtype for a in eqn.invars)
-            ssa = self._op(nest, name, refs, out.aval.dtype, in_dtypes, params, _eqn_comment(eqn))
+            ssa = self._op(nest, rule.op or name, refs, out.aval.dtype, in_dtypes, params, _eqn_comment(eqn))
             self.env[out] = _ScalarVal(nest, ssa, out.aval)
             return
         if kind == ITERATION:

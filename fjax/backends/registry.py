@@ -6,7 +6,8 @@
 
 Kinds (what ``fjax.backends.lowering`` does with an equation of the primitive):
 
-- ``ELEMENTWISE``: a scalar ``kernel_ir.Op`` named after the primitive, fused into loop nests; each
+- ``ELEMENTWISE``: a scalar ``kernel_ir.Op`` named after the primitive (or ``op``, for a primitive
+  that computes what another one does: ``add_any`` is ``add``), fused into loop nests; each
   backend renders it through its own op table (the numba one: ``NumbaRenderer.code_for_op``);
 - ``REDUCTION``: a ``kernel_ir.Reduction`` with ``monoid`` (sum, prod, max, min, and, or) over the
   equation's ``axes``;
@@ -45,12 +46,14 @@ MONOIDS = frozenset({"sum", "prod", "max", "min", "and", "or"})
 
 class LoweringRule(NamedTuple):
     """How one primitive lowers: its ``kind``, a reduction's ``monoid``, and an optional
-    ``check(eqn) -> reason | None`` for equations of it that cannot lower."""
+    ``check(eqn) -> reason | None`` for equations of it that cannot lower; an elementwise
+    primitive's kernel IR ``op`` name (None: the primitive's own name)."""
 
     kind: str
     monoid: str | None = None
     check: Callable[[JaxprEqn], str | None] | None = None
     aux: Callable[[JaxprEqn], dict] | None = None
+    op: str | None = None
 
 
 _rules: dict[str, LoweringRule] = {}
@@ -63,13 +66,16 @@ def register_lowering(
     monoid: str | None = None,
     check: Callable[[JaxprEqn], str | None] | None = None,
     aux: Callable[[JaxprEqn], dict] | None = None,
+    op: str | None = None,
 ) -> None:
     """Declare how ``prim`` lowers to the kernel IR (see the module docstring for the kinds)."""
     if kind not in KINDS:
         raise ValueError(f"register_lowering({prim.name}): unknown kind {kind!r}; expected one of {sorted(KINDS)}")
     if (kind == REDUCTION) != (monoid is not None) or (monoid is not None and monoid not in MONOIDS):
         raise ValueError(f"register_lowering({prim.name}): a {kind} with monoid {monoid!r}")
-    _rules[prim.name] = LoweringRule(kind, monoid, check, aux)
+    if op is not None and kind != ELEMENTWISE:
+        raise ValueError(f"register_lowering({prim.name}): op={op!r} given for a {kind}")
+    _rules[prim.name] = LoweringRule(kind, monoid, check, aux, op)
 
 
 def lowering_rule(name: str) -> LoweringRule | None:

@@ -41,8 +41,18 @@ _LINALG = "cholesky eig eigh hessenberg lu householder_product qr svd triangular
 
 globals().update({f"{n}_p": getattr(_lax, f"{n}_p") for n in _LAX})
 globals().update({f"{n}_p": getattr(_linalg, f"{n}_p") for n in _LINALG})
+add_jaxvals_p = _lax.lax.add_any_p  # what JVPs and transposes bind to sum tangents; prints ``add_any``
 
 __all__ = sorted(
     [f"{n}_p" for n in _LAX + _LINALG]
-    + ["name_p", "remat_p", "jit_p", "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "random_gamma_p"]
+    + [
+        "add_jaxvals_p",
+        "name_p",
+        "remat_p",
+        "jit_p",
+        "custom_jvp_call_p",
+        "custom_vjp_call_p",
+        "custom_lin_p",
+        "random_gamma_p",
+    ]
 )

@@ -385,6 +385,42 @@ register_lowering(add_p, ELEMENTWISE)
 ad.primitive_jvps[add_p] = _linear_binop_jvp(add_p, False)
 ad.primitive_transposes[add_p] = _add_transpose
 
+# add_any: the sum of two tangents or cotangents (JAX's ``ad_util.add_jaxvals_p``, printed
+# ``add_any``): what JVP rules and the transpose bind where contributions meet. Unlike ``add`` its
+# operands have one type (no scalar broadcasting) and its result has the first operand's aval.
+
+
+def _add_any_abstract(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+    if x.shape != y.shape or x.dtype != y.dtype:
+        tx, ty = (ShapedArray(a.shape, a.dtype).str_short() for a in (x, y))
+        raise TypeError(f"add_any requires operands of one type, got {tx} and {ty}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _add_any_batch(vals: list, dims: list) -> tuple:
+    # the result is mapped where y is (where x is when y is not): the other operand is moved or
+    # broadcast there, as JAX's rule does (so the jaxprs vmap builds print alike)
+    (x, y), (dx, dy) = vals, dims
+    nm = batching.not_mapped
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    if dy is nm:
+        return add_any_p.bind(x, _broadcast_new_axis(y, core.get_aval(x).shape[dx], dx)), dx
+    if dx is nm:
+        x = _broadcast_new_axis(x, core.get_aval(y).shape[dy], dy)
+    else:
+        x = _moveaxis(x, dx, dy)
+    return add_any_p.bind(x, y), dy
+
+
+add_any_p = Primitive("add_any")
+add_any_p.def_impl(np.add)
+add_any_p.def_abstract_eval(_add_any_abstract)
+register_lowering(add_any_p, ELEMENTWISE, op="add")
+ad.primitive_jvps[add_any_p] = _linear_binop_jvp(add_any_p, False)
+ad.primitive_transposes[add_any_p] = _add_transpose
+batching.primitive_batchers[add_any_p] = _add_any_batch
+
 sub_p = standard_naryop("sub", np.subtract, _num)
 register_lowering(sub_p, ELEMENTWISE)
 ad.primitive_jvps[sub_p] = _linear_binop_jvp(sub_p, True)

@@ -402,10 +402,17 @@ def _zeros_of_aval(aval: ShapedArray) -> Any:
 
 
 def _add_any(x: Any, y: Any) -> Any:
-    ax = core.get_aval(x)
+    """The sum of two tangents (cotangents) of one aval, as ``add_any``.
+
+    A rule's contribution may still be a scalar (or have size-1 dims) where the other is the full
+    shape: it is broadcast first, as ``add`` used to do implicitly."""
+    ax, ay = core.get_aval(x), core.get_aval(y)
     if ax.dtype == dtypes.float0:
         return x
-    return add(x, y)
+    if ax.shape != ay.shape:
+        shape = _broadcast_shapes_rule("add_any", [ax, ay])
+        x, y = _bcast_to(x, shape), _bcast_to(y, shape)
+    return add_any_p.bind(x, y)
 
 
 def _moveaxis(x: Any, src: int, dst: int) -> Any:
