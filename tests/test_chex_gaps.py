@@ -85,3 +85,14 @@ def test_jitted_function_signature_repr_and_type_name_as_jax():
     # chex's is_traceable (assert_max_traces refuses to wrap a jitted function) matches these texts
     assert repr(jf) == f"<PjitFunction of {f!r}>"
     assert "PjitFunction" in str(type(jf))
+
+
+def test_typed_keys_are_never_nan_or_inf():
+    # JAX's isnan is x != x (False for keys), isinf/isfinite constant for non-float dtypes;
+    # array_equal(keys, keys, equal_nan=True) (chex's jittable assert_trees_all_equal) relies on it
+    k = fjax.random.split(fjax.random.key(1), 3)
+    np.testing.assert_array_equal(jnp.isnan(k), [False] * 3)
+    np.testing.assert_array_equal(jnp.isinf(k), [False] * 3)
+    np.testing.assert_array_equal(jnp.isfinite(k), [True] * 3)
+    assert bool(jnp.array_equal(k, k, equal_nan=True))
+    assert bool(fjax.jit(lambda a, b: jnp.array_equal(a, b, equal_nan=True))(k, k))

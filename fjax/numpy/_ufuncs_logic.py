@@ -123,8 +123,16 @@ def _bool_full(x: Any, val: bool) -> Any:
     return lax.full_like(x, val, np.bool_)
 
 
+def _key_full(x: Any, val: bool) -> Any:
+    # typed keys are never NaN nor infinite, as in JAX (whose isnan is x != x: array_equal(keys,
+    # keys, equal_nan=True) relies on it)
+    return lax.full(x.shape, val, np.bool_)
+
+
 def isnan(x: Any, /) -> Any:
     """Elementwise test for NaN."""
+    if isinstance(x, PRNGKeyArray):
+        return _key_full(x, False)
     x = _one("isnan", x)
     k = _dkind(x.dtype)
     if k == "f":
@@ -136,6 +144,8 @@ def isnan(x: Any, /) -> Any:
 
 def isinf(x: Any, /) -> Any:
     """Elementwise test for positive or negative infinity."""
+    if isinstance(x, PRNGKeyArray):
+        return _key_full(x, False)
     x = _one("isinf", x)
     k = _dkind(x.dtype)
     if k == "f":
@@ -147,6 +157,8 @@ def isinf(x: Any, /) -> Any:
 
 def isfinite(x: Any, /) -> Any:
     """Elementwise test for finiteness (not infinite and not NaN)."""
+    if isinstance(x, PRNGKeyArray):
+        return _key_full(x, True)
     x = _one("isfinite", x)
     k = _dkind(x.dtype)
     if k == "f":
