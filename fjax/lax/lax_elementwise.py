@@ -469,7 +469,7 @@ def _div_jvp(primals: list, tangents: list) -> tuple:
         t = _bcast_to(div(tx, y), aval.shape)
     if type(ty) is not Zero:
         c = _bcast_to(neg(div(mul(ty, out), y)), aval.shape)
-        t = c if t is None else add(t, c)
+        t = c if t is None else _add_any(t, c)
     return out, (Zero(ad.tangent_aval(aval)) if t is None else t)
 
 
@@ -562,7 +562,7 @@ def _pow_jvp(primals: list, tangents: list) -> tuple:
         t = _bcast_to(_pow_jvp_lhs(tx, x, y), aval.shape)
     if type(ty) is not Zero and _dkind(core.get_aval(y).dtype) not in "iu":
         c = _bcast_to(_pow_jvp_rhs(ty, ans, x, y), aval.shape)
-        t = c if t is None else add(t, c)
+        t = c if t is None else _add_any(t, c)
     return ans, (Zero(ad.tangent_aval(aval)) if t is None else t)
 
 
@@ -583,7 +583,7 @@ def _minmax_jvp(op: Callable, cmp: Callable) -> Callable:
                 continue
             win = select(cmp(a, b), full_like(ans, 1), select(eq(a, b), _bcast_to(half, aval.shape), full_like(ans, 0)))
             c = mul(_bcast_to(g, aval.shape), win)
-            t = c if t is None else add(t, c)
+            t = c if t is None else _add_any(t, c)
         return ans, (Zero(ad.tangent_aval(aval)) if t is None else t)
 
     return jvp
