@@ -29,6 +29,12 @@ from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
 log = logging.getLogger("fjax.jit")
 _compile_log = logging.getLogger("jax._src.dispatch")
 
+# called as listener(platform, name) each time jit compiles a function for a new signature, before the
+# result is cached: a listener that raises aborts that compile (a later call compiles again).
+# fjax.compat's ``jax._src.compiler`` routes it to ``backend_compile_and_load`` (chex's
+# restrict_backends patches that)
+compile_listeners: list[Callable[[str, str], None]] = []
+
 jit_p = core.Primitive("jit")
 jit_p.multiple_results = True
 
@@ -517,6 +523,12 @@ class JitWrapped:
             if config.jax_explain_cache_misses and cache:
                 log.warning("TRACING CACHE MISS at jit(%s): %s", self.name, _explain_miss(key, cache))
             entry = self._trace(args, kwargs, static_idx, dyn_kwargs, in_tree, sig)
+            if compile_listeners:
+                from fjax._devices import default_backend  # noqa: PLC0415
+
+                platform = self._backend or default_backend()
+                for listener in list(compile_listeners):
+                    listener(platform, self.name)
             if config.jax_log_compiles:
                 # JAX's message, on a logger under "jax" so handlers written for JAX see it
                 _compile_log.warning("Finished fjax compilation of jit(%s)", self.name)
@@ -634,6 +646,10 @@ class JitWrapped:
     def _cache_size(self) -> int:
         return len(self._cache)
 
+    # jit(f, backend="cpu"): the platform compile_listeners are told (fjax picks where a program runs
+    # from its inputs' placement and the default device)
+    _backend: str | None = None
+
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
@@ -718,7 +734,10 @@ def jit(
         from fjax.sharding import jit_with_shardings  # noqa: PLC0415
 
         return jit_with_shardings(JitWrapped(fun, sn, sa, dn), in_sh, out_sh)
-    return JitWrapped(fun, sn, sa, dn)
+    wrapped = JitWrapped(fun, sn, sa, dn)
+    if kwargs.get("backend") is not None:
+        wrapped._backend = str(kwargs["backend"])
+    return wrapped
 
 
 def _index_tuple(x: Any) -> tuple:

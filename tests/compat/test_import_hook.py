@@ -97,6 +97,33 @@ def test_jax_src_names_that_chex_reads(hook):
     assert "cpu" in jax._src.xla_bridge._backends
 
 
+def test_jax_src_compiler_is_called_on_each_jit_compile(hook):
+    # chex's restrict_backends patches jax._src.compiler.backend_compile_and_load
+    import jax
+    import jax.numpy as jnp
+    from jax._src import compiler
+
+    seen = []
+    original = compiler.backend_compile_and_load
+
+    def refuse_gpu(backend, *args, **kwargs):
+        seen.append(backend.platform)
+        if backend.platform == "gpu":
+            raise RuntimeError("no gpu compiles")
+        return original(backend, *args, **kwargs)
+
+    compiler.backend_compile_and_load = refuse_gpu
+    try:
+        f = jax.jit(lambda x: x + 1)
+        assert float(f(jnp.float32(1))) == 2.0 and float(f(jnp.float32(2))) == 3.0  # compiled once
+        with pytest.raises(RuntimeError, match="no gpu"):
+            jax.jit(lambda x: x * 2, backend="gpu")(1.0)
+        assert seen == [jax.default_backend(), "gpu"]
+    finally:
+        compiler.backend_compile_and_load = original
+    assert float(jax.jit(lambda x: x * 2, backend="gpu")(1.0)) == 2.0  # nothing cached by the failure
+
+
 def test_jaxlib_reports_a_version(hook):
     import jaxlib
 
