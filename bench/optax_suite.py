@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from typing import Callable
 
 NO_DEPS = ["optax==0.2.8", "chex==0.1.92", "absl-py", "toolz"]
 WITH_DEPS = ["scipy", "scikit-learn"]
@@ -44,25 +45,30 @@ def install() -> None:
     subprocess.run([*pip, *WITH_DEPS], check=True)
 
 
-def optax_dir() -> str:
+def package_dir(package: str = "optax") -> str:
+    """The installed package's directory (exits with a hint when it is not installed)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("optax")
+    spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
-        raise SystemExit("optax is not installed: run with --install")
+        raise SystemExit(f"{package} is not installed: run with --install")
     return os.path.dirname(spec.origin)
 
 
-def resolve(arg: str, root: str) -> str:
+def optax_dir() -> str:
+    return package_dir("optax")
+
+
+def resolve(arg: str, root: str, package: str = "optax") -> str:
     """A test path as given (``optax/_src/x_test.py``, ``_src/x_test.py`` or a real path) -> a real path."""
     path, sep, node = arg.partition("::")
     if not os.path.exists(path):
         rel = path.replace("\\", "/")
-        if rel.startswith("optax/"):
-            rel = rel[len("optax/") :]
+        if rel.startswith(package + "/"):
+            rel = rel[len(package) + 1 :]
         candidate = os.path.join(root, rel)
         if not os.path.exists(candidate):
-            raise SystemExit(f"no such optax test file: {arg} (looked for {candidate})")
+            raise SystemExit(f"no such {package} test file: {arg} (looked for {candidate})")
         path = candidate
     return path + sep + node
 
@@ -140,13 +146,14 @@ def parse_args(argv: list[str]) -> tuple[bool, bool, int | None, str | None, lis
     return do_install, verbose, min_pass, keep_xml, rest
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], package: str = "optax", install_fn: Callable[[], None] = install) -> int:
+    """Run ``package``'s shipped tests (all, or the files in ``argv``) on fjax and print the counts."""
     do_install, verbose, min_pass, keep_xml, argv = parse_args(argv)
     if do_install:
-        install()
-    root = optax_dir()
+        install_fn()
+    root = package_dir(package)
     files, opts = split_args(argv)
-    files = [resolve(f, root) for f in files] if files else [root]
+    files = [resolve(f, root, package) for f in files] if files else [root]
     with tempfile.TemporaryDirectory() as tmp:
         xml_path = keep_xml or os.path.join(tmp, "report.xml")
         if os.path.exists(xml_path):
@@ -168,7 +175,7 @@ def main(argv: list[str]) -> int:
     # pytest's own line also counts subtest reports (absltest ``subTest``); the line below counts
     # test items (from the JUnit report), collection errors as failed
     print(f"pytest: {pytest_summary or '(no summary line)'}")
-    print(f"optax suite on fjax ({elapsed:.0f} s, pytest exit code {returncode}, {c['errors']} errors):")
+    print(f"{package} suite on fjax ({elapsed:.0f} s, pytest exit code {returncode}, {c['errors']} errors):")
     print(f"{c['passed']} passed, {c['failed'] + c['errors']} failed, {c['skipped']} skipped")
     if total == 0:
         print("no test ran (pytest collected none, or every one was deselected)")
