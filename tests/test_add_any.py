@@ -145,3 +145,33 @@ def test_lowering_rule_is_add():
     rule = lowering.lowering_rule("add_any")
     assert rule.kind == "elementwise" and rule.op == "add"
     assert eqn.jaxpr.eqns[0].primitive is add_any_p
+
+
+def test_max_min_jvp_print_and_split_ties_like_jax():
+    # JAX 0.10.2: make_jaxpr of jvp(lax.max, (x, y), (a, b)) on f32 scalars
+    got = str(fjax.make_jaxpr(lambda x, y, a, b: fjax.jvp(fjax.lax.max, (x, y), (a, b)))(1.0, 2.0, 3.0, 4.0))
+    assert got == (
+        "{ lambda ; a:f32[] b:f32[] c:f32[] d:f32[]. let\n"
+        "    e:f32[] = max a b\n"
+        "    f:bool[] = eq a e\n"
+        "    g:f32[] = select_n f 0.0:f32[] 1.0:f32[]\n"
+        "    h:bool[] = eq b e\n"
+        "    i:f32[] = select_n h 1.0:f32[] 2.0:f32[]\n"
+        "    j:f32[] = div g i\n"
+        "    k:f32[] = mul c j\n"
+        "    l:bool[] = eq b e\n"
+        "    m:f32[] = select_n l 0.0:f32[] 1.0:f32[]\n"
+        "    n:bool[] = eq a e\n"
+        "    o:f32[] = select_n n 1.0:f32[] 2.0:f32[]\n"
+        "    p:f32[] = div m o\n"
+        "    q:f32[] = mul d p\n"
+        "    r:f32[] = add_any k q\n"
+        "  in (e, r) }"
+    )
+    # tangents JAX gives for these (ties split, NaN results give 0)
+    x = np.array([1.0, 2.0, np.nan, 3.0, -0.0, 0.0], np.float32)
+    y = np.array([2.0, 2.0, 1.0, np.nan, 0.0, -0.0], np.float32)
+    tx, ty = np.ones(6, np.float32), np.full(6, 10.0, np.float32)
+    np.testing.assert_array_equal(fjax.jvp(fjax.lax.max, (x, y), (tx, ty))[1], [10.0, 5.5, 0.0, 0.0, 5.5, 5.5])
+    np.testing.assert_array_equal(fjax.jvp(fjax.lax.min, (x, y), (tx, ty))[1], [1.0, 5.5, 0.0, 0.0, 5.5, 5.5])
+    np.testing.assert_array_equal(fjax.vmap(fjax.grad(fjax.lax.max))(x, y), [0.0, 0.5, 0.0, 0.0, 0.5, 0.5])

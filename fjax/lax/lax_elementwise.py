@@ -569,20 +569,24 @@ def _pow_jvp(primals: list, tangents: list) -> tuple:
 ad.primitive_jvps[pow_p] = _pow_jvp
 
 
-def _minmax_jvp(op: Callable, cmp: Callable) -> Callable:
-    # ties split the tangent equally between the operands, as JAX does
+def _balanced_eq(a: Any, ans: Any, b: Any) -> Any:
+    # 1 where ``a`` is the result, 1/2 where ``b`` is too (a tie splits the tangent equally), else 0:
+    # JAX's form (NaN results give 0, as comparisons with NaN are false)
+    one, two = full_like(ans, 1), full_like(ans, 2)
+    return div(select(eq(a, ans), one, full_like(ans, 0)), select(eq(b, ans), two, one))
+
+
+def _minmax_jvp(op: Callable) -> Callable:
     def jvp(primals: list, tangents: list) -> tuple:
         x, y = primals
         tx, ty = tangents
         ans = op(x, y)
         aval = core.get_aval(ans)
-        half = _const(ans, 0.5)
         t: Any = None
         for g, a, b in ((tx, x, y), (ty, y, x)):
             if type(g) is Zero:
                 continue
-            win = select(cmp(a, b), full_like(ans, 1), select(eq(a, b), _bcast_to(half, aval.shape), full_like(ans, 0)))
-            c = mul(_bcast_to(g, aval.shape), win)
+            c = _bcast_to(mul(g, _balanced_eq(a, ans, b)), aval.shape)
             t = c if t is None else _add_any(t, c)
         return ans, (Zero(ad.tangent_aval(aval)) if t is None else t)
 
@@ -629,8 +633,8 @@ register_lowering(ge_p, ELEMENTWISE)
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     ad.defzero(_p)
 
-ad.primitive_jvps[max_p] = _minmax_jvp(lambda a, b: max(a, b), lambda a, b: gt(a, b))
-ad.primitive_jvps[min_p] = _minmax_jvp(lambda a, b: min(a, b), lambda a, b: lt(a, b))
+ad.primitive_jvps[max_p] = _minmax_jvp(lambda a, b: max(a, b))
+ad.primitive_jvps[min_p] = _minmax_jvp(lambda a, b: min(a, b))
 
 # logical / bitwise (on booleans these are logical)
 and_p = standard_naryop("and", np.bitwise_and, _intb)
