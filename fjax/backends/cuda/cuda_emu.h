@@ -21,6 +21,7 @@
 #include <vector>
 
 using std::isfinite;
+using std::isinf;
 using std::isnan;
 
 struct dim3 {
@@ -274,5 +275,11 @@ inline double __longlong_as_double(long long i) {
   std::memcpy(&f, &i, 8);
   return f;
 }
+
+// CUDA's bit-counting intrinsics (defined at 0, unlike the GCC builtins)
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 
 #endif  // FJAX_CUDA_EMU_H

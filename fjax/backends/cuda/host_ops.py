@@ -3,8 +3,9 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 
 - ``random_fma``: ``fmaf``/``fma`` (one rounding: bit-identical to the CPU impl, which emulates a
   correctly rounded fma);
-- ``cumsum``/``cumprod``/``cummax``/``cummin``: one thread per line along the axis, the same
-  sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating);
+- ``cumsum``/``cumprod``/``cummax``/``cummin``/``cumlogsumexp``: one thread per line along the
+  axis, the same sequential recurrence as numpy's ``accumulate`` (bit-identical, NaN propagating;
+  ``cumlogsumexp`` to the ulps of CUDA's ``exp``/``log1p``);
 - ``argmax``/``argmin``: one thread per output, NaN counting as the extreme (first NaN wins);
 - ``sort`` (any number of keys and operands, along any axis): a stable merge sort of an int32
   permutation per line (tiles of up to 1024 in shared memory, then one launch per doubling run
@@ -17,8 +18,9 @@ inline loop updates): each becomes launches in the plan, so its data never leave
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
   indices then depend on the order threads run: not bit-reproducible run to run).
 
-Everything else raises ``NotImplementedError`` naming the primitive (FFT, complex dtypes,
-linear algebra, ... have no CUDA form here).
+Special functions, ``clz``/``population_count``, ``reduce_precision`` and ``top_k`` are in
+``special_ops.py``. Everything else raises ``NotImplementedError`` naming the primitive (FFT,
+complex dtypes, linear algebra, ``random_gamma``, ... have no CUDA form here).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, sty
 from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
 
-_CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+_CUM = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min", "cumlogsumexp": "logaddexp"}
 # the host-step primitives rendered here as kernels
 HOST_OPS = frozenset(
     {
@@ -123,7 +125,22 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         kind = _CUM[name]
         d = value_dtype(a.dtype)
         tag = LOW_FLOATS.get(np.dtype(a.dtype))
-        if kind in ("max", "min"):
+        pre = ""
+        if kind == "logaddexp":
+            if d.kind != "f":
+                raise NotImplementedError(f"CUDA backend: {name} on {d.name}")
+            f = "" if T == "double" else "f"
+            pre = (
+                f"#ifndef FJ_DEF_LOGADDEXP_{T}\n#define FJ_DEF_LOGADDEXP_{T}\n"
+                f"// numpy's logaddexp: equal values (infinities too) give x + log 2\n"
+                f"__device__ __forceinline__ {T} fj_logaddexp({T} x, {T} y) {{\n"
+                f"  if (x == y) return x + ({T})0.6931471805599453;\n"
+                f"  const {T} d = x - y;\n"
+                f"  if (d > 0) return x + log1p{f}(exp{f}(-d));\n"
+                f"  if (d <= 0) return y + log1p{f}(exp{f}(d));\n  return d;\n}}\n#endif\n"
+            )
+            comb = "fj_logaddexp(acc, v)"
+        elif kind in ("max", "min"):
             comb = f"fj_f{kind}(acc, v)" if d.kind == "f" else f"fj_i{kind}(acc, v)"
             if d == np.bool_:
                 comb = "(acc || v)" if kind == "max" else "(acc && v)"
@@ -134,12 +151,12 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         else:
             u = utype(d)
             comb = f"({T})(({u})acc {'+' if kind == 'sum' else '*'} ({u})v)"
-        if tag and kind in ("sum", "prod"):
+        if tag and kind in ("sum", "prod", "logaddexp"):
             comb = f"fj_r{tag}({comb})"  # each partial result rounded to 16 bits, as the impl
         lines = n0 * n2
         blk = _block(lines)
         j = f"{n - 1} - jj" if reverse else "jj"
-        src = (
+        src = pre + (
             f"// {name} along axis {axis}{' (reverse)' if reverse else ''}: the sequential recurrence\n"
             f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__('
             f"const {S}* __restrict__ x, {S}* __restrict__ o) {{\n"
@@ -209,6 +226,11 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     if name in ("dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         return _update(name, params, in_avals, out_avals, aux, ins, outs, b, launch, alloc)
 
+    from fjax.backends.cuda import special_ops  # noqa: PLC0415  (it imports this module's helpers)
+
+    recs = special_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
+    if recs is not None:
+        return recs
     raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")
 
 

@@ -1,0 +1,162 @@
+"""The CUDA kernels of ``fjax/backends/cuda/special_ops.py`` (special functions, bit counts,
+``reduce_precision``, ``top_k``) and ``cumlogsumexp``, run through ``device_put`` + ``jit`` on the
+cupy stand-in (kernels compiled by g++ against ``cuda_emu.h``) against the CPU backend's numbers:
+edge values (zeros of both signs, poles, infinities, NaN, the algorithms' switch points) and
+hypothesis-drawn arrays."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import lax
+from fjax.backends.cuda import emulate
+
+pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
+
+_gpu_state: dict = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def standin_gpu():
+    from fjax.backends.cuda import cupy_standin
+
+    old = fjax.config.jax_platforms
+    fjax.config.update("jax_platforms", None)
+    cupy_standin.install(compute=True)
+    try:
+        yield
+    finally:
+        cupy_standin.uninstall()
+        fjax.config.update("jax_platforms", old)
+
+
+def _on(dev, *xs):
+    d = fjax.devices(dev)[0]
+    return [fjax.device_put(np.asarray(x), d) for x in xs]
+
+
+def _both(f, *xs, x64=False):
+    """``jit(f)`` on the GPU (stand-in) and on the CPU, as numpy arrays (tuples for tuples)."""
+    ctx = fjax.enable_x64() if x64 else contextlib.nullcontext()
+    with ctx:
+        g = fjax.jit(f)
+        got = g(*_on("gpu", *xs))
+        assert all(next(iter(a.devices())).platform == "gpu" for a in fjax.tree_util.tree_leaves(got))
+        want = g(*_on("cpu", *xs))
+        return fjax.tree_util.tree_map(np.asarray, got), fjax.tree_util.tree_map(np.asarray, want)
+
+
+EDGES = [0.0, -0.0, -1.0, -2.0, -2.5, -0.3, 1e-8, 0.5, 1.0, 1.4616321449683622, 2.0, 5.9, 6.0, 14.9, 15.0,
+         19.9, 20.0, 20.1, 35.0, 100.0, 700.0, 1e5, np.inf, -np.inf, np.nan]  # fmt: skip
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["digamma", "bessel_i0e", "bessel_i1e"])
+def test_unary_special_functions_match_the_cpu(name, dt):
+    x = np.array(EDGES + list(np.linspace(-30, 30, 39)), dt)
+    got, want = _both(getattr(lax, name), x, x64=dt == np.float64)
+    assert got.dtype == want.dtype == dt
+    rtol = 2e-6 if dt == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3, equal_nan=True)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_incomplete_gamma_matches_scipy(name, dt):
+    av = [0.0, 1e-3, 0.1, 0.5, 1.0, 2.5, 10.0, 100.0, 1000.0, np.inf, -1.0, np.nan]
+    xv = [0.0, 1e-3, 0.1, 0.5, 1.0, 3.0, 11.0, 99.0, 1100.0, np.inf, -1.0, np.nan]
+    a, x = (np.array(v, dt) for v in np.meshgrid(av, xv))
+    got, want = _both(getattr(lax, name), a, x, x64=dt == np.float64)
+    rtol = 2e-6 if dt == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-14, equal_nan=True)
+
+
+def test_polygamma_matches_the_cpu():
+    m = np.repeat(np.array([0.0, 1.0, 2.0, 3.0, 5.0, -1.0, 1.5]), 9)
+    x = np.tile(np.array([0.3, 1.0, 2.5, 7.0, 14.9, 15.0, 40.0, -1.5, -2.0]), 7)
+    got, want = _both(lax.polygamma, m, x, x64=True)
+    np.testing.assert_allclose(got, want, rtol=1e-11, equal_nan=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(-60, 60, width=32), min_size=16, max_size=16))
+def test_special_functions_on_drawn_values(vals):
+    x = np.array(vals, np.float32)
+    (d, i0, i1), (dw, i0w, i1w) = _both(lambda x: (lax.digamma(x), lax.bessel_i0e(x), lax.bessel_i1e(x)), x)
+    np.testing.assert_allclose(d, dw, rtol=2e-6, atol=2e-6, equal_nan=True)
+    np.testing.assert_allclose(i0, i0w, rtol=2e-6, atol=1e-12)
+    np.testing.assert_allclose(i1, i1w, rtol=2e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64])
+def test_bit_counts_match_the_cpu(dt):
+    info = np.iinfo(dt)
+    x = np.array([0, 1, 2, 3, 7, 8, int(info.max), int(info.min), int(info.max) // 3, int(info.min) + 1], dtype=object)
+    x = x.astype(dt)
+    got, want = _both(lambda x: (lax.clz(x), lax.population_count(x)), x, x64=True)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == dt
+        np.testing.assert_array_equal(g, w)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+@pytest.mark.parametrize(
+    "dt,eb,mb",
+    [(np.float32, 8, 7), (np.float32, 5, 10), (np.float32, 3, 2), (np.float32, 8, 0), (np.float32, 8, 23),
+     (np.float64, 8, 23), (np.float64, 5, 10), ("bfloat16", 5, 4), ("float16", 4, 3)],
+)  # fmt: skip
+def test_reduce_precision_is_bit_identical(dt, eb, mb):
+    dt = np.dtype(getattr(jnp, dt) if isinstance(dt, str) else dt)
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, -np.nan, 1e-40, 3e38, 65504.0, 65520.0]),
+            rng.standard_normal(40) * 10.0 ** rng.integers(-8, 8, 40),
+        ]
+    ).astype(dt)
+    got, want = _both(lambda x: lax.reduce_precision(x, eb, mb), x, x64=dt == np.float64)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("k", [1, 3, 70])
+@pytest.mark.parametrize("dt", [np.float32, np.int32, "bfloat16"])
+def test_top_k_matches_the_cpu(k, dt):
+    """NaN largest, -0.0 below 0.0, ties in index order; along the last axis and axis 0."""
+    dt = np.dtype(getattr(jnp, dt) if isinstance(dt, str) else dt)
+    rng = np.random.default_rng(k)
+    x = rng.integers(-5, 6, (3, 80)).astype(np.float64)  # many ties
+    if dt.kind != "i":
+        x[0, 3], x[1, 7], x[2, 0], x[2, 1] = np.nan, -0.0, np.inf, -np.inf
+        x[1, 9] = 0.0
+    x = x.astype(dt)
+    (v, i), (vw, iw) = _both(lambda x: lax.top_k(x, k), x)
+    np.testing.assert_array_equal(_bits(v) if dt.kind != "i" else v, _bits(vw) if dt.kind != "i" else vw)
+    np.testing.assert_array_equal(i, iw)
+    (v0, i0), (v0w, i0w) = _both(lambda x: lax.top_k(x.T, k, axis=0) if k <= 3 else lax.top_k(x, k), x)
+    np.testing.assert_array_equal(i0, i0w)
+    np.testing.assert_array_equal(np.asarray(v0, np.float64), np.asarray(v0w, np.float64))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_cumlogsumexp_matches_the_cpu(dt):
+    x = np.array(
+        [
+            [0.0, -np.inf, -np.inf, 1.0, np.inf, 2.0],
+            [-np.inf, -np.inf, 3.0, 3.0, -1e30, 5.0],
+            [1.0, np.nan, 2.0, 0, 0, 0],
+        ],
+        dt,
+    )
+    got, want = _both(lambda x: (lax.cumlogsumexp(x, axis=1), lax.cumlogsumexp(x, axis=0, reverse=True)), x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6 if dt == np.float32 else 1e-14, equal_nan=True)
