@@ -268,7 +268,7 @@ def test_padtype_to_pads():
     assert conv_mod.padtype_to_pads((6,), (4,), (1,), "SAME") == [(1, 2)]
     assert conv_mod.padtype_to_pads((6,), (4,), (1,), "SAME_LOWER") == [(2, 1)]
     assert conv_mod.padtype_to_pads((6,), (4,), (1,), "VALID") == [(0, 0)]
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError, match="Unrecognized padding type"):  # JAX raises RuntimeError
         conv_mod.padtype_to_pads((6,), (4,), (1,), "FULL")
 
 

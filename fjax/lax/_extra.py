@@ -145,7 +145,8 @@ def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = No
 def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
     """Batched matrix product over leading dimensions: ``(..., m, k) @ (..., k, n)``."""
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
-    if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2]:
+    # batch shapes that differ are dot_general's TypeError, as in JAX
+    if la.ndim < 2 or la.ndim != ra.ndim:
         raise ValueError(
             f"batch_matmul requires operands of equal rank >= 2 and batch shapes, got {la.shape} and {ra.shape}"
         )
@@ -259,7 +260,10 @@ def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequen
         raise ValueError(f"reduce: {len(flat_ops)} operands but {len(flat_init)} init values")
     shape = core.get_aval(flat_ops[0]).shape
     nd = len(shape)
-    dims = tuple(sorted(int(d) % nd for d in dimensions)) if nd else ()
+    if any(not 0 <= int(d) < nd for d in dimensions):
+        operand = core.ShapedArray(shape, core.get_aval(flat_ops[0]).dtype).str_short()
+        raise ValueError(f"reduce: reduction axes {tuple(dimensions)} contains out-of-bounds indices for {operand}.")
+    dims = tuple(sorted(int(d) for d in dimensions))
     if len(set(dims)) != len(dims):
         raise ValueError(f"reduce: duplicate dimensions {tuple(dimensions)}")
     keep = tuple(i for i in range(nd) if i not in dims)

@@ -131,7 +131,8 @@ def padtype_to_pads(
             small = total // 2
             pads.append((small, total - small) if p == "SAME" else (total - small, small))
         return pads
-    raise ValueError(f"Unknown padding type: {padding}.")
+    # RuntimeError, as JAX's padtype_to_pads raises
+    raise RuntimeError(f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', got {padding}.")
 
 
 def _conv_out_shape(
@@ -619,7 +620,7 @@ def conv_general_dilated(
     lhs_c = tuple(la.shape[i] for i in dnums.lhs_spec)
     rhs_c = tuple(ra.shape[i] for i in dnums.rhs_spec)
     if len(window_strides) != nsp:
-        raise TypeError(
+        raise ValueError(
             f"conv_general_dilated window_strides must have one entry per spatial dimension ({nsp}), "
             f"got {window_strides}"
         )

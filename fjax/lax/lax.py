@@ -175,7 +175,7 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 
 def _select_n_abstract(which: Any, *cases: Any) -> ShapedArray:
     if not cases:
-        raise TypeError("select_n requires at least one case")
+        raise ValueError("select_n() must have at least one case")
     if which.dtype != np.bool_ and _dkind(which.dtype) not in "iu":
         raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype.name}")
     if which.dtype == np.bool_ and len(cases) > 2:
@@ -355,6 +355,8 @@ ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 
 
 def _broadcast_in_dim_abstract(x: Any, shape: tuple, broadcast_dimensions: tuple) -> ShapedArray:
+    if any(s < 0 for s in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {tuple(shape)}.")
     if len(broadcast_dimensions) != x.ndim:
         raise TypeError(
             f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have one entry per operand "
@@ -415,6 +417,11 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
 def _reshape_abstract(x: Any, new_sizes: tuple, dimensions: tuple | None = None) -> ShapedArray:
+    if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
+        raise TypeError(
+            f"reshape dimensions must be a permutation of operand dimensions, got dimensions {dimensions} "
+            f"for shape {x.shape}."
+        )
     if math.prod(new_sizes) != math.prod(x.shape) or any(s < 0 for s in new_sizes):
         raise TypeError(
             f"reshape total size must be unchanged, got new_sizes {new_sizes} (size {math.prod(new_sizes)}) for "
@@ -485,9 +492,11 @@ batching.primitive_batchers[transpose_p] = _transpose_batch
 
 
 def _squeeze_abstract(x: Any, dimensions: tuple) -> ShapedArray:
-    for d in dimensions:
-        if not 0 <= d < x.ndim or x.shape[d] != 1:
-            raise TypeError(f"squeeze: cannot squeeze dimension {d} of shape {x.shape} (it must have size 1)")
+    for d in dimensions:  # ValueError, as JAX's squeeze raises
+        if not 0 <= d < x.ndim:
+            raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension {x.ndim}")
+        if x.shape[d] != 1:
+            raise ValueError(f"squeeze: cannot squeeze dimension {d} of shape {x.shape} (it must have size 1)")
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, x.weak_type)
 
 
@@ -512,6 +521,8 @@ def _rev_abstract(x: Any, dimensions: tuple) -> ShapedArray:
     for d in dimensions:
         if not 0 <= d < x.ndim:
             raise TypeError(f"rev: dimension {d} out of range for shape {x.shape}")
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {tuple(dimensions)}.")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -530,8 +541,12 @@ batching.primitive_batchers[rev_p] = lambda vals, dims, dimensions: (
 
 
 def _iota_abstract(*, dtype: np.dtype, shape: tuple, dimension: int) -> ShapedArray:
-    if not 0 <= dimension < len(shape):
-        raise TypeError(f"iota: dimension {dimension} out of range for shape {shape}")
+    if any(s < 0 for s in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got {tuple(shape)}.")
+    if not 0 <= dimension < len(shape):  # ValueError, as JAX's broadcasted_iota raises
+        raise ValueError(
+            f"iota: dimension must be between 0 and len(shape), got dimension={dimension} for shape={shape}"
+        )
     return ShapedArray(shape, dtype, False)
 
 

@@ -31,11 +31,12 @@ def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True, f16_option: 
     # f16_option: refuse float16/bfloat16 operands while jax_allow_f16_reductions is False (reduce_sum)
     def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
         _check_kind(name, x, kinds)
-        for a in axes:
-            if not 0 <= a < x.ndim:
-                raise TypeError(f"{name}: axis {a} is out of bounds for an array of shape {x.shape}")
+        # ValueError, as JAX's reduction shape rules raise
+        if any(not 0 <= a < x.ndim for a in axes):
+            operand = ShapedArray(x.shape, x.dtype).str_short()
+            raise ValueError(f"{name}: reduction axes {tuple(axes)} contains out-of-bounds indices for {operand}.")
         if len(set(axes)) != len(axes):
-            raise TypeError(f"{name}: duplicate axes {axes}")
+            raise ValueError(f"{name}: duplicate value in 'axes' of reduction: {tuple(axes)}")
         if f16_option and not config.jax_allow_f16_reductions and x.dtype in _F16:
             if any(x.shape[a] != 1 for a in axes):
                 operand = ShapedArray(x.shape, x.dtype).str_short()
@@ -177,7 +178,7 @@ def _arg_abstract(name: str) -> Callable:
     def rule(x: Any, *, axes: tuple, index_dtype: np.dtype) -> ShapedArray:
         _check_kind(name, x, _any)
         if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
-            raise TypeError(f"{name}: axes must be a single in-range axis, got {axes} for shape {x.shape}")
+            raise ValueError(f"{name}: invalid axis {axes} for operand shape {x.shape}")
         if x.shape[axes[0]] == 0:
             raise ValueError(f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of shape {x.shape})")
         if _dkind(np.dtype(index_dtype)) not in "iu":

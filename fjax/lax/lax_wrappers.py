@@ -118,6 +118,8 @@ stop_gradient_raw = _mk_unary(stop_gradient_p, "Identity whose derivative is zer
 
 def integer_pow(x: Any, y: int) -> Any:
     """Elementwise x**y for a static Python integer y."""
+    if not isinstance(y, (int, np.integer)):  # int(1.5) would silently truncate
+        raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r} of type {type(y).__name__}")
     return _bind(integer_pow_p, x, y=int(y))
 
 
@@ -171,6 +173,8 @@ def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
 
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     """Cast ``operand`` to ``new_dtype`` (canonicalized; the result is not weakly typed)."""
+    if getattr(operand, "dtype", None) is dtypes.KEY_DTYPE:  # a key array: only to a key dtype (else ValueError)
+        return operand.astype(new_dtype)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if not isinstance(operand, core.Tracer) and not isinstance(operand, core.Array):
         operand = core.to_array(operand, "convert_element_type")
@@ -227,10 +231,16 @@ def transpose(operand: Any, permutation: Sequence[int]) -> Any:
     return _bind(transpose_p, operand, permutation=perm)
 
 
+def _canon_axis(d: Any, nd: int) -> int:
+    if not -nd <= int(d) < nd:
+        raise ValueError(f"axis {int(d)} is out of bounds for array of dimension {nd}")
+    return int(d) % nd
+
+
 def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
     """Remove the given size-1 dimensions."""
     nd = core.get_aval(array).ndim
-    dims = tuple(sorted(int(d) % nd if nd else int(d) for d in dimensions))
+    dims = tuple(sorted(_canon_axis(d, nd) for d in dimensions))
     if not dims:
         return array
     return _bind(squeeze_p, array, dimensions=dims)
@@ -240,7 +250,7 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
     """Insert size-1 dimensions at the given positions (of the result)."""
     aval = core.get_aval(array)
     nd_out = aval.ndim + len(dimensions)
-    dims = sorted(int(d) % nd_out for d in dimensions)
+    dims = sorted(_canon_axis(d, nd_out) for d in dimensions)
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)
@@ -341,8 +351,12 @@ def _dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any, pre
 def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Vector/matrix dot product (contracting lhs's last dim with rhs's first)."""
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
-    if la.ndim not in (1, 2) or ra.ndim not in (1, 2):
-        raise TypeError(f"lax.dot requires 1-D or 2-D operands, got shapes {la.shape} and {ra.shape}")
+    # ValueError, as JAX's lax.dot raises for anything but a plain matrix/vector product
+    if la.ndim not in (1, 2) or ra.ndim not in (1, 2) or la.shape[-1] != ra.shape[0]:
+        raise ValueError(
+            "lax.dot: dimension_numbers must be specified when not performing simple un-batched matrix-matrix, "
+            f"matrix-vector, or vector-vector products; got lhs_shape={la.shape} rhs_shape={ra.shape}"
+        )
     return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
 
 

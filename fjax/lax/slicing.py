@@ -153,7 +153,7 @@ def _pad_abstract(x: Any, pv: Any, *, padding_config: tuple) -> ShapedArray:
     if x.dtype != pv.dtype:
         raise TypeError(f"pad operand and padding_value must be same dtype: got {x.dtype.name} and {pv.dtype.name}.")
     if pv.ndim != 0:
-        raise TypeError(f"pad padding_value must be a scalar, got shape {pv.shape}.")
+        raise ValueError(f"pad padding_value must be a scalar, got shape {pv.shape}.")
     if len(padding_config) != x.ndim:
         raise ValueError(
             f"length of padding_config must equal the number of axes of operand, got padding_config "
@@ -308,8 +308,8 @@ def _check_start_indices(name: str, operand: Any, idxs: Sequence[Any]) -> None:
 
 def _dynamic_slice_abstract(x: Any, *idxs: Any, slice_sizes: tuple) -> ShapedArray:
     _check_start_indices("dynamic_slice", x, idxs)
-    if len(slice_sizes) != x.ndim:
-        raise TypeError(
+    if len(slice_sizes) != x.ndim:  # ValueError, as JAX's lax.dynamic_slice raises
+        raise ValueError(
             f"dynamic_slice slice_sizes must have the same length as the operand's rank, got "
             f"slice_sizes {slice_sizes} for operand shape {x.shape}."
         )
@@ -569,7 +569,7 @@ def _check_indices_and_batching(
     op: str, operand: Any, indices: Any, index_map: tuple, map_name: str, obd: tuple, ibd: tuple, ibd_name: str
 ) -> None:
     if _dkind(indices.dtype) not in "iu":
-        raise TypeError(f"{op}: indices must have an integer type, got {_dt(indices)}.")
+        raise ValueError(f"{op}: indices must have an integer type, got {_dt(indices)}.")
     if indices.ndim < 1:
         raise TypeError(
             f"{op}: indices must have rank >= 1 (the last dimension is the index vector), got shape {indices.shape}."
