@@ -331,7 +331,32 @@ def dot_general(
     on the equation in JAX's canonical form (``_dot_algorithms.canonicalize_precision``; None
     takes config ``jax_default_matmul_precision``); the CPU computes every accepted one alike.
     """
+    if preferred_element_type is None:
+        lhs, rhs = _dot_operands_common_dtype(lhs, rhs)
     return _dot_general(lhs, rhs, dimension_numbers, canonicalize_precision(precision), preferred_element_type)
+
+
+def _dot_type_rank(dt: np.dtype) -> tuple:
+    # XLA's "higher precision type" order, which JAX's dot_general follows for mixed operands
+    k = _dkind(dt)
+    if k in "fc":
+        fi = dtypes.finfo(dt)
+        return (k == "c", fi.maxexp, fi.nmant, fi.bits, True)
+    return (False, -1, -1, 1 if k == "b" else np.dtype(dt).itemsize * 8, k != "u")
+
+
+def _dot_operands_common_dtype(lhs: Any, rhs: Any) -> tuple:
+    """Operands of different dtypes are both taken to the higher-precision one (as JAX's dot_general
+    types its result); two different dtypes of equal rank are a TypeError, as in JAX."""
+    lt, rt = core.get_aval(lhs).dtype, core.get_aval(rhs).dtype
+    if lt == rt or lt is dtypes.KEY_DTYPE or rt is dtypes.KEY_DTYPE:
+        return lhs, rhs
+    lr, rr = _dot_type_rank(lt), _dot_type_rank(rt)
+    if lr == rr:
+        raise TypeError(f"lax.dot_general argument type error: {lt.name}, {rt.name}")
+    if lr > rr:
+        return lhs, convert_element_type(rhs, lt)
+    return convert_element_type(lhs, rt), rhs
 
 
 def _dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any, preferred_element_type: Any = None) -> Any:
