@@ -406,7 +406,9 @@ def test_ufuncs_under_transforms():
 def test_errors():
     with pytest.raises(TypeError):
         jnp.add([1, 2], 3)
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError):  # equal ranks: lax's TypeError, as in JAX
         jnp.add(jnp.ones(3), jnp.ones(4))
+    with pytest.raises(ValueError):  # different ranks: a ValueError, as in JAX
+        jnp.add(jnp.ones((2, 3)), jnp.ones(2))
     with pytest.raises(TypeError):
         jnp.bitwise_and(jnp.ones(2), 1)

@@ -332,6 +332,8 @@ def array(
         return array(object.__fjax_array__(), dtype=dtype, copy=copy, ndmin=ndmin)
     elif hasattr(object, "__array__") or hasattr(object, "__array_interface__"):
         return array(np.asarray(object), dtype=dtype, copy=copy, ndmin=ndmin)
+    elif object is None:
+        raise ValueError("None is not a valid value for jnp.array")
     else:
         raise TypeError(f"jnp.array: cannot convert object of type {t.__name__} to an fjax array")
     if ndmin > out.ndim:
@@ -382,8 +384,8 @@ def _shape_arg(shape: Any, fn: str) -> tuple[int, ...]:
         if isinstance(err, core.ConcretizationTypeError):
             raise
         raise TypeError(f"jnp.{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
-    if any(s < 0 for s in out):
-        raise ValueError(f"jnp.{fn}: negative dimensions are not allowed, got {out}")
+    if any(s < 0 for s in out):  # TypeError, as JAX raises (from broadcast_in_dim)
+        raise TypeError(f"jnp.{fn}: shape must have every element be nonnegative, got {out}")
     return out
 
 

@@ -97,6 +97,10 @@ def _static_slice_part(v: Any, what: str, pos: int) -> int | None:
             c = None
         if c is not None and np.ndim(c) == 0 and _dkind(np.asarray(c).dtype) in "iu":
             return int(c)
+    if isinstance(v, (float, complex, str)):  # TypeError, as JAX's slice handling raises (via operator.index)
+        raise TypeError(
+            f"Slice entries must be integers; '{type(v).__name__}' object {v!r} in {what} at position {pos}"
+        )
     raise IndexError(f"Slice entries must be static integers. Got {what} at position {pos}")
 
 
@@ -165,8 +169,10 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
                 raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt.name}")
         elif isinstance(i, (float, complex)):
             raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {type(i).__name__}")
-        else:
-            raise TypeError(
+        elif isinstance(i, str):
+            raise TypeError(f"JAX does not support string indexing; got idx={i!r}")
+        else:  # IndexError, as JAX raises
+            raise IndexError(
                 f"Indexer must be an int, slice, None, Ellipsis, or an integer or boolean array; got "
                 f"{type(i).__name__} at position {pos}"
             )

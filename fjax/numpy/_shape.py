@@ -141,6 +141,13 @@ def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
 
 
 def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return _reshape_shape_typeerror(fn, shp, new)
+    except TypeError as e:  # jnp.reshape raises ValueError in JAX (as numpy does); arr.reshape TypeError
+        raise ValueError(str(e)) from None
+
+
+def _reshape_shape_typeerror(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
     n = math.prod(shp)
     neg = [i for i, s in enumerate(new) if s < 0]
     if len(neg) > 1 or (neg and new[neg[0]] != -1):
@@ -209,9 +216,13 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(range(nd))[::-1]
     else:
         axes = tuple(axes) if not isinstance(axes, (int, np.integer)) else (axes,)
-        if len(axes) != nd:
-            raise ValueError(f"transpose: axes {axes} don't match array of dimension {nd}")
-        perm = _axes("transpose", axes, nd)
+        # as in JAX: an axis out of range is a ValueError, a non-permutation a TypeError (lax's)
+        perm = tuple(_axis("transpose", ax, nd) for ax in axes)
+        if len(axes) != nd or len(set(perm)) != nd:
+            raise TypeError(
+                f"transpose: permutation isn't a permutation of operand dimensions, got permutation {axes} "
+                f"for operand shape {tuple(a.shape)}."
+            )
     return lax.transpose(a, perm)
 
 
@@ -415,7 +426,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
     ax = _axis("concatenate", axis, nd)
     for x in xs:
         if x.ndim != nd or any(s != t for i, (s, t) in enumerate(zip(x.shape, xs[0].shape)) if i != ax):
-            raise ValueError(
+            raise TypeError(  # as JAX's lax.concatenate raises
                 f"concatenate: all input array dimensions except the concatenation axis ({ax}) must match; got "
                 f"shapes {[tuple(y.shape) for y in xs]}"
             )

@@ -30,6 +30,17 @@ _arr_types = (Array, Tracer)
 # promotion helpers with an eager fast path
 
 
+def _broadcast(name: str, *xs: Any) -> list:
+    """broadcast_arrays, but shapes of one rank that do not broadcast are a TypeError, as in JAX
+    (whose ufuncs hand equal-rank operands to lax unchanged; differing ranks are a ValueError)."""
+    try:
+        return broadcast_arrays(name, *xs)
+    except ValueError as e:
+        if len({x.ndim for x in xs if x.ndim}) == 1:
+            raise TypeError(str(e)) from None
+        raise
+
+
 def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
     """Promote and broadcast two operands; the common cases skip the general machinery.
 
@@ -43,7 +54,7 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
                 xs, ys = x.shape, y.shape
                 if xs == ys or not xs or not ys:
                     return x, y
-                return tuple(broadcast_arrays(name, x, y))  # type: ignore[return-value]
+                return tuple(_broadcast(name, x, y))  # type: ignore[return-value]
         elif ty is float or ty is int:
             s = _scalar_like(y, x.dtype)
             if s is not None:
@@ -54,7 +65,7 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
             if s is not None:
                 return s, y
     a, b = promote_dtypes(name, x, y)
-    return tuple(broadcast_arrays(name, a, b))  # type: ignore[return-value]
+    return tuple(_broadcast(name, a, b))  # type: ignore[return-value]
 
 
 _scalar_cache: dict = {}
@@ -88,15 +99,15 @@ def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
 
 
 def _promote_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes(name, *args))
+    return _broadcast(name, *promote_dtypes(name, *args))
 
 
 def _promote_inexact_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes_inexact(name, *args))
+    return _broadcast(name, *promote_dtypes_inexact(name, *args))
 
 
 def _promote_numeric_n(name: str, *args: Any) -> list:
-    return broadcast_arrays(name, *promote_dtypes_numeric(name, *args))
+    return _broadcast(name, *promote_dtypes_numeric(name, *args))
 
 
 def _inexact1(name: str, x: Any) -> Any:
