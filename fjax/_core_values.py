@@ -37,8 +37,9 @@ class TracerBoolConversionError(ConcretizationTypeError):
     """``bool()`` (a Python ``if``/``while``) was applied to a traced value."""
 
 
-class TracerIntegerConversionError(ConcretizationTypeError):
-    """``int()``/``operator.index`` was applied to a traced value."""
+class TracerIntegerConversionError(JAXTypeError):
+    """``operator.index`` (``__index__``: indexing a list, ``range``) was applied to a traced value.
+    As in JAX it is not a ConcretizationTypeError, and ``int()`` raises that one instead."""
 
 
 class TracerArrayConversionError(JAXTypeError):
@@ -442,7 +443,7 @@ class Tracer:
         return float(self._concrete_scalar("float", ConcretizationTypeError))
 
     def __int__(self) -> int:
-        return int(self._concrete_scalar("int", TracerIntegerConversionError))
+        return int(self._concrete_scalar("int", ConcretizationTypeError))
 
     def __complex__(self) -> complex:
         return complex(self._concrete_scalar("complex", ConcretizationTypeError))

@@ -184,7 +184,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
                 f"jvp called with different primal and tangent shapes; got primal shape {pa.shape} and tangent "
                 f"shape {ta.shape}"
             )
-        if _dkind(pa.dtype) not in "fc":
+        if _dkind(pa.dtype) not in "fc" and ta.dtype == dtypes.float0:
             tans.append(Zero(ad.tangent_aval(pa)))
             continue
         if ta.dtype != pa.dtype:
@@ -340,8 +340,8 @@ class _VjpFun:
 
     def __call__(self, consts: list, ct: Any) -> tuple:
         ct_flat, ct_tree = tu.tree_flatten(ct)
-        if ct_tree != self.o_tree:
-            raise TypeError(
+        if ct_tree != self.o_tree:  # ValueError, as JAX raises
+            raise ValueError(
                 f"Tree structure of cotangent input {ct_tree}, does not match structure of primal output {self.o_tree}."
             )
         cts = []
@@ -553,6 +553,10 @@ def vmap(
     """Vectorize ``fun`` over the axes ``in_axes`` of its arguments, stacking outputs at ``out_axes``."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(in_axes)):  # TypeError, as in JAX
+        raise TypeError(
+            f"vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got {in_axes}."
+        )
     name = _fun_name(fun)
 
     @functools.wraps(fun, updated=())

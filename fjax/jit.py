@@ -464,11 +464,11 @@ class JitWrapped:
             static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
             hash(static_pos)
             hash(static_kw)
-        except TypeError as e:
-            raise TypeError(
+        except TypeError as e:  # ValueError, as JAX raises
+            raise ValueError(
                 f"Non-hashable static arguments are not supported: jit({self.name}) got an unhashable static "
-                f"argument ({e}). Static arguments must be hashable (use a tuple instead of a list, or pass the "
-                "value as a regular array argument)."
+                f"argument among {static_pos + static_kw} ({e}). Static arguments must be hashable (use a tuple "
+                "instead of a list, or pass the value as a regular array argument)."
             ) from None
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_idx)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
