@@ -184,23 +184,25 @@ class _PureCallback:
 
 
 def _pure_callback_impl(*args: Any, callback: _PureCallback, result_avals: tuple, vmap_method: str | None) -> list:
+    from fjax.errors import JaxRuntimeError  # noqa: PLC0415 - errors imports core; JAX raises this class
+
     outs = callback(*args)
     res = []
     for i, (o, aval) in enumerate(zip(outs, result_avals)):
         o = np.asarray(o)
         if o.shape != aval.shape:
-            raise RuntimeError(
+            raise JaxRuntimeError(
                 f"pure_callback: incorrect output shape for return value #{i}: "
                 f"Expected: {aval.shape}, Actual: {o.shape}"
             )
         if _dkind(o.dtype) in "OUSVMm":
-            raise RuntimeError(
+            raise JaxRuntimeError(
                 f"pure_callback: incorrect output dtype for return value #{i}: "
                 f"Expected: {aval.dtype.name}, Actual: {o.dtype}"
             )
         dt = dtypes.canonicalize_dtype(o.dtype)
         if dt != aval.dtype:
-            raise RuntimeError(
+            raise JaxRuntimeError(
                 f"pure_callback: incorrect output dtype for return value #{i}: "
                 f"Expected: {aval.dtype.name}, Actual: {dt.name}"
             )

@@ -102,7 +102,7 @@ class PRNGKeyArray:
     def astype(self, dtype: Any) -> PRNGKeyArray:
         if dtype is KEY_DTYPE or isinstance(dtype, KeyDtype):
             return self
-        raise TypeError(
+        raise ValueError(  # as JAX's convert_element_type raises
             f"Cannot convert a key array (dtype {KEY_DTYPE}) to {dtype}: use jax.random.key_data(arr) for its "
             "integer data"
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from fjax.dtypes import finfo as _finfo
 from typing import Any
 
+import operator
 import numpy as np
 
 import fjax.numpy as jnp
@@ -220,6 +221,7 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = jnp.float32, axis: int = -
     Out-of-range indices (negative or >= num_classes) give all-zero rows, as jax.nn.one_hot.
     """
     x = jnp.asarray(x)
+    num_classes = operator.index(num_classes)  # a float is a TypeError, as in JAX
     out_ndim = x.ndim + 1
     ax = axis + out_ndim if axis < 0 else axis
     if not 0 <= ax < out_ndim:
@@ -265,6 +267,13 @@ def dot_product_attention(
     Returns an array shaped like ``query`` (with value's head_dim).
     """
     query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    q_ndim = query.ndim
+    if min(query.ndim, key.ndim, value.ndim) < 3:  # as JAX: missing leading (seq) dims are size 1
+        query, key, value = (
+            jnp.reshape(t, (1,) * (3 - t.ndim) + t.shape) if t.ndim < 3 else t for t in (query, key, value)
+        )
+        out = dot_product_attention(query, key, value, bias, mask, scale=scale, is_causal=is_causal)
+        return jnp.reshape(out, out.shape[out.ndim - q_ndim :]) if q_ndim < out.ndim else out
     head_dim = query.shape[-1]
     if scale is None:
         scale = 1.0 / float(np.sqrt(head_dim))

@@ -350,6 +350,9 @@ def _axes(axis: Any, ndim: int) -> tuple:
     if axis is None:
         return tuple(range(ndim))
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    for a in axis:
+        if not -ndim <= a < ndim:  # ValueError, as JAX raises
+            raise ValueError(f"logsumexp: axis {a} is out of bounds for array of dimension {ndim}")
     return tuple(a % ndim if ndim else a for a in axis)
 
 
