@@ -210,6 +210,19 @@ def vmap_grad(w, xs, ys):
     return fjax.vmap(fjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
 
 
+def special(x, a, i):
+    # the host-step primitives of fjax/backends/cuda/special_ops.py, and cumlogsumexp
+    v, j = lax.top_k(x, 3)
+    return (
+        lax.digamma(a) + lax.bessel_i1e(x) + lax.igamma(a, a * 1.5) + lax.cumlogsumexp(x, axis=1),
+        lax.reduce_precision(x, 5, 10) * lax.bessel_i0e(x),
+        v,
+        j,
+        lax.top_k(x, 70)[1],
+        lax.clz(i) + lax.population_count(i),
+    )
+
+
 CORPUS = {
     "chain": (chain, (_f32(3, 1000),)),
     "chain64": (chain64, (rng.standard_normal(300),)),
@@ -255,11 +268,12 @@ CORPUS = {
     "batch_grouped_conv": (batch_grouped_conv, (_f32(4, 2, 6, 6), _f32(4, 2, 3, 3))),
     "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
+    "special": (special, (_f32(4, 80), np.abs(_f32(4, 80)) + 0.5, rng.integers(-9, 9, 12).astype(np.int32))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
     "fft": (lambda x: jnp.fft.fft(x), (_f32(8),), "complex64"),
-    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (_f32(8),), "cumlogsumexp"),
+    "svd": (lambda x: jnp.linalg.svd(x), (_f32(4, 4),), "svd"),
 }
 
 
