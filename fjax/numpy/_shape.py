@@ -141,13 +141,7 @@ def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
 
 
 def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return _reshape_shape_typeerror(fn, shp, new)
-    except TypeError as e:  # jnp.reshape raises ValueError in JAX (as numpy does); arr.reshape TypeError
-        raise ValueError(str(e)) from None
-
-
-def _reshape_shape_typeerror(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    # TypeErrors, as JAX's jnp.reshape raises under tracing (eagerly it raises numpy's ValueError)
     n = math.prod(shp)
     neg = [i for i, s in enumerate(new) if s < 0]
     if len(neg) > 1 or (neg and new[neg[0]] != -1):
