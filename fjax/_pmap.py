@@ -4,7 +4,8 @@ fjax's devices are CPU devices of the host, so ``pmap(f, axis_name='i')`` runs a
 ``vmap`` over the mapped axis: ``jit(vmap(f, axis_name='i'))``. The collectives of ``f`` become
 array operations along the batched axis inside one compiled program (no per-device threads, no
 copies between "devices"), which on CPU is faster than running one program per device. The result
-is a sharded ``Array`` whose entry ``i`` lives on ``devices[i]`` (``PmapSharding``).
+is a sharded ``Array`` whose entry ``i`` lives on ``devices[i]`` (a ``NamedSharding`` over the
+mapped devices, as JAX 0.10's: ``_out_sharding``).
 
 Several processes (``fjax.distributed.initialize()`` under ``mpiexec``): as in JAX, each process
 maps over its local devices and the named axis spans every process's devices (size
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import functools
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from fjax import _devices, core
 from fjax import _tree_lifted as tu
@@ -203,7 +206,7 @@ def _fast_entry(cache: dict, made: tuple, devs: list, nprocs: int) -> tuple:
     jitted, out_box = cache[slow_key]
     out_tree, out_dims = out_box
     # one sharding object per output axis, shared by the results of every call (it is immutable)
-    shardings = {d: sharding.PmapSharding(mapped_devs, d) for d in set(out_dims) if d is not None}
+    shardings = {d: _out_sharding(mapped_devs, d) for d in set(out_dims) if d is not None}
     return devs, nprocs, jitted, out_tree, [shardings.get(d) for d in out_dims], sharding.ShardedArray
 
 
@@ -270,9 +273,22 @@ class _OutInfo:
         yield self._dims
 
 
+_PMAP_AXIS = "_internal_pmap_axis_name"
+
+
+def _out_sharding(devs: list, d: int) -> Any:
+    """A pmap result's sharding, as JAX 0.10's: a ``NamedSharding`` over a one-axis mesh of the
+    mapped devices named ``_internal_pmap_axis_name``, output axis ``d`` split along it (so shard
+    ``i`` is ``x[i:i+1]``, keeping the axis; chex's pmap variant reads ``shard.data[0]``)."""
+    from fjax import sharding  # noqa: PLC0415
+
+    mesh = sharding.Mesh(np.array(list(devs), dtype=object), (_PMAP_AXIS,))
+    return sharding.NamedSharding(mesh, sharding.PartitionSpec(*([None] * d), _PMAP_AXIS))
+
+
 def _wrap(o: Any, d: int | None, devs: list) -> Any:
     from fjax import sharding  # noqa: PLC0415
 
     if d is None or not isinstance(o, core.Array):
         return o
-    return sharding.ShardedArray(o._value, o.weak_type, sharding.PmapSharding(devs, d))
+    return sharding.ShardedArray(o._value, o.weak_type, _out_sharding(devs, d))

@@ -56,7 +56,9 @@ def test_pmap_collectives(n, seed):
     assert s.sharding.device_set == set(fjax.devices()[:n])
     shards = s.addressable_shards
     assert [sh.device.id for sh in shards] == list(range(n))
-    np.testing.assert_array_equal(shards[-1].data, np.asarray(s)[n - 1])
+    # JAX 0.10's pmap results keep the mapped axis in each shard: shard i is x[i:i+1]
+    np.testing.assert_array_equal(shards[-1].data, np.asarray(s)[n - 1 : n])
+    assert shards[-1].index == (slice(n - 1, n), slice(None))
 
 
 def test_pmap_options():
@@ -292,3 +294,34 @@ def test_grad_inside_shard_map_under_jit_in_the_body_raises():
     )
     with pytest.raises(NotImplementedError, match="check_vma=True"):
         f(np.ones(3, np.float32), np.ones((8, 3), np.float32))
+
+
+def test_pmap_result_sharding_as_jax_0_10():
+    # JAX 0.10: a NamedSharding over the mapped devices (axis '_internal_pmap_axis_name'); each
+    # shard keeps the mapped axis (x[i:i+1]); chex's pmap variant reduces with shards[0].data[0]
+    y = fjax.pmap(lambda x: x * 2)(jnp.arange(4.0))
+    assert isinstance(y.sharding, NamedSharding)
+    assert y.sharding.mesh.axis_names == ("_internal_pmap_axis_name",)
+    assert tuple(y.sharding.spec) == ("_internal_pmap_axis_name",)
+    shards = [(s.index, s.data.shape) for s in y.addressable_shards]
+    assert shards[:2] == [((slice(0, 1),), (1,)), ((slice(1, 2),), (1,))]
+    assert float(y.addressable_shards[3].data[0]) == 6.0
+    z = fjax.pmap(lambda x: x, out_axes=1)(jnp.ones((4, 3)))
+    assert tuple(z.sharding.spec) == (None, "_internal_pmap_axis_name")
+    assert z.addressable_shards[2].data.shape == (3, 1)
+
+
+def test_psum_of_a_numpy_array_stays_concrete_in_pmap():
+    # JAX's constant case: psum of an operand no transform traces is operand * axis size, and
+    # numpy stays numpy, so Python code inside pmap can inspect it (chex's variants tests do)
+    seen = []
+
+    def f(x, a):
+        s = lax.psum(np.asarray(a, np.float32), "j")
+        seen.append(s)
+        return x + lax.psum(x, "j")
+
+    out = fjax.pmap(f, axis_name="j", static_broadcasted_argnums=(1,))(jnp.ones(4), (1.0, 2.0))
+    assert type(seen[0]) is np.ndarray and seen[0].dtype == np.float32
+    np.testing.assert_array_equal(seen[0], [4.0, 8.0])
+    np.testing.assert_array_equal(out, [5.0] * 4)

@@ -390,6 +390,11 @@ def _bucketed_psum(leaves: list, axes: tuple, bucket_bytes: int) -> list:
 def _static_mul(v: Any, n: int) -> Any:
     if isinstance(v, (int, float, complex, np.number, np.bool_)) and not isinstance(v, np.ndarray):
         return v * n
+    if isinstance(v, np.ndarray):
+        # numpy stays numpy, as JAX's constant case (``lax._const(leaf, n) * leaf``): concrete
+        # even inside pmap/jit, so Python code may inspect it (chex's pmap variant tests do)
+        a = v.astype(np.int32) if v.dtype == np.bool_ else v
+        return a * a.dtype.type(n)
     return _lax().mul(v, _lax().convert_element_type(n, core.get_aval(v).dtype))
 
 
