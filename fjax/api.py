@@ -187,7 +187,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
         if _dkind(pa.dtype) not in "fc" and ta.dtype == dtypes.float0:
             tans.append(Zero(ad.tangent_aval(pa)))
             continue
-        if ta.dtype != pa.dtype:
+        if ta.dtype != pa.dtype or _dkind(pa.dtype) not in "fc":  # an int/bool primal takes float0 only
             raise TypeError(
                 f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in case of int/bool "
                 f"primal dtype the tangent dtype must be float0. Got primal dtype {pa.dtype.name} and so expected "
