@@ -140,9 +140,11 @@ def _float(x: Any) -> Any:
 
 
 def relu6(x: Any) -> Any:
-    """min(max(x, 0), 6)."""
+    """min(max(x, 0), 6); its derivative at 0 and at 6 is 0, as JAX's; NaN stays NaN."""
     x = jnp.asarray(x)
-    return jnp.minimum(jnp.maximum(x, 0), 6)
+    clipped = jnp.minimum(jnp.maximum(x, 0), 6)
+    # the clipped value carries no gradient, so ties at the corners get 0 (not maximum's 1/2)
+    return jnp.where((x > 0) & (x < 6), x, lax.stop_gradient(clipped))
 
 
 def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
