@@ -862,7 +862,8 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
         frac = lax.sub(pos, lo)
         if count.ndim == 0 and frac.ndim < vlo.ndim:
             frac = lax.broadcast_in_dim(frac, vlo.shape, tuple(range(frac.ndim)))
-        res = lax.add(vlo, lax.mul(lax.sub(vhi, vlo), frac))
+        # vlo*(1-frac) + vhi*frac, as JAX (vlo + (vhi-vlo)*frac is NaN when both are the same infinity)
+        res = lax.add(lax.mul(vlo, lax.sub(_const(frac, 1), frac)), lax.mul(vhi, frac))
     if not ignore_nan:
         any_nan = lax.reduce_or(nan_mask, (x.ndim - 1,))
         if any_nan.shape != res.shape:
