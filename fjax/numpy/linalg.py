@@ -74,7 +74,7 @@ def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any
     elif isinstance(ord, str):
         raise ValueError(f"Invalid order '{ord}' for vector norm.")
     elif ord == np.inf:
-        out = _reduce("max", _abs(x), axes) if x.size else _zero_reduce(x, axes)
+        out = _max0(_reduce("max", _abs(x), axes)) if x.size else _zero_reduce(x, axes)
     elif ord == -np.inf:
         out = _reduce("min", _abs(x), axes)
     elif ord == 0:
@@ -88,6 +88,11 @@ def _vector_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any
         p = float(ord)
         out = lax.pow(_reduce("sum", lax.pow(ax, _const(ax, p)), axes), _const(ax, 1.0 / p))
     return _keep(out, axes, nd, keepdims)
+
+
+def _max0(out: Any) -> Any:
+    # JAX takes these maxima with ``initial=0``: max(m, 0) splits the gradient at an all-zero input
+    return lax.max(out, _const(out, 0))
 
 
 def _zero_reduce(x: Any, axes: tuple[int, ...]) -> Any:
@@ -108,16 +113,19 @@ def _matrix_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any
         colsum = _reduce("sum", _abs(x), (r,))
         c2 = c - 1 if c > r else c
         out = _reduce("max" if ord == 1 else "min", colsum, (c2,))
+        out = _max0(out) if ord == 1 else out
     elif ord in (np.inf, -np.inf):
         rowsum = _reduce("sum", _abs(x), (c,))
         r2 = r - 1 if r > c else r
         out = _reduce("max" if ord == np.inf else "min", rowsum, (r2,))
+        out = _max0(out) if ord == np.inf else out
     elif ord in (2, -2):
         sv = _svdvals(_to_last2(x, r, c))
         if sv.shape[-1] == 0:
             out = lax.full(sv.shape[:-1], 0, sv.dtype)
         else:
             out = _reduce("max" if ord == 2 else "min", sv, (nd - 2,))
+            out = _max0(out) if ord == 2 else out
     else:
         raise ValueError(f"Invalid order '{ord}' for matrix norm.")
     return _keep(out, axes, nd, keepdims)
