@@ -328,11 +328,19 @@ def reduce_window(
     pshape = core.get_aval(x).shape
     out_shape = tuple(max(0, (p - e) // s + 1) for p, e, s in zip(pshape, eff_window, strides))
     acc = lax.broadcast_in_dim(init, out_shape, ())
+    chooser = {lax.max: lax.gt, lax.min: lax.lt}.get(computation)
     for offset in np.ndindex(*window):
         start = tuple(o * wd for o, wd in zip(offset, wdil))
         limit = tuple(st + (n - 1) * s + 1 if n else st for st, n, s in zip(start, out_shape, strides))
         piece = lax.slice(x, start, limit, strides)
-        acc = computation(acc, piece)
+        if chooser is None:
+            acc = computation(acc, piece)
+        else:
+            # max/min pooling as JAX differentiates it: the gradient goes to the first extreme
+            # element of the window (XLA's select_and_scatter), not split among ties as
+            # lax.max would; a NaN wins, as in lax.max
+            take = lax.bitwise_or(chooser(piece, acc), lax.ne(piece, piece))
+            acc = lax.select(take, piece, acc)
     return acc
 
 
