@@ -223,6 +223,24 @@ def special(x, a, i):
     )
 
 
+def linalg(a, b):
+    # the factorizations of fjax/backends/cuda/linalg_ops.py, and a solve on top of them
+    spd = a @ a.T + 8.0 * jnp.eye(8)
+    L = lax.linalg.cholesky(spd)
+    q, r = jnp.linalg.qr(a[:, :5])
+    lu, piv, perm = lax.linalg.lu(a)
+    return (
+        L,
+        lax.linalg.triangular_solve(L, b, left_side=True, lower=True),
+        q,
+        r,
+        lu,
+        piv,
+        perm,
+        jnp.linalg.solve(spd, b),
+    )
+
+
 CORPUS = {
     "chain": (chain, (_f32(3, 1000),)),
     "chain64": (chain64, (rng.standard_normal(300),)),
@@ -268,6 +286,7 @@ CORPUS = {
     "batch_grouped_conv": (batch_grouped_conv, (_f32(4, 2, 6, 6), _f32(4, 2, 3, 3))),
     "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
+    "linalg": (linalg, (_f32(8, 8), _f32(8, 3))),
     "special": (special, (_f32(4, 80), np.abs(_f32(4, 80)) + 0.5, rng.integers(-9, 9, 12).astype(np.int32))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name

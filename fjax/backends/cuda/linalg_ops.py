@@ -1,0 +1,299 @@
+"""CUDA kernels for the linear-algebra host steps (rendered from ``host_ops.render``), float32 and
+float64, batched over leading dimensions: one thread block per matrix (a grid-stride loop over the
+matrices), the unblocked LAPACK algorithms with ``__syncthreads()`` between their steps:
+
+- ``cholesky`` (``symmetrize_input``, ``upper``): right-looking, column by column; a matrix that
+  is not positive definite (a pivot ``<= 0`` or NaN) gives an all-NaN factor, as the CPU impl;
+- ``triangular_solve`` (all sides, transposes, unit diagonals): one thread per right-hand side
+  (a column of ``b``, or a row for a right-side solve), substitution in order;
+- ``lu``: partial pivoting (the first largest ``|a|`` of a column), rows swapped, multipliers
+  scaled by the pivot's reciprocal (``getf2``), 0-based pivots and the permutation;
+  ``lu_pivots_to_permutation``;
+- ``qr`` (no pivoting): Householder reflectors with LAPACK's signs (``beta = -sign(alpha)
+  ||x||``, ``geqr2``), ``Q`` formed by applying them to the identity (``org2r``), reduced or full.
+
+These are meant for the small and medium matrices of training programs (initializers, Gaussian
+processes, solves in a loss): O(n) synchronized steps per matrix, no blocking, one block each; a
+large single matrix is far slower than cuSOLVER would be. ``eigh``, ``svd``, ``eig``, ``schur`` and
+the other factorizations have no CUDA form (``NotImplementedError``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fjax.backends.cuda.ops import ctype
+from fjax.backends.cuda.records import Alloc
+
+NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr"})
+
+
+def _check(name: str, dt: np.dtype) -> str:
+    if dt not in (np.float32, np.float64):
+        raise NotImplementedError(f"CUDA backend: {name} on dtype {dt.name} (float32/float64 only)")
+    return ctype(dt)
+
+
+def _block(n: int) -> int:
+    """Threads per matrix: a power of two (the block reductions halve it), 32 to 256."""
+    return min(256, max(32, 1 << max(0, n - 1).bit_length()))
+
+
+def _head(block: int, sig: str) -> str:
+    return f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{\n'
+
+
+_MATS = "  for (long long bm = blockIdx.x; bm < {B}LL; bm += gridDim.x) {{\n"
+
+
+def render(name: str, params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list | None:  # noqa: ANN001
+    """Plan records for ``name`` (one of ``NAMES``), or None for another primitive."""
+    if name not in NAMES:
+        return None
+    recs = [Alloc(o, tuple(a.shape), np.dtype(a.dtype)) for o, a in zip(outs, out_avals)]
+    if any(math.prod(a.shape) == 0 for a in in_avals):
+        raise NotImplementedError(f"CUDA backend: {name} of an empty array")
+    if name == "cholesky":
+        return recs + _cholesky(params, in_avals[0], ins, outs, launch)
+    if name == "triangular_solve":
+        return recs + _triangular_solve(params, in_avals, ins, outs, launch)
+    if name == "lu":
+        return recs + _lu(in_avals[0], ins, outs, launch)
+    if name == "lu_pivots_to_permutation":
+        return recs + _pivots_to_perm(in_avals[0], out_avals[0], ins, outs, launch)
+    return recs + _qr(params, in_avals[0], out_avals, ins, outs, launch)
+
+
+def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    T = _check("cholesky", np.dtype(a.dtype))
+    n = a.shape[-1]
+    B = math.prod(a.shape[:-2])
+    blk = _block(n * n)
+    sym = bool(params.get("symmetrize_input", False))
+    upper = bool(params.get("upper", False))
+    src_ik = "(x[o + i * N + k] + x[o + k * N + i]) / (T)2" if sym else "x[o + i * N + k]"
+    body = (
+        f"// cholesky of {B} {n}x{n} matrices{' (symmetrized)' if sym else ''}{', upper' if upper else ''}\n"
+        f"typedef {T} T;\n"
+        + _head(blk, "const T* __restrict__ x, T* __restrict__ L")
+        + f"  const long long N = {n};\n  __shared__ int bad;\n"
+        + _MATS.format(B=B)
+        + "    const long long o = bm * N * N;\n"
+        "    if (threadIdx.x == 0) bad = 0;\n"
+        "    for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
+        "      const long long i = p / N, k = p % N;\n"
+        f"      L[o + p] = k <= i ? {src_ik} : (T)0;\n    }}\n"
+        "    __syncthreads();\n"
+        "    for (long long j = 0; j < N; ++j) {\n"
+        "      if (threadIdx.x == 0) {\n"
+        "        const T d = L[o + j * N + j];\n"
+        "        if (!(d > (T)0)) bad = 1;\n"
+        "        L[o + j * N + j] = sqrt(d);\n      }\n"
+        "      __syncthreads();\n"
+        "      const T djj = L[o + j * N + j];\n"
+        "      for (long long i = j + 1 + threadIdx.x; i < N; i += blockDim.x) L[o + i * N + j] /= djj;\n"
+        "      __syncthreads();\n"
+        "      const long long m = N - j - 1;\n"
+        "      for (long long p = threadIdx.x; p < m * m; p += blockDim.x) {\n"
+        "        const long long r = p / m, c = p % m;\n"
+        "        if (c <= r) {\n"
+        "          const long long i = j + 1 + r, k = j + 1 + c;\n"
+        "          L[o + i * N + k] -= L[o + i * N + j] * L[o + k * N + j];\n        }\n      }\n"
+        "      __syncthreads();\n    }\n"
+        "    if (bad) {\n"
+        "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) L[o + p] = (T)NAN;\n"
+        + (
+            "    } else {\n"
+            "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
+            "        const long long i = p / N, k = p % N;\n"
+            "        if (k < i) { L[o + k * N + i] = L[o + p]; L[o + p] = (T)0; }\n      }\n"
+            if upper
+            else ""
+        )
+        + "    }\n    __syncthreads();\n  }\n}\n"
+    )
+    return launch("op", body, B * blk, blk, (ins[0], outs[0]), "cholesky")
+
+
+def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    a, b = in_avals
+    T = _check("triangular_solve", np.dtype(b.dtype))
+    left, lower = bool(params["left_side"]), bool(params["lower"])
+    trans, unit = bool(params["transpose_a"]), bool(params["unit_diagonal"])
+    m = a.shape[-1]
+    r, c = b.shape[-2:]
+    B = math.prod(b.shape[:-2])
+    nrhs = c if left else r
+    # the system solved for each right-hand side y: C y = rhs with C = op(A) (left) or op(A)^T
+    # (right); C[i][k] read from A with or without transposing
+    ct = trans if left else not trans
+    c_lower = lower != ct
+    aik = "A[oa + k * M + i]" if ct else "A[oa + i * M + k]"
+    aii = "A[oa + i * M + i]"
+    # element s of right-hand side q in b (and in the output)
+    at = "(ob + s * C + q)" if left else "(ob + q * C + s)"
+    loop = "for (long long i = 0; i < M; ++i)" if c_lower else "for (long long i = M - 1; i >= 0; --i)"
+    ks = "for (long long k = 0; k < i; ++k)" if c_lower else "for (long long k = i + 1; k < M; ++k)"
+    total = B * nrhs
+    blk = min(256, max(32, -(-total // 32) * 32))
+    body = (
+        f"// triangular_solve ({'left' if left else 'right'}, {'lower' if lower else 'upper'}"
+        f"{', transposed' if trans else ''}{', unit diagonal' if unit else ''}): {B} x {nrhs} substitutions\n"
+        f"typedef {T} T;\n"
+        + _head(blk, "const T* __restrict__ A, const T* __restrict__ X, T* __restrict__ Y")
+        + f"  const long long M = {m}, C = {c}, NR = {nrhs};\n"
+        f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {total}LL; "
+        "t += (long long)blockDim.x * gridDim.x) {\n"
+        "    const long long bm = t / NR, q = t % NR, oa = bm * M * M, ob = bm * M * NR;\n"
+        f"    {loop} {{\n"
+        f"      const long long s = i;\n      T acc = X[{at}];\n"
+        f"      {ks} {{ const long long s = k; acc -= {aik} * Y[{at}]; }}\n"
+        f"      Y[{at}] = {'acc' if unit else f'acc / {aii}'};\n    }}\n  }}\n}}\n"
+    )
+    return launch("op", body, total, blk, (ins[0], ins[1], outs[0]), "triangular_solve")
+
+
+def _lu(a, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    T = _check("lu", np.dtype(a.dtype))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    B = math.prod(a.shape[:-2])
+    blk = _block(max(m, n) * 4)
+    body = (
+        f"// lu (partial pivoting) of {B} {m}x{n} matrices: pivots and permutation\n"
+        f"typedef {T} T;\n"
+        + _head(blk, "const T* __restrict__ x, T* __restrict__ W, int* __restrict__ piv, int* __restrict__ perm")
+        + f"  const long long M = {m}, N = {n}, K = {k};\n"
+        f"  __shared__ T sv[{blk}];\n  __shared__ long long si[{blk}];\n"
+        + _MATS.format(B=B)
+        + "    const long long o = bm * M * N;\n"
+        "    for (long long p = threadIdx.x; p < M * N; p += blockDim.x) W[o + p] = x[o + p];\n"
+        "    __syncthreads();\n"
+        "    for (long long j = 0; j < K; ++j) {\n"
+        "      T best = (T)-1; long long bi = j;\n"
+        "      for (long long i = j + threadIdx.x; i < M; i += blockDim.x) {\n"
+        "        const T v = fabs(W[o + i * N + j]);\n"
+        "        if (v > best) { best = v; bi = i; }\n      }\n"
+        "      sv[threadIdx.x] = best; si[threadIdx.x] = bi;\n      __syncthreads();\n"
+        "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+        "        if (threadIdx.x < h) {\n"
+        "          const T v = sv[threadIdx.x + h]; const long long vi = si[threadIdx.x + h];\n"
+        "          if (v > sv[threadIdx.x] || (v == sv[threadIdx.x] && vi < si[threadIdx.x])) "
+        "{ sv[threadIdx.x] = v; si[threadIdx.x] = vi; }\n        }\n        __syncthreads();\n      }\n"
+        "      const long long p = si[0];\n"
+        "      if (threadIdx.x == 0) piv[bm * K + j] = (int)p;\n"
+        "      if (p != j)\n"
+        "        for (long long c = threadIdx.x; c < N; c += blockDim.x) {\n"
+        "          const T t = W[o + j * N + c]; W[o + j * N + c] = W[o + p * N + c]; W[o + p * N + c] = t;\n"
+        "        }\n"
+        "      __syncthreads();\n"
+        "      const T d = W[o + j * N + j];\n"
+        "      if (d != (T)0) {\n"
+        "        const T rd = (T)1 / d;\n"
+        "        for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) W[o + i * N + j] *= rd;\n"
+        "      }\n"
+        "      __syncthreads();\n"
+        "      const long long mr = M - j - 1, nc = N - j - 1;\n"
+        "      for (long long q = threadIdx.x; q < mr * nc; q += blockDim.x) {\n"
+        "        const long long i = j + 1 + q / nc, c = j + 1 + q % nc;\n"
+        "        W[o + i * N + c] -= W[o + i * N + j] * W[o + j * N + c];\n      }\n"
+        "      __syncthreads();\n    }\n"
+        "    if (threadIdx.x == 0) {\n"
+        "      for (long long i = 0; i < M; ++i) perm[bm * M + i] = (int)i;\n"
+        "      for (long long j = 0; j < K; ++j) {\n"
+        "        const int p = piv[bm * K + j], t = perm[bm * M + j];\n"
+        "        perm[bm * M + j] = perm[bm * M + p]; perm[bm * M + p] = t;\n      }\n    }\n"
+        "    __syncthreads();\n  }\n}\n"
+    )
+    return launch("op", body, B * blk, blk, (ins[0], *outs), "lu")
+
+
+def _pivots_to_perm(p, out, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    k, m = p.shape[-1], out.shape[-1]
+    B = math.prod(p.shape[:-1])
+    blk = min(256, max(32, -(-B // 32) * 32))
+    body = (
+        f"// lu_pivots_to_permutation: {B} x {k} pivots -> permutations of {m}\n"
+        + _head(blk, "const int* __restrict__ piv, int* __restrict__ perm")
+        + f"  for (long long b = (long long)blockIdx.x * blockDim.x + threadIdx.x; b < {B}LL; "
+        "b += (long long)blockDim.x * gridDim.x) {\n"
+        f"    for (long long i = 0; i < {m}; ++i) perm[b * {m} + i] = (int)i;\n"
+        f"    for (long long j = 0; j < {k}; ++j) {{\n"
+        f"      const int q = piv[b * {k} + j];\n"
+        f"      if (q < 0 || q >= {m}) continue;\n"
+        f"      const int t = perm[b * {m} + j]; perm[b * {m} + j] = perm[b * {m} + q]; perm[b * {m} + q] = t;\n"
+        "    }\n  }\n}\n"
+    )
+    return launch("op", body, B, blk, (ins[0], outs[0]), "lu_pivots_to_permutation")
+
+
+def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
+    if params.get("pivoting"):
+        raise NotImplementedError("CUDA backend: qr with pivoting=True")
+    T = _check("qr", np.dtype(a.dtype))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    B = math.prod(a.shape[:-2])
+    qc = out_avals[0].shape[-1]
+    rr = out_avals[1].shape[-2]
+    blk = _block(max(n, qc, m))
+    wn, tn = f"{outs[0]}_w", f"{outs[0]}_tau"
+    recs = [Alloc(wn, (B, m, n), np.dtype(a.dtype)), Alloc(tn, (B, max(k, 1)), np.dtype(a.dtype))]
+    body = (
+        f"// qr (Householder, LAPACK's signs) of {B} {m}x{n} matrices: Q {m}x{qc}, R {rr}x{n}\n"
+        f"typedef {T} T;\n"
+        + _head(
+            blk,
+            "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ R, T* __restrict__ W, T* __restrict__ tau",
+        )
+        + f"  const long long M = {m}, N = {n}, K = {k}, QC = {qc}, RR = {rr};\n"
+        f"  __shared__ T sh[{blk}];\n"
+        + _MATS.format(B=B)
+        + "    const long long o = bm * M * N, oq = bm * M * QC, orr = bm * RR * N;\n"
+        "    T* w = W + o;\n    T* ta = tau + bm * (K > 0 ? K : 1);\n"
+        "    for (long long p = threadIdx.x; p < M * N; p += blockDim.x) w[p] = x[o + p];\n"
+        "    __syncthreads();\n"
+        "    for (long long j = 0; j < K; ++j) {\n"
+        "      T part = (T)0;\n"
+        "      for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) part += w[i * N + j] * w[i * N + j];\n"
+        "      sh[threadIdx.x] = part;\n      __syncthreads();\n"
+        "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+        "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
+        "      const T xnorm = sqrt(sh[0]), alpha = w[j * N + j];\n"
+        "      T t = (T)0, beta = alpha;\n"
+        "      if (xnorm != (T)0) {\n"
+        "        beta = -copysign(hypot(alpha, xnorm), alpha);\n"
+        "        t = (beta - alpha) / beta;\n      }\n"
+        "      __syncthreads();\n"
+        "      if (xnorm != (T)0) {\n"
+        "        const T sc = (T)1 / (alpha - beta);\n"
+        "        for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) w[i * N + j] *= sc;\n"
+        "      }\n"
+        "      if (threadIdx.x == 0) { ta[j] = t; w[j * N + j] = beta; }\n"
+        "      __syncthreads();\n"
+        "      if (t != (T)0)\n"
+        "        for (long long c = j + 1 + threadIdx.x; c < N; c += blockDim.x) {\n"
+        "          T s = w[j * N + c];\n"
+        "          for (long long i = j + 1; i < M; ++i) s += w[i * N + j] * w[i * N + c];\n"
+        "          s *= t;\n          w[j * N + c] -= s;\n"
+        "          for (long long i = j + 1; i < M; ++i) w[i * N + c] -= s * w[i * N + j];\n        }\n"
+        "      __syncthreads();\n    }\n"
+        "    for (long long p = threadIdx.x; p < RR * N; p += blockDim.x) {\n"
+        "      const long long i = p / N, c = p % N;\n"
+        "      R[orr + p] = (i <= c && i < M) ? w[i * N + c] : (T)0;\n    }\n"
+        "    for (long long p = threadIdx.x; p < M * QC; p += blockDim.x)\n"
+        "      Q[oq + p] = (p / QC == p % QC) ? (T)1 : (T)0;\n"
+        "    __syncthreads();\n"
+        "    for (long long j = K - 1; j >= 0; --j) {\n"
+        "      const T t = ta[j];\n"
+        "      if (t != (T)0)\n"
+        "        for (long long c = threadIdx.x; c < QC; c += blockDim.x) {\n"
+        "          T s = Q[oq + j * QC + c];\n"
+        "          for (long long i = j + 1; i < M; ++i) s += w[i * N + j] * Q[oq + i * QC + c];\n"
+        "          s *= t;\n          Q[oq + j * QC + c] -= s;\n"
+        "          for (long long i = j + 1; i < M; ++i) Q[oq + i * QC + c] -= s * w[i * N + j];\n        }\n"
+        "      __syncthreads();\n    }\n  }\n}\n"
+    )
+    return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], wn, tn), "qr")

@@ -1,0 +1,159 @@
+"""The CUDA linear-algebra kernels (``fjax/backends/cuda/linalg_ops.py``: cholesky,
+triangular_solve, lu, qr) through ``device_put`` + ``jit`` on the cupy stand-in (kernels compiled
+by g++ against ``cuda_emu.h``), against the CPU backend (LAPACK): every side/transpose/diagonal
+variant, batches, tall and wide matrices, a matrix that is not positive definite, and what users
+call on top of them (solve, inv, det, slogdet, an orthogonal initializer, multivariate normal
+samples, a gradient through cholesky)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import lax
+from fjax.backends.cuda import emulate
+
+pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def standin_gpu():
+    from fjax.backends.cuda import cupy_standin
+
+    old = fjax.config.jax_platforms
+    fjax.config.update("jax_platforms", None)
+    cupy_standin.install(compute=True)
+    try:
+        yield cupy_standin
+    finally:
+        cupy_standin.uninstall()
+        fjax.config.update("jax_platforms", old)
+
+
+def _both(f, *xs, x64=False):
+    ctx = fjax.enable_x64() if x64 else contextlib.nullcontext()
+    with ctx:
+        g = fjax.jit(f)
+        gpu, cpu = fjax.devices("gpu")[0], fjax.devices("cpu")[0]
+        got = g(*[fjax.device_put(np.asarray(x), gpu) for x in xs])
+        leaves = fjax.tree_util.tree_leaves(got)
+        assert all(next(iter(a.devices())).platform == "gpu" for a in leaves)
+        want = g(*[fjax.device_put(np.asarray(x), cpu) for x in xs])
+        return fjax.tree_util.tree_map(np.asarray, got), fjax.tree_util.tree_map(np.asarray, want)
+
+
+def _close(got, want, dt):
+    tol = dict(rtol=2e-4, atol=2e-5) if dt == np.float32 else dict(rtol=1e-10, atol=1e-12)
+    for g, w in zip(fjax.tree_util.tree_leaves(got), fjax.tree_util.tree_leaves(want)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, equal_nan=True, **tol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+def _spd(rng, shape, dt):
+    a = rng.standard_normal(shape)
+    return (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_cholesky(dt):
+    rng = np.random.default_rng(0)
+    x = _spd(rng, (3, 7, 7), dt)
+    x[1, 2, 2] = -50.0  # not positive definite: an all-NaN factor
+    for kw in ({}, {"symmetrize_input": True}, {"symmetrize_input": False}):
+        got, want = _both(lambda x, kw=kw: lax.linalg.cholesky(x, **kw), x, x64=dt == np.float64)
+        assert np.isnan(got[1]).all() and not np.isnan(got[0]).any()
+        _close(got, want, dt)
+    got, want = _both(lambda x: jnp.linalg.cholesky(x, upper=True), x, x64=dt == np.float64)
+    _close(got, want, dt)
+
+
+@pytest.mark.parametrize("left,lower,trans,unit", list(itertools.product([True, False], repeat=4)))
+def test_triangular_solve_every_variant(left, lower, trans, unit):
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((2, 6, 6)) + 6 * np.eye(6)).astype(np.float32)
+    b = rng.standard_normal((2, 6, 4) if left else (2, 4, 6)).astype(np.float32)
+    f = lambda a, b: lax.linalg.triangular_solve(  # noqa: E731
+        a, b, left_side=left, lower=lower, transpose_a=trans, unit_diagonal=unit
+    )
+    got, want = _both(f, a, b)
+    _close(got, want, np.float32)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (3, 6, 6), (7, 4), (4, 7), (1, 1)])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_lu(shape, dt):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(dt)
+    got, want = _both(lax.linalg.lu, x, x64=dt == np.float64)
+    _close(got, want, dt)
+
+
+def test_lu_of_a_singular_matrix_and_pivots_to_permutation():
+    x = np.array([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0], [0.0, 3.0, 7.0]], np.float32)
+    got, want = _both(lax.linalg.lu, x)
+    _close(got, want, np.float32)
+    piv = np.array([[2, 2, 3, 3], [0, 1, 2, 3]], np.int32)
+    got, want = _both(lambda p: lax.linalg.lu_pivots_to_permutation(p, 5), piv)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (2, 8, 5), (5, 8), (1, 3)])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_qr_as_lapack(shape, full, dt):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(dt)
+    x[..., 0, :] = np.abs(x[..., 0, :])  # (either sign of the first column's pivot)
+    got, want = _both(lambda x: jnp.linalg.qr(x, mode="complete" if full else "reduced"), x, x64=dt == np.float64)
+    _close(got, want, dt)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_solvers_on_drawn_matrices(seed):
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((5, 5)) + 5 * np.eye(5)).astype(np.float32)
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    f = lambda a, b: (  # noqa: E731
+        jnp.linalg.solve(a, b),
+        jnp.linalg.inv(a),
+        jnp.linalg.det(a),
+        jnp.linalg.slogdet(a),
+        jnp.linalg.cholesky(a @ a.T),
+        jnp.linalg.qr(a),
+    )
+    got, want = _both(f, a, b)
+    for g, w in zip(fjax.tree_util.tree_leaves(got), fjax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=5e-4, atol=5e-4)
+
+
+def test_users_of_the_factorizations_stay_on_the_gpu():
+    """An orthogonal initializer (qr), multivariate normal samples (cholesky) and a gradient
+    through cholesky + triangular_solve (a Gaussian-process negative log likelihood)."""
+    key = fjax.random.key(0)
+    rng = np.random.default_rng(4)
+    cov = _spd(rng, (4, 4), np.float32)
+    got, want = _both(lambda k: fjax.nn.initializers.orthogonal()(k, (6, 4)), fjax.random.key_data(key))
+    _close(got, want, np.float32)
+    np.testing.assert_allclose(got.T @ got, np.eye(4), atol=1e-5)
+    got, want = _both(lambda c: fjax.random.multivariate_normal(key, jnp.zeros(4), c, (3,), method="cholesky"), cov)
+    _close(got, want, np.float32)
+
+    def nll(c, y):
+        L = jnp.linalg.cholesky(c)
+        z = lax.linalg.triangular_solve(L, y[:, None], left_side=True, lower=True)
+        return 0.5 * jnp.sum(z**2) + jnp.sum(jnp.log(jnp.diagonal(L)))
+
+    y = rng.standard_normal(4).astype(np.float32)
+    got, want = _both(fjax.grad(nll), cov, y)
+    _close(got, want, np.float32)
