@@ -236,16 +236,75 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
 
 
 def det(a: Any) -> Any:
-    """Determinant (via LU: the product of U's diagonal times the permutation's sign)."""
+    """Determinant: the cofactor expansion up to 3x3 matrices (as JAX), else via LU (the
+    product of U's diagonal times the permutation's sign). Its derivative is the adjugate, well
+    defined at singular matrices too (0 where the rank is below n-1)."""
     (a,) = _prep("det", a)
     _square("det", a)
     jnp = _jnp()
-    if a.shape[-1] == 0:
+    n = a.shape[-1]
+    if n == 0:
         return jnp.ones(a.shape[:-2], a.dtype)
+
+    def e(i: int, j: int) -> Any:
+        return a[..., i, j]
+
+    if n == 1:
+        return e(0, 0)
+    if n == 2:
+        return e(0, 0) * e(1, 1) - e(0, 1) * e(1, 0)
+    if n == 3:
+        return (
+            e(0, 0) * e(1, 1) * e(2, 2)
+            + e(0, 1) * e(1, 2) * e(2, 0)
+            + e(0, 2) * e(1, 0) * e(2, 1)
+            - e(0, 2) * e(1, 1) * e(2, 0)
+            - e(0, 0) * e(1, 2) * e(2, 1)
+            - e(0, 1) * e(1, 0) * e(2, 2)
+        )
+    return _det_lu(a)
+
+
+def _det_from_lu(lu_: Any, piv: Any) -> tuple[Any, Any]:
+    """(the permutation's sign, the cumulative products of U's diagonal times it)."""
+    jnp = _jnp()
+    sign = jnp.where(_lu_parity(piv) == 1, -1, 1).astype(lu_.dtype)
+    return sign, jnp.cumprod(u.diag(lu_), axis=-1) * sign[..., None]
+
+
+@custom_jvp
+def _det_lu(a: Any) -> Any:
     lu_, piv, _ = lax_linalg.lu(a)
-    parity = _lu_parity(piv)
-    sign = jnp.where(parity == 1, -1, 1).astype(a.dtype)
-    return sign * jnp.prod(u.diag(lu_), axis=-1)
+    return _det_from_lu(lu_, piv)[1][..., -1]
+
+
+@_det_lu.defjvp
+def _det_lu_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (g,) = primals, tangents
+    y, z = _adjugate_solve(x, g)
+    return y, _jnp().trace(z, axis1=-1, axis2=-2)
+
+
+def _adjugate_solve(a: Any, b: Any) -> tuple[Any, Any]:
+    """``(det(a), adj(a) @ b)`` for square ``a[..., n, n]`` (n >= 4) and ``b`` of its shape, also
+    for singular ``a``: with ``a[perm] = L U``, ``adj(a) @ b = det(a) U^-1 L^-1 b[perm]``. Scaling
+    the first n-1 entries of ``L^-1 b[perm]`` by det(a) and replacing ``U[n-1, n-1]`` by the
+    inverse of the signed product of the other pivots gives it without dividing by U's last pivot,
+    so a rank n-1 matrix whose zero pivot comes last (as partial pivoting leaves it) is exact; a
+    zero among the other pivots means rank < n-1, where the adjugate is 0."""
+    jnp = _jnp()
+    lu_, piv, perm = lax_linalg.lu(a)
+    _, partial = _det_from_lu(lu_, piv)
+    lu_ = lu_.at[..., -1, -1].set(1.0 / partial[..., -2])
+    # a pivot other than the last is 0 (rank < n-1) exactly when solving with U gives inf/NaN
+    probe = lax_linalg.triangular_solve(lu_, jnp.ones(a.shape[:-1] + (1,), a.dtype), left_side=True, lower=False)
+    low_rank = jnp.any(~jnp.isfinite(probe[..., 0]), axis=-1)[..., None, None]
+    x = jnp.where(low_rank, jnp.zeros_like(b), b)
+    x = jnp.take_along_axis(x, jnp.expand_dims(perm, -1), axis=-2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]], axis=-2)
+    x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
+    return partial[..., -1], jnp.where(low_rank, jnp.zeros_like(x), x)
 
 
 def _lu_solve(lu_: Any, perm: Any, b: Any, trans: int = 0) -> Any:
