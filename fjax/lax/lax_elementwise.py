@@ -615,7 +615,7 @@ ad.defjvp(
 )
 
 nextafter_p = standard_naryop("nextafter", np.nextafter, _float)
-ad.defzero(nextafter_p)
+# no derivative rule, as in JAX: differentiating nextafter raises NotImplementedError
 
 # comparisons
 eq_p = standard_naryop("eq", np.equal, _any, out_bool=True)
