@@ -195,7 +195,8 @@ ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(mul(x, x), _const(x, 1)))))
 
 acosh_p = standard_unop("acosh", _errstate(np.arccosh), _fc)
 register_lowering(acosh_p, ELEMENTWISE)
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+# 1/sqrt(x*x - 1) as JAX writes it: with (x-1)*(x+1) the second derivative at x = 1 is 0 * inf = NaN
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(mul(x, x), _const(x, 1)))))
 
 atanh_p = standard_unop("atanh", _errstate(np.arctanh), _fc)
 register_lowering(atanh_p, ELEMENTWISE)
