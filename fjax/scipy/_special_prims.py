@@ -182,9 +182,10 @@ ad.defjvp(
     lambda g, a, b: lax.mul(g, lax.sub(lax.digamma(b), lax.digamma(lax.add(a, b)))),
 )
 
-# sign of the gamma function (piecewise constant)
+# sign of the gamma function (piecewise constant); a symbolic zero tangent, so that
+# gamma = sign * exp(lgamma) differentiates to inf (not 0 * inf = NaN) where Gamma overflows
 gammasgn_p = _prim("gammasgn", _scipy("gammasgn"))
-ad.defjvp(gammasgn_p, lambda g, x: lax.mul(g, lax.full_like(x, 0)))
+ad.defzero(gammasgn_p)
 
 # Faddeeva function w(z) = exp(-z^2) erfc(-i z) (complex, holomorphic): w' = -2 z w + 2i / sqrt(pi)
 wofz_p = _prim("wofz", _scipy("wofz"), "c")
