@@ -360,8 +360,12 @@ class _VjpFun:
             if _dkind(a.dtype) not in "fc":
                 cts.append(Zero(ad.tangent_aval(a)))
                 continue
-            if ca.dtype != a.dtype:
-                c = core.bind1(_convert_p(), c, new_dtype=a.dtype, weak_type=a.weak_type)
+            if ca.dtype != a.dtype:  # as JAX: no conversion, not even float64 -> float32 under x64
+                raise ValueError(
+                    f"unexpected JAX type (e.g. shape/dtype) for argument to vjp function: got {ca.str_short()}, "
+                    f"but expected {a.str_short()} because the corresponding output of the function had dtype "
+                    f"{a.dtype.name}."
+                )
             cts.append(c)
         cts += [Zero(a) for a in self.extra_avals]
         undefined = [ad.UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
@@ -372,12 +376,6 @@ class _VjpFun:
 
     def __repr__(self) -> str:
         return "<vjp function>"
-
-
-def _convert_p() -> core.Primitive:
-    from fjax.lax.lax import convert_element_type_p  # noqa: PLC0415
-
-    return convert_element_type_p
 
 
 def _ct_out(ct: Any, aval: ShapedArray) -> Any:
