@@ -287,6 +287,10 @@ CORPUS = {
     "conv_grad": (conv_grad, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "conv_nhwc_strided": (conv_nhwc_strided, (_f32(2, 9, 9, 3), _f32(3, 3, 3, 5))),
     "linalg": (linalg, (_f32(8, 8), _f32(8, 3))),
+    "gamma": (
+        lambda k, a: fjax.random.gamma(fjax.random.wrap_key_data(k), a),
+        (np.array([7, 11], np.uint32), np.abs(_f32(64)) + 0.2),
+    ),
     "special": (special, (_f32(4, 80), np.abs(_f32(4, 80)) + 0.5, rng.integers(-9, 9, 12).astype(np.int32))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name

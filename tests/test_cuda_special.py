@@ -160,3 +160,34 @@ def test_cumlogsumexp_matches_the_cpu(dt):
     got, want = _both(lambda x: (lax.cumlogsumexp(x, axis=1), lax.cumlogsumexp(x, axis=0, reverse=True)), x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6 if dt == np.float32 else 1e-14, equal_nan=True)
+
+
+def test_random_gamma_is_the_cpu_stream():
+    """float32 gamma samples (random.gamma, loggamma, and through them beta and dirichlet, vmapped
+    over keys): the CPU's bits for a >= 1 and in log space, float tolerance otherwise (CUDA's powf
+    for a < 1; beta's elementwise transcendentals)."""
+    a = np.concatenate([np.linspace(0.05, 0.99, 20), np.linspace(1, 30, 30), [1e-3, 1e4]]).astype(np.float32)
+    keys = fjax.random.key_data(fjax.random.split(fjax.random.key(3), 3))
+    big = a >= 1
+
+    def draws(ks, a):
+        ks = fjax.random.wrap_key_data(ks)
+        return (
+            fjax.vmap(lambda k: fjax.random.gamma(k, a))(ks),
+            fjax.vmap(lambda k: fjax.random.loggamma(k, a))(ks),
+            fjax.random.beta(ks[0], a, a[::-1]),
+            fjax.random.dirichlet(ks[1], a[20:30]),
+        )
+
+    (g, lg, b, d), (gw, lgw, bw, dw) = _both(draws, keys, a)
+    np.testing.assert_array_equal(g[:, big].view(np.uint32), gw[:, big].view(np.uint32))
+    np.testing.assert_array_equal(lg.view(np.uint32), lgw.view(np.uint32))
+    for x, w in ((g, gw), (b, bw), (d, dw)):
+        np.testing.assert_allclose(x, w, rtol=2e-5, atol=1e-30)
+    assert np.all(g >= 0) and np.all((b >= 0) & (b <= 1)) and np.allclose(d.sum(-1), 1, atol=1e-5)
+
+
+def test_random_gamma_float64_names_itself():
+    with fjax.enable_x64(), pytest.raises(NotImplementedError, match="random_gamma"):
+        k = fjax.device_put(fjax.random.key_data(fjax.random.key(0)), fjax.devices("gpu")[0])
+        fjax.jit(lambda k: fjax.random.gamma(fjax.random.wrap_key_data(k), jnp.ones(3), dtype=jnp.float64))(k)

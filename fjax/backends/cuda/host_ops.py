@@ -19,9 +19,9 @@ inline loop updates): each becomes launches in the plan, so its data never leave
   indices then depend on the order threads run: not bit-reproducible run to run).
 
 Special functions, ``clz``/``population_count``, ``reduce_precision`` and ``top_k`` are in
-``special_ops.py``, cholesky/triangular_solve/lu/qr in ``linalg_ops.py``. Everything else raises
-``NotImplementedError`` naming the primitive (FFT, complex dtypes, eigh/svd, ``random_gamma``, ...
-have no CUDA form here).
+``special_ops.py``, cholesky/triangular_solve/lu/qr in ``linalg_ops.py``, float32 ``random_gamma``
+in ``random_ops.py``. Everything else raises ``NotImplementedError`` naming the primitive (FFT,
+complex dtypes, eigh/svd, ``random_gamma_grad``, ... have no CUDA form here).
 """
 
 from __future__ import annotations
@@ -227,11 +227,13 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     if name in ("dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         return _update(name, params, in_avals, out_avals, aux, ins, outs, b, launch, alloc)
 
-    from fjax.backends.cuda import linalg_ops, special_ops  # noqa: PLC0415  (they import this module's helpers)
+    from fjax.backends.cuda import linalg_ops, random_ops, special_ops  # noqa: PLC0415  (they import this module)
 
     recs = special_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
     if recs is None:
         recs = linalg_ops.render(name, params, in_avals, out_avals, ins, outs, launch)
+    if recs is None:
+        recs = random_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
     if recs is not None:
         return recs
     raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")
