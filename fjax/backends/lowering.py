@@ -385,6 +385,10 @@ class _KernelBuilder:
         if name == "stop_gradient" or (name == "convert_element_type" and eqn.invars[0].aval.dtype == out.aval.dtype):
             self.env[out] = ins[0]
             return
+        if kind == ELEMENTWISE:
+            # an operand with size-1 dims where the result has more (``add`` of f32[3,1] and
+            # f32[1,4]) reads its one element along them: a broadcast view, as broadcast_in_dim's
+            ins = [self._expand_size1(v, a.aval.shape, out.aval.shape) for v, a in zip(ins, eqn.invars)]
         if kind == ELEMENTWISE and all(isinstance(v, _ConstVal) for v in ins):
             # constant folding (tracing leaves e.g. ``neg 1.0``, ``div -1.0 256.0``)
             vals = [np.asarray(v.value, v.dtype) for v in ins]
@@ -590,6 +594,12 @@ class _KernelBuilder:
             kept = [i for i in range(len(out_shape)) if i not in params["dimensions"]]
             return self._compose(x, in_shape, tuple(kept), out_shape)
         raise NotImplementedError(name)
+
+    def _expand_size1(self, x: Any, in_shape: tuple, out_shape: tuple) -> Any:
+        if not in_shape or in_shape == out_shape:
+            return x
+        amap = tuple(None if (d == 1 and o != 1) else i for i, (d, o) in enumerate(zip(in_shape, out_shape)))
+        return self._compose(x, in_shape, amap, out_shape)
 
     def _transpose(self, x: Any, in_shape: tuple, perm: tuple) -> Any:
         # output axis k reads operand dim perm[k]: operand dim i -> output axis perm.index(i)

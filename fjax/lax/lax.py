@@ -74,17 +74,23 @@ def _unop_abstract(name: str, kinds: str, result_dtype: Callable | None = None) 
 
 
 def _broadcast_shapes_rule(name: str, avals: Sequence[Any]) -> tuple[int, ...]:
-    shape: tuple[int, ...] | None = None
-    for a in avals:
-        s = a.shape
-        if not s:
-            continue
-        if shape is None:
-            shape = s
-        elif s != shape:
-            shapes = ", ".join(str(tuple(b.shape)) for b in avals)
-            raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
-    return () if shape is None else shape
+    """The result shape of an n-ary elementwise op, as JAX's lax: rank-0 operands broadcast, the
+    others have one rank, and a size-1 dimension broadcasts against any size."""
+    shapes = [tuple(a.shape) for a in avals if a.shape]
+    if not shapes:
+        return ()
+    if len({len(s) for s in shapes}) > 1:
+        ranks = ", ".join(map(str, sorted({len(s) for s in shapes})))
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {{{ranks}}}")
+    out = list(shapes[0])
+    for s in shapes[1:]:
+        for i, d in enumerate(s):
+            if out[i] == 1:
+                out[i] = d
+            elif d != 1 and d != out[i]:
+                listed = ", ".join(str(tuple(b.shape)) for b in avals)
+                raise TypeError(f"{name} got incompatible shapes for broadcasting: {listed}.")
+    return tuple(out)
 
 
 def _naryop_abstract(name: str, kinds: str, out_bool: bool = False) -> Callable:

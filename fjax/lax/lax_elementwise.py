@@ -329,13 +329,16 @@ ad.deflinear(conj_p, lambda ct, x: [conj(ct) if _dkind(x.aval.dtype) == "c" else
 
 
 def _unbroadcast(aval: ShapedArray, x: Any) -> Any:
-    """Sum a cotangent of the broadcast shape back to a rank-0 operand's shape."""
+    """Sum a cotangent of the broadcast shape back to the operand's shape (rank 0, or size-1 dims)."""
     xs = core.get_aval(x).shape
     if xs == aval.shape:
         return x
     if aval.shape == ():
         return reduce_sum(x, tuple(range(len(xs))))
-    raise AssertionError(f"unbroadcast {xs} -> {aval.shape}")
+    if len(xs) != len(aval.shape):
+        raise AssertionError(f"unbroadcast {xs} -> {aval.shape}")
+    dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, xs)) if a == 1 and b != 1)
+    return reshape(reduce_sum(x, dims), aval.shape) if dims else x
 
 
 def _aval_of(x: Any) -> ShapedArray:
@@ -375,10 +378,15 @@ def _linear_binop_jvp(prim: Primitive, neg_rhs: bool) -> Callable:
 
 
 def _bcast_to(x: Any, shape: tuple) -> Any:
+    """``x`` (rank 0, or of ``shape``'s rank with size-1 dims) broadcast to ``shape``."""
     xs = core.get_aval(x).shape
     if xs == shape:
         return x
-    return broadcast_in_dim(x, shape, ())
+    # as JAX: the broadcast size-1 dims are reshaped away first
+    kept = tuple(i for i, (a, b) in enumerate(zip(xs, shape)) if a == b)
+    if len(kept) != len(xs):
+        x = reshape(x, tuple(xs[i] for i in kept))
+    return broadcast_in_dim(x, shape, kept)
 
 
 add_p = standard_naryop("add", np.add, _num)
