@@ -519,7 +519,8 @@ def _squeeze_batch(vals: list, dims: list, dimensions: tuple) -> tuple:
     return squeeze_p.bind(x, dimensions=new_dims), out_d
 
 
-ad.deflinear(squeeze_p, lambda ct, x, dimensions: [reshape(ct, x.aval.shape)])
+# the cotangent gets the squeezed dims back by expand_dims (a broadcast_in_dim), as JAX's
+ad.deflinear(squeeze_p, lambda ct, x, dimensions: [expand_dims(ct, dimensions)])
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
 
 
