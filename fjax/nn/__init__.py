@@ -80,7 +80,7 @@ def softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     x = jnp.asarray(x)
     if where is None:
         # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
-        e = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True)))
+        e = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis=axis, initial=-jnp.inf, keepdims=True)))
         return e / jnp.sum(e, axis=axis, keepdims=True)
     xm = jnp.where(where, x, -jnp.inf)
     e = jnp.where(where, jnp.exp(xm - _max_stopped(xm, axis)), 0.0)
@@ -92,7 +92,7 @@ def log_softmax(x: Any, axis: Any = -1, where: Any = None) -> Any:
     x = jnp.asarray(x)
     if where is None:
         # the max is not made finite here (logsumexp does): an inf input gives NaNs, as JAX
-        shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+        shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, initial=-jnp.inf, keepdims=True))
         return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
     xm = jnp.where(where, x, -jnp.inf)
     shifted = xm - _max_stopped(xm, axis)

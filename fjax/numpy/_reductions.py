@@ -131,7 +131,7 @@ def _reduce(
         init = _arr(initial, name)
         if init.ndim:
             raise ValueError(f"jnp.{name}: initial must be a scalar, got shape {init.shape}")
-        r = binop(r, _strong(init, comp))
+        r = binop(_strong(init, comp), r)  # initial first, as JAX (``max -inf r``)
     r = _keep(r, axes, keepdims)
     return r if comp == dt else lax.convert_element_type(r, dt)
 

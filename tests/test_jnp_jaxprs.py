@@ -1,0 +1,38 @@
+"""jnp/nn functions build the equations JAX's do beyond the printing corpus (texts printed by JAX
+0.10.2, CPU, x64 off), and compute the same values as before."""
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+from fjax import nn
+
+X = np.array([0.5, -2.0, 3.0], np.float32)
+
+
+@pytest.mark.parametrize(
+    "fn,prim,op",
+    [(jnp.sum, "reduce_sum", "add"), (jnp.prod, "reduce_prod", "mul"), (jnp.min, "reduce_min", "min"),
+     (jnp.max, "reduce_max", "max")],
+)  # fmt: skip
+def test_reduction_initial_comes_first(fn, prim, op):
+    got = str(fjax.make_jaxpr(lambda x: fn(x, initial=2.0))(X))
+    params = "[axes=(0,) out_sharding=None]" if prim == "reduce_sum" else "[axes=(0,)]"
+    assert got == (
+        f"{{ lambda ; a:f32[3]. let\n    b:f32[] = {prim}{params} a\n    c:f32[] = {op} 2.0:f32[] b\n  in (c,) }}"
+    )
+    assert float(fn(X, initial=2.0)) == float({"add": 3.5, "mul": -6.0, "min": -2.0, "max": 3.0}[op])
+
+
+def test_softmax_max_has_initial_minus_inf():
+    x = np.ones((2, 3), np.float32)
+    for f in (nn.softmax, nn.log_softmax):
+        text = str(fjax.make_jaxpr(f)(x)).splitlines()
+        assert text[1:3] == ["    b:f32[2] = reduce_max[axes=(1,)] a", "    c:f32[2] = max -inf:f32[] b"]
+    y = np.array([[1.0, 2.0, -np.inf], [np.nan, 0.0, 1.0]], np.float32)
+    s = np.exp(y[0] - 2.0) / np.exp(y[0] - 2.0).sum()
+    np.testing.assert_allclose(nn.softmax(y)[0], s, rtol=1e-6)
+    assert np.isnan(np.asarray(nn.softmax(y)[1])).all()
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(nn.log_softmax(y)[0], np.log(s), rtol=1e-6)
