@@ -157,3 +157,36 @@ def test_users_of_the_factorizations_stay_on_the_gpu():
     y = rng.standard_normal(4).astype(np.float32)
     got, want = _both(fjax.grad(nll), cov, y)
     _close(got, want, np.float32)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("lower", [True, False])
+def test_eigh(dt, lower):
+    """Eigenvalues as LAPACK's (ascending), eigenvectors up to sign: orthonormal, reconstructing
+    the triangle read, equal to LAPACK's in absolute value; subsets; a repeated eigenvalue; a
+    non-finite matrix gives NaNs; a gradient (sign-invariant) as the CPU's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 7, 7)).astype(dt)  # not symmetric: only one triangle is read
+    x[2] = np.diag([1.0, 1.0, 2.0, 3.0, 3.0, 3.0, -1.0]).astype(dt)
+    x64 = dt == np.float64
+    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else dict(rtol=1e-10, atol=1e-11)
+    (v, w), (vw, ww) = _both(lambda x: lax.linalg.eigh(x, lower=lower, symmetrize_input=False), x, x64=x64)
+    np.testing.assert_allclose(w, ww, **tol)
+    sym = np.tril(x) + np.swapaxes(np.tril(x, -1), -1, -2) if lower else np.triu(x) + np.swapaxes(np.triu(x, 1), -1, -2)
+    np.testing.assert_allclose(v @ (w[..., None] * np.swapaxes(v, -1, -2)), sym, **tol)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, np.broadcast_to(np.eye(7), v.shape), **tol)
+    np.testing.assert_allclose(np.abs(v[:2]), np.abs(vw[:2]), **tol)  # (distinct eigenvalues)
+    (vs, ws), (vsw, wsw) = _both(lambda x: lax.linalg.eigh(x, subset_by_index=(2, 5)), x, x64=x64)
+    np.testing.assert_allclose(ws, wsw, **tol)
+    np.testing.assert_allclose(np.abs(vs[:2]), np.abs(vsw[:2]), **tol)
+    bad = x.copy()
+    bad[1, 3, 2] = np.nan
+    (vb, wb), _ = _both(lambda x: lax.linalg.eigh(x, symmetrize_input=False), bad, x64=x64)
+    assert np.isnan(vb[1]).all() and np.isnan(wb[1]).all() and not np.isnan(wb[0]).any()
+
+    def f(x):
+        v, w = jnp.linalg.eigh(x + x.T)
+        return jnp.sum(w**2 * jnp.arange(7.0)) + jnp.sum((v * v)[0])
+
+    got, want = _both(fjax.grad(f), x[0], x64=x64)
+    np.testing.assert_allclose(got, want, **(dict(rtol=2e-3, atol=2e-3) if dt == np.float32 else tol))

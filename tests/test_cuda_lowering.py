@@ -229,7 +229,10 @@ def linalg(a, b):
     L = lax.linalg.cholesky(spd)
     q, r = jnp.linalg.qr(a[:, :5])
     lu, piv, perm = lax.linalg.lu(a)
+    w, v = jnp.linalg.eigh(spd)
     return (
+        w,
+        v * v,  # (eigenvectors are unique up to sign)
         L,
         lax.linalg.triangular_solve(L, b, left_side=True, lower=True),
         q,
@@ -297,6 +300,7 @@ CORPUS = {
 UNSUPPORTED = {
     "fft": (lambda x: jnp.fft.fft(x), (_f32(8),), "complex64"),
     "svd": (lambda x: jnp.linalg.svd(x), (_f32(4, 4),), "svd"),
+    "eig": (lambda x: jnp.linalg.eig(x), (_f32(4, 4),), "eig"),
 }
 
 

@@ -10,12 +10,17 @@ matrices), the unblocked LAPACK algorithms with ``__syncthreads()`` between thei
   scaled by the pivot's reciprocal (``getf2``), 0-based pivots and the permutation;
   ``lu_pivots_to_permutation``;
 - ``qr`` (no pivoting): Householder reflectors with LAPACK's signs (``beta = -sign(alpha)
-  ||x||``, ``geqr2``), ``Q`` formed by applying them to the identity (``org2r``), reduced or full.
+  ||x||``, ``geqr2``), ``Q`` formed by applying them to the identity (``org2r``), reduced or full;
+- ``eigh`` (real symmetric, either triangle, ``subset_by_index``): parallel cyclic Jacobi (the
+  round-robin ordering: n/2 disjoint rotations per step, Rutishauser's stable angles) until the
+  off-diagonal mass is below the dtype's epsilon (at most 40 sweeps), eigenvalues ascending; a
+  non-finite input gives NaNs, as the CPU impl. Eigenvectors are unique up to sign (and within
+  repeated eigenvalues), so they may differ from LAPACK's by those choices.
 
 These are meant for the small and medium matrices of training programs (initializers, Gaussian
 processes, solves in a loss): O(n) synchronized steps per matrix, no blocking, one block each; a
-large single matrix is far slower than cuSOLVER would be. ``eigh``, ``svd``, ``eig``, ``schur`` and
-the other factorizations have no CUDA form (``NotImplementedError``).
+large single matrix is far slower than cuSOLVER would be. ``svd``, ``eig``, ``schur`` and the other
+factorizations have no CUDA form (``NotImplementedError``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 from fjax.backends.cuda.ops import ctype
 from fjax.backends.cuda.records import Alloc
 
-NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr"})
+NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh"})
 
 
 def _check(name: str, dt: np.dtype) -> str:
@@ -63,6 +68,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, ins: list, 
         return recs + _lu(in_avals[0], ins, outs, launch)
     if name == "lu_pivots_to_permutation":
         return recs + _pivots_to_perm(in_avals[0], out_avals[0], ins, outs, launch)
+    if name == "eigh":
+        return _eigh(params, in_avals[0], out_avals, ins, outs, launch, recs)
     return recs + _qr(params, in_avals[0], out_avals, ins, outs, launch)
 
 
@@ -297,3 +304,111 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
         "      __syncthreads();\n    }\n  }\n}\n"
     )
     return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], wn, tn), "qr")
+
+
+def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: list) -> list:  # noqa: ANN001
+    if np.dtype(a.dtype).kind == "c":
+        raise NotImplementedError("CUDA backend: eigh of complex matrices")
+    T = _check("eigh", np.dtype(a.dtype))
+    n = a.shape[-1]
+    B = math.prod(a.shape[:-2])
+    lower = bool(params.get("lower", True))
+    sub = params.get("subset_by_index")
+    lo, hi = (0, n) if sub is None else (int(sub[0]), int(sub[1]))
+    kk = hi - lo
+    mm = n + (n % 2)  # players of the round-robin (a dummy when n is odd)
+    eps = "1e-14" if T == "double" else "1e-7"
+    blk = _block(n * n)
+    an, vn = f"{outs[0]}_a", f"{outs[0]}_v"
+    recs = recs + [Alloc(an, (B, n, n), np.dtype(a.dtype)), Alloc(vn, (B, n, n), np.dtype(a.dtype))]
+    src_ij = (
+        "(i >= j ? x[o + i * N + j] : x[o + j * N + i])" if lower else "(i <= j ? x[o + i * N + j] : x[o + j * N + i])"
+    )
+    body = (
+        f"// eigh (parallel cyclic Jacobi) of {B} {n}x{n} symmetric matrices ({'lower' if lower else 'upper'})"
+        f", eigenvalues {lo}:{hi}\n"
+        f"typedef {T} T;\n"
+        + _head(
+            blk,
+            "const T* __restrict__ x, T* __restrict__ vout, T* __restrict__ wout, T* __restrict__ A, T* __restrict__ V",
+        )
+        + f"  const long long N = {n}, MM = {mm}, KK = {kk}, LO = {lo};\n"
+        f"  __shared__ T sh[{blk}];\n  __shared__ T cs[{max(1, mm // 2)}], sn[{max(1, mm // 2)}];\n"
+        f"  __shared__ int pp[{max(1, mm // 2)}], qq[{max(1, mm // 2)}];\n  __shared__ int finite;\n"
+        + _MATS.format(B=B)
+        + "    const long long o = bm * N * N;\n    T* a = A + o;\n    T* v = V + o;\n"
+        "    if (threadIdx.x == 0) finite = 1;\n    __syncthreads();\n"
+        "    for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
+        "      const long long i = p / N, j = p % N;\n"
+        f"      const T e = {src_ij};\n"
+        "      if (!isfinite(e)) finite = 0;\n"
+        "      a[p] = e;\n      v[p] = i == j ? (T)1 : (T)0;\n    }\n"
+        "    __syncthreads();\n"
+        "    for (int sweep = 0; sweep < 40 && finite; ++sweep) {\n"
+        "      T part = (T)0, tot = (T)0;\n"
+        "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
+        "        const T e = a[p] * a[p];\n        if (p / N != p % N) part += e;\n        tot += e;\n      }\n"
+        "      sh[threadIdx.x] = part;\n      __syncthreads();\n"
+        "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+        "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
+        "      const T off = sh[0];\n      __syncthreads();\n"
+        "      sh[threadIdx.x] = tot;\n      __syncthreads();\n"
+        "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+        "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
+        "      const T all = sh[0];\n      __syncthreads();\n"
+        f"      if (off <= ({eps}) * ({eps}) * all) break;\n"
+        "      for (long long r = 0; r < MM - 1; ++r) {\n"
+        "        // round r of the circle method: player 0 fixed, the others rotate\n"
+        "        for (long long k = threadIdx.x; k < MM / 2; k += blockDim.x) {\n"
+        "          const long long u1 = k == 0 ? 0 : 1 + (k - 1 + r) % (MM - 1);\n"
+        "          const long long u2 = 1 + (MM - 2 - k + r) % (MM - 1);\n"
+        "          long long p = u1 < u2 ? u1 : u2, q = u1 < u2 ? u2 : u1;\n"
+        "          T c = (T)1, s = (T)0;\n"
+        "          if (q < N) {\n"
+        "            const T apq = a[p * N + q];\n"
+        "            if (apq != (T)0) {\n"
+        "              const T th = (a[q * N + q] - a[p * N + p]) / ((T)2 * apq);\n"
+        "              const T t = (th >= (T)0 ? (T)1 : (T)-1) / (fabs(th) + sqrt(th * th + (T)1));\n"
+        "              c = (T)1 / sqrt(t * t + (T)1);\n              s = t * c;\n            }\n"
+        "          } else { p = 0; q = 0; }\n"
+        "          pp[k] = (int)p; qq[k] = (int)q; cs[k] = c; sn[k] = s;\n        }\n"
+        "        __syncthreads();\n"
+        "        // columns: A <- A J, V <- V J\n"
+        "        for (long long e = threadIdx.x; e < (MM / 2) * N; e += blockDim.x) {\n"
+        "          const long long k = e / N, i = e % N;\n"
+        "          const int p = pp[k], q = qq[k];\n"
+        "          if (p == q) continue;\n"
+        "          const T c = cs[k], s = sn[k];\n"
+        "          const T aip = a[i * N + p], aiq = a[i * N + q];\n"
+        "          a[i * N + p] = c * aip - s * aiq;\n          a[i * N + q] = s * aip + c * aiq;\n"
+        "          const T vip = v[i * N + p], viq = v[i * N + q];\n"
+        "          v[i * N + p] = c * vip - s * viq;\n          v[i * N + q] = s * vip + c * viq;\n        }\n"
+        "        __syncthreads();\n"
+        "        // rows: A <- J^T A\n"
+        "        for (long long e = threadIdx.x; e < (MM / 2) * N; e += blockDim.x) {\n"
+        "          const long long k = e / N, j = e % N;\n"
+        "          const int p = pp[k], q = qq[k];\n"
+        "          if (p == q) continue;\n"
+        "          const T c = cs[k], s = sn[k];\n"
+        "          const T apj = a[p * N + j], aqj = a[q * N + j];\n"
+        "          a[p * N + j] = c * apj - s * aqj;\n          a[q * N + j] = s * apj + c * aqj;\n        }\n"
+        "        __syncthreads();\n      }\n    }\n"
+        "    if (threadIdx.x == 0 && finite) {\n"
+        "      // eigenvalues ascending: a selection sort of the diagonal, moving V's columns along\n"
+        "      for (long long i = 0; i < N; ++i) {\n"
+        "        long long m = i;\n"
+        "        for (long long j = i + 1; j < N; ++j) if (a[j * N + j] < a[m * N + m]) m = j;\n"
+        "        if (m != i) {\n"
+        "          const T t = a[i * N + i]; a[i * N + i] = a[m * N + m]; a[m * N + m] = t;\n"
+        "          for (long long r = 0; r < N; ++r) { const T u = v[r * N + i]; v[r * N + i] = v[r * N + m]; "
+        "v[r * N + m] = u; }\n"
+        "        }\n      }\n    }\n"
+        "    __syncthreads();\n"
+        "    for (long long p = threadIdx.x; p < N * KK; p += blockDim.x) {\n"
+        "      const long long r = p / KK, k = p % KK;\n"
+        "      vout[bm * N * KK + p] = finite ? v[r * N + LO + k] : (T)NAN;\n    }\n"
+        "    for (long long k = threadIdx.x; k < KK; k += blockDim.x)\n"
+        "      wout[bm * KK + k] = finite ? a[(LO + k) * N + LO + k] : (T)NAN;\n"
+        "    __syncthreads();\n  }\n}\n"
+    )
+    return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], an, vn), "eigh")
