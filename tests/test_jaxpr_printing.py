@@ -52,9 +52,7 @@ XFAIL = {
     "broadcast_add": _BCAST,
     "outer": _BCAST + " (JAX's outer multiplies [3,1] by [1,3]; fjax's is a dot_general)",
     "softmax": _BCAST + "; JAX's max has initial=-inf (a `max -inf` equation)",
-    "logsumexp": _BCAST + "; JAX takes the max without keepdims",
     "grad_softmax": _BCAST,
-    "grad_logsumexp": _BCAST,
     "stack": "JAX 0.10.2 has a stack primitive; fjax stacks with broadcast_in_dim and concatenate",
     "split": "JAX 0.10.2 has a split primitive; fjax splits with slices",
     "at_set": "JAX builds a static int index with broadcast_in_dim and marks it sorted and unique; "

@@ -36,3 +36,39 @@ def test_softmax_max_has_initial_minus_inf():
     assert np.isnan(np.asarray(nn.softmax(y)[1])).all()
     with np.errstate(divide="ignore"):
         np.testing.assert_allclose(nn.log_softmax(y)[0], np.log(s), rtol=1e-6)
+
+
+def test_logsumexp_values():
+    from scipy import special as sp
+
+    from fjax.scipy import special
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32)
+    for axis in (None, 0, 1, (0, 1)):
+        for keepdims in (False, True):
+            want = sp.logsumexp(a, axis=axis, keepdims=keepdims)
+            np.testing.assert_allclose(special.logsumexp(a, axis=axis, keepdims=keepdims), want, rtol=1e-6)
+            got, sign = special.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True)
+            want, wsign = sp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True)
+            np.testing.assert_allclose(got, want, rtol=2e-5)
+            np.testing.assert_array_equal(sign, wsign)
+    # all -inf along an axis, an empty axis, a masked axis
+    minf = np.full((2, 3), -np.inf, np.float32)
+    np.testing.assert_array_equal(special.logsumexp(minf, axis=1), [-np.inf, -np.inf])
+    assert special.logsumexp(np.zeros((0,), np.float32)) == -np.inf
+    mask = np.array([[True, False, True, True], [False] * 4, [True] * 4])
+    got = special.logsumexp(a, axis=1, where=mask)
+    want = [sp.logsumexp(a[0][mask[0]]), -np.inf, sp.logsumexp(a[2])]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # gradient: softmax weights; ties in the max do not matter (the max is stopped)
+    g = fjax.grad(lambda x: special.logsumexp(x))(np.array([1.0, 1.0, 0.0], np.float32))
+    e = np.exp([1.0, 1.0, 0.0])
+    np.testing.assert_allclose(g, e / e.sum(), rtol=1e-6)
+
+
+def test_reduce_max_jvp_splits_ties():
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, -1.0]], np.float32)
+    np.testing.assert_array_equal(fjax.grad(lambda x: jnp.max(x, axis=1).sum())(x), [[0, 0.5, 0.5], [1, 0, 0]])
+    np.testing.assert_array_equal(fjax.grad(lambda x: jnp.min(x))(x), [[0, 0, 0], [0, 0, 1]])

@@ -122,9 +122,10 @@ def _reduce_chooser_jvp(prim: Primitive) -> Callable:
         ans = prim.bind(x, axes=axes)
         if type(g) is Zero:
             return ans, Zero(ad.tangent_aval(core.get_aval(ans)))
+        # the result with the reduced dims kept (size 1), compared with x by broadcasting, as JAX
         shape = core.get_aval(x).shape
-        kept = tuple(i for i in range(len(shape)) if i not in axes)
-        loc = convert_element_type(eq(x, broadcast_in_dim(ans, shape, kept)), core.get_aval(g).dtype)
+        keep_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+        loc = convert_element_type(eq(x, reshape(ans, keep_shape)), core.get_aval(g).dtype)
         counts = reduce_sum(loc, axes)
         return ans, div(reduce_sum(mul(g, loc), axes), counts)
 

@@ -369,23 +369,19 @@ def logsumexp(
     if where is not None:
         a = jnp.where(where, a, -np.inf)
     axes = _axes(axis, a.ndim)
-    amax = (
-        jnp.max(a, axis=axes, keepdims=True)
-        if a.size
-        else jnp.full([1 if i in axes else d for i, d in enumerate(a.shape)], -np.inf, a.dtype)
-    )
-    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
-    e = jnp.exp(a - amax)
+    # JAX's steps (its jaxpr): the max (initial -inf: an empty axis gives -inf) made finite and
+    # stopped, kept with the reduced dims only to shift ``a``; the sum reduced as the result is
+    amax = jnp.max(a, axis=axes, keepdims=keepdims, initial=-np.inf)
+    amax = lax.stop_gradient(lax.select(jnp.isfinite(amax), amax, lax.full_like(amax, 0)))
+    amax_dims = amax if keepdims else lax.expand_dims(amax, axes)
+    e = lax.exp(lax.sub(a, amax_dims))
     if b is not None:
-        e = e * b
-    s = jnp.sum(e, axis=axes, keepdims=True)
-    sign = jnp.sign(s)
+        e = lax.mul(e, b)
+    s = jnp.sum(e, axis=axes, keepdims=keepdims)
+    sign = lax.sign(s)
     if return_sign or _dkind(a.dtype) != "c":
-        s = jnp.abs(s)
-    out = jnp.log(s) + amax
-    if not keepdims:
-        out = jnp.squeeze(out, axis=axes)
-        sign = jnp.squeeze(sign, axis=axes)
+        s = lax.abs(s)
+    out = lax.add(lax.log(s), amax)
     if return_sign:
         return out, sign
     if b is not None and _dkind(a.dtype) != "c":
