@@ -356,6 +356,10 @@ def _axes(axis: Any, ndim: int) -> tuple:
     return tuple(a % ndim if ndim else a for a in axis)
 
 
+def _as_dtype(x: Any, dt: Any) -> Any:
+    return x if x.dtype == dt else lax.convert_element_type(x, dt)
+
+
 def logsumexp(
     a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False, where: Any = None
 ) -> Any:
@@ -371,17 +375,18 @@ def logsumexp(
     axes = _axes(axis, a.ndim)
     # JAX's steps (its jaxpr): the max (initial -inf: an empty axis gives -inf) made finite and
     # stopped, kept with the reduced dims only to shift ``a``; the sum reduced as the result is
-    amax = jnp.max(a, axis=axes, keepdims=keepdims, initial=-np.inf)
+    # (of a complex ``a``, the max of the real parts, as JAX)
+    amax = jnp.max(jnp.real(a), axis=axes, keepdims=keepdims, initial=-np.inf)
     amax = lax.stop_gradient(lax.select(jnp.isfinite(amax), amax, lax.full_like(amax, 0)))
     amax_dims = amax if keepdims else lax.expand_dims(amax, axes)
-    e = lax.exp(lax.sub(a, amax_dims))
+    e = lax.exp(lax.sub(a, _as_dtype(amax_dims, a.dtype)))
     if b is not None:
         e = lax.mul(e, b)
     s = jnp.sum(e, axis=axes, keepdims=keepdims)
     sign = lax.sign(s)
     if return_sign or _dkind(a.dtype) != "c":
         s = lax.abs(s)
-    out = lax.add(lax.log(s), amax)
+    out = lax.add(lax.log(s), _as_dtype(amax, s.dtype))
     if return_sign:
         return out, sign
     if b is not None and _dkind(a.dtype) != "c":
