@@ -128,3 +128,70 @@ def test_grad_and_jvp_jaxprs_print_like_jax():
         "    d:f32[4,5] = broadcast_in_dim[broadcast_dimensions=(0,)] c\n"
         "  in (d,) }"
     )
+
+
+# jnp's binary functions: operands of one rank go to lax as they are; a lower rank gets leading
+# size-1 dims (JAX's promote_shapes), so the jaxpr has JAX's equations
+
+
+@pytest.mark.parametrize(
+    "fn,ref",
+    [
+        (jnp.add, np.add),
+        (jnp.subtract, np.subtract),
+        (jnp.multiply, np.multiply),
+        (jnp.divide, np.divide),
+        (jnp.maximum, np.maximum),
+        (jnp.minimum, np.minimum),
+        (jnp.less, np.less),
+        (jnp.equal, np.equal),
+    ],
+)
+def test_jnp_binary_shapes(fn, ref):
+    for xs, ys in [((4, 1), (1, 5)), ((4, 5), (5,)), ((3,), (2, 1, 3)), ((2, 1, 3), (1, 4, 1)), ((), (3, 1))]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        y = rng.standard_normal(ys).astype(np.float32) + 3.0
+        want = ref(x, y)
+        _close([fn(x, y), fjax.jit(fn)(x, y)], [want, want], rtol=1e-6)
+    x, y = A, np.array([[1, -2, 3, 4, 5]], np.int32)  # with dtype promotion too
+    _close([fn(x, y)], [ref(x, y.astype(np.float32))], rtol=1e-6)
+
+
+def test_jnp_binary_jaxprs_and_errors_as_jax():
+    got = str(fjax.make_jaxpr(jnp.subtract)(np.ones((2, 3), np.float32), np.ones((2, 1), np.float32)))
+    assert got == "{ lambda ; a:f32[2,3] b:f32[2,1]. let c:f32[2,3] = sub a b in (c,) }"
+    got = str(fjax.make_jaxpr(jnp.multiply)(np.ones((2, 3), np.float32), np.ones((1,), np.float32)))
+    assert got == (
+        "{ lambda ; a:f32[2,3] b:f32[1]. let\n"
+        "    c:f32[1,1] = broadcast_in_dim[broadcast_dimensions=(1,)] b\n"
+        "    d:f32[2,3] = mul a c\n"
+        "  in (d,) }"
+    )
+    # JAX 0.10.2: lax's TypeError for one rank, numpy broadcasting's ValueError for two
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3,\), \(2,\)"):
+        jnp.add(np.ones(3, np.float32), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="incompatible shapes for broadcasting"):
+        jnp.add(np.ones((2, 3), np.float32), np.ones(4, np.float32))
+
+
+def test_jnp_grads_through_size1_operands():
+    def loss(x, m):
+        return jnp.sum(jnp.exp(x - m) / jnp.sum(jnp.exp(x - m), axis=1, keepdims=True) * x)
+
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    m = rng.standard_normal((3, 1)).astype(np.float32)
+    g = fjax.grad(loss, argnums=(0, 1))(x, m)
+    full = fjax.grad(loss, argnums=(0, 1))(x, np.broadcast_to(m, (3, 4)))
+    np.testing.assert_allclose(g[0], full[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g[1], np.asarray(full[1]).sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    gj = fjax.jit(fjax.grad(loss, argnums=(0, 1)))(x, m)
+    np.testing.assert_allclose(gj[1], g[1], rtol=1e-5, atol=1e-6)
+
+
+def test_outer_as_jax():
+    a, b = rng.standard_normal(5).astype(np.float32), rng.standard_normal((2, 2)).astype(np.float32)
+    np.testing.assert_array_equal(jnp.outer(a, b), np.outer(a, b))
+    np.testing.assert_array_equal(fjax.jit(jnp.outer)(a, b), np.outer(a, b))
+    np.testing.assert_array_equal(jnp.outer(np.array([True, False]), np.array([True, True])), [[1, 1], [0, 0]])
+    assert jnp.outer(np.array([1, 2], np.int8), np.array([3.0, 4.0], np.float32)).dtype == np.float32
+    assert jnp.outer(np.zeros(0, np.float32), np.ones(3, np.float32)).shape == (0, 3)

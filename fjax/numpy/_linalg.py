@@ -176,9 +176,11 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
     """Outer product of the flattened ``a`` and ``b``."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
-    (x, y), dt = _promote("outer", a, b)
-    x, y = lax.reshape(x, (x.size,)), lax.reshape(y, (y.size,))
-    return _dg(x, y, ((), ()), ((), ()), dt)
+    (x, y), _ = _promote("outer", a, b)
+    # as JAX: the products of a column and a row (ravel(a)[:, None] * ravel(b)[None, :])
+    x = lax.broadcast_in_dim(lax.reshape(x, (x.size,)), (x.size, 1), (0,))
+    y = lax.broadcast_in_dim(lax.reshape(y, (y.size,)), (1, y.size), (1,))
+    return lax.bitwise_and(x, y) if x.dtype == np.bool_ else lax.mul(x, y)
 
 
 def _axes_list(fn: str, ax: Any, nd: int) -> tuple[int, ...]:

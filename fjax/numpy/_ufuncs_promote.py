@@ -1,7 +1,8 @@
 """Promotion helpers of ``fjax.numpy``'s elementwise functions, with an eager fast path: split
 from ``fjax/numpy/_ufuncs.py`` for size (``_ufuncs`` re-exports every name defined here).
 
-``_promote2`` promotes and broadcasts two operands, skipping the general machinery for the common
+``_promote2`` promotes two operands (their shapes as JAX's ``promote_shapes``: lax broadcasts
+size-1 dims), skipping the general machinery for the common
 cases (two arrays of one dtype, an array with a Python scalar that keeps its dtype); the rest
 promote n operands, convert one, make constants of an operand's dtype and name the made functions.
 """
@@ -17,6 +18,7 @@ from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy._util import (
     broadcast_arrays,
+    broadcast_shapes,
     check_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -41,8 +43,22 @@ def _broadcast(name: str, *xs: Any) -> list:
         raise
 
 
+def _promote_shapes(name: str, x: Any, y: Any) -> tuple[Any, Any]:
+    """JAX's ``promote_shapes`` for a binary ufunc: operands of one rank (or one of rank 0) go to lax
+    as they are (lax broadcasts size-1 dims, and raises its TypeError for equal-rank shapes that do
+    not broadcast); of two ranks, the lower gets leading size-1 dims (a ``broadcast_in_dim``)."""
+    if x.ndim == y.ndim or not x.ndim or not y.ndim:
+        return x, y
+    nd = len(broadcast_shapes(name, x.shape, y.shape))  # a ValueError if they do not broadcast
+    return tuple(  # type: ignore[return-value]
+        v if v.ndim == nd else lax.broadcast_in_dim(v, (1,) * (nd - v.ndim) + v.shape, tuple(range(nd - v.ndim, nd)))
+        for v in (x, y)
+    )
+
+
 def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
-    """Promote and broadcast two operands; the common cases skip the general machinery.
+    """Promote two operands and their shapes (``_promote_shapes``); the common cases skip the
+    general machinery.
 
     Fast cases: two arrays/tracers of one dtype whose shapes lax accepts as they are (equal, or
     one rank-0), and an array with a Python float/int of a kind that does not change its dtype.
@@ -54,7 +70,7 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
                 xs, ys = x.shape, y.shape
                 if xs == ys or not xs or not ys:
                     return x, y
-                return tuple(_broadcast(name, x, y))  # type: ignore[return-value]
+                return _promote_shapes(name, x, y)
         elif ty is float or ty is int:
             s = _scalar_like(y, x.dtype)
             if s is not None:
@@ -65,7 +81,7 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
             if s is not None:
                 return s, y
     a, b = promote_dtypes(name, x, y)
-    return tuple(_broadcast(name, a, b))  # type: ignore[return-value]
+    return _promote_shapes(name, a, b)
 
 
 _scalar_cache: dict = {}
