@@ -217,9 +217,8 @@ log_compiles = _ConfigContext("jax_log_compiles")
 # the precision dot_general / conv_general_dilated equations traced in the block carry when called
 # with precision=None (the CPU computes every one at full precision; a GPU backend reads it)
 default_matmul_precision = _ConfigContext("jax_default_matmul_precision")
-numpy_rank_promotion = _ConfigContext(
-    "jax_numpy_rank_promotion", lambda v: v in (None, "allow"), "numpy_rank_promotion (only 'allow')"
-)
+# "allow", "warn" or "raise" implicit rank promotion in jnp's elementwise functions (fjax/numpy/_util.py)
+numpy_rank_promotion = _ConfigContext("jax_numpy_rank_promotion")
 
 
 def host_count(backend: str | None = None) -> int:

@@ -75,8 +75,17 @@ def _promotion(value: Any) -> NumpyDtypePromotion:
     return NumpyDtypePromotion(value)  # ValueError "'x' is not a valid NumpyDtypePromotion", as JAX
 
 
+def _rank_promotion(value: Any) -> str:
+    if value not in ("allow", "warn", "raise"):
+        raise ValueError(f"new enum value must be in ['allow', 'warn', 'raise'], got {value} of type {type(value)}.")
+    return value
+
+
 # options whose values are converted on the way in (strings to enums, as JAX's enum_class_state)
-_COERCE: dict[str, Callable[[Any], Any]] = {"jax_numpy_dtype_promotion": _promotion}
+_COERCE: dict[str, Callable[[Any], Any]] = {
+    "jax_numpy_dtype_promotion": _promotion,
+    "jax_numpy_rank_promotion": _rank_promotion,
+}
 
 
 class Config:
@@ -110,6 +119,9 @@ class Config:
         # "standard" (JAX's promotion lattice) or "strict" (no implicit promotion between different
         # dtypes: jax.dtypes.TypePromotionError); fjax/dtypes.py
         "jax_numpy_dtype_promotion": "standard",
+        # implicit rank promotion in jnp's elementwise functions (operands of two non-scalar ranks):
+        # "allow", "warn" (a UserWarning) or "raise" (ValueError), as JAX; fjax/numpy/_util.py
+        "jax_numpy_rank_promotion": "allow",
         # the precision of dot_general / conv_general_dilated called with precision=None, filled in
         # when they are traced (None, 'default', 'high', 'highest', 'bfloat16', 'tensorfloat32',
         # 'float32' or a DotAlgorithmPreset name; fjax/lax/_dot_algorithms.py checks values set);

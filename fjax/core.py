@@ -305,27 +305,37 @@ def is_eager() -> bool:
 # listeners below): ``trace_context()`` then reads them, else returns at once
 _odd_trace_config = False
 _PROMOTION, _F16 = "jax_numpy_dtype_promotion", "jax_allow_f16_reductions"
+_RANK = "jax_numpy_rank_promotion"
 
 
 def trace_context() -> Any:
     """The trace context of the calling thread, hashable: ``jax_enable_x64`` alone while the
     other options have their defaults, else ``(x64, matmul precision, promotion mode, allow f16
-    reductions)``."""
+    reductions, rank promotion)``."""
     prec = config.jax_default_matmul_precision
     if prec is None and not _odd_trace_config:
         return config.jax_enable_x64
     strict = dtypes.strict_promotion()
     f16 = bool(config.jax_allow_f16_reductions)
-    if prec is None and not strict and f16:
+    rank = config.jax_numpy_rank_promotion
+    if prec is None and not strict and f16 and rank == "allow":
         return config.jax_enable_x64
-    return (config.jax_enable_x64, prec, "strict" if strict else "standard", f16)
+    return (config.jax_enable_x64, prec, "strict" if strict else "standard", f16, rank)
 
 
-def _refresh_trace_config(promotion: Any = None, f16: Any = None) -> None:
+def _refresh_trace_config(promotion: Any = None, f16: Any = None, rank: Any = None) -> None:
     global _odd_trace_config
     promotion = config.global_value(_PROMOTION) if promotion is None else promotion
     f16 = config.global_value(_F16) if f16 is None else f16
-    _odd_trace_config = promotion == "strict" or not f16 or config.overridden(_PROMOTION) or config.overridden(_F16)
+    rank = config.global_value(_RANK) if rank is None else rank
+    _odd_trace_config = (
+        promotion == "strict"
+        or not f16
+        or rank != "allow"
+        or config.overridden(_PROMOTION)
+        or config.overridden(_F16)
+        or config.overridden(_RANK)
+    )
 
 
 def _on_config_update(name: str, value: Any) -> None:
@@ -334,10 +344,12 @@ def _on_config_update(name: str, value: Any) -> None:
         _refresh_trace_config(promotion=value)
     elif name == _F16:
         _refresh_trace_config(f16=value)
+    elif name == _RANK:
+        _refresh_trace_config(rank=value)
 
 
 def _on_config_override(name: str) -> None:
-    if name in (_PROMOTION, _F16):
+    if name in (_PROMOTION, _F16, _RANK):
         _refresh_trace_config()
 
 

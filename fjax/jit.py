@@ -682,8 +682,9 @@ _trace_config = core.trace_context
 
 
 def _config_parts(c: Any) -> tuple:
-    """(x64, matmul precision, promotion, allow f16 reductions) of a ``_trace_config()`` value."""
-    return c if isinstance(c, tuple) else (c, None, "standard", True)
+    """(x64, matmul precision, promotion, allow f16 reductions, rank promotion) of a
+    ``_trace_config()`` value."""
+    return c if isinstance(c, tuple) else (c, None, "standard", True, "allow")
 
 
 def _explain_miss(key: tuple, cache: dict) -> str:
@@ -701,13 +702,16 @@ def _explain_miss(key: tuple, cache: dict) -> str:
         if k[2] != static_pos or k[3] != static_kw:
             return f"different static arguments: {static_pos or static_kw} vs cached {k[2] or k[3]}"
         if k[4] != key[4]:
-            (x64, prec, mode, f16), (old_x64, old_prec, old_mode, old_f16) = _config_parts(key[4]), _config_parts(k[4])
+            (x64, prec, mode, f16, rank) = _config_parts(key[4])
+            (old_x64, old_prec, old_mode, old_f16, old_rank) = _config_parts(k[4])
             if x64 != old_x64:
                 return f"different jax_enable_x64: {x64} vs cached {old_x64}"
             if prec != old_prec:
                 return f"different jax_default_matmul_precision: {prec!r} vs cached {old_prec!r}"
             if mode != old_mode:
                 return f"different jax_numpy_dtype_promotion: {mode!r} vs cached {old_mode!r}"
+            if rank != old_rank:
+                return f"different jax_numpy_rank_promotion: {rank!r} vs cached {old_rank!r}"
             return f"different jax_allow_f16_reductions: {f16} vs cached {old_f16}"
     return "different argument tree structure"
 

@@ -96,3 +96,35 @@ def test_typed_keys_are_never_nan_or_inf():
     np.testing.assert_array_equal(jnp.isfinite(k), [True] * 3)
     assert bool(jnp.array_equal(k, k, equal_nan=True))
     assert bool(fjax.jit(lambda a, b: jnp.array_equal(a, b, equal_nan=True))(k, k))
+
+
+def test_numpy_rank_promotion_option():
+    # chex's test mains set jax_numpy_rank_promotion='raise'; JAX's wording, and what counts
+    import warnings
+
+    x, y = jnp.ones(3), jnp.ones((2, 3))
+    msg = r"Operands could not be broadcast together for add on shapes \(3,\) \(2, 3\) and with the config"
+    with fjax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match=msg):
+            x + y
+        with pytest.raises(ValueError, match="for logical_and on shapes"):
+            jnp.logical_and(x > 0, y > 0)
+        with pytest.raises(ValueError, match="for maximum on shapes"):
+            jnp.clip(y, x, 2.0)
+        with pytest.raises(ValueError, match="for subtract on shapes"):
+            fjax.jit(lambda a, b: a - b)(x, y)
+        # a scalar, equal ranks (size-1 dims) and where are not rank promotion
+        assert (x * 2.0).shape == (3,) and (jnp.ones(()) + y).shape == (2, 3)
+        assert (jnp.ones((1, 3)) + y).shape == (2, 3) and jnp.where(x > 0, y, 0.0).shape == (2, 3)
+    with fjax.numpy_rank_promotion("warn"), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert (x + y).shape == (2, 3)
+    assert "Following NumPy automatic rank promotion for add on shapes (3,) (2, 3)" in str(w[0].message)
+    with pytest.raises(ValueError, match=r"must be in \['allow', 'warn', 'raise'\], got foo"):
+        fjax.config.update("jax_numpy_rank_promotion", "foo")
+    # jit keys its traces on the option: traced under 'allow', called under 'raise' retraces
+    g = fjax.jit(lambda a, b: a + b)
+    assert g(x, y).shape == (2, 3)
+    with fjax.numpy_rank_promotion("raise"), pytest.raises(ValueError):
+        g(x, y)
+    assert fjax.config.jax_numpy_rank_promotion == "allow"

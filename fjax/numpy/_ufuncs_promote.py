@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax.config import config
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -20,6 +21,7 @@ from fjax.numpy._util import (
     broadcast_arrays,
     broadcast_shapes,
     check_arraylike,
+    check_rank_promotion,
     promote_dtypes,
     promote_dtypes_inexact,
     promote_dtypes_numeric,
@@ -35,6 +37,8 @@ _arr_types = (Array, Tracer)
 def _broadcast(name: str, *xs: Any) -> list:
     """broadcast_arrays, but shapes of one rank that do not broadcast are a TypeError, as in JAX
     (whose ufuncs hand equal-rank operands to lax unchanged; differing ranks are a ValueError)."""
+    if config.jax_numpy_rank_promotion != "allow":
+        check_rank_promotion(name, *(x.shape for x in xs))
     try:
         return broadcast_arrays(name, *xs)
     except ValueError as e:
@@ -63,6 +67,8 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
     Fast cases: two arrays/tracers of one dtype whose shapes lax accepts as they are (equal, or
     one rank-0), and an array with a Python float/int of a kind that does not change its dtype.
     """
+    if config.jax_numpy_rank_promotion != "allow":  # JAX's check, before any broadcasting
+        check_rank_promotion(name, np.shape(x), np.shape(y))
     tx, ty = type(x), type(y)
     if tx is Array or isinstance(x, Tracer):
         if ty is Array or isinstance(y, Tracer):

@@ -14,6 +14,33 @@ from fjax.lax import lax
 _scalar_types = (bool, int, float, complex)
 
 
+def check_rank_promotion(fn_name: str, *shapes: Sequence[int]) -> None:
+    """``jax_numpy_rank_promotion`` (JAX's): operands of an elementwise function with two or more
+    non-scalar ranks are broadcast silently (``"allow"``), with a UserWarning (``"warn"``) or not
+    at all (``"raise"``: a ValueError). Rank-0 operands and operands of one rank never count."""
+    from fjax.config import config  # noqa: PLC0415
+
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2:
+        return
+    shown = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(
+            f"Following NumPy automatic rank promotion for {fn_name} on shapes {shown}. Set the "
+            "jax_numpy_rank_promotion config option to 'allow' to disable this warning; for more "
+            "information, see https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+            stacklevel=4,
+        )
+    else:
+        raise ValueError(
+            f"Operands could not be broadcast together for {fn_name} on shapes {shown} and with the config "
+            "option jax_numpy_rank_promotion='raise'. For more information, see "
+            "https://docs.jax.dev/en/latest/rank_promotion_warning.html."
+        )
+
+
 def check_arraylike(fn_name: str, *args: Any) -> None:
     """Raise a TypeError naming ``fn_name`` if an argument is not array-like.
 
