@@ -190,3 +190,60 @@ def test_eigh(dt, lower):
 
     got, want = _both(fjax.grad(f), x[0], x64=x64)
     np.testing.assert_allclose(got, want, **(dict(rtol=2e-3, atol=2e-3) if dt == np.float32 else tol))
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (5, 5), (2, 7, 3)])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_svd(shape, full, dt):
+    """Singular values as LAPACK's (descending), vectors up to sign: orthonormal (completed when
+    full), reconstructing the matrix, equal to LAPACK's in absolute value."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(dt)
+    x64 = dt == np.float64
+    tol = dict(rtol=1e-4, atol=1e-5) if dt == np.float32 else dict(rtol=1e-10, atol=1e-11)
+    (u, s, vt), (uw, sw, vtw) = _both(lambda x: jnp.linalg.svd(x, full_matrices=full), x, x64=x64)
+    assert u.shape == uw.shape and vt.shape == vtw.shape
+    np.testing.assert_allclose(s, sw, **tol)
+    k = s.shape[-1]
+    np.testing.assert_allclose((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], x, **tol)
+    np.testing.assert_allclose(
+        np.swapaxes(u, -1, -2) @ u, np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2), **tol
+    )
+    np.testing.assert_allclose(
+        vt @ np.swapaxes(vt, -1, -2), np.broadcast_to(np.eye(vt.shape[-2]), vt.shape[:-2] + (vt.shape[-2],) * 2), **tol
+    )
+    np.testing.assert_allclose(np.abs(u[..., :, :k]), np.abs(uw[..., :, :k]), **tol)
+    np.testing.assert_allclose(np.abs(vt[..., :k, :]), np.abs(vtw[..., :k, :]), **tol)
+
+
+def test_svd_variants_and_users():
+    """compute_uv=False, subset_by_index, a rank-deficient matrix, NaN input; pinv, lstsq,
+    matrix_rank, the 2-norm and the gradient of the nuclear norm, as the CPU."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    got, want = _both(lambda x: jnp.linalg.svd(x, compute_uv=False), x)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    (u, s, vt), (uw, sw, vtw) = _both(lambda x: lax.linalg.svd(x, full_matrices=False, subset_by_index=(1, 3)), x)
+    np.testing.assert_allclose(s, sw, rtol=1e-5)
+    np.testing.assert_allclose(np.abs(u), np.abs(uw), atol=1e-5)
+    np.testing.assert_allclose(np.abs(vt), np.abs(vtw), atol=1e-5)
+    r = np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32)  # rank 2
+    (u, s, vt), (_, sw, _) = _both(jnp.linalg.svd, r)
+    np.testing.assert_allclose(s, sw, atol=1e-5)
+    np.testing.assert_allclose(u.T @ u, np.eye(3), atol=1e-5)
+    bad = x.copy()
+    bad[2, 1] = np.inf
+    (ub, sb, vtb), _ = _both(jnp.linalg.svd, bad)
+    assert np.isnan(sb).all() and np.isnan(ub).all() and np.isnan(vtb).all()
+    b = rng.standard_normal((5, 2)).astype(np.float32)
+    users = lambda x, b: (  # noqa: E731
+        jnp.linalg.pinv(x),
+        jnp.linalg.lstsq(x, b)[0],
+        jnp.linalg.matrix_rank(x),
+        jnp.linalg.norm(x, ord=2),
+        fjax.grad(lambda x: jnp.linalg.norm(x, ord="nuc"))(x),
+    )
+    got, want = _both(users, x, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4)

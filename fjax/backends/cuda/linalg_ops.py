@@ -15,11 +15,15 @@ matrices), the unblocked LAPACK algorithms with ``__syncthreads()`` between thei
   round-robin ordering: n/2 disjoint rotations per step, Rutishauser's stable angles) until the
   off-diagonal mass is below the dtype's epsilon (at most 40 sweeps), eigenvalues ascending; a
   non-finite input gives NaNs, as the CPU impl. Eigenvectors are unique up to sign (and within
-  repeated eigenvalues), so they may differ from LAPACK's by those choices.
+  repeated eigenvalues), so they may differ from LAPACK's by those choices;
+- ``svd`` (real; ``full_matrices``, ``compute_uv``, ``subset_by_index``): one-sided (Hestenes)
+  Jacobi on the columns (of the transpose when wide), the same round-robin ordering, singular
+  values descending; left vectors of zero singular values and the extra columns of
+  ``full_matrices`` completed by Gram-Schmidt against unit vectors. Signs as with ``eigh``.
 
 These are meant for the small and medium matrices of training programs (initializers, Gaussian
 processes, solves in a loss): O(n) synchronized steps per matrix, no blocking, one block each; a
-large single matrix is far slower than cuSOLVER would be. ``svd``, ``eig``, ``schur`` and the other
+large single matrix is far slower than cuSOLVER would be. ``eig``, ``schur`` and the other
 factorizations have no CUDA form (``NotImplementedError``).
 """
 
@@ -32,7 +36,7 @@ import numpy as np
 from fjax.backends.cuda.ops import ctype
 from fjax.backends.cuda.records import Alloc
 
-NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh"})
+NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd"})
 
 
 def _check(name: str, dt: np.dtype) -> str:
@@ -70,6 +74,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, ins: list, 
         return recs + _pivots_to_perm(in_avals[0], out_avals[0], ins, outs, launch)
     if name == "eigh":
         return _eigh(params, in_avals[0], out_avals, ins, outs, launch, recs)
+    if name == "svd":
+        return _svd(params, in_avals[0], out_avals, ins, outs, launch, recs)
     return recs + _qr(params, in_avals[0], out_avals, ins, outs, launch)
 
 
@@ -412,3 +418,145 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "    __syncthreads();\n  }\n}\n"
     )
     return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], an, vn), "eigh")
+
+
+def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: list) -> list:  # noqa: ANN001
+    if np.dtype(a.dtype).kind == "c":
+        raise NotImplementedError("CUDA backend: svd of complex matrices")
+    T = _check("svd", np.dtype(a.dtype))
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    R = max(m, n)
+    B = math.prod(a.shape[:-2])
+    tr = m < n  # work on the transpose: W = A^T (n x m)
+    full, uv = bool(params["full_matrices"]), bool(params["compute_uv"])
+    sub = params.get("subset_by_index")
+    lo, hi = (0, k) if sub is None else (int(sub[0]), int(sub[1]))
+    kk = k + (k % 2)
+    wcols = R if (uv and full) else k  # W's columns: the left vectors, completed when full
+    eps = "1e-15" if T == "double" else "1e-7"
+    blk = _block(R * 4)
+    wn, vn = f"{outs[0]}_w", f"{outs[0]}_v"
+    recs = recs + [Alloc(wn, (B, R, wcols), np.dtype(a.dtype)), Alloc(vn, (B, k, k), np.dtype(a.dtype))]
+    um = out_avals[1].shape[-1] if uv else 0
+    vr = out_avals[2].shape[-2] if uv else 0
+    # W[r][c] = A[r][c] or A[c][r]; u/vt come from W (left vectors) and V (right vectors), swapped
+    # when transposed
+    src = "x[o + c * N + r]" if tr else "x[o + r * N + c]"
+    if not uv:
+        outputs = ""
+        sig_out = "T* __restrict__ sout"
+        args = (ins[0], outs[0], wn, vn)
+    else:
+        sig_out = "T* __restrict__ sout, T* __restrict__ uout, T* __restrict__ vtout"
+        args = (ins[0], outs[0], outs[1], outs[2], wn, vn)
+        if not tr:  # u = W[:, lo:hi or full], vt = V^T rows lo:hi
+            u_e = "(finite ? w[i * WC + (KSEL ? LO + j : j)] : (T)NAN)"
+            vt_e = "(finite ? v[j * K + LO + i] : (T)NAN)"
+        else:  # A = V S W^T: u = V (m x m), vt = W^T
+            u_e = "(finite ? v[i * K + LO + j] : (T)NAN)"
+            vt_e = "(finite ? w[j * WC + (KSEL ? LO + i : i)] : (T)NAN)"
+        outputs = (
+            f"    for (long long p = threadIdx.x; p < {m} * {um}; p += blockDim.x) {{\n"
+            f"      const long long i = p / {um}, j = p % {um};\n"
+            f"      uout[bm * {m * um} + p] = {u_e};\n    }}\n"
+            f"    for (long long p = threadIdx.x; p < {vr} * {n}; p += blockDim.x) {{\n"
+            f"      const long long i = p / {n}, j = p % {n};\n"
+            f"      vtout[bm * {vr * n} + p] = {vt_e};\n    }}\n"
+        )
+    ksel = 0 if (uv and full) else 1  # outputs select columns lo:hi of W (not with full_matrices)
+    body = (
+        f"// svd (one-sided Jacobi{', of the transpose' if tr else ''}) of {B} {m}x{n} matrices, "
+        f"values {lo}:{hi}{', full' if full else ''}{', with vectors' if uv else ''}\n"
+        f"typedef {T} T;\n"
+        + _head(blk, f"const T* __restrict__ x, {sig_out}, T* __restrict__ W, T* __restrict__ V")
+        + f"  const long long M = {m}, N = {n}, K = {k}, RR = {R}, WC = {wcols}, KK = {kk}, LO = {lo}, HI = {hi};\n"
+        f"  const int KSEL = {ksel};\n"
+        f"  __shared__ T sh[{blk}];\n  __shared__ T cs[{max(1, kk // 2)}], sn[{max(1, kk // 2)}];\n"
+        f"  __shared__ int pp[{max(1, kk // 2)}], qq[{max(1, kk // 2)}];\n  __shared__ int finite, rotated;\n"
+        + _MATS.format(B=B)
+        + "    const long long o = bm * M * N;\n    T* w = W + bm * RR * WC;\n    T* v = V + bm * K * K;\n"
+        "    if (threadIdx.x == 0) finite = 1;\n    __syncthreads();\n"
+        "    for (long long p = threadIdx.x; p < RR * WC; p += blockDim.x) {\n"
+        "      const long long r = p / WC, c = p % WC;\n"
+        f"      const T e = c < K ? {src} : (T)0;\n"
+        "      if (!isfinite(e)) finite = 0;\n      w[p] = e;\n    }\n"
+        "    for (long long p = threadIdx.x; p < K * K; p += blockDim.x) v[p] = (p / K == p % K) ? (T)1 : (T)0;\n"
+        "    __syncthreads();\n"
+        "    for (int sweep = 0; sweep < 60 && finite; ++sweep) {\n"
+        "      if (threadIdx.x == 0) rotated = 0;\n      __syncthreads();\n"
+        "      for (long long r = 0; r < KK - 1; ++r) {\n"
+        "        for (long long kq = threadIdx.x; kq < KK / 2; kq += blockDim.x) {\n"
+        "          const long long u1 = kq == 0 ? 0 : 1 + (kq - 1 + r) % (KK - 1);\n"
+        "          const long long u2 = 1 + (KK - 2 - kq + r) % (KK - 1);\n"
+        "          long long p = u1 < u2 ? u1 : u2, q = u1 < u2 ? u2 : u1;\n"
+        "          T c = (T)1, s = (T)0;\n"
+        "          if (q < K) {\n"
+        "            T al = (T)0, be = (T)0, ga = (T)0;\n"
+        "            for (long long i = 0; i < RR; ++i) {\n"
+        "              const T wp = w[i * WC + p], wq = w[i * WC + q];\n"
+        "              al += wp * wp; be += wq * wq; ga += wp * wq;\n            }\n"
+        f"            if (fabs(ga) > ({eps}) * sqrt(al * be) && ga != (T)0) {{\n"
+        "              const T ze = (be - al) / ((T)2 * ga);\n"
+        "              const T t = (ze >= (T)0 ? (T)1 : (T)-1) / (fabs(ze) + sqrt((T)1 + ze * ze));\n"
+        "              c = (T)1 / sqrt((T)1 + t * t);\n              s = c * t;\n              rotated = 1;\n"
+        "            }\n"
+        "          } else { p = 0; q = 0; }\n"
+        "          pp[kq] = (int)p; qq[kq] = (int)q; cs[kq] = c; sn[kq] = s;\n        }\n"
+        "        __syncthreads();\n"
+        "        for (long long e = threadIdx.x; e < (KK / 2) * RR; e += blockDim.x) {\n"
+        "          const long long kq = e / RR, i = e % RR;\n"
+        "          const int p = pp[kq], q = qq[kq];\n"
+        "          if (p == q || sn[kq] == (T)0) continue;\n"
+        "          const T c = cs[kq], s = sn[kq];\n"
+        "          const T wp = w[i * WC + p], wq = w[i * WC + q];\n"
+        "          w[i * WC + p] = c * wp - s * wq;\n          w[i * WC + q] = s * wp + c * wq;\n"
+        "          if (i < K) {\n"
+        "            const T vp = v[i * K + p], vq = v[i * K + q];\n"
+        "            v[i * K + p] = c * vp - s * vq;\n            v[i * K + q] = s * vp + c * vq;\n          }\n"
+        "        }\n        __syncthreads();\n      }\n"
+        "      const int any = rotated;\n      __syncthreads();\n"
+        "      if (!any) break;\n    }\n"
+        "    // singular values (column norms), descending: a selection sort moving W's and V's columns\n"
+        "    if (threadIdx.x == 0 && finite) {\n"
+        "      T smax = (T)0;\n"
+        "      for (long long j = 0; j < K; ++j) {\n"
+        "        long long best = j; T bs = (T)-1;\n"
+        "        for (long long c = j; c < K; ++c) {\n"
+        "          T s2 = (T)0;\n          for (long long i = 0; i < RR; ++i) s2 += w[i * WC + c] * w[i * WC + c];\n"
+        "          if (s2 > bs) { bs = s2; best = c; }\n        }\n"
+        "        if (best != j) {\n"
+        "          for (long long i = 0; i < RR; ++i) { const T t = w[i * WC + j]; w[i * WC + j] = w[i * WC + best]; "
+        "w[i * WC + best] = t; }\n"
+        "          for (long long i = 0; i < K; ++i) { const T t = v[i * K + j]; v[i * K + j] = v[i * K + best]; "
+        "v[i * K + best] = t; }\n        }\n"
+        "        const T sv = sqrt(bs);\n"
+        "        if (j == 0) smax = sv;\n"
+        "        if (j >= LO && j < HI) sout[bm * (HI - LO) + j - LO] = sv;\n"
+        "        // the left vector; a column of zeros (completed below) where sv is rounding noise\n"
+        f"        const bool keep = sv > (T)0 && sv > ({eps}) * (T)RR * smax;\n"
+        "        for (long long i = 0; i < RR; ++i) w[i * WC + j] = keep ? w[i * WC + j] / sv : (T)0;\n"
+        "      }\n"
+        "      // complete the left vectors: zero columns and (full_matrices) columns K.. of W, by\n"
+        "      // Gram-Schmidt of unit vectors against the columns so far\n"
+        "      long long cand = 0;\n"
+        "      for (long long j = 0; j < WC; ++j) {\n"
+        "        T nrm = (T)0;\n        for (long long i = 0; i < RR; ++i) nrm += w[i * WC + j] * w[i * WC + j];\n"
+        "        if (nrm > (T)0.5) continue;\n"
+        "        for (; cand < RR; ++cand) {\n"
+        "          T n2 = (T)0;\n"
+        "          for (long long i = 0; i < RR; ++i) {\n"
+        "            T e = i == cand ? (T)1 : (T)0;\n"
+        "            for (long long c = 0; c < WC; ++c) if (c != j) e -= w[cand * WC + c] * w[i * WC + c];\n"
+        "            w[i * WC + j] = e;\n            n2 += e * e;\n          }\n"
+        "          if (n2 > (T)0.25) {\n"
+        "            const T inv = (T)1 / sqrt(n2);\n"
+        "            for (long long i = 0; i < RR; ++i) w[i * WC + j] *= inv;\n"
+        "            ++cand;\n            break;\n          }\n        }\n      }\n    }\n"
+        "    __syncthreads();\n"
+        "    if (!finite)\n"
+        "      for (long long j = threadIdx.x; j < HI - LO; j += blockDim.x) sout[bm * (HI - LO) + j] = (T)NAN;\n"
+        + outputs
+        + "    __syncthreads();\n  }\n}\n"
+    )
+    return recs + launch("op", body, B * blk, blk, args, "svd")
