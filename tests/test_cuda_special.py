@@ -191,3 +191,31 @@ def test_random_gamma_float64_names_itself():
     with fjax.enable_x64(), pytest.raises(NotImplementedError, match="random_gamma"):
         k = fjax.device_put(fjax.random.key_data(fjax.random.key(0)), fjax.devices("gpu")[0])
         fjax.jit(lambda k: fjax.random.gamma(fjax.random.wrap_key_data(k), jnp.ones(3), dtype=jnp.float64))(k)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_igamma_derivatives_match_the_cpu(dt):
+    av = [1e-3, 0.1, 0.5, 1.0, 2.5, 10.0, 100.0, 0.0, -1.0, np.inf, np.nan]
+    xv = [0.0, 1e-3, 0.1, 0.7, 1.0, 3.0, 11.0, 99.0, 300.0, np.inf, np.nan]
+    a, x = (np.array(v, dt) for v in np.meshgrid(av, xv))
+    got, want = _both(lambda a, x: (lax.igamma_grad_a(a, x), lax.random_gamma_grad(a, x)), a, x, x64=dt == np.float64)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-6 if dt == np.float32 else 1e-10, atol=1e-30, equal_nan=True)
+
+
+def test_gradients_of_gamma_samples_on_the_gpu():
+    """Reparameterized gradients through random.gamma/beta/dirichlet (random_gamma_grad), as the CPU."""
+    a = np.linspace(0.3, 6.0, 12).astype(np.float32)
+    k = fjax.random.key_data(fjax.random.key(9))
+
+    def loss(a, k):
+        k = fjax.random.wrap_key_data(k)
+        k1, k2, k3 = fjax.random.split(k, 3)
+        return (
+            jnp.sum(fjax.random.gamma(k1, a) ** 2)
+            + jnp.sum(fjax.random.beta(k2, a, a[::-1]))
+            + jnp.sum(fjax.random.dirichlet(k3, a) * jnp.arange(12.0))
+        )
+
+    got, want = _both(fjax.grad(loss), a, k)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)

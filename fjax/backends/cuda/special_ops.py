@@ -6,7 +6,8 @@ them stay on the GPU:
   algorithm: reflection, recurrence, asymptotic series), ``igamma``/``igammac`` (regularized
   incomplete gamma: the series below ``x < a + 1``, Lentz's continued fraction above; the CPU uses
   scipy), ``bessel_i0e``/``bessel_i1e`` (the power series up to ``|x| <= 20``, the asymptotic
-  expansion above);
+  expansion above), ``igamma_grad_a`` and ``random_gamma_grad`` (the CPU impl's differentiated
+  series / continued fraction: gradients of gamma, beta and Dirichlet samples);
 - ``clz``, ``population_count`` (CUDA's ``__clz``/``__popc`` family);
 - ``reduce_precision``: the CPU impl's bit arithmetic (round to nearest even on the mantissa,
   overflow to inf, underflow to a signed zero, NaN kept);
@@ -142,6 +143,55 @@ __device__ double fj_bessel_ie(int nu, double x) {
 #endif
 """
 
+_IGAMMA_DERIVS = (
+    _DIGAMMA
+    + r"""
+#ifndef FJ_DEF_IGAMMA_DERIVS
+#define FJ_DEF_IGAMMA_DERIVS
+// dP/da (ratio = 0) or -(dP/da) / (dP/dx) (ratio = 1) of the regularized lower incomplete gamma
+// function, as the CPU impl: the series or Legendre's continued fraction differentiated step by step
+__device__ double fj_igamma_derivs(double a, double x, int ratio) {
+  if (!(a > 0.0) || !(x >= 0.0) || a != a || x != x) return NAN;
+  if (x == 0.0 || isinf(x) || isinf(a)) return 0.0;
+  const double tiny = 1e-300;
+  if (x < a + 1.0 || x < 1.0) {
+    double t = 1.0, dt = 0.0, s = 1.0, ds = 0.0;
+    for (int n = 1; n < 20000; ++n) {
+      const double r = x / (a + n);
+      dt = dt * r - t * r / (a + n);
+      t = t * r;
+      s += t; ds += dt;
+      if (!(fabs(t) > 1e-17 * fabs(s)) && !(fabs(dt) > 1e-17 * fabs(ds))) break;
+    }
+    const double inner = (log(x) - fj_digamma(a + 1.0)) * s + ds;
+    if (ratio) return -(inner * x / a);
+    return exp(a * log(x) - x - lgamma(a + 1.0)) * inner;
+  }
+  double b = x + 1.0 - a, db = -1.0, c = 1.0 / tiny, dc = 0.0, d = 1.0 / b, dd = 1.0 / (b * b);
+  double h = d, dh = dd;
+  for (int i = 1; i < 20000; ++i) {
+    const double an = -i * (i - a), dan = (double)i;
+    b += 2.0;
+    double dpre = an * d + b;
+    const double ddpre = dan * d + an * dd + db;
+    if (fabs(dpre) < tiny) dpre = tiny;
+    double cn = b + an / c;
+    const double dcn = db + dan / c - an * dc / (c * c);
+    if (fabs(cn) < tiny) cn = tiny;
+    const double d_new = 1.0 / dpre, dd_new = -ddpre / (dpre * dpre);
+    const double delta = d_new * cn, ddelta = dd_new * cn + d_new * dcn;
+    const double h_new = h * delta, dh_new = dh * delta + h * ddelta;
+    c = cn; dc = dcn; d = d_new; dd = dd_new; h = h_new; dh = dh_new;
+    if (!(fabs(delta - 1.0) > 1e-16) && !(fabs(ddelta) > 1e-16 * fabs(dh / (h == 0.0 ? 1.0 : h)))) break;
+  }
+  const double inner = (log(x) - fj_digamma(a)) * h + dh;
+  if (ratio) return inner * x;
+  return -exp(a * log(x) - x - lgamma(a)) * inner;
+}
+#endif
+"""
+)
+
 # primitive -> (device function prelude, call expression over double operands d0, d1, ...)
 _SPECIAL = {
     "digamma": (_DIGAMMA, "fj_digamma(d0)"),
@@ -150,6 +200,8 @@ _SPECIAL = {
     "igammac": (_IGAMMA, "fj_igamma_pq(d0, d1, true)"),
     "bessel_i0e": (_BESSEL, "fj_bessel_ie(0, d0)"),
     "bessel_i1e": (_BESSEL, "fj_bessel_ie(1, d0)"),
+    "igamma_grad_a": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 0)"),
+    "random_gamma_grad": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 1)"),
 }
 NAMES = frozenset(_SPECIAL) | {"clz", "population_count", "reduce_precision", "top_k"}
 
