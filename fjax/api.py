@@ -224,11 +224,21 @@ def _instantiate(t: Any) -> Any:
     return t
 
 
+def _describe(x: Any) -> str:
+    """A value for an error message: an array or tracer by its type (f32[3]), else its Python type."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return f"a value of type {aval.str_short()}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of length {len(x)}"
+    return f"a value of type {type(x).__name__}"
+
+
 def _split_aux(out: Any, name: str) -> tuple[Any, Any]:
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise TypeError(
             f"{name} with has_aux=True requires the function to return a pair (output, auxiliary_data), got "
-            f"{type(out).__name__}"
+            f"{_describe(out)}"
         )
     return out[0], out[1]
 

@@ -370,7 +370,7 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int) -> list:
 
 def _top_k_abstract(x: Any, *, k: int, axis: int) -> list:
     if x.ndim == 0:
-        raise TypeError("top_k operand must have >= 1 dimension, got ()")
+        raise ValueError("top_k: axis -1 is out of bounds for array of dimension 0 (operand shape ())")
     if not 0 <= axis < x.ndim:
         raise ValueError(f"top_k: axis {axis} is out of bounds for operand shape {x.shape}")
     if k < 0:
@@ -413,7 +413,7 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple:
     order (NaN above inf, -NaN below -inf, 0.0 above -0.0), ties by lower index."""
     aval = core.get_aval(operand)
     if aval.ndim == 0:
-        raise TypeError("top_k operand must have >= 1 dimension, got ()")
+        raise ValueError("top_k: axis -1 is out of bounds for array of dimension 0 (operand shape ())")
     k = int(k)
     ax = _canon_axis(axis, aval.ndim, "top_k")
     vals, idx = core.bind(top_k_p, (operand,), dict(k=k, axis=ax))

@@ -86,14 +86,18 @@ def _prep(fn: str, *xs: Any) -> list:
     return _util.promote_dtypes_inexact(fn, *ys)
 
 
-def _square(fn: str, a: Any) -> None:
+def _square(fn: str, a: Any, exc: type = ValueError, rank_exc: type | None = None) -> None:
+    # the error classes are JAX's per function: TypeError from its shape rules (eig's rank,
+    # matrix_power), ValueError from its wrappers' checks
+    if a.ndim < 2 and rank_exc is not None:
+        raise rank_exc(f"{fn}: argument must have at least 2 dimensions, got shape {a.shape}")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{fn}: argument must be a square matrix or stack of square matrices, got shape {a.shape}")
+        raise exc(f"{fn}: argument must be a square matrix or stack of square matrices, got shape {a.shape}")
 
 
-def _atleast2(fn: str, a: Any) -> None:
+def _atleast2(fn: str, a: Any, exc: type = ValueError) -> None:
     if a.ndim < 2:
-        raise ValueError(f"{fn}: argument must have at least 2 dimensions, got shape {a.shape}")
+        raise exc(f"{fn}: argument must have at least 2 dimensions, got shape {a.shape}")
 
 
 def _bcast_batch(a: Any, b: Any) -> tuple[Any, Any]:
@@ -137,7 +141,7 @@ def eigvalsh(a: Any, UPLO: str | None = "L", *, symmetrize_input: bool = True) -
 def eig(a: Any) -> tuple[Any, Any]:
     """Eigenvalues and right eigenvectors (unit columns) of a general square ``a`` (complex)."""
     (a,) = _prep("eig", a)
-    _square("eig", a)
+    _square("eig", a, rank_exc=TypeError)
     w, v = lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
     return w, v
 
@@ -145,7 +149,7 @@ def eig(a: Any) -> tuple[Any, Any]:
 def eigvals(a: Any) -> Any:
     """Eigenvalues of a general square ``a`` (complex; differentiable)."""
     (a,) = _prep("eigvals", a)
-    _square("eigvals", a)
+    _square("eigvals", a, rank_exc=TypeError)
     return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
@@ -159,7 +163,7 @@ def svd(
     """Singular value decomposition: ``SVDResult(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S``
     alone. ``hermitian`` computes it from an eigendecomposition (as JAX)."""
     (a,) = _prep("svd", a)
-    _atleast2("svd", a)
+    _atleast2("svd", a, TypeError)
     if hermitian:
         jnp = _jnp()
         v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
@@ -186,7 +190,7 @@ def svdvals(x: Any, /) -> Any:
 def qr(a: Any, mode: str = "reduced") -> Any:
     """QR decomposition: ``QRResult(Q, R)`` (``mode`` 'reduced' or 'complete'), ``R`` for 'r'."""
     (a,) = _prep("qr", a)
-    _atleast2("qr", a)
+    _atleast2("qr", a, TypeError)
     if mode in ("reduced", "r"):
         full = False
     elif mode == "complete":
@@ -443,7 +447,7 @@ def matrix_power(a: Any, n: int) -> Any:
     """``a`` raised to the integer power ``n`` by repeated squaring (``n < 0`` inverts first)."""
     _util.check_arraylike("matrix_power", a)
     a = _util.to_fjax(a, "matrix_power")
-    _square("matrix_power", a)
+    _square("matrix_power", a, exc=TypeError)
     try:
         n = operator.index(n)
     except TypeError as err:

@@ -24,6 +24,7 @@ from fjax.numpy import _reductions as R
 from fjax.numpy import _shape as S
 from fjax.numpy import _ufuncs as U
 from fjax.numpy import _util
+from fjax.numpy._ufuncs_promote import broadcast_lax_style
 
 __all__ = [
     "allclose",
@@ -84,7 +85,7 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: boo
     overflow (``isclose(INT_MIN, 0)`` is False)."""
     a, b = _util.promote_dtypes("isclose", a, b)
     a, b = _util.promote_dtypes_inexact("isclose", a, b)
-    a, b = _util.broadcast_arrays("isclose", a, b)
+    a, b = broadcast_lax_style("isclose", a, b)
     dt = a.dtype
     rdt = _finfo(dt).dtype if np.issubdtype(dt, np.complexfloating) else dt
     rtol = lax.convert_element_type(rtol, rdt)
@@ -555,10 +556,8 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
         raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs {len(choicelist)})")
     if len(condlist) == 0:
         raise ValueError("condlist must be non-empty")
-    conds = [C.asarray(c) for c in condlist]
-    for c in conds:
-        if c.dtype != np.bool_:
-            raise TypeError(f"condlist must be boolean arrays; got dtype {c.dtype}")
+    # as JAX: a non-boolean condition counts where it is nonzero
+    conds = [c if c.dtype == np.bool_ else c.astype(bool) for c in (C.asarray(c) for c in condlist)]
     choices = _util.promote_dtypes("select", default, *choicelist)
     out = choices[0]
     for c, v in zip(reversed(conds), reversed(choices[1:])):

@@ -16,6 +16,7 @@ is imported from here (``fjax.numpy`` takes the names of ``__all__`` from this m
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -278,7 +279,7 @@ def round(a: Any, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     a = _one("round", a)
-    decimals = int(decimals)
+    decimals = operator.index(decimals)  # a float is a TypeError, as in JAX
     if _dkind(a.dtype) in "iu":
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")

@@ -34,7 +34,7 @@ _arr_types = (Array, Tracer)
 # promotion helpers with an eager fast path
 
 
-def _broadcast(name: str, *xs: Any) -> list:
+def broadcast_lax_style(name: str, *xs: Any) -> list:
     """broadcast_arrays, but shapes of one rank that do not broadcast are a TypeError, as in JAX
     (whose ufuncs hand equal-rank operands to lax unchanged; differing ranks are a ValueError)."""
     if config.jax_numpy_rank_promotion != "allow":
@@ -121,15 +121,15 @@ def _scalar_like(v: float | int, dt: np.dtype) -> Array | None:
 
 
 def _promote_n(name: str, *args: Any) -> list:
-    return _broadcast(name, *promote_dtypes(name, *args))
+    return broadcast_lax_style(name, *promote_dtypes(name, *args))
 
 
 def _promote_inexact_n(name: str, *args: Any) -> list:
-    return _broadcast(name, *promote_dtypes_inexact(name, *args))
+    return broadcast_lax_style(name, *promote_dtypes_inexact(name, *args))
 
 
 def _promote_numeric_n(name: str, *args: Any) -> list:
-    return _broadcast(name, *promote_dtypes_numeric(name, *args))
+    return broadcast_lax_style(name, *promote_dtypes_numeric(name, *args))
 
 
 def _inexact1(name: str, x: Any) -> Any:

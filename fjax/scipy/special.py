@@ -22,6 +22,7 @@ from fjax import core, lax
 from fjax import numpy as jnp
 from fjax.custom_derivatives import custom_jvp
 from fjax.dtypes import kind as _dkind
+from fjax.numpy._ufuncs_promote import broadcast_lax_style
 from fjax.numpy._util import broadcast_arrays, promote_dtypes_inexact
 from fjax.scipy import _special_prims as P
 
@@ -38,7 +39,7 @@ __all__ = [
 def _args(name: str, *args: Any) -> list:
     """Promote to one inexact dtype and broadcast to one shape."""
     xs = promote_dtypes_inexact(name, *args)
-    return broadcast_arrays(name, *xs) if len(xs) > 1 else xs
+    return broadcast_lax_style(name, *xs) if len(xs) > 1 else xs
 
 
 def _real(name: str, *args: Any) -> list:
@@ -365,8 +366,8 @@ def logsumexp(
 ) -> Any:
     """log(sum(b * exp(a))) over ``axis`` without overflow; with ``return_sign`` also the sign of
     the sum (for negative ``b``), else NaN where the sum is negative."""
-    if b is not None:
-        a, b = _args("logsumexp", a, b)
+    if b is not None:  # broadcast as JAX's logsumexp does (a ValueError for any mismatch)
+        a, b = broadcast_arrays("logsumexp", *promote_dtypes_inexact("logsumexp", a, b))
         a = jnp.where(b != 0, a, -np.inf)
     else:
         (a,) = _args("logsumexp", a)

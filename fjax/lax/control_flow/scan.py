@@ -928,6 +928,8 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
     from fjax.lax import lax  # noqa: PLC0415
 
     if batch_size is not None:
+        if batch_size < 0:
+            raise ValueError(f"lax.map: batch_size must be nonnegative, got {batch_size}")
         scan_xs, remainder_xs = _batch_and_remainder(xs, batch_size)
         if scan_xs is not None:
             _, scan_ys = scan(lambda _, x: ((), api.vmap(f)(x)), (), scan_xs)
