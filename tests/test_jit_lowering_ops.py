@@ -480,3 +480,23 @@ def test_one_body_two_row_classes_in_one_program():
     ga, gb = f(a, b)
     np.testing.assert_allclose(np.asarray(ga), np.tanh(a).sum(-1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(gb), np.tanh(b).sum(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_pad_of_a_broadcast_scalar_keeps_its_padding():
+    # the view of a 0-d buffer has no index entry to carry pad's guard: it was dropped, so the
+    # padded vector read the scalar everywhere (squeeze's transpose makes this pattern: the eager
+    # scan gradient of x[1] * c + x[0] came out [6, 6, 8] instead of [1, 5, 2])
+    @fjax.jit
+    def f(b, e, c):
+        i = lax.pad(lax.broadcast_in_dim(c, (1,), ()), np.float32(0), [(1, 1, 0)])
+        j = lax.pad(lax.broadcast_in_dim(c * 2, (1, 1), ()), np.float32(-1), [(0, 2, 0), (1, 0, 0)])
+        return b + i, e + c, j
+
+    b, i, j = _check(f, np.zeros(3, np.float32), np.float32(0), np.float32(1.5))
+    np.testing.assert_array_equal(b, [0.0, 1.5, 0.0])
+    np.testing.assert_array_equal(j, [[-1, 3.0], [-1, -1], [-1, -1]])
+
+    def g(x):
+        return lax.scan(lambda c, _: (c * x[1] + x[0], c), x[2], None, length=2)[1][1]
+
+    np.testing.assert_allclose(fjax.grad(g)(np.float32([3.0, 2.0, 5.0])), [1.0, 5.0, 2.0])

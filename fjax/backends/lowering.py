@@ -622,6 +622,12 @@ class _KernelBuilder:
             elementwise_dyn = any(isinstance(d, _ViewVal) and d.shape for d in x.deps())
             if (x.fill is not None or elementwise_dyn) and guarded:
                 return self._compose(_BufVal(self.materialize(x)), in_shape, amap, out_shape, fill)
+            if guarded:
+                # a guard on an axis that x's view never reads (pad of a broadcast scalar: the view
+                # of a 0-d buffer has no index entry to carry it) would be lost: read from memory
+                read = {_norm(e).axis for e in x.index_map}
+                if any(isinstance(a, Ix) and not a.plain and i not in read for i, a in enumerate(amap)):
+                    return self._compose(_BufVal(self.materialize(x)), in_shape, amap, out_shape, fill)
 
             def follow(dv: Any) -> Any:
                 # a per-element index value (gather) is a value of x's shape: apply the same map
