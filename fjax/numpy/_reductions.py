@@ -650,6 +650,8 @@ def nanvar(
     a = _arr(a, "nanvar")
     if _dkind(a.dtype) in "fc":
         where = _not_nan(a, where)
+        # the NaNs are masked out, and zeroed so that no NaN * 0 reaches the gradient (as JAX's)
+        a = lax.select(lax.ne(a, a), lax.full_like(a, 0), a)
     return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
 
 
