@@ -219,3 +219,31 @@ def test_gradients_of_gamma_samples_on_the_gpu():
 
     got, want = _both(fjax.grad(loss), a, k)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["RNG_DEFAULT", "RNG_THREE_FRY"])
+def test_rng_bit_generator_is_the_cpu_stream(algo):
+    """Philox (the default) and threefry bits and the advanced key, bit for bit the CPU's, over
+    shapes that exercise threefry's halving (odd, even, scalar) and each unsigned dtype; a key
+    whose counter word carries."""
+    from fjax.backends.cuda import cupy_standin
+
+    a = getattr(lax.RandomAlgorithm, algo)
+    key = np.array([1, 2, 0xFFFFFFFF, 4], np.uint32)
+    for shape, dt in [
+        ((), np.uint32),
+        ((7,), np.uint8),
+        ((3, 5), np.uint32),
+        ((5, 3, 2), np.uint16),
+        ((4, 3), np.uint64),
+    ]:
+        before = sum(cupy_standin.launches.values())
+        got, want = _both(lambda k: lax.rng_bit_generator(k, shape, dt, a), key, x64=True)
+        assert sum(cupy_standin.launches.values()) > before  # (ran on the GPU)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+    k64 = np.array([3, 2**64 - 2], np.uint64)
+    got, want = _both(lambda k: lax.rng_bit_generator(k, (9,), np.uint32, a), k64, x64=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

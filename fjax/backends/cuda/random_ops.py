@@ -4,6 +4,10 @@ splits, XLA's float32 ``log``/``log1p``/``erf_inv``, fused multiply-adds rounded
 are bit-identical to the CPU's for ``a >= 1`` and in log space; for ``a < 1`` the final
 ``u ** (1 / a)`` is CUDA's ``powf`` (within 2 ulp of the CPU's). The constants are rendered as the
 bits of the CPU kernel's float32 values. Other dtypes raise ``NotImplementedError``.
+
+Also ``rng_bit_generator`` (``lax.rng_bit_generator``): Philox-4x32-10 (the default, as XLA's CPU
+backend) and threefry-2x32 (with XLA's halving of the shape along its first even dimension), one
+thread per output block, bit for bit the CPU impl (``fjax/lax/_rng.py``), and the advanced key.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import numpy as np
 
 from fjax.backends.cuda.host_ops import _block, _loop
 
-NAMES = frozenset({"random_gamma"})
+NAMES = frozenset({"random_gamma", "rng_bit_generator"})
 
 
 def _bits(v: float | np.floating) -> str:
@@ -157,6 +161,8 @@ def render(
     """Plan records for ``name`` (one of ``NAMES``), or None for another primitive."""
     if name not in NAMES:
         return None
+    if name == "rng_bit_generator":
+        return _rng_bits(params, in_avals, out_avals, ins, outs, launch, alloc)
     key, a = in_avals
     if np.dtype(a.dtype) != np.float32:
         raise NotImplementedError(f"CUDA backend: random_gamma on dtype {np.dtype(a.dtype).name} (float32 only)")
@@ -176,3 +182,111 @@ def render(
         f"    o[t] = fj_gamma_one(k1, k2, a[t], {'true' if log_space else 'false'});\n  }}\n}}\n"
     )
     return alloc(0) + (launch("op", src, n, blk, (ins[0], ins[1], outs[0]), "random_gamma") if n else [])
+
+
+_RNG_PRELUDE = r"""
+#ifndef FJ_DEF_RNG
+#define FJ_DEF_RNG
+__device__ __forceinline__ unsigned fj_rotl32(unsigned x, int d) { return (x << d) | (x >> (32 - d)); }
+__device__ void fj_philox(unsigned x[4], unsigned k0, unsigned k1) {
+  for (int r = 0; r < 10; ++r) {
+    const unsigned long long p0 = (unsigned long long)x[0] * 0xD2511F53ull;
+    const unsigned long long p1 = (unsigned long long)x[2] * 0xCD9E8D57ull;
+    const unsigned y0 = (unsigned)(p1 >> 32) ^ x[1] ^ k0, y1 = (unsigned)p1;
+    const unsigned y2 = (unsigned)(p0 >> 32) ^ x[3] ^ k1, y3 = (unsigned)p0;
+    x[0] = y0; x[1] = y1; x[2] = y2; x[3] = y3;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+}
+__device__ void fj_threefry2x32(unsigned* x0, unsigned* x1, unsigned long long key) {
+  const unsigned k0 = (unsigned)key, k1 = (unsigned)(key >> 32);
+  const unsigned ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  unsigned a = *x0 + ks[0], b = *x1 + ks[1];
+  for (int s = 0; s < 5; ++s) {
+    for (int q = 0; q < 4; ++q) { a = a + b; b = fj_rotl32(b, rot[4 * (s % 2) + q]) ^ a; }
+    a += ks[(s + 1) % 3]; b += ks[(s + 2) % 3] + (unsigned)(s + 1);
+  }
+  *x0 = a; *x1 = b;
+}
+#endif
+"""
+
+
+def _rng_bits(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch, alloc) -> list:  # noqa: ANN001
+    from fjax.backends.cuda.ops import ctype  # noqa: PLC0415
+    from fjax.lax._rng import RandomAlgorithm  # noqa: PLC0415
+
+    key = in_avals[0]
+    shape = tuple(out_avals[1].shape)
+    dt = np.dtype(out_avals[1].dtype)
+    O = ctype(dt)  # noqa: E741
+    bits = 64 if dt.itemsize == 8 else 32
+    n = math.prod(shape)
+    u32 = np.dtype(key.dtype) == np.uint32
+    # the state as uint64 words: uint32[4] viewed little-endian, or uint64[2]
+    K = "unsigned" if u32 else "unsigned long long"
+    ld = "((unsigned long long)ks[2 * (i)] | ((unsigned long long)ks[2 * (i) + 1] << 32))" if u32 else "ks[i]"
+    st = "nk[2 * (i)] = (unsigned)(v); nk[2 * (i) + 1] = (unsigned)((v) >> 32);" if u32 else "nk[i] = (v);"
+    nw = (key.shape[0] // 2) if u32 else key.shape[0]
+    algo = RandomAlgorithm(params["algorithm"])
+    head = _RNG_PRELUDE + f"#define FJ_LD(i) {ld}\n#define FJ_ST(i, v) {{ {st} }}\n"
+    if algo == RandomAlgorithm.RNG_THREE_FRY:
+        setup = "    const unsigned long long key = FJ_LD(0), ctr = FJ_LD(1);\n"
+        if not shape:
+            d, post, half = 1, 1, 1
+        else:
+            even = [i for i, e in enumerate(shape) if e % 2 == 0]
+            axis = even[0] if even else int(np.argmax(shape))
+            d, post, half = shape[axis], math.prod(shape[axis + 1 :]), -(-shape[axis] // 2)
+        pre = n // max(1, d * post)
+        if bits == 64:
+            count = n
+            body = (
+                "    unsigned x0 = (unsigned)(ctr + t), x1 = (unsigned)((ctr + t) >> 32);\n"
+                "    fj_threefry2x32(&x0, &x1, key);\n"
+                f"    o[t] = ({O})((unsigned long long)x0 | ((unsigned long long)x1 << 32));\n"
+            )
+        else:
+            count = max(1, pre * half * post) if shape else 1
+            body = (
+                f"    const long long p = t / {d * post}, j = (t / {post}) % {d}, q = t % {post};\n"
+                f"    const unsigned long long c = ctr + (unsigned long long)((p * {half} + j / 2) * {post} + q);\n"
+                "    unsigned x0 = (unsigned)c, x1 = (unsigned)(c >> 32);\n"
+                "    fj_threefry2x32(&x0, &x1, key);\n"
+                f"    o[t] = ({O})((j % 2 == 0) ? x0 : x1);\n"
+            )
+        new_state = f"FJ_ST(0, key); FJ_ST(1, ctr + {count}ull);"
+        work = n
+    else:  # Philox (RNG_DEFAULT, RNG_PHILOX)
+        per = 2 if bits == 64 else 4  # outputs per block
+        nblocks = -(-n // per)
+        setup = "    const unsigned long long key = FJ_LD(0), lo = FJ_LD(1), hi = NW >= 3 ? FJ_LD(2) : FJ_LD(0);\n"
+        if bits == 64:
+            outs_ = (
+                f"    if (2 * t < {n}) o[2 * t] = ({O})((unsigned long long)x[0] | ((unsigned long long)x[1] << 32));\n"
+                f"    if (2 * t + 1 < {n})\n"
+                f"      o[2 * t + 1] = ({O})((unsigned long long)x[2] | ((unsigned long long)x[3] << 32));\n"
+            )
+        else:
+            outs_ = f"    for (int j = 0; j < 4; ++j) if (4 * t + j < {n}) o[4 * t + j] = ({O})x[j];\n"
+        body = (
+            "    const unsigned long long low = lo + (unsigned long long)t;\n"
+            "    const unsigned long long high = low < lo ? hi + 1ull : hi;\n"
+            "    unsigned x[4] = {(unsigned)low, (unsigned)(low >> 32), (unsigned)high, (unsigned)(high >> 32)};\n"
+            "    fj_philox(x, (unsigned)key, (unsigned)(key >> 32));\n" + outs_
+        )
+        new_state = f"FJ_ST(0, key); FJ_ST(1, lo + {nblocks}ull);"
+        work = nblocks
+    blk = _block(max(work, 1))
+    src = (
+        head + f"// rng_bit_generator ({algo.name}): {n} x {dt.name}\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {K}* __restrict__ ks, '
+        f"{K}* __restrict__ nk, {O}* __restrict__ o) {{\n"
+        f"  const int NW = {nw};\n"
+        "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+        + setup
+        + f"    {new_state}\n    for (int w = 2; w < NW; ++w) FJ_ST(w, FJ_LD(w));\n  }}\n"
+        f"  {_loop(work, blk)} {{\n" + setup + body + "  }\n}\n"
+    )
+    return alloc(0) + alloc(1) + launch("op", src, max(work, 1), blk, (ins[0], outs[0], outs[1]), "rng_bit_generator")
