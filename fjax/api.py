@@ -711,12 +711,27 @@ def jacfwd(
             tree_pieces = tu.tree_unflatten(tree, pieces)
             return tree_pieces[0] if isinstance(argnums, int) else tuple(tree_pieces)
 
-        jac = tu.tree_map(split, t_stacked)
+        # each block takes the dtype and weak type of its output leaf, as JAX's jacfwd
+        jac = tu.tree_map(lambda y, t: tu.tree_map(lambda b: _like(b, core.get_aval(y)), split(t)), res[0], t_stacked)
         if has_aux:
             return jac, res[2]
         return jac
 
     return jacfun
+
+
+def _like(x: Any, example: ShapedArray) -> Any:
+    """``x`` with ``example``'s dtype and weak type (the real part for a real example), as JAX's
+    jacobians cast their blocks."""
+    from fjax.lax import lax  # noqa: PLC0415
+    from fjax.lax.lax_wrappers import _convert_element_type_weak  # noqa: PLC0415
+
+    xa = core.get_aval(x)
+    if xa.dtype == example.dtype and xa.weak_type == example.weak_type:
+        return x
+    if _dkind(xa.dtype) == "c" and _dkind(example.dtype) != "c":
+        x = lax.real(x)
+    return _convert_element_type_weak(x, example.dtype, example.weak_type)
 
 
 def _vmap_jvp(push: Callable, basis: list, has_aux: bool) -> Any:
@@ -778,7 +793,8 @@ def jacrev(
                 piece = lax.slice_in_dim(c, start, start + s, axis=0) if s != ca.shape[0] else c
                 return lax.reshape(piece, a.shape + ca.shape[1:])
 
-            sel = tu.tree_map(take, cts)
+            # each block takes the dtype and weak type of its input leaf, as JAX's jacrev
+            sel = tu.tree_map(lambda c, x: _like(take(c), core.get_aval(x)), cts, dyn)
             per_out.append(sel[0] if isinstance(argnums, int) else tuple(sel))
             start += s
         jac = tu.tree_unflatten(o_tree, per_out)
