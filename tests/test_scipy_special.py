@@ -209,12 +209,18 @@ def test_errors():
         S.ndtr(jnp.array([1, 2]))
     with pytest.raises(ValueError, match="Betainc gradient"):
         fjax.grad(S.betainc)(1.0, 2.0, 0.5)
-    with pytest.raises(NotImplementedError, match="zeta"):
-        fjax.grad(S.zeta)(2.0, 1.5)
     with pytest.raises(NotImplementedError, match="igamma_grad_a"):
         fjax.grad(fjax.grad(S.gammainc))(2.0, 1.5)
     with pytest.raises(TypeError):
         lax.igamma(jnp.ones(2), jnp.ones(3))
+
+
+def test_zeta_derivative_in_x(x64):
+    # JAX's jax.scipy.special.zeta differentiates in x (by a series); central differences of scipy's
+    x = np.array([1.1, 1.6, 2.0, 3.5, 11.5, 6.0])
+    q = np.array([0.1, 0.1, 0.5, 2.0, 10.0, 0.7])
+    want = (sc.zeta(x + 1e-6, q) - sc.zeta(x - 1e-6, q)) / 2e-6
+    np.testing.assert_allclose(fjax.vmap(fjax.grad(S.zeta))(x, q), want, rtol=1e-7, atol=1e-15)
 
 
 # (function, arguments, order): float64 finite differences at points away from edges
