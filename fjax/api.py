@@ -729,6 +729,8 @@ def _like(x: Any, example: ShapedArray) -> Any:
     xa = core.get_aval(x)
     if xa.dtype == example.dtype and xa.weak_type == example.weak_type:
         return x
+    if xa.dtype == dtypes.float0:  # an int/bool output's block: zeros of its dtype, as JAX's
+        return lax.full(xa.shape, 0, example.dtype)
     if _dkind(xa.dtype) == "c" and _dkind(example.dtype) != "c":
         x = lax.real(x)
     return _convert_element_type_weak(x, example.dtype, example.weak_type)
