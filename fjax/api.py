@@ -741,6 +741,25 @@ def _vmap_jvp(push: Callable, basis: list, has_aux: bool) -> Any:
     return vmap(push, in_axes=0, out_axes=out_axes)(*basis)
 
 
+def _check_jacrev_output(dt: np.dtype, holomorphic: bool) -> None:
+    # JAX's output dtype checks for jacrev
+    k = _dkind(dt)
+    if holomorphic:
+        if k != "c":
+            raise TypeError(f"jacrev with holomorphic=True requires outputs with complex dtype, but got {dt.name}.")
+    elif k == "c":
+        raise TypeError(
+            f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
+            f"{dt.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
+            "non-holomorphic functions involving complex outputs, use jax.vjp directly."
+        )
+    elif k != "f":
+        raise TypeError(
+            f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
+            f"{dt.name}. For differentiation of functions with integer outputs, use jax.vjp directly."
+        )
+
+
 def jacrev(
     fun: Callable,
     argnums: int | Sequence[int] = 0,
@@ -774,6 +793,8 @@ def jacrev(
             out, f_vjp = vjp(f_dyn, *dyn)
         o_flat, o_tree = tu.tree_flatten(out)
         o_flat = [_check_arg(o, "jacrev", "output") for o in o_flat]
+        for o in o_flat:
+            _check_jacrev_output(core.get_aval(o).dtype, holomorphic)
         n, basis = _std_basis(o_flat)
 
         def pull(*ct_leaves: Any) -> Any:
