@@ -55,6 +55,7 @@ ACCIDENTAL: dict[str, tuple[tuple[str, ...], str]] = {
     "jnp.linalg.eigh non-square": (("TypeError", "ValueError"), "JAX fails in an add inside"),
     "reshape size mismatch": (("ValueError", "TypeError"), "JAX's error comes from its MLIR verifier"),
     "jit reshape size": (("ValueError", "TypeError"), "JAX's error comes from its MLIR verifier"),
+    "vmap reshape size": (("ValueError", "TypeError"), "JAX's error comes from its MLIR verifier"),
     "jnp.reshape bad size": (("ValueError", "TypeError"), _RESHAPE),
     "jnp.reshape two -1": (("ValueError", "TypeError"), _RESHAPE),
     "jnp.reshape -1 indivisible": (("ValueError", "TypeError"), _RESHAPE),

@@ -787,6 +787,55 @@ def _scipy_and_rest(jax, c):
     c["jnp.fft.irfft n negative"] = lambda: jnp.fft.irfft(f32(4).astype(np.complex64), n=-2)
 
 
+def _under_vmap_and_grad(jax, c):
+    """The same mistakes made inside vmap (batching rules) and grad (JVP rules)."""
+    lax, jnp = jax.lax, jax.numpy
+    v, g = jax.vmap, jax.grad
+    c["vmap lax.add shape"] = lambda: v(lax.add)(f32(2, 3), f32(2, 4))
+    c["vmap lax.add dtype"] = lambda: v(lax.add)(f32(2, 3), i32(2, 3))
+    c["vmap dot_general contracting"] = lambda: v(lambda a, b: lax.dot_general(a, b, (((0,), (0,)), ((), ()))))(
+        f32(2, 3), f32(2, 4)
+    )
+    c["vmap reshape size"] = lambda: v(lambda a: lax.reshape(a, (4,)))(f32(2, 3))
+    c["vmap jnp.reshape"] = lambda: v(lambda a: jnp.reshape(a, (4,)))(f32(2, 3))
+    c["vmap concatenate"] = lambda: v(lambda a, b: lax.concatenate([a, b], 0))(f32(2, 3, 2), f32(2, 3, 4))
+    c["vmap dynamic_slice size"] = lambda: v(lambda a, i: lax.dynamic_slice(a, (i,), (4,)))(f32(2, 3), i32(2))
+    c["vmap dynamic_slice ok"] = lambda: v(lambda a, i: lax.dynamic_slice(a, (i,), (2,)))(f32(2, 3), i32(2))
+    c["vmap transpose perm"] = lambda: v(lambda a: lax.transpose(a, (0, 0)))(f32(2, 3, 4))
+    c["vmap cond branches"] = lambda: v(lambda p: lax.cond(p, lambda: f32(2), lambda: f32(3)))(np.array([True]))
+    c["vmap cond batched pred ok"] = lambda: v(lambda p, x: lax.cond(p, lambda y: y, lambda y: -y, x))(
+        np.array([True, False]), f32(2)
+    )
+    c["vmap scan carry"] = lambda: v(lambda x: lax.scan(lambda c_, t: (c_.astype(np.int32), t), np.float32(0), x))(
+        f32(2, 3)
+    )
+    c["vmap while carry"] = lambda: v(lambda x: lax.while_loop(lambda a: a < 3, lambda a: a + 1.0, x))(i32(2))
+    c["vmap index too many"] = lambda: v(lambda a: a[0, 0])(f32(2, 3))
+    c["vmap at set shape"] = lambda: v(lambda a, u: a.at[:2].set(u))(f32(2, 3), f32(2, 3))
+    c["vmap bool mask index"] = lambda: v(lambda a: a[a > 1])(f32(2, 3))
+    c["vmap int() of batched"] = lambda: v(lambda a: int(a))(f32(2))
+    c["vmap nonzero"] = lambda: v(jnp.nonzero)(f32(2, 3))
+    c["grad lax.add shape"] = lambda: g(lambda a: lax.add(a, f32(4)).sum())(f32(3))
+    c["grad dot mismatch"] = lambda: g(lambda a: jnp.dot(a, f32(4)))(f32(3))
+    c["grad reshape size"] = lambda: g(lambda a: jnp.reshape(a, (4,)).sum())(f32(6))
+    c["grad cond branches"] = lambda: g(lambda x: lax.cond(x > 0, lambda: x, lambda: f32(2)).sum())(1.0)
+    c["grad scan carry"] = lambda: g(lambda x: lax.scan(lambda c_, t: (c_ * t, None), x, f32(3).astype(np.int32))[0])(
+        1.0
+    )
+    c["grad bool mask index"] = lambda: g(lambda a: a[a > 1].sum())(f32(3))
+    c["grad int() of tracer ok"] = lambda: g(lambda x: x * int(2.0))(1.0)
+    c["grad of argmax output"] = lambda: g(lambda x: jnp.argmax(x))(f32(3))
+    c["grad of int output"] = lambda: g(lambda x: x.astype(np.int32))(1.0)
+    c["jacrev of int output"] = lambda: jax.jacrev(lambda x: x.astype(np.int32))(f32(2))
+    c["jacrev complex output"] = lambda: jax.jacrev(lambda x: x * (1 + 1j))(f32(2))
+    c["jacrev holomorphic real output"] = lambda: jax.jacrev(lambda x: jnp.real(x), holomorphic=True)(
+        f32(2).astype(np.complex64)
+    )
+    c["jacrev holomorphic ok"] = lambda: jax.jacrev(lambda x: x * x, holomorphic=True)(f32(2).astype(np.complex64))
+    c["jacfwd int output ok"] = lambda: jax.jacfwd(lambda x: x.astype(np.int32))(f32(2))
+    c["hessian integer input"] = lambda: jax.hessian(lambda x: x.sum())(i32(2))
+
+
 def all_cases(jax) -> dict[str, Callable[[], Any]]:
     """Every case of the sweep, keyed by a readable name."""
     c: dict[str, Callable[[], Any]] = {}
@@ -798,4 +847,5 @@ def all_cases(jax) -> dict[str, Callable[[], Any]]:
     _more_jnp(jax, c)
     _more_lax_and_api(jax, c)
     _scipy_and_rest(jax, c)
+    _under_vmap_and_grad(jax, c)
     return c
