@@ -615,6 +615,181 @@ def _error_cases(jax: Any, ns: dict) -> dict[str, Callable]:
     }
 
 
+def _more_cases(jax: Any, ns: dict) -> dict[str, Callable]:
+    """Complex inputs, 16-bit floats, more nn/scipy/lax functions and transform options (float32)."""
+    jnp, lax, nn, sp = ns["jnp"], ns["lax"], ns["nn"], ns["sp"]
+    inp = _inputs("float32")
+    v, m = inp["v"], inp["m"]
+    z = (v + 1j * v[::-1]).astype(np.complex64)
+    z0 = np.array([0.0, 1.0 + 1.0j, -2.0, 3.0j], np.complex64)
+    bf = v.astype(ns["bfloat16"])
+    h = v.astype(np.float16)
+    pos = inp["pos"]
+    i32 = np.array([3, -1, 0, 7], np.int32)
+    cases: dict[str, Callable] = {
+        # complex: real-valued functions of complex inputs, holomorphic functions
+        "complex:abs_sq:grad": lambda: jax.grad(lambda x: jnp.sum(jnp.abs(x) ** 2))(z),
+        "complex:abs:grad_at0": lambda: jax.grad(lambda x: jnp.sum(jnp.abs(x)))(z0),
+        "complex:real_imag:grad": lambda: jax.grad(lambda x: jnp.sum(jnp.real(x) * 2 + jnp.imag(x) ** 2))(z),
+        "complex:angle:grad": lambda: jax.grad(lambda x: jnp.sum(jnp.angle(x)))(z),
+        "complex:conj:vjp": lambda: jax.vjp(jnp.conj, z)[1](z[::-1]),
+        "complex:exp:holomorphic": lambda: jax.vmap(jax.grad(jnp.exp, holomorphic=True))(z),
+        "complex:log:holomorphic": lambda: jax.vmap(jax.grad(jnp.log, holomorphic=True))(z),
+        "complex:sqrt:holomorphic": lambda: jax.vmap(jax.grad(jnp.sqrt, holomorphic=True))(z),
+        "complex:jacfwd_holo": lambda: jax.jacfwd(lambda x: x**2 * jnp.sin(x), holomorphic=True)(z[:3]),
+        "complex:jacrev_holo": lambda: jax.jacrev(lambda x: x**2 * jnp.sin(x), holomorphic=True)(z[:3]),
+        "complex:jvp_mixed": lambda: jax.jvp(lambda x, y: x * y, (z, v), (z, v)),
+        "complex:vjp_real_in": lambda: jax.vjp(lambda x: x * (1 + 2j), v)[1](z),
+        "complex:vjp_complex_of_real": lambda: jax.vjp(lambda x: jnp.exp(1j * x), v)[1](z),
+        "complex:matmul:vjp": lambda: jax.vjp(lambda a: a @ a.T.conj(), z.reshape(2, 3))[1](
+            np.ones((2, 2), np.complex64)
+        ),
+        "complex:norm:grad": lambda: jax.grad(jnp.linalg.norm)(z),
+        "complex:vmap_angle": lambda: jax.vmap(jnp.angle)(z0),
+        # 16-bit floats: gradient dtypes, reductions
+        "lowp:bf16_sin:grad": lambda: jax.grad(lambda x: jnp.sum(jnp.sin(x)))(bf),
+        "lowp:bf16_mean:grad": lambda: jax.grad(jnp.mean)(bf),
+        "lowp:f16_softmax:jacrev": lambda: jax.jacrev(nn.softmax)(h),
+        "lowp:f16_logsumexp:grad": lambda: jax.grad(sp.logsumexp)(h),
+        "lowp:f16_var:grad": lambda: jax.grad(jnp.var)(h),
+        "lowp:bf16_matmul:vjp": lambda: jax.vjp(lambda a: a @ a.T, m.astype(ns["bfloat16"]))[1](
+            np.ones((3, 3), ns["bfloat16"])
+        ),
+        "lowp:mixed_f16_f32:grad": lambda: jax.grad(lambda a, b: jnp.sum(a * b), argnums=(0, 1))(h, v),
+        "lowp:f16_vmap_grad": lambda: jax.vmap(jax.grad(jnp.tanh))(h),
+        "lowp:f16_cumsum:jvp": lambda: jax.jvp(jnp.cumsum, (h,), (h,)),
+        # Python scalars and weak types through transforms
+        "weak:grad_py": lambda: jax.grad(lambda x: x * 2.0 + jnp.sin(x))(1.5),
+        "weak:value_and_grad_py": lambda: jax.value_and_grad(lambda x: x**2)(1.5),
+        "weak:jvp_py": lambda: jax.jvp(jnp.sin, (1.5,), (2.0,)),
+        "weak:vjp_py": lambda: jax.vjp(lambda x: x * 3.0, 2.0)[1](1.0),
+        "weak:vmap_py_out": lambda: jax.vmap(lambda x: 2.0, axis_size=3, in_axes=None)(1.0),
+        "weak:jacfwd_py": lambda: jax.jacfwd(lambda x: jnp.stack([x, x**2]))(1.5),
+        "weak:hessian_py": lambda: jax.hessian(lambda x: x**3)(2.0),
+        "weak:grad_weak_arr_arg": lambda: jax.grad(lambda x, y: x * y)(np.float32(2.0), 3.0),
+        # more nn / scipy / lax functions
+        "fn:nn.glu": lambda: jax.jacrev(nn.glu)(v),
+        "fn:nn.logsumexp_b": lambda: jax.grad(lambda x: nn.logsumexp(x, b=jnp.array([1.0, -0.5, 2.0, 1.0, 0.0, 1.0])))(
+            v
+        ),
+        "fn:sp.logsumexp_sign": lambda: jax.jacrev(
+            lambda x: jnp.stack(sp.logsumexp(x, b=-jnp.ones(6), return_sign=True))
+        )(v),
+        "fn:nn.softmax_where": lambda: jax.jacrev(lambda x: nn.softmax(x, where=x > -0.5))(v),
+        "fn:nn.log_softmax_where": lambda: jax.jacrev(lambda x: nn.log_softmax(x, where=x > -0.5))(v),
+        "fn:nn.one_hot_ce": lambda: jax.grad(lambda x: -jnp.sum(nn.one_hot(2, 6) * nn.log_softmax(x)))(v),
+        "fn:nn.normalize": lambda: jax.jacrev(lambda x: nn.standardize(x, epsilon=1e-5))(v),
+        "fn:nn.dot_product_attention": lambda: jax.grad(
+            lambda q: jnp.sum(nn.dot_product_attention(q, q * 0.5, q[::-1]) ** 2)
+        )(m.reshape(1, 3, 1, 4)),
+        "fn:sp.gammainc_x": lambda: jax.vmap(jax.grad(sp.gammainc, argnums=1))(pos, pos[::-1]),
+        "fn:sp.gammaincc_x": lambda: jax.vmap(jax.grad(sp.gammaincc, argnums=1))(pos, pos[::-1]),
+        "fn:sp.gammainc_a": lambda: jax.vmap(jax.grad(sp.gammainc, argnums=0))(pos, pos[::-1]),
+        "fn:sp.betainc_x": lambda: jax.vmap(jax.grad(sp.betainc, argnums=2))(pos[:5], pos[1:6], inp["unit01"]),
+        "fn:sp.betaln": lambda: jax.vmap(jax.grad(sp.betaln, argnums=(0, 1)))(pos, pos[::-1]),
+        "fn:sp.zeta_x": lambda: jax.vmap(jax.grad(sp.zeta))(pos + 1.5, pos),
+        "fn:sp.i0": lambda: jax.vmap(jax.grad(sp.i0))(inp["all"][:9]),
+        "fn:sp.i1": lambda: jax.vmap(jax.grad(sp.i1))(inp["all"][:9]),
+        "fn:sp.multigammaln": lambda: jax.vmap(jax.grad(lambda a: sp.multigammaln(a, 3)))(pos + 1.5),
+        "fn:sp.logsumexp_axis_none_2d": lambda: jax.grad(sp.logsumexp)(inp["ninf"].reshape(2, 2)),
+        "fn:sp.rel_entr": lambda: jax.vmap(jax.grad(sp.rel_entr, argnums=(0, 1)))(inp["unit01"], inp["unit01"][::-1]),
+        "fn:sp.kl_div": lambda: jax.vmap(jax.grad(sp.kl_div, argnums=(0, 1)))(inp["unit01"], inp["unit01"][::-1]),
+        "fn:sp.softmax": lambda: jax.jacrev(sp.softmax)(v),
+        "fn:lax.rem": lambda: jax.vmap(jax.grad(lax.rem, argnums=(0, 1)))(v * 5, v[::-1] + 2),
+        "fn:lax.reduce_precision": lambda: jax.grad(lambda x: jnp.sum(lax.reduce_precision(x, 5, 10) ** 2))(v),
+        "fn:lax.sort_multi": lambda: jax.jacrev(lambda x: lax.sort((x[::-1], x * 2), num_keys=1)[1])(v),
+        "fn:lax.reduce_custom": lambda: jax.grad(lambda x: lax.reduce(x * x, 0.0, lax.add, (0,)))(v),
+        "fn:lax.cumlogsumexp_rev": lambda: jax.jacrev(lambda x: lax.cumlogsumexp(x, 0, reverse=True))(v),
+        "fn:lax.conv_transpose": lambda: jax.grad(
+            lambda x, k: jnp.sum(lax.conv_transpose(x, k, (2,), "SAME", dimension_numbers=("NWC", "WIO", "NWC")) ** 2),
+            argnums=(0, 1),
+        )(v.reshape(1, 3, 2), m.reshape(3, 2, 2)),
+        "fn:lax.dot_general_pref": lambda: jax.grad(
+            lambda a: jnp.sum(lax.dot_general(a, a, (((1,), (1,)), ((), ())), preferred_element_type=np.float32))
+        )(m.astype(np.float16)),
+        "fn:lax.igamma_a": lambda: jax.vmap(jax.grad(lax.igamma))(pos, pos[::-1]),
+        "fn:lax.random_gamma_grad": lambda: lax.random_gamma_grad(pos, pos[::-1]),
+        "fn:lax.polygamma_x": lambda: jax.vmap(jax.grad(lax.polygamma, argnums=1))(np.full(7, 2.0, np.float32), pos),
+        "fn:lax.bessel_i1e": lambda: jax.vmap(jax.grad(lax.bessel_i1e))(inp["all"][:9]),
+        "fn:jnp.heaviside": lambda: jax.vmap(jax.grad(jnp.heaviside, argnums=(0, 1)))(inp["all"][:9], inp["all"][:9]),
+        "fn:jnp.ldexp": lambda: jax.vmap(jax.grad(lambda x: jnp.ldexp(x, 3)))(v),
+        "fn:jnp.frexp": lambda: jax.jvp(lambda x: jnp.frexp(x)[0], (v,), (v,)),
+        "fn:jnp.modf": lambda: jax.jvp(lambda x: jnp.modf(x), (v * 3,), (v,)),
+        "fn:jnp.trapezoid": lambda: jax.grad(jnp.trapezoid)(v),
+        "fn:jnp.cross": lambda: jax.jacrev(lambda x: jnp.cross(x[:3], x[3:]))(v),
+        "fn:jnp.linalg.multi_dot": lambda: jax.grad(lambda a: jnp.sum(jnp.linalg.multi_dot([a, a.T, a])))(m),
+        "fn:jnp.vander": lambda: jax.jacrev(lambda x: jnp.vander(x[:3]))(v),
+        "fn:jnp.unwrap": lambda: jax.jacrev(jnp.unwrap)(v * 4),
+        "fn:jnp.nanmean": lambda: jax.grad(jnp.nanmean)(np.array([1.0, np.nan, 3.0, -2.0], np.float32)),
+        "fn:jnp.nanstd": lambda: jax.grad(jnp.nanstd)(np.array([1.0, np.nan, 3.0, -2.0], np.float32)),
+        "fn:jnp.average_axis": lambda: jax.jacrev(lambda x: jnp.average(x, axis=1, weights=jnp.arange(1.0, 5.0)))(m),
+        "fn:jnp.corrcoef": lambda: jax.grad(lambda x: jnp.corrcoef(x)[0, 1])(m[:2]),
+        "fn:jnp.cov": lambda: jax.jacrev(jnp.cov)(m),
+        "fn:jnp.einsum3": lambda: jax.grad(lambda a: jnp.einsum("ij,jk,ki->", a, a.T, a))(m),
+        "fn:jnp.piecewise": lambda: jax.vmap(
+            jax.grad(lambda x: jnp.piecewise(x, [x < 0, x >= 0], [lambda t: -t, lambda t: t**2]))
+        )(inp["all"][:9]),
+        "fn:jnp.select": lambda: jax.grad(lambda x: jnp.sum(jnp.select([x < -1, x > 1], [x**2, jnp.sin(x)], x)))(v * 2),
+        "fn:jnp.round_decimals": lambda: jax.grad(lambda x: jnp.sum(jnp.round(x, 2) * x))(v),
+        "fn:jnp.histogram_weights": lambda: jax.grad(lambda w: jnp.sum(jnp.histogram(v, bins=3, weights=w)[0] ** 2))(v),
+        "fn:jnp.searchsorted_vals": lambda: jax.grad(lambda x: jnp.sum(jnp.interp(x, jnp.sort(v), v)))(v[::-1]),
+        # transform options
+        "opt:jacrev_has_aux": lambda: jax.jacrev(lambda x: (jnp.sin(x), jnp.sum(x)), has_aux=True)(v),
+        "opt:jacfwd_has_aux": lambda: jax.jacfwd(lambda x: (jnp.sin(x), jnp.sum(x)), has_aux=True)(v),
+        "opt:jacrev_argnums": lambda: jax.jacrev(lambda x, y: x * y[0], argnums=(0, 1))(v[:3], v[3:]),
+        "opt:hessian_argnums": lambda: jax.hessian(lambda x, y: jnp.sum(x**2 * y), argnums=1)(v[:3], v[3:]),
+        "opt:jvp_has_aux": lambda: jax.jvp(lambda x: (jnp.sin(x), x * 2), (v,), (v,), has_aux=True),
+        "opt:vjp_has_aux": lambda: jax.vjp(lambda x: (jnp.sin(x), x * 2), v, has_aux=True)[1](v),
+        "opt:linear_transpose": lambda: jax.linear_transpose(lambda x: jnp.cumsum(x) * 2.0, v)(v),
+        "opt:linearize_jit": lambda: jax.linearize(jax.jit(lambda x: jnp.sin(x) * x), v)[1](v),
+        "opt:grad_jit": lambda: jax.grad(jax.jit(lambda x: jnp.sum(jnp.tanh(x) ** 2)))(v),
+        "opt:vmap_jit_grad": lambda: jax.vmap(jax.jit(jax.grad(lambda x: jnp.sin(x) * x)))(v),
+        "opt:grad_of_vmap": lambda: jax.grad(lambda x: jnp.sum(jax.vmap(lambda r: jnp.max(r) * jnp.min(r))(x)))(m),
+        "opt:jacfwd_of_jacrev": lambda: jax.jacfwd(jax.jacrev(lambda x: jnp.sum(jnp.sin(x) * x[::-1])))(v[:4]),
+        "opt:grad_int_jvp_float0": lambda: jax.jvp(
+            lambda x, y: x * y, (i32, v[:4]), (np.zeros(4, jax.dtypes.float0), v[:4])
+        ),
+        "opt:vjp_int_arg": lambda: jax.vjp(lambda x, y: x * y, i32, v[:4])[1](v[:4]),
+        "opt:grad_allow_int_out": lambda: jax.grad(lambda x, n: jnp.sum(x**n), allow_int=True, argnums=(0, 1))(
+            v[:4], i32
+        ),
+        "opt:jacrev_int_out": lambda: jax.jacrev(lambda x: (x * 2, jnp.argmax(x)))(v),
+        "opt:jvp_int_out": lambda: jax.jvp(lambda x: (x * 2, jnp.argmax(x)), (v,), (v,)),
+        "opt:vmap_int_ops": lambda: jax.vmap(lambda a, b: (a // b, a % b, a >> 1, a & b))(
+            i32, np.array([2, -3, 5, 1], np.int32)
+        ),
+        "opt:vmap_bool": lambda: jax.vmap(lambda a, b: (a & b, ~a, jnp.where(a, 1, 2)))(
+            np.array([True, False, True]), np.array([False, False, True])
+        ),
+        "opt:vmap_neg_in_axes": lambda: jax.vmap(lambda a: a * 2.0, in_axes=-1, out_axes=-1)(m),
+        "opt:vmap_out_tuple_axes": lambda: jax.vmap(lambda a: (a, jnp.sum(a)), out_axes=(1, 0))(m),
+        "opt:vmap_qr": lambda: jax.vmap(lambda a: jnp.abs(jnp.linalg.qr(a)[1]))(np.stack([inp["sq"], inp["sq"].T])),
+        "opt:vmap_svdvals": lambda: jax.vmap(jnp.linalg.svdvals)(np.stack([inp["sq"], 2 * inp["sq"].T])),
+        "opt:vmap_lax_sort_multi": lambda: jax.vmap(lambda a, b: lax.sort((a, b), num_keys=1))(inp["ties2"], m[:, :3]),
+        "opt:vmap_dus_batched_update": lambda: jax.vmap(lambda u: lax.dynamic_update_slice(v, u, (np.int32(2),)))(
+            m[:, :2]
+        ),
+        "opt:vmap_scatter_unbatched_idx": lambda: jax.vmap(lambda a: a.at[np.array([0, 0, 3], np.int32)].add(a[:3]))(m),
+        "opt:vmap_argsort_ties": lambda: jax.vmap(jnp.argsort, in_axes=1)(inp["ties2"]),
+        "opt:vmap_cond_pytree": lambda: jax.vmap(
+            lambda p, a: lax.cond(p > 0, lambda t: (t[0] * 2, t[1]), lambda t: (t[1], t[0]), (a, -a))
+        )(v[:3], m),
+        "opt:vmap_while_pytree": lambda: jax.vmap(
+            lambda a: lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * a, c[1] + 1), (a, 0))
+        )(v),
+        "opt:vmap_fori_batched_bound": lambda: jax.vmap(lambda n, a: lax.fori_loop(0, n, lambda i, c: c + a, a))(
+            np.array([0, 1, 3], np.int32), v[:3]
+        ),
+        "opt:jvp_of_vmap_scan": lambda: jax.jvp(
+            jax.vmap(lambda xs: lax.scan(lambda c, x: (c * x, c), 1.0, xs)[1]), (m,), (np.ones_like(m),)
+        ),
+        "opt:vmap_switch_batched_index": lambda: jax.vmap(lambda i, a: lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], a))(
+            np.array([0, 2, 1, 5], np.int32), v[:4]
+        ),
+    }
+    return cases
+
+
 def all_cases(jax: Any, dt: str) -> dict[str, Callable]:
     """Every call of the sweep for ``dt`` (``float32`` or ``float64``), keyed ``dt:group:...``."""
     ns = {
@@ -623,6 +798,7 @@ def all_cases(jax: Any, dt: str) -> dict[str, Callable]:
         "nn": jax.nn,
         "sp": jax.scipy.special,
         "jsl": jax.scipy.linalg,
+        "bfloat16": jax.numpy.bfloat16,
     }
     cases: dict[str, Callable] = {}
     builders = [_elementwise_cases, _reduction_cases, _indexing_cases, _linalg_cases, _control_flow_cases]
@@ -631,6 +807,7 @@ def all_cases(jax: Any, dt: str) -> dict[str, Callable]:
     if dt == "float32":
         cases.update(_vmap_cases(jax, ns))
         cases.update(_error_cases(jax, ns))
+        cases.update(_more_cases(jax, ns))
     else:  # the loop primitives compile their bodies: float32 covers them, to keep the test fast
         slow = ("cf:scan", "cf:map", "cf:fori", "cf:assoc_scan", "cf:checkpoint")
         cases = {k: fn for k, fn in cases.items() if not k.startswith(slow)}
