@@ -306,7 +306,7 @@ def defvectorized(prim: core.Primitive) -> None:
 
 
 def defbroadcasting(prim: core.Primitive) -> None:
-    """N-ary elementwise ops whose operands share one shape or are rank 0 (scalars broadcast).
+    """N-ary elementwise ops whose operands share one rank (size-1 dims broadcast) or are rank 0.
 
     Batch dims are aligned, moving an operand only when the mapped operands disagree; unmapped
     scalars stay scalars.
