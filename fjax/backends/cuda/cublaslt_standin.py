@@ -38,7 +38,10 @@ def _v(x: Any) -> Any:
 
 
 class CublasLt:
-    def __init__(self) -> None:
+    """The library object; ``cs`` is the cupy stand-in module (its pointers, streams, captures)."""
+
+    def __init__(self, cs: Any) -> None:
+        self.cs = cs
         self._ids = itertools.count(1)
         self.objects: dict = {}
 
@@ -122,8 +125,9 @@ class CublasLt:
 
     def cublasLtMatmul(self, h: Any, desc: Any, alpha: Any, a: Any, la: Any, b: Any, lb: Any, beta: Any, c: Any,
                        lc: Any, d: Any, ld: Any, algo: Any, ws: Any, ws_size: Any, stream: Any) -> int:  # fmt: skip
-        from fjax.backends.cuda import cupy_standin as cs  # noqa: PLC0415
         from fjax.backends.cuda.emulate import round_operand  # noqa: PLC0415
+
+        cs = self.cs
 
         prob = self._problem(desc, la, lb, lc, ld)
         aid = int(algo._obj.data[0])

@@ -488,7 +488,7 @@ def _reset_fjax(cublas: Any) -> None:
     runtime._cublas[:] = [cublas] if cublas is not None else []
     from fjax.backends.cuda import cublaslt, cublaslt_standin  # noqa: PLC0415
 
-    cublaslt._lib[:] = [cublaslt_standin.CublasLt()] if cublas is not None else []
+    cublaslt._lib[:] = [cublaslt_standin.CublasLt(sys.modules[__name__])] if cublas is not None else []
     cublaslt._handles.clear()
     cublaslt._workspaces.clear()
     cublaslt._said.clear()

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fjax.backends.cuda.kernel_util import _block, _grid, _loop
 from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype, utype, value_dtype
 from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
@@ -61,19 +62,6 @@ _FLOAT_CALLS = {
     "erf_inv": ("erfinv", "the inverse error function (CUDA: 2 ulp in float32; XLA uses an approximation)"),
 }
 _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable in float32
-
-
-def _grid(n: int, block: int) -> tuple:
-    return (max(1, min(4096, -(-n // block))), 1, 1)
-
-
-def _block(n: int) -> int:
-    return 256 if n >= 256 else max(32, -(-n // 32) * 32)
-
-
-def _loop(n: int, block: int) -> str:
-    start = f"(long long)blockIdx.x * {block} + threadIdx.x"
-    return f"for (long long t = {start}; t < {n}LL; t += (long long){block} * gridDim.x)"
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
@@ -227,7 +215,7 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     if name in ("dynamic_update_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         return _update(name, params, in_avals, out_avals, aux, ins, outs, b, launch, alloc)
 
-    from fjax.backends.cuda import linalg_ops, random_ops, special_ops  # noqa: PLC0415  (they import this module)
+    from fjax.backends.cuda import linalg_ops, random_ops, special_ops  # noqa: PLC0415
 
     recs = special_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
     if recs is None:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from fjax.backends.cuda.host_ops import _block, _loop
+from fjax.backends.cuda.kernel_util import _block, _loop
 
 NAMES = frozenset({"random_gamma", "rng_bit_generator"})
 
@@ -215,7 +215,6 @@ __device__ void fj_threefry2x32(unsigned* x0, unsigned* x1, unsigned long long k
 
 def _rng_bits(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, launch, alloc) -> list:  # noqa: ANN001
     from fjax.backends.cuda.ops import ctype  # noqa: PLC0415
-    from fjax.lax._rng import RandomAlgorithm  # noqa: PLC0415
 
     key = in_avals[0]
     shape = tuple(out_avals[1].shape)
@@ -229,9 +228,12 @@ def _rng_bits(params: dict, in_avals: list, out_avals: list, ins: list, outs: li
     ld = "((unsigned long long)ks[2 * (i)] | ((unsigned long long)ks[2 * (i) + 1] << 32))" if u32 else "ks[i]"
     st = "nk[2 * (i)] = (unsigned)(v); nk[2 * (i) + 1] = (unsigned)((v) >> 32);" if u32 else "nk[i] = (v);"
     nw = (key.shape[0] // 2) if u32 else key.shape[0]
-    algo = RandomAlgorithm(params["algorithm"])
+    # lax.RandomAlgorithm (an IntEnum; backends do not import lax): 1 is RNG_THREE_FRY, the
+    # others (RNG_DEFAULT, RNG_PHILOX) are Philox, as on XLA's CPU backend
+    algo = int(params["algorithm"])
+    algo_name = "RNG_THREE_FRY" if algo == 1 else "Philox"
     head = _RNG_PRELUDE + f"#define FJ_LD(i) {ld}\n#define FJ_ST(i, v) {{ {st} }}\n"
-    if algo == RandomAlgorithm.RNG_THREE_FRY:
+    if algo == 1:
         setup = "    const unsigned long long key = FJ_LD(0), ctr = FJ_LD(1);\n"
         if not shape:
             d, post, half = 1, 1, 1
@@ -280,7 +282,7 @@ def _rng_bits(params: dict, in_avals: list, out_avals: list, ins: list, outs: li
         work = nblocks
     blk = _block(max(work, 1))
     src = (
-        head + f"// rng_bit_generator ({algo.name}): {n} x {dt.name}\n"
+        head + f"// rng_bit_generator ({algo_name}): {n} x {dt.name}\n"
         f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const {K}* __restrict__ ks, '
         f"{K}* __restrict__ nk, {O}* __restrict__ o) {{\n"
         f"  const int NW = {nw};\n"

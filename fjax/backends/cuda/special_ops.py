@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from fjax.backends.cuda.host_ops import _block, _loop
+from fjax.backends.cuda.kernel_util import _block, _loop
 from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype
 
 # double-precision device functions, each guarded so several kernels of one module may carry it
