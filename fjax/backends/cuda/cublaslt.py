@@ -256,10 +256,23 @@ def _agrees(cp: Any, got: Any, ref: Any, k: int) -> bool:
     return float(np.abs(g[fin] - r[fin]).max()) <= 1e-2 * scale + 1e-30
 
 
+class _Workspace:
+    """A device buffer with a ``.data.ptr`` (as a cupy array has)."""
+
+    def __init__(self, mem: Any):
+        self.data = mem
+
+
 def workspace(cp: Any, dev: int) -> Any:
+    """The device's workspace, from cupy's default pool even when a graph's private pool is the
+    current allocator (graphs bake its pointer in: it must outlive them)."""
     ws = _workspaces.get(dev)
     if ws is None:
-        ws = _workspaces[dev] = cp.empty(WORKSPACE_BYTES, np.uint8)
+        try:
+            ws = _Workspace(cp.get_default_memory_pool().malloc(WORKSPACE_BYTES))
+        except Exception:  # noqa: BLE001 - (the cupy stand-in's pool does not hand out memory)
+            ws = cp.empty(WORKSPACE_BYTES, np.uint8)
+        _workspaces[dev] = ws
     return ws
 
 
