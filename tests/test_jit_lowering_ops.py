@@ -500,3 +500,18 @@ def test_pad_of_a_broadcast_scalar_keeps_its_padding():
         return lax.scan(lambda c, _: (c * x[1] + x[0], c), x[2], None, length=2)[1][1]
 
     np.testing.assert_allclose(fjax.grad(g)(np.float32([3.0, 2.0, 5.0])), [1.0, 5.0, 2.0])
+
+
+def test_a_nest_source_shared_by_two_dtypes_in_one_program():
+    # the two expand_dims copies render to the same nest source with different signatures (uint8,
+    # int16): each needs its overload installed; the second call hit the sealed dispatcher
+    # ("No matching definition") unless another program had compiled that signature before
+    @fjax.jit
+    def f(a, b):
+        ea = lax.expand_dims(lax.sort(a), (1,))
+        x = lax.sort(b * lax.convert_element_type(lax.sort(ea[:, 0]), np.int16))
+        return ea, lax.expand_dims(x, (1,))
+
+    ea, ex = _check(f, np.array([3, 1, 2], np.uint8), np.array([-3, 1, 2], np.int16), native=False)
+    np.testing.assert_array_equal(ea, [[1], [2], [3]])
+    np.testing.assert_array_equal(ex, [[-3], [2], [6]])

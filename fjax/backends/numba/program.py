@@ -357,9 +357,12 @@ class ProgramSource:
         for j, st in enumerate(k.stmts):
             if isinstance(st, ir.LoopNest):
                 nc = renderer.render_nest(st, consts)
-                fname = self._nest_names.get(nc.src)
+                # one name per source and signature: a nest whose source serves two dtypes or ranks
+                # (a copy of int32 pivots and of float32 values) gets each overload installed
+                nkey = (nc.src, nc.signature())
+                fname = self._nest_names.get(nkey)
                 if fname is None:
-                    fname = self._nest_names[nc.src] = f"_nest{len(self.nests)}"
+                    fname = self._nest_names[nkey] = f"_nest{len(self.nests)}"
                     self.nests.append((fname, nc))
                 body.append(
                     f"# nest: domain {list(st.domain)}" + (f" reduce {list(st.reduce_axes)}" if st.reduce_axes else "")
