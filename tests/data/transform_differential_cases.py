@@ -114,12 +114,23 @@ def _elementwise_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         cases[f"unary:{name}:vmap_grad"] = lambda f=f, x=x: jax.vmap(jax.grad(f))(x)
         cases[f"unary:{name}:jvp"] = lambda f=f, x=x: jax.jvp(f, (x,), (np.ones_like(x),))
         cases[f"unary:{name}:grad2"] = lambda f=f, x=x: jax.vmap(jax.grad(jax.grad(f)))(x)
+    if dt == "float32":  # a few of the derivatives compiled, one jit per input set (compiles are slow)
+        for kind in ("pos", "unit", "unit01"):
+            group = [_unary_fn(ns, n) for n, k in UNARY.items() if k == kind and n != "sp.spence"]
+            cases[f"jit:unary:{kind}"] = lambda x=inp[kind], group=group: jax.jit(
+                lambda a: tuple(jax.vmap(jax.grad(f))(a) for f in group)
+            )(x)
     a, b = _bin_inputs(dt)
     for name in BINARY:
         f = _binary_fn(ns, name)
         cases[f"binary:{name}:vmap_grad"] = lambda f=f: jax.vmap(jax.grad(f, argnums=(0, 1)))(a, b)
         cases[f"binary:{name}:jvp"] = lambda f=f: jax.jvp(f, (a, b), (np.ones_like(a), 2 * np.ones_like(b)))
         cases[f"binary:{name}:vjp"] = lambda f=f: jax.vjp(f, a, b)[1](np.linspace(1, 2, len(a)).astype(dt))
+    if dt == "float32":
+        group = [_binary_fn(ns, n) for n in BINARY if n != "nextafter"]
+        cases["jit:binary"] = lambda: jax.jit(
+            lambda x, y: tuple(jax.vmap(jax.grad(f, argnums=(0, 1)))(x, y) for f in group)
+        )(a, b)
     # python-scalar and broadcasting operands in transforms
     cases["binary:pow_scalar_exp:grad"] = lambda: jax.vmap(jax.grad(lambda x: x**2.5))(inp["all"][:9])
     cases["binary:pow_int_exp:grad"] = lambda: jax.vmap(jax.grad(lambda x: x**3))(inp["all"][:9])
