@@ -221,6 +221,14 @@ def _reduction_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
             x = inp[v]
             cases[f"matrix:{name}:{v}:jacrev"] = lambda f=f, x=x: jax.jacrev(f)(x)
             cases[f"matrix:{name}:{v}:jvp"] = lambda f=f, x=x: jax.jvp(f, (x,), (np.ones_like(x),))
+    if dt == "float32":  # the batching rules: each table vmapped over a second axis
+        rows = np.stack([inp["ties"], inp["v"], -inp["ties"]], 1)  # (6, 3): batch along axis 1
+        for name, f in {**fns, **vfns}.items():
+            cases[f"batch:{name}"] = lambda f=f: jax.vmap(f, in_axes=1, out_axes=-1)(rows)
+            cases[f"batch:{name}:grad"] = lambda f=f: jax.vmap(jax.grad(lambda a: jnp.sum(f(a))), in_axes=1)(rows)
+        mats = np.stack([inp["ties2"], inp["m"][:, :3], -inp["ties2"]])
+        for name, f in axfns.items():
+            cases[f"batch2:{name}"] = lambda f=f: jax.vmap(f)(mats)
     return cases
 
 
@@ -273,6 +281,13 @@ def _indexing_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
     for name, f in mfns.items():
         cases[f"index2:{name}:jacrev"] = lambda f=f: jax.jacrev(f)(m)
         cases[f"index2:{name}:jvp"] = lambda f=f: jax.jvp(f, (m,), (np.arange(m.size, dtype=dt).reshape(m.shape),))
+    if dt == "float32":  # batched operands and indices
+        vs = np.stack([v, v[::-1] * 2, -v])
+        for name, f in fns.items():
+            cases[f"batch_index:{name}"] = lambda f=f: jax.vmap(f)(vs)
+        ms = np.stack([m, m * -2])
+        for name, f in mfns.items():
+            cases[f"batch_index2:{name}"] = lambda f=f: jax.vmap(f, in_axes=0, out_axes=-1)(ms)
     # convolutions
     w = np.linspace(-1, 1, 2 * 2 * 2 * 3).reshape(2, 2, 2, 3).astype(dt)  # OIHW: 2 out, 2 in
     img = m3.reshape(1, 2, 3, 4)
@@ -341,6 +356,10 @@ def _linalg_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
     for name, f in spd_fns.items():
         # symmetrize inside so the derivative is along symmetric directions, as JAX's docs ask
         cases[f"linalg_spd:{name}:jacrev"] = lambda f=f: jax.jacrev(lambda x: f((x + x.T) / 2))(spd)
+    if dt == "float32":
+        sqs = np.stack([sq, sq.T, sq * 2])
+        for name, f in fns.items():
+            cases[f"batch_linalg:{name}"] = lambda f=f: jax.vmap(f)(sqs)
     cases["linalg:det_batched:vmap_grad"] = lambda: jax.vmap(jax.grad(la.det))(np.stack([sq, sq.T * 2]))
     cases["linalg:solve_batched:vmap"] = lambda: jax.vmap(la.solve, in_axes=(0, None))(np.stack([sq, sq.T]), rhs)
     cases["linalg:inv:hessian"] = lambda: jax.hessian(lambda x: jnp.sum(la.inv(x)))(sq)
