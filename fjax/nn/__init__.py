@@ -119,9 +119,11 @@ def log_sigmoid(x: Any) -> Any:
 
 
 def relu(x: Any) -> Any:
-    """max(x, 0); its derivative at 0 is 0, as JAX; NaN stays NaN."""
+    """max(x, 0); its derivative is 1 where x > 0 and 0 elsewhere (at 0 and at NaN), as JAX's;
+    NaN stays NaN."""
     x = jnp.asarray(x)
-    return jnp.where(x <= 0, jnp.zeros_like(x), x)
+    # the clipped value carries no gradient
+    return jnp.where(x > 0, x, lax.stop_gradient(jnp.where(x <= 0, jnp.zeros_like(x), x)))
 
 
 def silu(x: Any) -> Any:
