@@ -568,6 +568,12 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
 _logaddexp_cache: list = []
 
 
+def _posinf_to_0(v: Any) -> Any:
+    if _dkind(v.dtype) == "c":
+        return v
+    return lax.select(lax.eq(v, lax.full_like(v, np.inf)), lax.full_like(v, 0), v)
+
+
 def _logaddexp_custom() -> Callable:
     # the derivative is sigmoid(x1 - x2) (and its mirror) -- written as a custom JVP because
     # differentiating max + log1p(exp(-|d|)) splits the tie at x1 == x2 wrongly (0 instead of 1/2)
@@ -584,7 +590,9 @@ def _logaddexp_custom() -> Callable:
         a, b = primals
         ta, tb = tangents
         out = lae(a, b)
-        return out, add(multiply(ta, exp(subtract(a, out))), multiply(tb, exp(subtract(b, out))))
+        # +inf read as 0 (as JAX): at x1 = +inf the weight exp(x1 - out) is 1, not exp(inf - inf)
+        a0, b0, out0 = _posinf_to_0(a), _posinf_to_0(b), _posinf_to_0(out)
+        return out, add(multiply(ta, exp(subtract(a0, out0))), multiply(tb, exp(subtract(b0, out0))))
 
     _logaddexp_cache.append(lae)
     return lae
