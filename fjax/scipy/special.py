@@ -318,9 +318,20 @@ def kl_div(p: Any, q: Any) -> Any:
 
 
 def logit(x: Any) -> Any:
-    """log(x / (1 - x))."""
+    """log(x / (1 - x)); its derivative is 1 / (x (1 - x)), as JAX's (-0 at the infinities)."""
     (x,) = _args("logit", x)
+    return _logit(x)
+
+
+@custom_jvp
+def _logit(x: Any) -> Any:
     return lax.log(lax.div(x, lax.sub(jnp.ones_like(x), x)))
+
+
+@_logit.defjvp
+def _logit_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (g,) = primals, tangents
+    return _logit(x), lax.div(g, lax.mul(x, lax.sub(jnp.ones_like(x), x)))
 
 
 def expit(x: Any) -> Any:
