@@ -294,11 +294,13 @@ ad.defjvp2(bessel_i0e_p, lambda g, ans, x: mul(g, sub(bessel_i1e(x), mul(sign(x)
 
 
 def _bessel_i1e_jvp(g: Any, ans: Any, x: Any) -> Any:
-    # d/dx i1e(x) = i0e(x) - i1e(x) (sign(x) + 1/x); the limit at x = 0 is 1/2
-    zero = _lax.eq(x, _const(x, 0))
-    safe_x = select(zero, full_like(x, 1), x)
-    d = sub(bessel_i0e(x), mul(ans, add(sign(x), div(_const(x, 1), safe_x))))
-    return mul(g, select(zero, full_like(x, 0.5), d))
+    # d/dx i1e(x) = i0e(x) - i1e(x) (sign(x) + 1/x); the limit at x = 0 is 1/2, taken (as JAX) for
+    # every x that is not above eps in magnitude, NaN included
+    eps = _const(x, float(np.finfo(x.dtype).eps))
+    big = _lax.gt(_lax.abs(x), eps)
+    safe_x = select(big, x, full_like(x, eps))
+    d = sub(bessel_i0e(safe_x), mul(ans, add(sign(safe_x), div(_const(x, 1), safe_x))))
+    return mul(g, select(big, d, full_like(x, 0.5)))
 
 
 ad.defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
