@@ -40,8 +40,19 @@ _SPENCE = (
     "where log(x) / (1 - x) is -1 and -0.693; fjax gives those"
 )
 
+_TRIGAMMA_INF = (
+    "trigamma (digamma's derivative, polygamma(1, x)) at +-inf: JAX's series gives NaN at +inf and inf at "
+    "-inf, fjax's (scipy's) 0 and NaN; the limit at +inf is 0"
+)
+
 KNOWN: dict[str, str] = {
     **{f"{dt}:unary:sp.spence:{t}": _SPENCE for dt in ("float32", "float64") for t in ("jvp", "vmap_grad", "grad2")},
+    **{f"{dt}:unary_special:sp.spence:vmap_grad": _SPENCE + " (and 0 at -inf)" for dt in ("float32", "float64")},
+    **{
+        f"{dt}:unary_special:sp.{n}:vmap_grad": _TRIGAMMA_INF
+        for dt in ("float32", "float64")
+        for n in ("digamma", "polygamma1")
+    },
     "float32:unary:sp.log_ndtr:grad2": (
         "second derivative of log_ndtr at x = -100 in float32 (exactly -1 in the limit): JAX's is 1.9 and "
         "fjax's -3.05, both rounding noise of the asymptotic series; float64 agrees"

@@ -114,6 +114,10 @@ def _elementwise_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         cases[f"unary:{name}:vmap_grad"] = lambda f=f, x=x: jax.vmap(jax.grad(f))(x)
         cases[f"unary:{name}:jvp"] = lambda f=f, x=x: jax.jvp(f, (x,), (np.ones_like(x),))
         cases[f"unary:{name}:grad2"] = lambda f=f, x=x: jax.vmap(jax.grad(jax.grad(f)))(x)
+        # NaN and infinities: which derivatives are NaN
+        cases[f"unary_special:{name}:vmap_grad"] = lambda f=f: jax.vmap(jax.grad(f))(
+            np.array([np.nan, np.inf, -np.inf], dt)
+        )
     if dt == "float32":  # a few of the derivatives compiled, one jit per input set (compiles are slow)
         for kind in ("pos", "unit", "unit01"):
             group = [_unary_fn(ns, n) for n, k in UNARY.items() if k == kind and n != "sp.spence"]
@@ -126,6 +130,10 @@ def _elementwise_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         cases[f"binary:{name}:vmap_grad"] = lambda f=f: jax.vmap(jax.grad(f, argnums=(0, 1)))(a, b)
         cases[f"binary:{name}:jvp"] = lambda f=f: jax.jvp(f, (a, b), (np.ones_like(a), 2 * np.ones_like(b)))
         cases[f"binary:{name}:vjp"] = lambda f=f: jax.vjp(f, a, b)[1](np.linspace(1, 2, len(a)).astype(dt))
+        # the mixed and the second partial derivatives
+        cases[f"binary:{name}:grad2"] = lambda f=f: jax.vmap(
+            lambda x, y: (jax.grad(jax.grad(f, 0), 1)(x, y), jax.grad(jax.grad(f, 1), 1)(x, y))
+        )(a, b)
     if dt == "float32":
         group = [_binary_fn(ns, n) for n in BINARY if n != "nextafter"]
         cases["jit:binary"] = lambda: jax.jit(
