@@ -130,6 +130,11 @@ def _elementwise_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         cases[f"binary:{name}:vmap_grad"] = lambda f=f: jax.vmap(jax.grad(f, argnums=(0, 1)))(a, b)
         cases[f"binary:{name}:jvp"] = lambda f=f: jax.jvp(f, (a, b), (np.ones_like(a), 2 * np.ones_like(b)))
         cases[f"binary:{name}:vjp"] = lambda f=f: jax.vjp(f, a, b)[1](np.linspace(1, 2, len(a)).astype(dt))
+        # NaN and infinities in either argument
+        cases[f"binary_special:{name}:vmap_grad"] = lambda f=f: jax.vmap(jax.grad(f, argnums=(0, 1)))(
+            np.array([np.nan, np.inf, -np.inf, np.inf, 0.0, 2.0, -np.inf, 1.0], dt),
+            np.array([1.0, 2.0, np.inf, np.inf, -np.inf, np.nan, 0.0, np.inf], dt),
+        )
         # the mixed and the second partial derivatives
         cases[f"binary:{name}:grad2"] = lambda f=f: jax.vmap(
             lambda x, y: (jax.grad(jax.grad(f, 0), 1)(x, y), jax.grad(jax.grad(f, 1), 1)(x, y))
