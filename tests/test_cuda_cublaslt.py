@@ -26,21 +26,19 @@ pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compi
 
 @pytest.fixture
 def lt(monkeypatch):
+    import _standin_gpu  # noqa: PLC0415
+
     from fjax.backends.cuda import cublaslt_standin, cupy_standin
 
     monkeypatch.setenv("FJAX_CUDA_CUBLASLT", "1")
-    old = fjax.config.jax_platforms
-    fjax.config.update("jax_platforms", None)
-    cupy_standin.install(compute=True)
-    cublaslt_standin.calls.clear()
-    cublaslt_standin.delays.clear()
-    cupy_standin.calls.clear()
-    try:
-        yield cublaslt_standin
-    finally:
+    with _standin_gpu.installed():
+        cublaslt_standin.calls.clear()
         cublaslt_standin.delays.clear()
-        cupy_standin.uninstall()
-        fjax.config.update("jax_platforms", old)
+        cupy_standin.calls.clear()
+        try:
+            yield cublaslt_standin
+        finally:
+            cublaslt_standin.delays.clear()
 
 
 def _gpu(x):

@@ -7,9 +7,9 @@ samples, a gradient through cholesky)."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
+import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -25,28 +25,11 @@ pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compi
 
 @pytest.fixture(scope="module", autouse=True)
 def standin_gpu():
-    from fjax.backends.cuda import cupy_standin
-
-    old = fjax.config.jax_platforms
-    fjax.config.update("jax_platforms", None)
-    cupy_standin.install(compute=True)
-    try:
-        yield cupy_standin
-    finally:
-        cupy_standin.uninstall()
-        fjax.config.update("jax_platforms", old)
+    with _standin_gpu.installed() as cs:
+        yield cs
 
 
-def _both(f, *xs, x64=False):
-    ctx = fjax.enable_x64() if x64 else contextlib.nullcontext()
-    with ctx:
-        g = fjax.jit(f)
-        gpu, cpu = fjax.devices("gpu")[0], fjax.devices("cpu")[0]
-        got = g(*[fjax.device_put(np.asarray(x), gpu) for x in xs])
-        leaves = fjax.tree_util.tree_leaves(got)
-        assert all(next(iter(a.devices())).platform == "gpu" for a in leaves)
-        want = g(*[fjax.device_put(np.asarray(x), cpu) for x in xs])
-        return fjax.tree_util.tree_map(np.asarray, got), fjax.tree_util.tree_map(np.asarray, want)
+_both = _standin_gpu.both
 
 
 def _close(got, want, dt):

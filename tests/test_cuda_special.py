@@ -6,8 +6,7 @@ hypothesis-drawn arrays."""
 
 from __future__ import annotations
 
-import contextlib
-
+import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,37 +19,14 @@ from fjax.backends.cuda import emulate
 
 pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
 
-_gpu_state: dict = {}
-
 
 @pytest.fixture(scope="module", autouse=True)
 def standin_gpu():
-    from fjax.backends.cuda import cupy_standin
-
-    old = fjax.config.jax_platforms
-    fjax.config.update("jax_platforms", None)
-    cupy_standin.install(compute=True)
-    try:
+    with _standin_gpu.installed():
         yield
-    finally:
-        cupy_standin.uninstall()
-        fjax.config.update("jax_platforms", old)
 
 
-def _on(dev, *xs):
-    d = fjax.devices(dev)[0]
-    return [fjax.device_put(np.asarray(x), d) for x in xs]
-
-
-def _both(f, *xs, x64=False):
-    """``jit(f)`` on the GPU (stand-in) and on the CPU, as numpy arrays (tuples for tuples)."""
-    ctx = fjax.enable_x64() if x64 else contextlib.nullcontext()
-    with ctx:
-        g = fjax.jit(f)
-        got = g(*_on("gpu", *xs))
-        assert all(next(iter(a.devices())).platform == "gpu" for a in fjax.tree_util.tree_leaves(got))
-        want = g(*_on("cpu", *xs))
-        return fjax.tree_util.tree_map(np.asarray, got), fjax.tree_util.tree_map(np.asarray, want)
+_both = _standin_gpu.both
 
 
 EDGES = [0.0, -0.0, -1.0, -2.0, -2.5, -0.3, 1e-8, 0.5, 1.0, 1.4616321449683622, 2.0, 5.9, 6.0, 14.9, 15.0,

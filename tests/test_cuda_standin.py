@@ -38,16 +38,10 @@ CORE = ("mlp_step", "rnn_grad", "while_cond", "sort", "gather_grad", "random", "
 
 @pytest.fixture
 def standin_gpu():
-    from fjax.backends.cuda import cupy_standin
+    import _standin_gpu  # noqa: PLC0415
 
-    old = fjax.config.jax_platforms
-    fjax.config.update("jax_platforms", None)
-    cupy_standin.install(compute=True)
-    try:
-        yield cupy_standin
-    finally:
-        cupy_standin.uninstall()
-        fjax.config.update("jax_platforms", old)
+    with _standin_gpu.installed() as cs:
+        yield cs
 
 
 def _corpus_names() -> list:
