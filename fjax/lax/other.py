@@ -180,8 +180,12 @@ def _logaddexp_weighted(a: tuple, b: tuple) -> tuple:
     r = lax.add(m, lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(xa, xb))))))
     r = lax.select(lax.is_finite(m), r, m)  # +-inf and nan: logaddexp is m itself
 
+    def posinf0(v: Any) -> Any:  # +inf read as 0, as JAX's logaddexp derivative (exp(inf - inf) is 1)
+        return lax.select(lax.eq(v, lax.full_like(v, np.inf)), lax.full_like(v, 0), v)
+
     def w(x: Any) -> Any:  # exp(x - r), 0 for an all -inf prefix (where x - r is nan)
-        return lax.select(lax.eq(x, lax.full_like(x, -np.inf)), lax.full_like(x, 0), lax.exp(lax.sub(x, r)))
+        wx = lax.exp(lax.sub(posinf0(x), posinf0(r)))
+        return lax.select(lax.eq(x, lax.full_like(x, -np.inf)), lax.full_like(x, 0), wx)
 
     return r, lax.add(lax.mul(w(xa), ta), lax.mul(w(xb), tb))
 
