@@ -66,6 +66,8 @@ def _inputs(dt: str) -> dict[str, np.ndarray]:
         "zeros2": np.array([2.0, 0.0, 3.0, 0.0], dt),
         "zero": np.zeros(3, dt),
         "ninf": np.array([-np.inf, 0.0, 1.0, -np.inf], dt),
+        "nan": np.array([1.0, np.nan, 3.0, np.nan], dt),
+        "pinf": np.array([np.inf, 1.0, np.inf, -2.0], dt),
     }
 
 
@@ -182,7 +184,7 @@ def _reduction_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         "lax_reduce_max": lambda x: lax.reduce_max(x, (0,)), "quantile": lambda x: jnp.quantile(x, 0.3),
         "average_w": lambda x: jnp.average(x, weights=jnp.arange(x.size, dtype=x.dtype) + 1),
     }  # fmt: skip
-    vecs = ("v", "ties", "zeros", "zeros2", "zero", "ninf")
+    vecs = ("v", "ties", "zeros", "zeros2", "zero", "ninf", "nan", "pinf")
     cases: dict[str, Callable] = {}
     for name, f in fns.items():
         for v in vecs:
@@ -210,7 +212,7 @@ def _reduction_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         "interp": lambda x: jnp.interp(x, jnp.array([-1.0, 0.0, 2.0], x.dtype), jnp.array([1.0, 3.0, 2.0], x.dtype)),
     }  # fmt: skip
     for name, f in vfns.items():
-        for v in ("v", "ties", "zeros"):
+        for v in ("v", "ties", "zeros", "nan", "pinf"):
             x = inp[v]
             cases[f"vector:{name}:{v}:jacfwd"] = lambda f=f, x=x: jax.jacfwd(f)(x)
             cases[f"vector:{name}:{v}:jacrev"] = lambda f=f, x=x: jax.jacrev(f)(x)
