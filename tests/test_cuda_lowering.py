@@ -220,6 +220,7 @@ def special(x, a, i):
         j,
         lax.top_k(x, 70)[1],
         lax.clz(i) + lax.population_count(i),
+        fjax.scipy.special.ndtri(a / 8.0) + fjax.scipy.special.log_ndtr(x) + fjax.scipy.special.erfcx(x),
     )
 
 

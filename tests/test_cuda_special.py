@@ -223,3 +223,14 @@ def test_rng_bit_generator_is_the_cpu_stream(algo):
     got, want = _both(lambda k: lax.rng_bit_generator(k, (9,), np.uint32, a), k64, x64=True)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_normal_quantile_log_cdf_and_erfcx(dt):
+    from fjax.scipy import special as jss
+
+    p = np.array([0.0, 1.0, -0.1, 1.1, 1e-30, 1e-8, 0.001, 0.3, 0.5, 0.7, 0.999, 1 - 1e-7, np.nan], dt)
+    x = np.array([-40.0, -10.0, -1.5, -1.0, -0.3, 0.0, 1.0, 5.0, 10.0, 40.0, np.inf, -np.inf, np.nan], dt)
+    got, want = _both(lambda p, x: (jss.ndtri(p), jss.log_ndtr(x), jss.erfcx(x)), p, x, x64=dt == np.float64)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-6 if dt == np.float32 else 1e-12, atol=1e-300, equal_nan=True)

@@ -276,6 +276,34 @@ inline double __longlong_as_double(long long i) {
   return f;
 }
 
+// CUDA's erfcx and normcdfinv (not in the C library), for the emulator: exp(x^2) erfc(x) directly
+// up to 25, its asymptotic series above; the normal quantile by Newton steps on erfc
+inline double erfcx(double x) {
+  if (x != x) return x;
+  if (x <= 25.0) return std::exp(x * x) * std::erfc(x);
+  const double z = 1.0 / (2.0 * x * x);
+  double term = 1.0, s = 1.0;
+  for (int k = 1; k < 12; ++k) { term *= -(2.0 * k - 1.0) * z; s += term; }
+  return s / (x * 1.7724538509055160);
+}
+inline double normcdfinv(double p) {
+  if (!(p >= 0.0 && p <= 1.0)) return NAN;
+  if (p == 0.0) return -HUGE_VAL;
+  if (p == 1.0) return HUGE_VAL;
+  const bool lower = p < 0.5;
+  const double q = lower ? p : 1.0 - p;  // the tail probability
+  double x = -std::sqrt(-2.0 * std::log(q));  // (a start in the tail's direction)
+  if (q > 1e-3) x = std::sqrt(2.0) * erfinv(2.0 * q - 1.0);
+  for (int i = 0; i < 60; ++i) {
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * x * x) / 2.5066282746310002;
+    if (pdf == 0.0) break;
+    const double dx = (cdf - q) / pdf;
+    x -= dx;
+    if (std::fabs(dx) <= 1e-16 * std::fabs(x)) break;
+  }
+  return lower ? x : -x;
+}
 // CUDA's bit-counting intrinsics (defined at 0, unlike the GCC builtins)
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }

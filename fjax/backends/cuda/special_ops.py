@@ -7,7 +7,8 @@ them stay on the GPU:
   incomplete gamma: the series below ``x < a + 1``, Lentz's continued fraction above; the CPU uses
   scipy), ``bessel_i0e``/``bessel_i1e`` (the power series up to ``|x| <= 20``, the asymptotic
   expansion above), ``igamma_grad_a`` and ``random_gamma_grad`` (the CPU impl's differentiated
-  series / continued fraction: gradients of gamma, beta and Dirichlet samples);
+  series / continued fraction: gradients of gamma, beta and Dirichlet samples), ``ndtri``
+  (CUDA's ``normcdfinv``), ``erfcx`` (CUDA's) and ``log_ndtr`` (from ``erfcx``/``erfc``);
 - ``clz``, ``population_count`` (CUDA's ``__clz``/``__popc`` family);
 - ``reduce_precision``: the CPU impl's bit arithmetic (round to nearest even on the mantissa,
   overflow to inf, underflow to a signed zero, NaN kept);
@@ -192,6 +193,19 @@ __device__ double fj_igamma_derivs(double a, double x, int ratio) {
 """
 )
 
+_NDTR = r"""
+#ifndef FJ_DEF_LOG_NDTR
+#define FJ_DEF_LOG_NDTR
+// log of the standard normal CDF: log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow),
+// log1p(-erfc(x / sqrt 2) / 2) above
+__device__ double fj_log_ndtr(double x) {
+  if (x != x) return x;
+  if (x < -1.0) return log(0.5 * erfcx(-x * 0.7071067811865476)) - 0.5 * x * x;
+  return log1p(-0.5 * erfc(x * 0.7071067811865476));
+}
+#endif
+"""
+
 # primitive -> (device function prelude, call expression over double operands d0, d1, ...)
 _SPECIAL = {
     "digamma": (_DIGAMMA, "fj_digamma(d0)"),
@@ -200,6 +214,9 @@ _SPECIAL = {
     "igammac": (_IGAMMA, "fj_igamma_pq(d0, d1, true)"),
     "bessel_i0e": (_BESSEL, "fj_bessel_ie(0, d0)"),
     "bessel_i1e": (_BESSEL, "fj_bessel_ie(1, d0)"),
+    "ndtri": ("", "normcdfinv(d0)"),
+    "log_ndtr": (_NDTR, "fj_log_ndtr(d0)"),
+    "erfcx": ("", "erfcx(d0)"),
     "igamma_grad_a": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 0)"),
     "random_gamma_grad": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 1)"),
 }
