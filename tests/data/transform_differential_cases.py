@@ -671,6 +671,15 @@ def _more_cases(jax: Any, ns: dict) -> dict[str, Callable]:
     h = v.astype(np.float16)
     pos = inp["pos"]
     i32 = np.array([3, -1, 0, 7], np.int32)
+
+    @jax.custom_vjp
+    def scaled_sq_like(x, y):
+        return x * x * y
+
+    scaled_sq_like.defvjp(
+        lambda x, y: (x * x * y, (x, y)), lambda r, g: (2.0 * g * r[0] * r[1], jnp.sum(g * r[0] ** 2))
+    )
+
     cases: dict[str, Callable] = {
         # complex: real-valued functions of complex inputs, holomorphic functions
         "complex:abs_sq:grad": lambda: jax.grad(lambda x: jnp.sum(jnp.abs(x) ** 2))(z),
@@ -828,6 +837,44 @@ def _more_cases(jax: Any, ns: dict) -> dict[str, Callable]:
         "opt:jvp_of_vmap_scan": lambda: jax.jvp(
             jax.vmap(lambda xs: lax.scan(lambda c, x: (c * x, c), 1.0, xs)[1]), (m,), (np.ones_like(m),)
         ),
+        # nestings and combinations
+        "nest:vmap_jacfwd_jacrev": lambda: jax.vmap(jax.jacfwd(jax.jacrev(lambda a: jnp.sum(jnp.sin(a) * a[::-1]))))(m),
+        "nest:hessian_of_vmap": lambda: jax.hessian(lambda a: jnp.sum(jax.vmap(lambda r: jnp.prod(r) * jnp.max(r))(a)))(
+            m[:2, :3]
+        ),
+        "nest:grad_cond_closure": lambda: jax.grad(
+            lambda a: jnp.sum(lax.cond(jnp.sum(a) > 0, lambda: a * v[:4], lambda: a**2 * v[4]))
+        )(v[:4]),
+        "nest:vmap_grad_cond_batched_pred": lambda: jax.vmap(
+            jax.grad(lambda a, b: lax.cond(a > b, lambda: a * b, lambda: a - b**2), argnums=(0, 1))
+        )(v, v[::-1]),
+        "nest:jacfwd_fori_traced_bound": lambda: jax.jacfwd(
+            lambda a: lax.fori_loop(0, jnp.int32(3), lambda i, c: c * a, a)
+        )(v[:3]),
+        "nest:vmap_jvp_while": lambda: jax.vmap(
+            lambda a: jax.jvp(
+                lambda b: lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * b, c[1] + 1), (b, 0))[0], (a,), (a,)
+            )
+        )(v),
+        "nest:grad_custom_vjp_in_scan": lambda: jax.grad(
+            lambda a: lax.scan(lambda c, x: (c + jnp.sum(scaled_sq_like(x, c)), None), 0.0, a)[0]
+        )(m),
+        "nest:vmap_custom_jvp": lambda: jax.vmap(jax.jacfwd(nn.relu))(inp["all"][:9]),
+        "nest:grad_checkpoint_policy": lambda: jax.grad(
+            lambda a: jnp.sum(
+                jax.checkpoint(lambda b: jnp.tanh(b @ b.T), policy=jax.checkpoint_policies.nothing_saveable)(a)
+            )
+        )(m),
+        "nest:jvp_of_grad": lambda: jax.jvp(jax.grad(lambda a: jnp.sum(jnp.exp(a) * jnp.cos(a))), (v,), (v[::-1],)),
+        "nest:vjp_of_jvp": lambda: jax.vjp(lambda a: jax.jvp(jnp.sinh, (a,), (a * 2,))[1], v)[1](v),
+        "nest:grad_stop_gradient_vmap": lambda: jax.grad(
+            lambda a: jnp.sum(jax.vmap(lambda r: r * lax.stop_gradient(jnp.sum(r)))(a))
+        )(m),
+        "nest:grad_sort_vmap": lambda: jax.grad(lambda a: jnp.sum(jax.vmap(jnp.sort)(a) * jnp.arange(4.0)))(m),
+        "nest:grad_of_linearize": lambda: jax.grad(lambda a: jnp.sum(jax.linearize(jnp.sin, a)[1](a)))(v),
+        "nest:value_and_grad_vmap_out_axes": lambda: jax.vmap(
+            jax.value_and_grad(lambda a: jnp.sum(a**3)), in_axes=1, out_axes=(0, 1)
+        )(m),
         "opt:vmap_switch_batched_index": lambda: jax.vmap(lambda i, a: lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], a))(
             np.array([0, 2, 1, 5], np.int32), v[:4]
         ),
