@@ -64,6 +64,13 @@ KNOWN: dict[str, str] = {
         )
         for v in ("nan", "pinf")
     },
+    **{
+        f"float32:matrix_special:{n}:jacrev": (
+            "a NaN in a max/min pooling window: the value is NaN in both; XLA's select_and_scatter gives the "
+            "gradient to a non-NaN element (its compare is false for NaN), fjax to the NaN"
+        )
+        for n in ("max_pool", "min_pool")
+    },
     "float32:opt:jvp_of_vmap_scan": (
         "weak type only: JAX traces a scan body with a weakly typed init carry (1.0) as it is and lets the "
         "out carry be strong, so ys (the carries) stay weak; fjax makes the init carry strong first"

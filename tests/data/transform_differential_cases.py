@@ -242,8 +242,10 @@ def _reduction_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
             cases[f"batch:{name}"] = lambda f=f: jax.vmap(f, in_axes=1, out_axes=-1)(rows)
             cases[f"batch:{name}:grad"] = lambda f=f: jax.vmap(jax.grad(lambda a: jnp.sum(f(a))), in_axes=1)(rows)
         mats = np.stack([inp["ties2"], inp["m"][:, :3], -inp["ties2"]])
+        special = np.array([[1.0, np.nan, 2.0], [np.inf, 0.0, -1.0], [-np.inf, 3.0, np.inf]], dt)
         for name, f in axfns.items():
             cases[f"batch2:{name}"] = lambda f=f: jax.vmap(f)(mats)
+            cases[f"matrix_special:{name}:jacrev"] = lambda f=f: jax.jacrev(f)(special)
     return cases
 
 
@@ -298,8 +300,10 @@ def _indexing_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
         cases[f"index2:{name}:jvp"] = lambda f=f: jax.jvp(f, (m,), (np.arange(m.size, dtype=dt).reshape(m.shape),))
     if dt == "float32":  # batched operands and indices
         vs = np.stack([v, v[::-1] * 2, -v])
+        vi = (vs * 3).astype(np.int32)
         for name, f in fns.items():
             cases[f"batch_index:{name}"] = lambda f=f: jax.vmap(f)(vs)
+            cases[f"batch_index_int:{name}"] = lambda f=f: jax.vmap(f)(vi)
         ms = np.stack([m, m * -2])
         for name, f in mfns.items():
             cases[f"batch_index2:{name}"] = lambda f=f: jax.vmap(f, in_axes=0, out_axes=-1)(ms)
