@@ -886,6 +886,42 @@ def _more_cases(jax: Any, ns: dict) -> dict[str, Callable]:
     return cases
 
 
+def _complex_cases(jax: Any, ns: dict, dt: str) -> dict[str, Callable]:
+    """Complex derivatives in complex64 (x64 off) and complex128 (x64 on)."""
+    jnp, la = ns["jnp"], ns["jnp"].linalg
+    cdt = "complex64" if dt == "float32" else "complex128"
+    rng = np.random.default_rng(1)
+    z = (rng.standard_normal(5) + 1j * rng.standard_normal(5)).astype(cdt)
+    zm = (rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3)) + 3 * np.eye(3)).astype(cdt)
+    zs = np.array([0.0, 1.0, -1.0, 1j, -2.5 - 0.5j, np.inf, complex(0, np.inf)], cdt)
+    holo = {"exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "sin": jnp.sin, "tanh": jnp.tanh, "reciprocal": jnp.reciprocal,
+            "square": jnp.square, "arctan": jnp.arctan, "log1p": jnp.log1p, "expm1": jnp.expm1, "power3": lambda a: a**3,
+            "power_half": lambda a: a**0.5}  # fmt: skip
+    cases: dict[str, Callable] = {}
+    for name, f in holo.items():
+        cases[f"cplx:{name}:holo"] = lambda f=f: jax.vmap(jax.grad(f, holomorphic=True))(z)
+        cases[f"cplx:{name}:special"] = lambda f=f: jax.vmap(jax.grad(f, holomorphic=True))(zs)
+    real_of = {
+        "abs": jnp.abs,
+        "abs2": lambda a: jnp.abs(a) ** 2,
+        "angle": jnp.angle,
+        "real": jnp.real,
+        "imag": jnp.imag,
+    }
+    for name, f in real_of.items():
+        cases[f"cplx:{name}:grad"] = lambda f=f: jax.vmap(jax.grad(f))(zs[:5])
+    cases["cplx:det:holo"] = lambda: jax.grad(la.det, holomorphic=True)(zm)
+    cases["cplx:inv:jacfwd"] = lambda: jax.jacfwd(la.inv, holomorphic=True)(zm)
+    cases["cplx:solve:vjp"] = lambda: jax.vjp(lambda a: la.solve(a, z[:3]), zm)[1](z[2:])
+    cases["cplx:norm:grad"] = lambda: jax.grad(lambda a: la.norm(a))(zm)
+    cases["cplx:eigvalsh:grad"] = lambda: jax.grad(lambda a: jnp.sum(la.eigvalsh(a + a.conj().T) ** 2))(zm)
+    cases["cplx:svdvals:grad"] = lambda: jax.grad(lambda a: jnp.sum(la.svdvals(a)))(zm)
+    cases["cplx:matmul:jvp"] = lambda: jax.jvp(lambda a: a @ a.conj().T, (zm,), (zm.T,))
+    cases["cplx:fft:vjp"] = lambda: jax.vjp(jnp.fft.fft, z)[1](z[::-1])
+    cases["cplx:cumprod:jacrev"] = lambda: jax.jacrev(jnp.cumprod, holomorphic=True)(z)
+    return cases
+
+
 def all_cases(jax: Any, dt: str) -> dict[str, Callable]:
     """Every call of the sweep for ``dt`` (``float32`` or ``float64``), keyed ``dt:group:...``."""
     ns = {
@@ -900,6 +936,7 @@ def all_cases(jax: Any, dt: str) -> dict[str, Callable]:
     builders = [_elementwise_cases, _reduction_cases, _indexing_cases, _linalg_cases, _control_flow_cases]
     for build in builders:
         cases.update(build(jax, ns, dt))
+    cases.update(_complex_cases(jax, ns, dt))
     if dt == "float32":
         cases.update(_vmap_cases(jax, ns))
         cases.update(_error_cases(jax, ns))
