@@ -4,8 +4,9 @@
                                [pytest args / test files ...]
 
 The same runner as ``bench/optax_suite.py`` (its options, output and exit codes), for chex:
-``--install`` installs chex 0.1.92 and its dependencies absl-py, toolz and typing_extensions with
-``--no-deps`` (chex declares jax and jaxlib, which must not be pulled in). Without file arguments
+``--install`` installs chex 0.1.92, its dependencies absl-py, toolz and typing_extensions, and
+cloudpickle (its tests import it) with ``--no-deps`` (chex declares jax and jaxlib, which must not
+be pulled in). Without file arguments
 it runs every ``*_test.py`` in the installed chex package; files may be given as
 ``chex/_src/asserts_test.py``, ``_src/asserts_test.py`` or paths. ``-n 2`` runs it on two
 pytest-xdist workers (about two minutes here).
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from optax_suite import main  # noqa: E402
 
-NO_DEPS = ["chex==0.1.92", "absl-py", "toolz", "typing_extensions"]
+NO_DEPS = ["chex==0.1.92", "absl-py", "toolz", "typing_extensions", "cloudpickle"]
 
 
 def install() -> None:

@@ -1,8 +1,9 @@
 """chex's own test suite, most of it, run on fjax through ``fjax.compat``.
 
-chex (it declares a dependency on jax and jaxlib) and absl-py, toolz and typing_extensions are
-installed with ``pip install --no-deps`` when missing, so the real JAX is never pulled in; without
-network access (or pip) the tests skip with the reason. The whole suite is a local command:
+chex (it declares a dependency on jax and jaxlib) and absl-py, toolz, typing_extensions and
+cloudpickle (dataclass_test imports it) are installed with ``pip install --no-deps`` when
+missing, so the real JAX is never pulled in; without network access (or pip) the tests skip with
+the reason. The whole suite is a local command:
 ``python bench/chex_suite.py --install``.
 """
 
@@ -17,8 +18,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-PACKAGES = ["chex==0.1.92", "absl-py", "toolz", "typing_extensions"]
-MODULES = ["chex", "absl", "toolz", "typing_extensions"]
+PACKAGES = ["chex==0.1.92", "absl-py", "toolz", "typing_extensions", "cloudpickle"]
+MODULES = ["chex", "absl", "toolz", "typing_extensions", "cloudpickle"]
 # chex's test modules but fake_set_n_cpu_devices_test (it must run alone), restrict_backends_test
 # (it skips without a TPU) and warnings_test; ~45 s of CPU together
 SUBSET = [
