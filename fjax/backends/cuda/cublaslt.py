@@ -339,7 +339,10 @@ def matmul(
     cp: Any, plan: tuple, a: Any, b: Any, out: Any, dev: int, capturing: bool, reference: Callable[[], Any]
 ) -> bool:
     """``out = a @ b`` by the algorithm measured for this layout; False when the caller should
-    make cuBLAS's call instead (not tuned yet inside a capture, or no algorithm qualified)."""
+    make cuBLAS's call instead (not tuned yet inside a capture, no algorithm qualified, or a
+    complex GEMM: ``describe`` builds real layouts only, so cuBLAS's cgemm/zgemm runs those)."""
+    if out.dtype.kind == "c":
+        return False
     ptrs = (a.data.ptr, b.data.ptr, out.data.ptr)
     if any(p % ALIGNMENT for p in ptrs):
         return False

@@ -10,8 +10,10 @@ imports it by itself.
 - ``RawModule`` compiles the CUDA source with the CUDA emulator (``emulate.py``: g++ and
   ``cuda_emu.h``), and a launch runs the kernel there, with the argument values packed at the
   call, as CUDA does;
-- ``cublas{S,D}gemmStridedBatched`` (reached through the ctypes library the runtime loads) compute
-  column-major GEMMs with numpy over the raw pointers, on the stream set on the handle;
+- ``cublas{S,D,C,Z}gemmStridedBatched`` (reached through the ctypes library the runtime loads)
+  compute column-major GEMMs with numpy over the raw pointers, on the stream set on the handle;
+- ``cupy.fft.fftn/ifftn/rfftn/irfftn`` compute with numpy's pocketfft (``fft_ops.reference``),
+  single precision kept as cupy (cuFFT) keeps it;
 - a stream's ``begin_capture``/``end_capture`` records the launches, copies and GEMMs issued on it
   instead of running them; the resulting graph replays them with the pointers and scalars of the
   capture baked in (so a replay that should have re-pointed an input reads the captured buffer,
@@ -35,6 +37,7 @@ import ml_dtypes
 import numpy as np
 
 from fjax.backends.cuda.emulate import round_operand
+from fjax.backends.cuda.fft_ops import FFT_FUNCS, reference
 
 __all__ = ["MemoryPointer", "StandinArray", "calls", "install", "launches", "uninstall"]
 
@@ -179,6 +182,48 @@ def matmul(a: Any, b: Any, out: Any = None) -> Any:
         out = empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), a.dtype)
     _issue(None, lambda: np.matmul(np.asarray(a), np.asarray(b), out=np.asarray(out)) if _compute() else None)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# cupy.fft (cuFFT): numpy's pocketfft in the operand's precision
+
+
+def _fft_shape(shape: tuple, name: str, s: Any, axes: tuple) -> tuple:
+    out = list(shape)
+    if s is not None:
+        for ax, n in zip(axes, s):
+            out[ax] = int(n)
+    if name == "rfftn":
+        out[axes[-1]] = out[axes[-1]] // 2 + 1
+    return tuple(out)
+
+
+def _fft_function(name: str) -> Callable:
+    kind = FFT_FUNCS.index(name)
+
+    def fn(a: Any, s: Any = None, axes: Any = None, norm: Any = None) -> StandinArray:
+        calls["fft"] += 1
+        if norm not in (None, "backward") or axes is None:
+            raise NotImplementedError(f"cupy_standin: cupy.fft.{name} with norm={norm!r}, axes={axes!r}")
+        axes = tuple(int(ax) % a.ndim for ax in axes)
+        if list(axes) != list(range(a.ndim - len(axes), a.ndim)) or (s is not None) != (kind == 3):
+            raise NotImplementedError(f"cupy_standin: cupy.fft.{name} over axes {axes} (s={s})")
+        single = np.dtype(a.dtype) in (np.float32, np.complex64)
+        dt = (np.float32 if single else np.float64) if kind == 3 else (np.complex64 if single else np.complex128)
+        lengths = tuple(s) if s is not None else tuple(a.shape[ax] for ax in axes)
+        out = empty(_fft_shape(tuple(a.shape), name, s, axes), dt)
+
+        def run() -> None:
+            np.asarray(out)[...] = reference(np.asarray(a), kind, lengths)
+
+        _issue(None, run, "fft")
+        return out
+
+    fn.__name__ = name
+    return fn
+
+
+fft = types.SimpleNamespace(**{n: _fft_function(n) for n in ("fftn", "ifftn", "rfftn", "irfftn")})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,6 +405,12 @@ def _val(x: Any) -> Any:
     return x.value if hasattr(x, "value") else x
 
 
+def _scalar(ref: Any) -> Any:
+    """The alpha/beta a ``ctypes.byref`` points at: a float, or a complex (cuComplex's re, im)."""
+    obj = ref._obj
+    return complex(obj.re, obj.im) if hasattr(obj, "re") else float(obj.value)
+
+
 class _Cublas:
     def __init__(self) -> None:
         self.stream: dict = {}
@@ -388,7 +439,7 @@ class _Cublas:
             return 0
         a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb = rest
         dt = np.dtype(dt)
-        al, be = float(alpha._obj.value), float(beta._obj.value)
+        al, be = _scalar(alpha), _scalar(beta)
         a, b, c = _val(a), _val(b), _val(c)
         lda, ldb, ldc, sa, sb, sc = (int(_val(v)) for v in (lda, ldb, ldc, sa, sb, sc))
         di, do = io or (dt, dt)  # operand and output dtypes (16-bit floats: read as their bits)
@@ -412,6 +463,12 @@ class _Cublas:
 
     def cublasDgemmStridedBatched(self, *args: Any) -> int:
         return self._gemm(np.float64, *args)
+
+    def cublasCgemmStridedBatched(self, *args: Any) -> int:
+        return self._gemm(np.complex64, *args)
+
+    def cublasZgemmStridedBatched(self, *args: Any) -> int:
+        return self._gemm(np.complex128, *args)
 
     def cublasGemmStridedBatchedEx(self, *args: Any) -> int:
         (h, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct, ldc, sc, nb, compute, algo) = args

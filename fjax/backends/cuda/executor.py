@@ -1,13 +1,15 @@
 """Running a launch plan (``plan.py``) on a runtime: ``runtime.py`` (cupy, a GPU), ``emulate.py``
 (the CPU emulator) or a test double; they share ``module/launch/empty/to_device/to_host/matmul``
-and may add ``kernel(module, name)`` (a launcher fetched once) and ``capture_graph``.
+and may add ``kernel(module, name)`` (a launcher fetched once), ``fft`` (plans with FFT steps need
+it) and ``capture_graph``.
 
 A plan is turned once into a list of small closures over a slot list (``_Compiled``): each Alloc,
-View, Launch and MatMul record becomes one call with its names resolved to slots, its kernel
+View, Launch, MatMul and Fft record becomes one call with its names resolved to slots, its kernel
 function fetched, and its shapes and grids made tuples, so a call of a jitted GPU program spends its
 host time on the launches themselves, not on reading records (this is the hot path of every small
 GPU call). From the second call on, a plan that reads nothing back to the host and launches enough
-work is captured as a CUDA graph (``runtime.capture_graph``) and replayed.
+work (and runs no FFT: see ``graph_steps``) is captured as a CUDA graph (``runtime.capture_graph``)
+and replayed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from fjax.backends.cuda.ops import LOW_FLOATS
 from fjax.backends.cuda.plan import Module, plan_text
-from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View
+from fjax.backends.cuda.records import Alloc, Branch, Fft, Launch, Loop, MatMul, Plan, View
 
 __all__ = ["GRAPH_MIN_STEPS", "Executor", "graph_steps", "launch_grid"]
 
@@ -39,12 +41,21 @@ def launch_grid(n: int, block: int) -> tuple:
 
 def graph_steps(plan: Plan) -> int | None:
     """The launches + GEMMs one run of ``plan`` makes (scan bodies counted per iteration), or None
-    when it reads a value back to the host (``while``, ``cond``) and so cannot be a CUDA graph."""
+    when it reads a value back to the host (``while``, ``cond``) or runs an FFT, and so is not
+    made a CUDA graph."""
     n = 0
     for s in plan.steps:
         if isinstance(s, (Launch, MatMul)):
             n += 1
         elif isinstance(s, Branch) or (isinstance(s, Loop) and s.kind != "scan"):
+            return None
+        elif isinstance(s, Fft):
+            # not captured: cupy.fft creates a cuFFT plan (allocating its work area) on a shape's
+            # first call, which must not happen during a capture (cupy#7559: a segfault for some
+            # sizes), and later calls take the plan from cupy's LRU plan cache, whose eviction
+            # frees a work area a captured graph would still write. The executor's first call and
+            # capture_graph's warm-up run would create the plans before a capture, but the cache
+            # could still evict them; untested on a GPU, the safe choice is launch by launch
             return None
         elif isinstance(s, Loop):
             b = graph_steps(s.body)
@@ -157,6 +168,8 @@ class Executor:
                 ops.append(_launch(self._kernel(s.kernel), tuple(s.grid), tuple(s.block), spec, int(s.shared_mem)))
             elif isinstance(s, MatMul):
                 ops.append(_matmul(rt, s, slot(s.out), slot(s.lhs), slot(s.rhs)))
+            elif isinstance(s, Fft):
+                ops.append(_fft(rt, s, slot(s.out), slot(s.src)))
             elif isinstance(s, Loop):
                 ops.append(self._loop(s, slot))
             elif isinstance(s, Branch):
@@ -317,5 +330,19 @@ def _matmul(rt: Any, s: MatMul, o: int, li: int, ri: int) -> Callable:
         out = empty(oshape, dt)
         matmul(lhs.transpose(ax) if lt else lhs, rhs.transpose(ax) if rt_ else rhs, out)
         env[o] = out if same else out.reshape(out_shape)
+
+    return op
+
+
+def _fft(rt: Any, s: Fft, o: int, i: int) -> Callable:
+    """``lax.fft`` by the runtime's ``fft(x, out, fft_type, lengths)`` (cuFFT), written into the
+    output buffer allocated before it."""
+    fft = getattr(rt, "fft", None)
+    if fft is None:
+        raise NotImplementedError(f"CUDA runtime {type(rt).__name__}: no fft (plan record Fft)")
+    kind, lengths = int(s.fft_type), tuple(s.lengths)
+
+    def op(env: list) -> None:
+        fft(env[i], env[o], kind, lengths)
 
     return op

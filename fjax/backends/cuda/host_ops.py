@@ -75,6 +75,11 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         a = out_avals[i]
         return [Alloc(outs[i], tuple(a.shape), np.dtype(a.dtype))]
 
+    if name == "fft":  # cuFFT (fft_ops.py), ahead of the C-type check: its operands are complex
+        from fjax.backends.cuda import fft_ops  # noqa: PLC0415
+
+        return fft_ops.render(params, in_avals, out_avals, ins, outs, launch)
+
     for a in list(in_avals) + list(out_avals):
         try:
             ctype(a.dtype)

@@ -54,6 +54,35 @@ class MatMul:
     in_dtype: Any = None
 
 
+_FFT_NAMES = ("FFT", "IFFT", "RFFT", "IRFFT")  # lax.FftType's values, in order
+
+
+@dataclass(repr=False)
+class Fft:
+    """``out = fft(src)`` over the trailing ``len(lengths)`` axes (``lax.fft``, cuFFT through
+    ``cupy.fft``): ``fft_type`` is ``lax.FftType``'s value (0 FFT, 1 IFFT with the 1/N, 2 RFFT,
+    3 IRFFT, ``lengths[-1]`` its real output length); ``out`` is allocated before it (an ``Alloc``)
+    and written in place. Its ``repr`` is its line of the launch sequence (``plan.plan_text``)."""
+
+    out: str
+    src: str
+    fft_type: int
+    lengths: tuple
+    in_shape: tuple
+    in_dtype: np.dtype
+    out_dtype: np.dtype
+    comment: str = ""
+
+    def __repr__(self) -> str:
+        kind = _FFT_NAMES[self.fft_type]
+        k = len(self.lengths)
+        dt_in, dt_out = np.dtype(self.in_dtype).name, np.dtype(self.out_dtype).name
+        return (
+            f"{self.out} = cufft {kind} {self.src}: {dt_in}{list(self.in_shape)} -> {dt_out}, over the last {k} "
+            f"axes, lengths {list(self.lengths)}  # {self.comment}"
+        )
+
+
 @dataclass
 class Plan:
     inputs: list

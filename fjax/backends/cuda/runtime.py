@@ -9,7 +9,8 @@ and calls only the functions below, so the same backend runs on a GPU (this modu
   source and options; a compile error is re-raised naming the kernels of the source;
 - ``launch(module, kernel_name, grid, block, args, shared_mem=0)``: run one ``__global__`` kernel;
 - ``empty(shape, dtype)``, ``to_device(ndarray)``, ``to_host(buffer)``: device buffers (cupy arrays);
-- ``matmul(a, b, out)``: a (batched) GEMM on cuBLAS;
+- ``matmul(a, b, out)``: a (batched) GEMM on cuBLAS (real and complex);
+- ``fft(x, out, fft_type, lengths)``: ``lax.fft`` on cuFFT (``cupy.fft``) into ``out``;
 - ``available()``, ``device_count()``, ``device_kind(i)``, ``device(i)``: the GPUs of this process.
 
 cupy is imported on first use of any of these, never when fjax is imported: ``available()`` is
@@ -30,6 +31,7 @@ import ml_dtypes
 import numpy as np
 
 from fjax.backends.cuda import cublaslt
+from fjax.backends.cuda.fft_ops import FFT_FUNCS
 
 __all__ = [
     "CudaCompileError",
@@ -39,6 +41,7 @@ __all__ = [
     "device_count",
     "device_kind",
     "empty",
+    "fft",
     "kernel",
     "launch",
     "matmul",
@@ -242,6 +245,24 @@ _CUDA_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 2, np.dtype(ml_dty
 _COMPUTE_32F = 68
 
 
+class _Complex64(ctypes.Structure):  # cuComplex (alpha and beta of cublasCgemm*)
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class _Complex128(ctypes.Structure):  # cuDoubleComplex
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
+# the strided-batched GEMM of each dtype and the C type of its alpha/beta (complex: cgemm/zgemm,
+# whose CUBLAS_OP_T transposes without conjugating, as dot_general's transposed operands need)
+_GEMM_FNS = {
+    np.dtype(np.float32): ("cublasSgemmStridedBatched", ctypes.c_float),
+    np.dtype(np.float64): ("cublasDgemmStridedBatched", ctypes.c_double),
+    np.dtype(np.complex64): ("cublasCgemmStridedBatched", _Complex64),
+    np.dtype(np.complex128): ("cublasZgemmStridedBatched", _Complex128),
+}
+
+
 def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None = None) -> tuple:
     """The cuBLAS call for ``out = a @ b`` with these shapes, strides and dtypes, minus the
     pointers (``_NO_GEMM`` when cuBLAS's strided-batched GEMM cannot do it): computed once per
@@ -263,7 +284,7 @@ def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None 
     if (
         a.ndim == b.ndim == out.ndim
         and a.ndim in (2, 3)
-        and (dt in (np.float32, np.float64) or types is not None)
+        and (dt in _GEMM_FNS or types is not None)
         and (a.dtype == dt or types is not None)
         and (b.dtype == dt or types is not None)
         and out.flags.c_contiguous
@@ -277,8 +298,8 @@ def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None 
             nb, m, k = _shape3(a)[0]
             n = b.shape[-1]
             f32 = dt == np.float32
-            ct = ctypes.c_float if f32 else ctypes.c_double
-            fn = lib.cublasSgemmStridedBatched if f32 else lib.cublasDgemmStridedBatched
+            fname, ct = _GEMM_FNS[np.dtype(dt)]
+            fn = getattr(lib, fname)
             ex = _COMPUTE_TYPES.get(compute) if f32 else None
             if types is not None:
                 ex = (_COMPUTE_32F, it, ot)
@@ -304,8 +325,8 @@ def _gemm_plan(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None 
 
 
 def matmul(a: Any, b: Any, out: Any, compute: str = "", types: tuple | None = None) -> Any:
-    """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64
-    ``(nb, m, k) @ (nb, k, n)`` or ``(m, k) @ (k, n)`` into a contiguous ``out`` call cuBLAS's
+    """``out[...] = a @ b`` on cuBLAS (batched over the leading dimension): float32/float64/
+    complex64/complex128 ``(nb, m, k) @ (nb, k, n)`` or ``(m, k) @ (k, n)`` into a contiguous ``out`` call cuBLAS's
     strided-batched GEMM directly on the current stream (also inside a CUDA graph capture, which
     cupy's matmul refuses); other dtypes and layouts go through ``cupy.matmul``. ``compute``:
     "tf32" / "bf16" / "f16" for float32 on tensor cores (JAX's default precision on a GPU), ""
@@ -364,6 +385,29 @@ def _cublas_call(plan: tuple, h: Any, a: Any, b: Any, out: Any) -> Any:
         )  # fmt: skip
     if st != 0:
         raise RuntimeError(f"cuBLAS {fn.__name__} failed with status {st} ({a.shape} @ {b.shape})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# FFTs
+
+
+def fft(x: Any, out: Any, fft_type: int, lengths: tuple) -> Any:
+    """``out[...] = `` ``lax.fft`` of ``x`` over its trailing ``len(lengths)`` axes on cuFFT, through
+    ``cupy.fft.fftn/ifftn/rfftn/irfftn`` (``fft_type``: ``lax.FftType``'s value; ``lengths[-1]``
+    is IRFFT's output length) on the current stream: cupy keeps complex64/float32 in single
+    precision and caches the cuFFT plan of each shape. ``out`` has the result's shape and dtype.
+    Never inside a CUDA graph capture (``executor.graph_steps`` says why): refused there."""
+    if getattr(_capturing, "active", False):
+        raise RuntimeError("fjax: cuFFT is not called inside a CUDA graph capture")
+    cp = _cupy()
+    k = len(lengths)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    fn = getattr(cp.fft, FFT_FUNCS[fft_type])
+    y = fn(x, s=tuple(lengths), axes=axes) if fft_type == 3 else fn(x, axes=axes)
+    if y.shape != out.shape:
+        raise RuntimeError(f"fjax: cupy.fft.{FFT_FUNCS[fft_type]} gave shape {y.shape}, the plan expects {out.shape}")
+    out[...] = y  # (a copy kernel; cupy.fft has no out=)
     return out
 
 
