@@ -10,6 +10,7 @@ source as on a GPU, and the results can be compared with the numba backend::
     rt.launch(module, kernel_name, grid, block, args, shared_mem=0)
     rt.empty(shape, dtype) / rt.to_device(ndarray) / rt.to_host(buffer)
     rt.matmul(a, b, out)                      (batched GEMM: numpy's matmul stands in for cuBLAS)
+    rt.fft(x, out, fft_type, lengths)         (lax.fft: numpy's pocketfft stands in for cuFFT)
 
 Buffers are C-contiguous numpy arrays (views of them included: a view's data pointer is passed,
 as cupy passes a view's). Fresh buffers are filled with a 0xA5 byte pattern, so an output a kernel
@@ -237,6 +238,12 @@ class EmulatedRuntime:
             out[...] = np.matmul(np.asarray(a, f32), np.asarray(b, f32)).astype(out.dtype)
             return
         np.matmul(round_operand(a, compute), round_operand(b, compute), out=out)
+
+    def fft(self, x: np.ndarray, out: np.ndarray, fft_type: int, lengths: tuple) -> None:
+        """``lax.fft`` (``runtime.fft``): numpy's pocketfft stands in for cuFFT, in ``x``'s precision."""
+        from fjax.backends.cuda.fft_ops import reference  # noqa: PLC0415
+
+        out[...] = reference(x, fft_type, lengths)
 
 
 _KEEP_BITS = {"tf32": 10, "bf16": 7, "f16": 10}  # mantissa bits each fast compute mode keeps
