@@ -275,6 +275,10 @@ inline double __longlong_as_double(long long i) {
   std::memcpy(&f, &i, 8);
   return f;
 }
+// CUDA's round-to-nearest products: never contracted into an fma (the emulator compiles with
+// -ffp-contract=off, so a plain product is the same)
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 
 // CUDA's erfcx and normcdfinv (not in the C library), for the emulator: exp(x^2) erfc(x) directly
 // up to 25, its asymptotic series above; the normal quantile by Newton steps on erfc
