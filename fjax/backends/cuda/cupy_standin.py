@@ -405,10 +405,14 @@ def _val(x: Any) -> Any:
     return x.value if hasattr(x, "value") else x
 
 
-def _scalar(ref: Any) -> Any:
-    """The alpha/beta a ``ctypes.byref`` points at: a float, or a complex (cuComplex's re, im)."""
+def _scalar(ref: Any, dt: np.dtype) -> Any:
+    """The alpha/beta of a GEMM of ``dt`` that a ``ctypes.byref`` points at, read as cuBLAS reads
+    it: the bytes of one ``dt`` value (cuComplex: real, imaginary); None when the object is not
+    that size (a ``float`` passed for a cuComplex would leave cuBLAS reading garbage)."""
     obj = ref._obj
-    return complex(obj.re, obj.im) if hasattr(obj, "re") else float(obj.value)
+    if ctypes.sizeof(obj) != dt.itemsize:
+        return None
+    return np.frombuffer(ctypes.string_at(ctypes.addressof(obj), dt.itemsize), dt)[0].item()
 
 
 class _Cublas:
@@ -439,7 +443,9 @@ class _Cublas:
             return 0
         a, lda, sa, b, ldb, sb, beta, c, ldc, sc, nb = rest
         dt = np.dtype(dt)
-        al, be = _scalar(alpha), _scalar(beta)
+        al, be = _scalar(alpha, dt), _scalar(beta, dt)
+        if al is None or be is None:
+            return 7  # CUBLAS_STATUS_INVALID_VALUE
         a, b, c = _val(a), _val(b), _val(c)
         lda, ldb, ldc, sa, sb, sc = (int(_val(v)) for v in (lda, ldb, ldc, sa, sb, sc))
         di, do = io or (dt, dt)  # operand and output dtypes (16-bit floats: read as their bits)
