@@ -18,7 +18,7 @@ import numpy as np
 
 from fjax.backends.cuda.kernel_util import _block, _loop
 
-NAMES = frozenset({"random_gamma", "rng_bit_generator"})
+NAMES = frozenset({"random_gamma", "rng_bit_generator", "random_poisson", "random_binomial"})
 
 
 def _bits(v: float | np.floating) -> str:
@@ -163,9 +163,15 @@ def render(
         return None
     if name == "rng_bit_generator":
         return _rng_bits(params, in_avals, out_avals, ins, outs, launch, alloc)
+    if name in ("random_poisson", "random_binomial"):
+        from fjax.backends.cuda import random_discrete  # noqa: PLC0415
+
+        return random_discrete.render(name, in_avals, out_avals, ins, outs, launch)
     key, a = in_avals
     if np.dtype(a.dtype) != np.float32:
-        raise NotImplementedError(f"CUDA backend: random_gamma on dtype {np.dtype(a.dtype).name} (float32 only)")
+        from fjax.backends.cuda import random_gamma_wide  # noqa: PLC0415
+
+        return random_gamma_wide.render(params, in_avals, ins, outs, launch, alloc)
     n = math.prod(a.shape)
     nb = len(key.shape) - 1
     m = max(1, math.prod(a.shape[nb:]))
