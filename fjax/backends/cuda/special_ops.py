@@ -9,6 +9,8 @@ them stay on the GPU:
   expansion above), ``igamma_grad_a`` and ``random_gamma_grad`` (the CPU impl's differentiated
   series / continued fraction: gradients of gamma, beta and Dirichlet samples), ``ndtri``
   (CUDA's ``normcdfinv``), ``erfcx`` (CUDA's) and ``log_ndtr`` (from ``erfcx``/``erfc``);
+  those whose CPU impls call scipy without one here (betainc, zeta, expi, ...) are in
+  ``special_ops2.py``;
 - ``clz``, ``population_count`` (CUDA's ``__clz``/``__popc`` family);
 - ``reduce_precision``: the CPU impl's bit arithmetic (round to nearest even on the mantissa,
   overflow to inf, underflow to a signed zero, NaN kept);
@@ -25,6 +27,7 @@ import numpy as np
 
 from fjax.backends.cuda.kernel_util import _block, _loop
 from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype
+from fjax.backends.cuda.special_ops2 import SPECIAL as _SPECIAL2
 
 # double-precision device functions, each guarded so several kernels of one module may carry it
 _DIGAMMA = r"""
@@ -219,6 +222,7 @@ _SPECIAL = {
     "erfcx": ("", "erfcx(d0)"),
     "igamma_grad_a": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 0)"),
     "random_gamma_grad": (_IGAMMA_DERIVS, "fj_igamma_derivs(d0, d1, 1)"),
+    **_SPECIAL2,  # betainc, zeta, the exponential integrals, ... (special_ops2.py)
 }
 NAMES = frozenset(_SPECIAL) | {"clz", "population_count", "reduce_precision", "top_k"}
 
