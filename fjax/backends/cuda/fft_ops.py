@@ -8,6 +8,9 @@ float32/float64 (complex64/complex128 out, the last axis ``n // 2 + 1``) and IRF
 in float32, as XLA's GPU FFT). Another dtype (float16, ...) raises ``NotImplementedError`` naming
 fft and the dtype. A transform with an empty operand or a zero length (the RFFT of length 0 has
 one output bin) has no cuFFT plan: its output is zero-filled by a kernel, as the CPU impl's zeros.
+An IRFFT of a half spectrum that is not Hermitian (an imaginary part in the DC or Nyquist bin, or
+in a multi-axis transform bins that are not conjugate pairs) is undefined in cuFFT's C2R, as in
+XLA's GPU FFT: there the GPU may differ from the CPU (pocketfft), never for spectra of real data.
 
 An FFT step is not captured into a CUDA graph (``executor.graph_steps``); the reason is there.
 ``reference`` is the same transform with numpy's pocketfft, in the operand's precision: the CPU
