@@ -13,15 +13,17 @@ from fjax.backends.kernel_ir import Program
 
 FUSED_DOT_MAX_K_GPU = int(os.environ.get("FJAX_CUDA_FUSED_DOT_MAX_K", "16"))
 
-# indexed updates a compiled loop body runs inline (as kernels of the body's plan)
+# indexed updates a compiled loop body runs inline (as kernels of the body's plan), and the random
+# samplers of ``random_ops`` (so they run inside scan/while on the device too)
 LOOP_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add"})
+LOOP_OPS |= {"random_gamma", "random_poisson", "random_binomial", "rng_bit_generator"}
 
 
 def _loop_op_reason(step: Any) -> str | None:
     """None when the ``InlineStep`` renders as kernels of a loop body's plan, else why not."""
     if step.op not in LOOP_OPS:
         return f"no lowering rule for primitive {step.op}"
-    if step.op != "dynamic_update_slice" and step.params["dimension_numbers"].operand_batching_dims:
+    if step.op.startswith("scatter") and step.params["dimension_numbers"].operand_batching_dims:
         return f"{step.op} with operand_batching_dims"
     return None
 
