@@ -25,7 +25,13 @@ results agree with the CPU to a few ulps of double precision except where noted:
 - ``spence``, ``fresnel_s``/``fresnel_c``, ``sici_si``/``sici_ci``, ``dawsn`` (Cephes' rational
   approximations; scipy's ``dawsn`` is Faddeeva's, which agrees with Cephes' to ~1e-15),
   ``betaln`` (Cephes ``lbeta``, its large-argument asymptotic form and negative-integer cases
-  included) and ``gammasgn``.
+  included) and ``gammasgn``;
+- ``bessel_jv`` at integer orders, the only ones bound (by ``jax.scipy.special.bessel_jn`` and its
+  derivative; NaN at others): scipy runs AMOS there, which this does not port; instead the power
+  series (x < 1e-3), Miller's normalized backward recurrence, and above x = 1000 Hankel's expansion
+  (with the forward recurrence from J_0, J_1 for 2 n^2 >= x > n). It agrees with scipy to 2e-14
+  absolute up to |x| = 5000 and is closer to mpmath than scipy beyond (J_1000(1e5): 2e-15 against
+  scipy's 8e-11 relative error).
 """
 
 from __future__ import annotations
@@ -639,6 +645,75 @@ __device__ __forceinline__ double fj_sici(double x, int cos_part) {
 """
 )
 
+_BESSEL_JN = (
+    _FRESNEL  # (fj_sinpi, fj_cospi)
+    + r"""
+#ifndef FJ_DEF_BESSEL_JN
+#define FJ_DEF_BESSEL_JN
+// J_v(x) by Hankel's expansion (DLMF 10.17.3), x > 1000 and 2 v^2 < x; sx, cx = sin x, cos x
+__device__ __forceinline__ double fj_jn_hankel(double v, double x, double sx, double cx) {
+  const double mu = 4.0 * v * v;
+  double t = 1.0, p = 1.0, q = 0.0;
+  for (int k = 1; k < 60; ++k) {
+    t *= (mu - (2.0 * k - 1.0) * (2.0 * k - 1.0)) / (8.0 * k * x);
+    if (k & 1) q += (k & 2) ? -t : t; else p += (k & 2) ? -t : t;
+    if (fabs(t) < 1e-17 * fabs(p)) break;
+  }
+  const double ph = 0.5 * v + 0.25, cph = fj_cospi(ph), sph = fj_sinpi(ph);
+  const double cw = cx * cph + sx * sph, sw = sx * cph - cx * sph;  // cos, sin of x - ph pi
+  return sqrt(2.0 / (FJ_PI * x)) * (p * cw - q * sw);
+}
+// J_v(x) for integer v (bessel_jn's orders; NaN for others, as for |x| and |v| both above 1e8):
+// J_{-n} = (-1)^n J_n, J_n(-x) = (-1)^n J_n(x); 0 where the bound (x/2)^n / n! underflows; the power
+// series for x < 1e-3; for x > 1000: Hankel's expansion if 2 n^2 < x, else J_0 and J_1 by it and
+// the forward recurrence if n < x; otherwise Miller's backward recurrence from an even start
+// m > max(n, x) + 25 + 10 sqrt(max(n, x)), normalized by J_0 + 2 (J_2 + J_4 + ...) = 1
+__device__ __forceinline__ double fj_bessel_jn(double v, double x) {
+  if (v != v || x != x || v != floor(v) || isinf(x)) return NAN;
+  if (x < 0.0 && !(fabs(v) < 2147483648.0)) return NAN;  // (scipy's: the order must be an int)
+  const bool odd = fmod(fabs(v), 2.0) == 1.0;
+  const double sign = (odd && (v < 0.0) != (x < 0.0)) ? -1.0 : 1.0;
+  v = fabs(v);
+  x = fabs(x);
+  if (x == 0.0) return v == 0.0 ? 1.0 : sign * 0.0;
+  if (v > 0.0 && v * log(0.5 * x) - lgamma(v + 1.0) < -746.0) return sign * 0.0;
+  const int n = (int)fmin(v, 2147483647.0);
+  if (x < 1e-3) {  // (x/2)^n / n! (1 - (x/2)^2 / (n + 1) + ...); n is small here (the bound above)
+    double lead = 1.0;
+    for (int i = 1; i <= n; ++i) lead *= 0.5 * x / i;
+    const double z = -0.25 * x * x;
+    double t = 1.0, s = 1.0;
+    for (int k = 1; k < 8; ++k) { t *= z / (k * (double)(n + k)); s += t; }
+    return sign * lead * s;
+  }
+  if (x > 1000.0 && v < x) {
+    double sx, cx;
+    sincos(x, &sx, &cx);
+    if (2.0 * v * v < x) return sign * fj_jn_hankel(v, x, sx, cx);
+    double jm = fj_jn_hankel(0.0, x, sx, cx), j = fj_jn_hankel(1.0, x, sx, cx);
+    for (int k = 1; k < n; ++k) { const double jp = (2.0 * k / x) * j - jm; jm = j; j = jp; }
+    return sign * (n == 0 ? jm : j);
+  }
+  const double big = 1e250, top = fmax(v, x);
+  if (top > 1e8) return NAN;
+  const int m = 2 * (int)((top + 25.0 + 10.0 * sqrt(top)) * 0.5 + 1.0);
+  double jkp1 = 0.0, jk = 1.0, sum = 0.0, res = 0.0;
+  for (int k = m; k >= 1; --k) {  // jk = J_k, jkp1 = J_{k+1}, unnormalized
+    if (!(k & 1)) sum += 2.0 * jk;
+    if (k == n) res = jk;
+    const double jkm1 = (2.0 * k / x) * jk - jkp1;
+    jkp1 = jk;
+    jk = jkm1;
+    if (fabs(jk) > big) { jk /= big; jkp1 /= big; sum /= big; res /= big; }
+  }
+  sum += jk;
+  if (n == 0) res = jk;
+  return sign * (res / sum);
+}
+#endif
+"""
+)
+
 # primitive -> (device function prelude, call expression over double operands d0, d1, ...)
 SPECIAL = {
     "gammasgn": (_GAMMASGN, "fj_gammasgn(d0)"),
@@ -654,4 +729,5 @@ SPECIAL = {
     "fresnel_c": (_FRESNEL, "fj_fresnel(d0, 1)"),
     "sici_si": (_SICI, "fj_sici(d0, 0)"),
     "sici_ci": (_SICI, "fj_sici(d0, 1)"),
+    "bessel_jv": (_BESSEL_JN, "fj_bessel_jn(d0, d1)"),
 }
