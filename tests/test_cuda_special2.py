@@ -249,3 +249,33 @@ def test_bessel_jn_and_its_gradient_on_the_gpu():
     got, want = _both(lambda z: (sps.bessel_jn(z, v=4), fjax.grad(lambda z: jnp.sum(sps.bessel_jn(z, v=2)))(z)), z)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# owens_t
+
+
+def test_owens_t_matches_the_cpu():
+    # every cell of Patefield & Tandy's method table (h and a on both sides of each range end), the
+    # |a| > 1 remap on both sides of a h = 0.67, symmetries, infinities, NaN. The methods aim at
+    # absolute accuracy (T <= 1/4): atol 1e-16 besides rtol 1e-13 (erfc here, Cephes' ndtr there)
+    hv = [0.0, -0.0, 1e-300, 0.01, 0.02, 0.05, 0.06, 0.09, 0.1, 0.125, 0.2, 0.26, 0.4, 0.5, 0.6, 1.0, 1.6, 1.65,
+          2.0, 2.33, 2.4, 3.0, 3.36, 3.4, 4.0, 4.8, 5.0, 8.0, 40.0, inf, -inf, nan, -1.0, -3.0]  # fmt: skip
+    av = [0.0, -0.0, 1e-300, 0.01, 0.025, 0.05, 0.09, 0.1, 0.15, 0.3, 0.36, 0.5, 0.7, 0.9, 0.95, 0.99999, 1.0,
+          1.00001, 1.5, 3.0, 10.0, 1e3, 1e10, inf, -inf, nan, -0.5, -2.0]  # fmt: skip
+    h, a = _grid(hv, av)
+    rng = np.random.default_rng(1)
+    h = np.concatenate([h, rng.uniform(-6, 6, 300)])
+    a = np.concatenate([a, rng.uniform(-3, 3, 300)])
+    got, want = _both(P.owens_t_p.bind, h, a, x64=True)
+    _close(got, want, rtol=1e-13, atol=1e-16)
+    got, want = _both(P.owens_t_p.bind, h.astype(np.float32), a.astype(np.float32))
+    _close(got, want, rtol=F32_ULP, atol=1e-45)
+
+
+def test_owens_t_gradient_on_the_gpu():
+    h = np.linspace(-3.0, 3.0, 13).astype(np.float32)
+    a = np.linspace(-2.0, 2.0, 13).astype(np.float32)
+    got, want = _both(fjax.grad(lambda h, a: jnp.sum(sps.owens_t(h, a)), argnums=(0, 1)), h, a)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-7)
