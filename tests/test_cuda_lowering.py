@@ -224,6 +224,15 @@ def special(x, a, i):
     )
 
 
+def special2(x, a):
+    # the special_ops2.py kernels (x in (0, 1), a > 0)
+    sp = fjax.scipy.special
+    return (
+        lax.betainc(a, a + 0.5, x) + lax.zeta(a + 1.5, a) + sp.expi(x - 0.5) + sp.owens_t(x, a),
+        sp.bessel_jn(a * 3.0, v=2)[2] + sp.spence(a) + sp.gamma(x - 0.5) + sp.fresnel(a)[0] + sp.sici(a)[1],
+    )
+
+
 def linalg(a, b):
     # the factorizations of fjax/backends/cuda/linalg_ops.py, and a solve on top of them
     spd = a @ a.T + 8.0 * jnp.eye(8)
@@ -301,6 +310,7 @@ CORPUS = {
     "special": (special, (_f32(4, 80), np.abs(_f32(4, 80)) + 0.5, rng.integers(-9, 9, 12).astype(np.int32))),
     # cuFFT steps (fft_ops.py): a real signal through its half spectrum and back, 1-D and 2-D
     "fft": (lambda x: (jnp.fft.irfft(jnp.fft.rfft(x), n=16), jnp.fft.irfftn(jnp.fft.rfftn(x))), (_f32(3, 16),)),
+    "special2": (special2, (rng.uniform(0.01, 0.99, (4, 8)).astype(np.float32), np.abs(_f32(4, 8)) + 0.2)),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
