@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import _standin_gpu  # noqa: E402  (tests/ is on the path)
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
@@ -279,3 +280,16 @@ def test_owens_t_gradient_on_the_gpu():
     got, want = _both(fjax.grad(lambda h, a: jnp.sum(sps.owens_t(h, a)), argnums=(0, 1)), h, a)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("d", [np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)], ids=["bfloat16", "float16"])
+def test_half_precision_operands(d):
+    # computed in double precision and rounded once to the 16-bit format, as on the CPU (one ulp
+    # of slack: the rounding may go through float32)
+    x = np.linspace(-5.0, 5.0, 101).astype(d)
+    p = np.linspace(0.01, 0.99, 101).astype(d)
+    got, want = _both(lambda x, p: (sps.expi(x), lax.betainc(p * 3, p + 1, p), sps.owens_t(x, p), sps.dawsn(x)), x, p)
+    ulp = 2.0**-8 if d == np.dtype(ml_dtypes.bfloat16) else 2.0**-11
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == d
+        np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=ulp, atol=1e-6, equal_nan=True)
