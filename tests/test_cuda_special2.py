@@ -116,6 +116,18 @@ def test_betainc_matches_the_cpu(dt):
     _close(got, want, rtol=F32_ULP if dt == np.float32 else 1e-10, atol=1e-250)
 
 
+@given(
+    st.lists(st.floats(0, 50, width=32), min_size=12, max_size=12),
+    st.lists(st.floats(0, 50, width=32), min_size=12, max_size=12),
+    st.lists(st.floats(0, 1, width=32), min_size=12, max_size=12),
+)
+def test_drawn_betainc_zeta_owens_t(a, b, x):
+    a, b, x = (np.array(v, np.float32) for v in (a, b, x))
+    got, want = _both(lambda a, b, x: (lax.betainc(a, b, x), lax.zeta(a + 1.0, b), sps.owens_t(a - 25.0, x)), a, b, x)
+    for g, w in zip(got, want):
+        _close(g, w, rtol=F32_ULP, atol=1e-45)
+
+
 def test_betainc_large_parameters():
     # up to 1e7, where the continued fraction needs ~sqrt(a) steps (Cephes' cap of 300 gave 0.49 at
     # I_0.5(1e7, 1e7)); the prefactor's logarithms then round to ~1e-7 relative
