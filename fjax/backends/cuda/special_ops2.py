@@ -32,7 +32,15 @@ results agree with the CPU to a few ulps of double precision except where noted:
   series (x < 1e-3), Miller's normalized backward recurrence, and above x = 1000 Hankel's expansion
   (with the forward recurrence from J_0, J_1 for 2 n^2 >= x > n). It agrees with scipy to 2e-14
   absolute up to |x| = 5000 and is closer to mpmath than scipy beyond (J_1000(1e5): 2e-15 against
-  scipy's 8e-11 relative error).
+  scipy's 8e-11 relative error). NaN where max(|n|, |x|) > 1e8 outside the expansion's range
+  (2 n^2 < x): the recurrences would take more than 1e8 steps.
+
+Loop lengths follow the data as in scipy: ``zeta`` at a negative non-integer q sums up from q
+(|q| steps), ``betainc``'s continued fractions take ~sqrt(max(a, b)) steps. The gamma functions
+are called once per kernel (``betainc``'s prefactor is formed once for all branches): nvcc
+spilled registers around a second call site. Left without a CUDA form (NotImplementedError
+naming them): ``hyp1f1`` and ``hyp2f1`` (scipy runs Boost's / Zhang & Jin's many-region
+algorithms, not ported), ``wofz`` and ``sph_harm_y`` (complex results).
 """
 
 from __future__ import annotations
@@ -664,7 +672,8 @@ __device__ __forceinline__ double fj_jn_hankel(double v, double x, double sx, do
   const double cw = cx * cph + sx * sph, sw = sx * cph - cx * sph;  // cos, sin of x - ph pi
   return sqrt(2.0 / (FJ_PI * x)) * (p * cw - q * sw);
 }
-// J_v(x) for integer v (bessel_jn's orders; NaN for others, as for |x| and |v| both above 1e8):
+// J_v(x) for integer v (bessel_jn's orders; NaN for others, and where max(|v|, |x|) > 1e8 but
+// Hankel's expansion does not apply):
 // J_{-n} = (-1)^n J_n, J_n(-x) = (-1)^n J_n(x); 0 where the bound (x/2)^n / n! underflows; the power
 // series for x < 1e-3; for x > 1000: Hankel's expansion if 2 n^2 < x, else J_0 and J_1 by it and
 // the forward recurrence if n < x; otherwise Miller's backward recurrence from an even start
@@ -687,7 +696,8 @@ __device__ __forceinline__ double fj_bessel_jn(double v, double x) {
     for (int k = 1; k < 8; ++k) { t *= z / (k * (double)(n + k)); s += t; }
     return sign * lead * s;
   }
-  if (x > 1000.0 && v < x) {
+  const double top = fmax(v, x);
+  if (x > 1000.0 && v < x && (2.0 * v * v < x || top <= 1e8)) {
     double sx, cx;
     sincos(x, &sx, &cx);
     if (2.0 * v * v < x) return sign * fj_jn_hankel(v, x, sx, cx);
@@ -695,8 +705,8 @@ __device__ __forceinline__ double fj_bessel_jn(double v, double x) {
     for (int k = 1; k < n; ++k) { const double jp = (2.0 * k / x) * j - jm; jm = j; j = jp; }
     return sign * (n == 0 ? jm : j);
   }
-  const double big = 1e250, top = fmax(v, x);
-  if (top > 1e8) return NAN;
+  if (top > 1e8) return NAN;  // (a recurrence of more than 1e8 steps)
+  const double big = 1e250;
   const int m = 2 * (int)((top + 25.0 + 10.0 * sqrt(top)) * 0.5 + 1.0);
   double jkp1 = 0.0, jk = 1.0, sum = 0.0, res = 0.0;
   for (int k = m; k >= 1; --k) {  // jk = J_k, jkp1 = J_{k+1}, unnormalized
