@@ -257,6 +257,12 @@ def linalg(a, b):
     )
 
 
+def complex_chain(x, y):
+    z = lax.complex(x, y)
+    w = jnp.exp(z * 0.1) * jnp.conj(z) / (z + 2.0) + jnp.sqrt(z) * jnp.tanh(z) - jnp.log1p(z**3)
+    return jnp.abs(w), jnp.sum(w * 1j, axis=1), z @ z.T
+
+
 CORPUS = {
     "chain": (chain, (_f32(3, 1000),)),
     "chain64": (chain64, (rng.standard_normal(300),)),
@@ -311,6 +317,8 @@ CORPUS = {
     # cuFFT steps (fft_ops.py): a real signal through its half spectrum and back, 1-D and 2-D
     "fft": (lambda x: (jnp.fft.irfft(jnp.fft.rfft(x), n=16), jnp.fft.irfftn(jnp.fft.rfftn(x))), (_f32(3, 16),)),
     "special2": (special2, (rng.uniform(0.01, 0.99, (4, 8)).astype(np.float32), np.abs(_f32(4, 8)) + 0.2)),
+    # complex64 values in the kernels (complex_ops.py): arithmetic, transcendentals, a sum, a GEMM
+    "complex": (complex_chain, (_f32(8, 40), _f32(8, 40))),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
@@ -412,8 +420,9 @@ def test_emulated_matches_numba(name, runtime):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, **_tol(w.dtype))
+        if w.dtype.kind in "fc":
+            single = w.dtype.itemsize <= 4 or w.dtype == np.complex64
+            np.testing.assert_allclose(g, w, **_tol(np.float32 if single else np.float64))
         else:
             np.testing.assert_array_equal(g, w)
 

@@ -430,6 +430,8 @@ class _KernelBuilder:
             dt = out.aval.dtype
             flt = dt.kind == "f" or dt in _LOW_FLOATS
             acc = np.dtype(np.float64) if (flt and rule.monoid in ("sum", "prod")) else dt
+            if dt.kind == "c" and rule.monoid in ("sum", "prod"):
+                acc = np.dtype(np.complex128)  # complex64 sums in complex128, as float32's in float64
             if dt in _LOW_FLOATS and acc == dt:
                 acc = np.dtype(np.float32)  # max/min of 16-bit floats: exact in float32
             nest.reductions.append(Reduction(rule.monoid, ref, buf, acc, _eqn_comment(eqn)))

@@ -360,7 +360,8 @@ def _dot_general_lowering_check(eqn: core.JaxprEqn) -> str | None:
     # ... and the transposes of such products mix float32 and 16-bit operands (widened first)
     half = {np.dtype(d) for d in _F16}
     mixed = bool(ins & half) and ins <= half | {np.dtype(np.float32)} and (dt in half or dt == np.float32)
-    if _dkind(dt) != "f" or (ins != {dt} and not mixed):
+    # (complex GEMMs: only backends holding complex dtypes get here, the CUDA backend's cuBLAS)
+    if _dkind(dt) not in "fc" or (ins != {dt} and not mixed):
         return f"dot_general on {[v.aval.dtype.name for v in eqn.invars]} -> {dt.name} (BLAS is float only)"
     return None
 

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.cuda import plan as cplan
+from fjax.backends.cuda.complex_ops import CTYPES
 from fjax.backends.cuda.executor import Executor
 from fjax.backends.cuda.ops import CUDA_OPS, LOW_FLOATS
 from fjax.backends.kernel_ir import Program
@@ -49,7 +50,8 @@ class CudaBackend(Backend):
             loop_ops=LOOP_OPS,
             loop_op_reason=_loop_op_reason,
             host_kernels=_EveryPrimitive(),
-            dtypes=frozenset(LOW_FLOATS),
+            # 16-bit floats (their bits in unsigned short buffers) and complex64/128 (complex_ops)
+            dtypes=frozenset(LOW_FLOATS) | frozenset(CTYPES),
             # a contraction of up to 16 is a few FMAs per output, fused with its neighbours, where
             # a cuBLAS call for it costs a launch (and split-K a second one): the MLP's
             # [256, 10] @ [10, 512] gradient took 5.5 us + a 2 us split-K reduction on an H200

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from fjax.backends.cuda.kernel_util import _block, _grid, _loop
-from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype, utype, value_dtype
+from fjax.backends.cuda.ops import LOW_FLOATS, combine_expr, ctype, load_expr, store_expr, stype, utype, value_dtype
 from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
 
@@ -62,6 +62,8 @@ _FLOAT_CALLS = {
     "erf_inv": ("erfinv", "the inverse error function (CUDA: 2 ulp in float32; XLA uses an approximation)"),
 }
 _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable in float32
+# host steps that take complex operands (sort: keys ordered by (real, imag), NaNs last)
+_COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "cumsum", "cumprod", "sort"})
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
@@ -85,6 +87,10 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
             ctype(a.dtype)
         except NotImplementedError:
             raise NotImplementedError(f"CUDA backend: primitive {name} on dtype {np.dtype(a.dtype).name}") from None
+    # complex values move through the copies and scatters; of the rest only sums/products take them
+    cplx = [np.dtype(a.dtype).name for a in list(in_avals) + list(out_avals) if np.dtype(a.dtype).kind == "c"]
+    if cplx and name not in _COMPLEX_OK:
+        raise NotImplementedError(f"CUDA backend: primitive {name} on dtype {cplx[0]}")
 
     # float functions of same-shaped (or 0-d) operands, one thread per output element
     if name in _FLOAT_CALLS:
@@ -134,6 +140,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
                 f"  if (d <= 0) return y + log1p{f}(exp{f}(d));\n  return d;\n}}\n#endif\n"
             )
             comb = "fj_logaddexp(acc, v)"
+        elif d.kind == "c":
+            comb = combine_expr(kind, "acc", "v", d)
         elif kind in ("max", "min"):
             comb = f"fj_f{kind}(acc, v)" if d.kind == "f" else f"fj_i{kind}(acc, v)"
             if d == np.bool_:
@@ -334,6 +342,8 @@ def _update(
         upd = f"{tgt} = u[t];"
     elif name == "scatter-add" and d in LOW_FLOATS:
         upd = f"fj_atomic_add_{LOW_FLOATS[d]}(&{tgt}, {load_expr(d, 'u[t]')});"
+    elif name == "scatter-add" and d.kind == "c":  # each part (the sum's order: as any atomicAdd)
+        upd = f"atomicAdd(&{tgt}.re, u[t].re);\n    atomicAdd(&{tgt}.im, u[t].im);"
     elif name == "scatter-add":
         if d.kind == "f" or d in (np.dtype(np.int32), np.dtype(np.uint32)):
             upd = f"atomicAdd(&{tgt}, u[t]);"
@@ -532,13 +542,19 @@ _SORT_SHARED = 32768  # bytes of static shared memory the tile sort may use (of 
 def _sort_less(kds: list) -> str:
     """The device function ``__NAME___lt(keys..., a, b)``: element ``a`` orders before element ``b``
     (offsets into the key arrays), lexicographic over the keys as the impl (``lax._sort_keys``): a
-    float NaN after every number (NaNs equal each other), -0.0 equal to 0.0."""
+    float NaN after every number (NaNs equal each other), -0.0 equal to 0.0; complex keys by
+    (real, imag), those with a NaN part last."""
     ps = "".join(f"const {stype(d)}* k{k}, " for k, d in enumerate(kds))
     body = []
     for k, d in enumerate(kds):
         t = ctype(d)
         body.append(f"  {{ const {t} u = {load_expr(d, f'k{k}[a]')}, v = {load_expr(d, f'k{k}[b]')};")
-        if t in ("float", "double"):
+        if np.dtype(d).kind == "c":  # (real, imag), an element with a NaN part after every other
+            body.append("    const bool un = u.re != u.re || u.im != u.im, vn = v.re != v.re || v.im != v.im;")
+            body.append("    if (un != vn) return vn;")
+            body.append("    if (!un) { if (u.re < v.re) return true; if (v.re < u.re) return false;")
+            body.append("      if (u.im < v.im) return true; if (v.im < u.im) return false; } }")
+        elif t in ("float", "double"):
             body.append("    const bool un = u != u, vn = v != v;")
             body.append("    if (un != vn) return vn;")
             body.append("    if (!un) { if (u < v) return true; if (v < u) return false; } }")

@@ -50,6 +50,7 @@ import ml_dtypes
 import numpy as np
 
 from fjax.backends import kernel_ir as ir
+from fjax.backends.cuda import complex_ops
 
 CTYPE = {
     np.dtype(np.bool_): "bool",
@@ -106,7 +107,7 @@ def ctype(dt: object) -> str:
     d = np.dtype(dt)
     if d in LOW_FLOATS:
         return "float"
-    t = CTYPE.get(d)
+    t = CTYPE.get(d) or complex_ops.CTYPES.get(d)
     if t is None:
         raise NotImplementedError(f"CUDA backend: no CUDA C type for dtype {d.name}")
     return t
@@ -123,6 +124,8 @@ def const_expr(value: object, dt: object) -> str:
         return const_expr(np.float32(d.type(value)), _F32)
     if d == np.bool_:
         return "true" if bool(value) else "false"
+    if d.kind == "c":
+        return complex_ops.const_expr(value, d, const_expr)
     if d.kind == "f":
         v = d.type(value)
         bits = np.asarray(v).view(np.uint32 if d == np.float32 else np.uint64).item()
@@ -144,6 +147,8 @@ def const_expr(value: object, dt: object) -> str:
 def ident_expr(kind: str, dt: object) -> str:
     """The identity of reduction ``kind`` in dtype ``dt``."""
     d = value_dtype(dt)
+    if d.kind == "c":
+        return complex_ops.ident_expr(kind, d, const_expr)
     if kind == "sum":
         return const_expr(0, d)
     if kind == "prod":
@@ -166,6 +171,8 @@ def ident_expr(kind: str, dt: object) -> str:
 def combine_expr(kind: str, acc: str, v: str, dt: object) -> str:
     """``acc (kind) v`` in dtype ``dt`` (NaN-propagating max/min for floats, as the numba backend)."""
     d = value_dtype(dt)
+    if d.kind == "c":
+        return complex_ops.combine_expr(kind, acc, v, d)
     T = ctype(d)
     if kind == "sum":
         if d.kind == "f":
@@ -231,6 +238,12 @@ _MATH = {
 _MATH2 = {"pow": ("powf", "pow"), "atan2": ("atan2f", "atan2"), "rem": ("fmodf", "fmod")}
 
 
+def _f2i(x: str, dst: np.dtype) -> str:
+    """A float value converted to integer dtype ``dst`` as XLA converts (saturating, NaN -> 0)."""
+    lo, hi = ir.f2i_bounds(dst)
+    return f"(({ctype(dst)})fj_f2i((double)({x}), {lo.hex()}, {hi.hex()}))"
+
+
 def _float_only(op: ir.Op, dt: np.dtype) -> None:
     if dt.kind != "f":
         raise NotImplementedError(f"CUDA backend: op {op.op} on dtype {dt.name}")
@@ -243,6 +256,13 @@ def render_op(a: list, op: ir.Op) -> str:
     if fn is None:
         raise NotImplementedError(f"CUDA backend: no CUDA rendering of elementwise op {op.op!r}")
     low = op.dtype in LOW_FLOATS
+    if op.dtype.kind == "c" or any(np.dtype(d).kind == "c" for d in op.in_dtypes):
+        if low or any(np.dtype(d) in LOW_FLOATS for d in op.in_dtypes):
+            names = [np.dtype(d).name for d in (op.dtype, *op.in_dtypes)]
+            raise NotImplementedError(f"CUDA backend: op {op.op} mixing complex and 16-bit float dtypes {names}")
+        e = complex_ops.render_op(a, op, ctype, _f2i)
+        if e is not None:
+            return e
     if low or any(np.dtype(d) in LOW_FLOATS for d in op.in_dtypes):
         return _render_low(fn, a, op, low)
     return fn(a, op)
@@ -426,8 +446,7 @@ def _build_table() -> dict:
         if dst == np.bool_:
             return f"({a[0]} != 0)" if src != np.bool_ else a[0]
         if src.kind == "f" and dst.kind in "iu":
-            lo, hi = ir.f2i_bounds(dst)
-            return f"(({T(op)})fj_f2i((double)({a[0]}), {lo.hex()}, {hi.hex()}))"
+            return _f2i(a[0], dst)
         return cast(a[0], op)
 
     def select_n(a: list, op: ir.Op) -> str:
@@ -508,6 +527,12 @@ def _build_table() -> dict:
     }
     for name in _MATH:
         table[name] = math1(name)
+
+    def complex_only(a: list, op: ir.Op) -> str:  # complex operands take complex_ops' path first
+        raise NotImplementedError(f"CUDA backend: op {op.op} on dtype {op.dtype.name}")
+
+    for name in ("real", "imag", "conj"):
+        table[name] = complex_only
     return table
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from fjax import core
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda import host_ops
+from fjax.backends.cuda import complex_ops, host_ops
 from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
@@ -73,6 +73,8 @@ class Module:
             "",
         ]
         parts = ["\n".join(head), PRELUDE]
+        if any(complex_ops.uses_complex(k.src) for k in self.kernels.values()):
+            parts.append(complex_ops.PRELUDE)
         parts += [k.src for k in self.kernels.values()]
         parts.append("// ---- host-side launch sequence\n" + "\n".join("// " + c if c else "//" for c in comments))
         return "\n".join(parts) + "\n"
@@ -228,9 +230,9 @@ class _Builder:
             elif isinstance(st, ir.Reshape):
                 plan.steps.append(View(bn(st.out), bn(st.src), st.out.shape))
             elif isinstance(st, ir.Dot):
-                if st.out.dtype.kind not in "f" and st.out.dtype not in LOW_FLOATS:
+                if st.out.dtype.kind not in "fc" and st.out.dtype not in LOW_FLOATS:
                     raise NotImplementedError(
-                        f"CUDA backend: dot_general on dtype {st.out.dtype.name} (cuBLAS: floats)"
+                        f"CUDA backend: dot_general on dtype {st.out.dtype.name} (cuBLAS: floats and complex)"
                     )
                 o = bn(st.out)
                 plan.steps.append(
