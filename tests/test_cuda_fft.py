@@ -74,7 +74,8 @@ def test_rfft_and_irfft_match_cpu(shape, lengths, dt):
     x = rng.standard_normal(shape).astype(dt)
     cdt = np.complex64 if dt == np.float32 else np.complex128
     half = shape[:-1] + (lengths[-1] // 2 + 1,)
-    y = _complex(rng, half, cdt)  # not Hermitian: IRFFT reads the half spectrum as the CPU does
+    # not Hermitian: the stand-in (pocketfft) reads it as the CPU does; cuFFT may not (fft_ops)
+    y = _complex(rng, half, cdt)
     f = lambda x, y: (lax.fft(x, "rfft", lengths), lax.fft(y, "irfft", lengths))  # noqa: E731
     got, want = _both(f, x, y, x64=dt == np.float64)
     assert got[0].dtype == cdt and got[1].dtype == dt
@@ -153,27 +154,30 @@ def _loops_take_fft() -> bool:
     reason="the CUDA backend's LOOP_OPS (backend.py) do not list fft: a loop with one is a host step",
 )
 def test_fft_inside_scan_while_and_cond():
-    """FFT steps in loop and branch bodies (the Loop/Branch records' sub-plans): the carries are
-    real, the spectra inside the bodies complex."""
+    """FFT steps in loop and branch bodies (the Loop/Branch records' sub-plans), with real carries
+    (the spectra inside the bodies complex) and a complex one."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((3, 8)).astype(np.float32)
     xs = rng.standard_normal((5, 3, 8)).astype(np.float32)
     smooth = lambda c: lax.fft(lax.fft(c, "rfft", (8,)), "irfft", (8,)) * 0.5 + 1.0  # noqa: E731
 
-    def f(x, xs, p):
+    def f(x, xs, p, z):
         a = lax.fori_loop(0, 3, lambda i, c: smooth(c), x)  # a scan
+        a2 = lax.fori_loop(0, 3, lambda i, c: lax.fft(c, "fft", (8,)) * 0.25, z)  # a complex carry
         b = lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, smooth(s[1])), (0, x))[1]
         c = lax.cond(p, smooth, lambda x: x * 2.0, x)
         d = lax.scan(lambda c, x: (smooth(c + x), lax.fft(x * c, "rfft", (8,))), x, xs)
-        return a, b, c, d
+        return a, a2, b, c, d
 
+    z = _complex(rng, (3, 8), np.complex64)
     for p in (True, False):
-        got, want = _both(f, x, xs, np.bool_(p))
+        got, want = _both(f, x, xs, np.bool_(p), z)
         _close(got, want, True)
     ref = x
     for _ in range(3):
         ref = np.fft.irfft(np.fft.rfft(ref)) * 0.5 + 1.0
     _close(got[0], ref.astype(np.float32), True)
+    _close(got[1], (np.fft.fft(np.fft.fft(np.fft.fft(z))) / 64).astype(np.complex64), True)
 
 
 def test_a_plan_with_an_fft_is_not_captured(standin_gpu, monkeypatch):
@@ -286,3 +290,66 @@ def test_complex_matmul_record_through_the_executor(standin_gpu, monkeypatch):
     (out,) = ex(cp.asarray(a), cp.asarray(b))
     assert cp.calls["gemm complex64"] == 1 and not cublaslt._choices, dict(cp.calls)
     np.testing.assert_allclose(np.asarray(out), a @ np.swapaxes(b, 1, 2), rtol=2e-5, atol=2e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end, with the complex elementwise kernels around the FFTs (complex_ops.py)
+
+
+def test_power_spectrum_gradients_and_norms():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    w = rng.standard_normal(16).astype(np.float32)
+    z = _complex(rng, (3, 8, 6), np.complex64)
+
+    def f(x, w, z):
+        power = jnp.abs(jnp.fft.rfft(x)) ** 2
+        g_power = fjax.grad(lambda x: jnp.sum(jnp.abs(jnp.fft.rfft(x)) ** 2))(x)  # Parseval: 2 N x, mostly
+        g_filter = fjax.grad(lambda x: jnp.sum(jnp.fft.irfft(jnp.fft.rfft(x) * 0.5j) * w))(x)
+        return (
+            power,
+            g_power,
+            g_filter,
+            jnp.fft.fft(x),  # real input: converted to complex64 on the device
+            jnp.fft.fft(z, axis=1, norm="ortho"),  # a middle axis (moved) and a scale
+            jnp.fft.ifft2(z, s=(10, 4), axes=(0, 2)),  # padded and cropped
+            jnp.fft.irfft(z, n=9),  # odd output length: the half spectrum cropped
+            fjax.vmap(lambda r: jnp.fft.rfft(r * r))(x),
+        )
+
+    got, want = _both(f, x, w, z)
+    _close(got, want, True)
+    ref = np.abs(np.fft.rfft(x)) ** 2
+    _close(got[0], ref.astype(np.float32), True)
+    _close(got[4], np.fft.fft(z, axis=1, norm="ortho").astype(np.complex64), True)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_dot_general_on_the_gpu(standin_gpu, dt):
+    rng = np.random.default_rng(8)
+    a, b = _complex(rng, (2, 6, 20), dt), _complex(rng, (2, 20, 30), dt)
+    f = lambda a, b: (a @ b, jnp.einsum("bij,bkj->bik", a, jnp.swapaxes(b, 1, 2)), jnp.conj(a[0]) @ b[1])  # noqa: E731
+    standin_gpu.calls.clear()
+    got, want = _both(f, a, b, x64=dt == np.complex128)
+    assert standin_gpu.calls[f"gemm {np.dtype(dt).name}"] >= 3, dict(standin_gpu.calls)
+    tol = dict(rtol=2e-5, atol=2e-5) if dt == np.complex64 else dict(rtol=1e-12, atol=1e-12)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype == dt
+        np.testing.assert_allclose(g, w, **tol)
+    np.testing.assert_allclose(got[0], a @ b, **tol)
+
+
+def test_complex_gemms_in_a_replayed_cuda_graph(standin_gpu, monkeypatch):
+    """cgemm through ctypes is captured with the plan's launches; replays with new inputs agree."""
+    from fjax.backends.cuda import executor
+
+    monkeypatch.setattr(executor, "GRAPH_MIN_STEPS", 1)
+    rng = np.random.default_rng(9)
+    f = fjax.jit(lambda a, b: (jnp.conj(a) @ b) * 2.0 + 1.0)
+    gpu = fjax.devices("gpu")[0]
+    standin_gpu.calls.clear()
+    for _ in range(4):
+        a, b = _complex(rng, (5, 20), np.complex64), _complex(rng, (20, 7), np.complex64)
+        got = np.asarray(f(fjax.device_put(a, gpu), fjax.device_put(b, gpu)))
+        np.testing.assert_allclose(got, (np.conj(a) @ b) * 2 + 1, rtol=2e-5, atol=2e-5)
+    assert standin_gpu.calls["graph launch"] >= 2, dict(standin_gpu.calls)
