@@ -143,16 +143,6 @@ def test_empty_transforms(kind, shape, lengths, dt):
     np.testing.assert_array_equal(got, want)  # zeros (an unwritten buffer holds 0xA5 bytes)
 
 
-def _loops_take_fft() -> bool:
-    from fjax.backends.cuda import backend
-
-    return "fft" in backend.LOOP_OPS
-
-
-@pytest.mark.skipif(
-    not _loops_take_fft(),
-    reason="the CUDA backend's LOOP_OPS (backend.py) do not list fft: a loop with one is a host step",
-)
 def test_fft_inside_scan_while_and_cond():
     """FFT steps in loop and branch bodies (the Loop/Branch records' sub-plans), with real carries
     (the spectra inside the bodies complex) and a complex one."""

@@ -14,10 +14,10 @@ from fjax.backends.kernel_ir import Program
 
 FUSED_DOT_MAX_K_GPU = int(os.environ.get("FJAX_CUDA_FUSED_DOT_MAX_K", "16"))
 
-# indexed updates a compiled loop body runs inline (as kernels of the body's plan), and the random
-# samplers of ``random_ops`` (so they run inside scan/while on the device too)
+# indexed updates a compiled loop body runs inline (as kernels of the body's plan), the random
+# samplers of ``random_ops`` and cuFFT's ``fft`` (so they run inside scan/while on the device too)
 LOOP_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add"})
-LOOP_OPS |= {"random_gamma", "random_poisson", "random_binomial", "rng_bit_generator"}
+LOOP_OPS |= {"random_gamma", "random_poisson", "random_binomial", "rng_bit_generator", "fft"}
 
 
 def _loop_op_reason(step: Any) -> str | None:
