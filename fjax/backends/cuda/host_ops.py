@@ -18,10 +18,13 @@ inline loop updates): each becomes launches in the plan, so its data never leave
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
   indices then depend on the order threads run: not bit-reproducible run to run).
 
+Complex values (``complex_ops.py``) go through the copies, scatters (scatter-add: ``atomicAdd`` per
+part), ``cumsum``/``cumprod`` and ``sort`` (keys by (real, imag), NaNs last); the other host steps
+raise ``NotImplementedError`` on them. ``fft`` is cuFFT through ``cupy.fft`` (``fft_ops.py``).
 Special functions, ``clz``/``population_count``, ``reduce_precision`` and ``top_k`` are in
-``special_ops.py``, cholesky/triangular_solve/lu/qr in ``linalg_ops.py``, float32 ``random_gamma``
-in ``random_ops.py``. Everything else raises ``NotImplementedError`` naming the primitive (FFT,
-complex dtypes, eigh/svd, ``random_gamma_grad``, ... have no CUDA form here).
+``special_ops.py``/``special_ops2.py``, the factorizations in ``linalg_ops.py``, the random samplers
+in ``random_ops.py``. Everything else raises ``NotImplementedError`` naming the primitive (``eig``,
+``schur``, ``tridiagonal_solve``, ``hyp1f1``, ... have no CUDA form here).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ _FLOAT_CALLS = {
 _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable in float32
 # host steps that take complex operands (sort: keys ordered by (real, imag), NaNs last)
 _COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "cumsum", "cumprod", "sort"})
+_COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # linalg_ops.py: complex64/128
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
