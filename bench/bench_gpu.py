@@ -124,6 +124,22 @@ def workloads(lib: Any, jnp: Any, lax: Any, quick: bool) -> dict[str, tuple[Call
             np.sign(rng.standard_normal(512)).astype(f32),
         ),
     )
+
+    # complex64 kernels (complex_ops.py) and cuFFT (fft_ops.py): a complex elementwise chain, and
+    # the power spectrum of a batch of real signals with its gradient
+    def cchain(x, y):
+        z = lax.complex(x, y)
+        w = jnp.exp(z * 0.1) * jnp.conj(z) / (z + 2.0) + jnp.sqrt(z) * jnp.tanh(z)
+        return jnp.sum(jnp.abs(w) ** 2)
+
+    def spectrum(x):
+        return lib.value_and_grad(lambda s: jnp.sum(jnp.log1p(jnp.abs(jnp.fft.rfft(s, axis=-1)) ** 2)))(x)
+
+    out["complex chain 4M"] = (
+        lib.jit(cchain),
+        (rng.standard_normal(1 << 22).astype(f32), rng.standard_normal(1 << 22).astype(f32)),
+    )
+    out["rfft power spectrum + grad 64x16384"] = (lib.jit(spectrum), (rng.standard_normal((64, 16384)).astype(f32),))
     return out
 
 
