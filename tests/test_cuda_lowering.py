@@ -313,6 +313,18 @@ CORPUS = {
         lambda k, a: fjax.random.gamma(fjax.random.wrap_key_data(k), a),
         (np.array([7, 11], np.uint32), np.abs(_f32(64)) + 0.2),
     ),
+    "poisson_binomial": (
+        lambda k, lam, n, p: (
+            fjax.random.poisson(fjax.random.wrap_key_data(k), lam, (2, 6)),
+            fjax.random.binomial(fjax.random.wrap_key_data(k), n, p, (2, 6)),
+        ),
+        (
+            np.array([7, 11], np.uint32),
+            np.array([0.5, 3, 9.99, 10, 40, 500], np.float32),
+            np.array([3, 20, 50, 1e3, 2.5, 7], np.float32),
+            np.array([0.2, 0.5, 0.3, 0.9, 0.4, 0.7], np.float32),
+        ),
+    ),
     "special": (special, (_f32(4, 80), np.abs(_f32(4, 80)) + 0.5, rng.integers(-9, 9, 12).astype(np.int32))),
     # cuFFT steps (fft_ops.py): a real signal through its half spectrum and back, 1-D and 2-D
     "fft": (lambda x: (jnp.fft.irfft(jnp.fft.rfft(x), n=16), jnp.fft.irfftn(jnp.fft.rfftn(x))), (_f32(3, 16),)),
