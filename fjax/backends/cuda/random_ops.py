@@ -1,13 +1,21 @@
-"""The CUDA kernel of ``random_gamma`` (float32, from ``host_ops.render``): one thread per sample
-runs the CPU kernel's algorithm (``fjax/_random_gamma_kernel.py``: Marsaglia-Tsang with JAX's key
-splits, XLA's float32 ``log``/``log1p``/``erf_inv``, fused multiply-adds rounded once), so samples
-are bit-identical to the CPU's for ``a >= 1`` and in log space; for ``a < 1`` the final
-``u ** (1 / a)`` is CUDA's ``powf`` (within 2 ulp of the CPU's). The constants are rendered as the
-bits of the CPU kernel's float32 values. Other dtypes raise ``NotImplementedError``.
+"""The CUDA kernels of fjax's random primitives (from ``host_ops.render``).
+
+``random_gamma`` in float32: one thread per sample runs the CPU kernel's algorithm
+(``fjax/_random_gamma_kernel.py``: Marsaglia-Tsang with JAX's key splits, XLA's float32
+``log``/``log1p``/``erf_inv``, fused multiply-adds rounded once), so samples are bit-identical to
+the CPU's for ``a >= 1`` and in log space; for ``a < 1`` the final ``u ** (1 / a)`` is CUDA's
+``powf`` (within 2 ulp of the CPU's). The constants are rendered as the bits of the CPU kernel's
+float32 values; products that meet an addition are ``__fmul_rn`` (nvcc's default ``--fmad=true``
+must not contract them). float64, float16 and bfloat16 are in ``random_gamma_wide.py``, and
+``random_poisson`` / ``random_binomial`` (every rate/count dtype the primitives take; int4-like
+outputs have no CUDA type and raise ``NotImplementedError`` naming the primitive) in
+``random_discrete.py``.
 
 Also ``rng_bit_generator`` (``lax.rng_bit_generator``): Philox-4x32-10 (the default, as XLA's CPU
 backend) and threefry-2x32 (with XLA's halving of the shape along its first even dimension), one
 thread per output block, bit for bit the CPU impl (``fjax/lax/_rng.py``), and the advanced key.
+
+All of them run inside compiled ``scan``/``while`` bodies too (the CUDA backend's loop ops).
 """
 
 from __future__ import annotations
@@ -108,7 +116,7 @@ def _prelude() -> str:
         "__device__ float fj_xla_erf_inv(float x) {\n"
         "  x = fj_flush(x);\n"
         f"  const float L[9] = {{{lt5}}}, G[9] = {{{ge5}}};\n"
-        "  float w = -fj_xla_log1p(x * (-x));\n"
+        "  float w = -fj_xla_log1p(__fmul_rn(x, -x));\n"
         "  const float* cs;\n"
         "  if (w < 5.0f) { w = w - 2.5f; cs = L; } else { w = sqrtf(w) - 3.0f; cs = G; }\n"
         "  float p = cs[0];\n"
@@ -147,7 +155,7 @@ def _prelude() -> str:
         "    xx = x * x;\n    v = (vv * vv) * vv;\n    u = fj_unit(uk1, uk2);\n  }\n"
         "  if (log_space) {\n"
         "    const float ls = fj_xla_log1p(-fj_unit(sub1, sub2));\n"
-        "    const float lb = (boost || ls == 0.0f) ? 0.0f : ls * (1.0f / alpha_orig);\n"
+        "    const float lb = (boost || ls == 0.0f) ? 0.0f : __fmul_rn(ls, 1.0f / alpha_orig);\n"
         "    return (fj_xla_log(d) + fj_xla_log(v)) + lb;\n  }\n"
         "  const float samples = 1.0f - fj_unit(sub1, sub2);\n"
         "  const float b = boost ? 1.0f : powf(samples, 1.0f / alpha_orig);\n"
