@@ -1,30 +1,39 @@
-"""CUDA kernels for the linear-algebra host steps (rendered from ``host_ops.render``), float32 and
-float64, batched over leading dimensions: one thread block per matrix (a grid-stride loop over the
-matrices), the unblocked LAPACK algorithms with ``__syncthreads()`` between their steps:
+"""CUDA kernels for the linear-algebra host steps (rendered from ``host_ops.render``), float32,
+float64, complex64 and complex128, batched over leading dimensions: one thread block per matrix (a
+grid-stride loop over the matrices), the unblocked LAPACK algorithms with ``__syncthreads()``
+between their steps. One source serves real and complex matrices: each kernel is written with the
+scalar helpers of ``HELPERS`` (``fjl_conj`` is the identity on reals) and, for complex ones, the
+``fj_complex`` operators of ``COMPLEX_HELPERS`` (on ``complex_ops``' device functions). LAPACK's
+complex conventions, as the CPU's LAPACK computes them:
 
-- ``cholesky`` (``symmetrize_input``, ``upper``): right-looking, column by column; a matrix that
-  is not positive definite (a pivot ``<= 0`` or NaN) gives an all-NaN factor, as the CPU impl;
-- ``triangular_solve`` (all sides, transposes, unit diagonals): one thread per right-hand side
-  (a column of ``b``, or a row for a right-side solve), substitution in order;
-- ``lu``: partial pivoting (the first largest ``|a|`` of a column), rows swapped, multipliers
-  scaled by the pivot's reciprocal (``getf2``), 0-based pivots and the permutation;
-  ``lu_pivots_to_permutation``;
-- ``qr`` (no pivoting): Householder reflectors with LAPACK's signs (``beta = -sign(alpha)
-  ||x||``, ``geqr2``), ``Q`` formed by applying them to the identity (``org2r``), reduced or full;
-- ``eigh`` (real symmetric, either triangle, ``subset_by_index``): parallel cyclic Jacobi (the
-  round-robin ordering: n/2 disjoint rotations per step, Rutishauser's stable angles) until the
-  off-diagonal mass is below the dtype's epsilon (at most 40 sweeps), eigenvalues ascending; a
-  non-finite input gives NaNs, as the CPU impl. Eigenvectors are unique up to sign (and within
-  repeated eigenvalues), so they may differ from LAPACK's by those choices;
-- ``svd`` (real; ``full_matrices``, ``compute_uv``, ``subset_by_index``): one-sided (Hestenes)
-  Jacobi on the columns (of the transpose when wide), the same round-robin ordering, singular
+- ``cholesky`` (``symmetrize_input``: ``(x + x^H) / 2``; ``upper``: ``L^H``): right-looking, column
+  by column, ``A = L L^H`` from the lower triangle (the diagonal's real part, as ``potrf``); a matrix
+  that is not positive definite (a pivot ``<= 0`` or NaN) gives an all-NaN factor, as the CPU impl;
+- ``triangular_solve`` (all sides, ``transpose_a``/``conjugate_a``, unit diagonals): one thread per
+  right-hand side (a column of ``b``, or a row for a right-side solve), substitution in order;
+- ``lu``: partial pivoting (the first largest ``|re| + |im|`` of a column, as ``i?amax``), rows
+  swapped, multipliers scaled by the pivot's reciprocal (``getf2``), 0-based pivots and the
+  permutation; ``lu_pivots_to_permutation``;
+- ``qr`` (no pivoting): Householder reflectors as ``larfg`` (``beta = -sign(re alpha) ||(alpha,
+  x)||`` real, ``tau = ((beta - re alpha) / beta, -im alpha / beta)``), ``H^H`` applied to the
+  trailing columns (``geqr2``), ``Q = H_1 ... H_k`` applied to the identity (``ung2r``);
+- ``eigh`` (real symmetric or Hermitian, either triangle, the diagonal's real part,
+  ``subset_by_index``): parallel cyclic Jacobi (the round-robin ordering: n/2 disjoint rotations per
+  step, Rutishauser's stable angles; a complex pair is first made real by the phase ``conj(a_pq) /
+  |a_pq|``) until the off-diagonal mass is below the dtype's epsilon (at most 40 sweeps), real
+  eigenvalues ascending; a non-finite entry anywhere gives NaNs, as the CPU impl. Eigenvectors are
+  unique up to sign or a unit complex phase (and within repeated eigenvalues), so they may differ
+  from LAPACK's by those choices;
+- ``svd`` (``full_matrices``, ``compute_uv``, ``subset_by_index``): one-sided (Hestenes) Jacobi on
+  the columns (of the conjugate transpose when wide), the same ordering and phases, real singular
   values descending; left vectors of zero singular values and the extra columns of
-  ``full_matrices`` completed by Gram-Schmidt against unit vectors. Signs as with ``eigh``.
+  ``full_matrices`` completed by Gram-Schmidt against unit vectors. Phases as with ``eigh``.
 
 These are meant for the small and medium matrices of training programs (initializers, Gaussian
 processes, solves in a loss): O(n) synchronized steps per matrix, no blocking, one block each; a
 large single matrix is far slower than cuSOLVER would be. ``eig``, ``schur`` and the other
-factorizations have no CUDA form (``NotImplementedError``).
+factorizations have no CUDA form (``NotImplementedError``). The complex kernels have been run on
+the CUDA emulator and compiled by nvcc, not run on a GPU.
 """
 
 from __future__ import annotations
@@ -39,10 +48,67 @@ from fjax.backends.cuda.records import Alloc
 NAMES = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd"})
 
 
+_REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_REAL.update({np.dtype(np.complex64): "float", np.dtype(np.complex128): "double"})
+
+# Scalar helpers every kernel here is written with, so one source serves real and complex
+# matrices: ``fjl_conj`` (the identity on reals), ``fjl_re``/``fjl_im``, ``fjl_abs`` (|z|),
+# ``fjl_abs1`` (|re| + |im|: LAPACK's i?amax pivot measure), ``fjl_abs2`` (|z|^2), ``fjl_finite``.
+# Complex kernels also get the arithmetic operators on ``fj_complex`` (complex_ops' device
+# functions; a real operand scales both parts). Guarded: a translation unit holds many kernels.
+_REAL_HELPERS = "".join(
+    f"__device__ __forceinline__ {t} fjl_conj({t} x) {{ return x; }}\n"
+    f"__device__ __forceinline__ {t} fjl_re({t} x) {{ return x; }}\n"
+    f"__device__ __forceinline__ {t} fjl_im({t} x) {{ return ({t})0; }}\n"
+    f"__device__ __forceinline__ {t} fjl_abs({t} x) {{ return fabs(x); }}\n"
+    f"__device__ __forceinline__ {t} fjl_abs1({t} x) {{ return fabs(x); }}\n"
+    f"__device__ __forceinline__ {t} fjl_abs2({t} x) {{ return x * x; }}\n"
+    f"__device__ __forceinline__ bool fjl_finite({t} x) {{ return isfinite(x); }}\n"
+    for t in ("float", "double")
+)
+HELPERS = "#ifndef FJ_LINALG_HELPERS\n#define FJ_LINALG_HELPERS\n" + _REAL_HELPERS + "#endif\n"
+COMPLEX_HELPERS = r"""#ifndef FJ_LINALG_COMPLEX
+#define FJ_LINALG_COMPLEX
+#define FJL_C template <typename T> __device__ __forceinline__ fj_complex<T>
+#define FJL_R template <typename T> __device__ __forceinline__ T
+#define FJL_B template <typename T> __device__ __forceinline__ bool
+FJL_C operator+(fj_complex<T> a, fj_complex<T> b) { return fj_cadd(a, b); }
+FJL_C operator-(fj_complex<T> a, fj_complex<T> b) { return fj_csub(a, b); }
+FJL_C operator-(fj_complex<T> a) { return fj_cneg(a); }
+FJL_C operator*(fj_complex<T> a, fj_complex<T> b) { return fj_cmul(a, b); }
+FJL_C operator/(fj_complex<T> a, fj_complex<T> b) { return fj_cdiv(a, b); }
+FJL_C operator*(T s, fj_complex<T> b) { return fj_complex<T>(s * b.re, s * b.im); }
+FJL_C operator*(fj_complex<T> b, T s) { return fj_complex<T>(s * b.re, s * b.im); }
+FJL_C operator/(fj_complex<T> b, T s) { return fj_complex<T>(b.re / s, b.im / s); }
+FJL_C& operator+=(fj_complex<T>& a, fj_complex<T> b) { a = fj_cadd(a, b); return a; }
+FJL_C& operator-=(fj_complex<T>& a, fj_complex<T> b) { a = fj_csub(a, b); return a; }
+FJL_C& operator*=(fj_complex<T>& a, fj_complex<T> b) { a = fj_cmul(a, b); return a; }
+FJL_C& operator*=(fj_complex<T>& a, T s) { a = a * s; return a; }
+FJL_C& operator/=(fj_complex<T>& a, fj_complex<T> b) { a = fj_cdiv(a, b); return a; }
+FJL_C& operator/=(fj_complex<T>& a, T s) { a = a / s; return a; }
+FJL_B operator==(fj_complex<T> a, fj_complex<T> b) { return fj_ceq(a, b); }
+FJL_B operator!=(fj_complex<T> a, fj_complex<T> b) { return !fj_ceq(a, b); }
+FJL_C fjl_conj(fj_complex<T> a) { return fj_cconj(a); }
+FJL_R fjl_re(fj_complex<T> a) { return a.re; }
+FJL_R fjl_im(fj_complex<T> a) { return a.im; }
+FJL_R fjl_abs(fj_complex<T> a) { return fj_cabs(a); }
+FJL_R fjl_abs1(fj_complex<T> a) { return fabs(a.re) + fabs(a.im); }
+FJL_R fjl_abs2(fj_complex<T> a) { return a.re * a.re + a.im * a.im; }
+FJL_B fjl_finite(fj_complex<T> a) { return isfinite(a.re) && isfinite(a.im); }
+#undef FJL_C
+#undef FJL_R
+#undef FJL_B
+#endif
+"""
+
+
 def _check(name: str, dt: np.dtype) -> str:
-    if dt not in (np.float32, np.float64):
-        raise NotImplementedError(f"CUDA backend: {name} on dtype {dt.name} (float32/float64 only)")
-    return ctype(dt)
+    """The kernel's typedefs (``T`` the element type, ``R`` its real part type) and helpers."""
+    dt = np.dtype(dt)
+    if dt not in _REAL:
+        raise NotImplementedError(f"CUDA backend: {name} on dtype {dt.name} (float32/64, complex64/128 only)")
+    cx = dt.kind == "c"
+    return HELPERS + (COMPLEX_HELPERS if cx else "") + f"typedef {ctype(dt)} T;\ntypedef {_REAL[dt]} R;\n"
 
 
 def _block(n: int) -> int:
@@ -80,16 +146,16 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, ins: list, 
 
 
 def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: ANN001
-    T = _check("cholesky", np.dtype(a.dtype))
+    hdr = _check("cholesky", np.dtype(a.dtype))
     n = a.shape[-1]
     B = math.prod(a.shape[:-2])
     blk = _block(n * n)
     sym = bool(params.get("symmetrize_input", False))
     upper = bool(params.get("upper", False))
-    src_ik = "(x[o + i * N + k] + x[o + k * N + i]) / (T)2" if sym else "x[o + i * N + k]"
+    src_ik = "(x[o + i * N + k] + fjl_conj(x[o + k * N + i])) / (R)2" if sym else "x[o + i * N + k]"
     body = (
         f"// cholesky of {B} {n}x{n} matrices{' (symmetrized)' if sym else ''}{', upper' if upper else ''}\n"
-        f"typedef {T} T;\n"
+        + hdr
         + _head(blk, "const T* __restrict__ x, T* __restrict__ L")
         + f"  const long long N = {n};\n  __shared__ int bad;\n"
         + _MATS.format(B=B)
@@ -101,11 +167,12 @@ def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: 
         "    __syncthreads();\n"
         "    for (long long j = 0; j < N; ++j) {\n"
         "      if (threadIdx.x == 0) {\n"
-        "        const T d = L[o + j * N + j];\n"
-        "        if (!(d > (T)0)) bad = 1;\n"
-        "        L[o + j * N + j] = sqrt(d);\n      }\n"
+        "        // the real part, as potrf: a Hermitian matrix's diagonal is real\n"
+        "        const R d = fjl_re(L[o + j * N + j]);\n"
+        "        if (!(d > (R)0)) bad = 1;\n"
+        "        L[o + j * N + j] = (T)sqrt(d);\n      }\n"
         "      __syncthreads();\n"
-        "      const T djj = L[o + j * N + j];\n"
+        "      const R djj = fjl_re(L[o + j * N + j]);\n"
         "      for (long long i = j + 1 + threadIdx.x; i < N; i += blockDim.x) L[o + i * N + j] /= djj;\n"
         "      __syncthreads();\n"
         "      const long long m = N - j - 1;\n"
@@ -113,7 +180,7 @@ def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: 
         "        const long long r = p / m, c = p % m;\n"
         "        if (c <= r) {\n"
         "          const long long i = j + 1 + r, k = j + 1 + c;\n"
-        "          L[o + i * N + k] -= L[o + i * N + j] * L[o + k * N + j];\n        }\n      }\n"
+        "          L[o + i * N + k] -= L[o + i * N + j] * fjl_conj(L[o + k * N + j]);\n        }\n      }\n"
         "      __syncthreads();\n    }\n"
         "    if (bad) {\n"
         "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) L[o + p] = (T)NAN;\n"
@@ -121,7 +188,7 @@ def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: 
             "    } else {\n"
             "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
             "        const long long i = p / N, k = p % N;\n"
-            "        if (k < i) { L[o + k * N + i] = L[o + p]; L[o + p] = (T)0; }\n      }\n"
+            "        if (k < i) { L[o + k * N + i] = fjl_conj(L[o + p]); L[o + p] = (T)0; }\n      }\n"
             if upper
             else ""
         )
@@ -132,7 +199,7 @@ def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: 
 
 def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
     a, b = in_avals
-    T = _check("triangular_solve", np.dtype(b.dtype))
+    hdr = _check("triangular_solve", np.dtype(b.dtype))
     left, lower = bool(params["left_side"]), bool(params["lower"])
     trans, unit = bool(params["transpose_a"]), bool(params["unit_diagonal"])
     m = a.shape[-1]
@@ -145,6 +212,9 @@ def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launc
     c_lower = lower != ct
     aik = "A[oa + k * M + i]" if ct else "A[oa + i * M + k]"
     aii = "A[oa + i * M + i]"
+    cj = bool(params.get("conjugate_a", False)) and np.dtype(b.dtype).kind == "c"
+    if cj:  # op(A) = conj(A) or A^H
+        aik, aii = f"fjl_conj({aik})", f"fjl_conj({aii})"
     # element s of right-hand side q in b (and in the output)
     at = "(ob + s * C + q)" if left else "(ob + q * C + s)"
     loop = "for (long long i = 0; i < M; ++i)" if c_lower else "for (long long i = M - 1; i >= 0; --i)"
@@ -153,8 +223,9 @@ def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launc
     blk = min(256, max(32, -(-total // 32) * 32))
     body = (
         f"// triangular_solve ({'left' if left else 'right'}, {'lower' if lower else 'upper'}"
-        f"{', transposed' if trans else ''}{', unit diagonal' if unit else ''}): {B} x {nrhs} substitutions\n"
-        f"typedef {T} T;\n"
+        f"{', transposed' if trans else ''}{', conjugated' if cj else ''}{', unit diagonal' if unit else ''}): "
+        f"{B} x {nrhs} substitutions\n"
+        + hdr
         + _head(blk, "const T* __restrict__ A, const T* __restrict__ X, T* __restrict__ Y")
         + f"  const long long M = {m}, C = {c}, NR = {nrhs};\n"
         f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {total}LL; "
@@ -169,30 +240,30 @@ def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launc
 
 
 def _lu(a, ins: list, outs: list, launch) -> list:  # noqa: ANN001
-    T = _check("lu", np.dtype(a.dtype))
+    hdr = _check("lu", np.dtype(a.dtype))
     m, n = a.shape[-2:]
     k = min(m, n)
     B = math.prod(a.shape[:-2])
     blk = _block(max(m, n) * 4)
     body = (
         f"// lu (partial pivoting) of {B} {m}x{n} matrices: pivots and permutation\n"
-        f"typedef {T} T;\n"
+        + hdr
         + _head(blk, "const T* __restrict__ x, T* __restrict__ W, int* __restrict__ piv, int* __restrict__ perm")
         + f"  const long long M = {m}, N = {n}, K = {k};\n"
-        f"  __shared__ T sv[{blk}];\n  __shared__ long long si[{blk}];\n"
+        f"  __shared__ R sv[{blk}];\n  __shared__ long long si[{blk}];\n"
         + _MATS.format(B=B)
         + "    const long long o = bm * M * N;\n"
         "    for (long long p = threadIdx.x; p < M * N; p += blockDim.x) W[o + p] = x[o + p];\n"
         "    __syncthreads();\n"
         "    for (long long j = 0; j < K; ++j) {\n"
-        "      T best = (T)-1; long long bi = j;\n"
+        "      R best = (R)-1; long long bi = j;\n"
         "      for (long long i = j + threadIdx.x; i < M; i += blockDim.x) {\n"
-        "        const T v = fabs(W[o + i * N + j]);\n"
+        "        const R v = fjl_abs1(W[o + i * N + j]);  // |re| + |im|, as i?amax\n"
         "        if (v > best) { best = v; bi = i; }\n      }\n"
         "      sv[threadIdx.x] = best; si[threadIdx.x] = bi;\n      __syncthreads();\n"
         "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
         "        if (threadIdx.x < h) {\n"
-        "          const T v = sv[threadIdx.x + h]; const long long vi = si[threadIdx.x + h];\n"
+        "          const R v = sv[threadIdx.x + h]; const long long vi = si[threadIdx.x + h];\n"
         "          if (v > sv[threadIdx.x] || (v == sv[threadIdx.x] && vi < si[threadIdx.x])) "
         "{ sv[threadIdx.x] = v; si[threadIdx.x] = vi; }\n        }\n        __syncthreads();\n      }\n"
         "      const long long p = si[0];\n"
@@ -245,7 +316,7 @@ def _pivots_to_perm(p, out, ins: list, outs: list, launch) -> list:  # noqa: ANN
 def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
     if params.get("pivoting"):
         raise NotImplementedError("CUDA backend: qr with pivoting=True")
-    T = _check("qr", np.dtype(a.dtype))
+    hdr = _check("qr", np.dtype(a.dtype))
     m, n = a.shape[-2:]
     k = min(m, n)
     B = math.prod(a.shape[:-2])
@@ -254,48 +325,54 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
     blk = _block(max(n, qc, m))
     wn, tn = f"{outs[0]}_w", f"{outs[0]}_tau"
     recs = [Alloc(wn, (B, m, n), np.dtype(a.dtype)), Alloc(tn, (B, max(k, 1)), np.dtype(a.dtype))]
+    # tau = (beta - alpha) / beta: for complex alpha, ((beta - re) / beta, -im / beta) as zlarfg
+    tau_e = "T((beta - ar) / beta, -ai / beta)" if np.dtype(a.dtype).kind == "c" else "(beta - ar) / beta"
     body = (
         f"// qr (Householder, LAPACK's signs) of {B} {m}x{n} matrices: Q {m}x{qc}, R {rr}x{n}\n"
-        f"typedef {T} T;\n"
+        + hdr
         + _head(
             blk,
-            "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ R, T* __restrict__ W, T* __restrict__ tau",
+            "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ Rout, T* __restrict__ W, T* __restrict__ tau",
         )
         + f"  const long long M = {m}, N = {n}, K = {k}, QC = {qc}, RR = {rr};\n"
-        f"  __shared__ T sh[{blk}];\n"
+        f"  __shared__ R sh[{blk}];\n"
         + _MATS.format(B=B)
         + "    const long long o = bm * M * N, oq = bm * M * QC, orr = bm * RR * N;\n"
         "    T* w = W + o;\n    T* ta = tau + bm * (K > 0 ? K : 1);\n"
         "    for (long long p = threadIdx.x; p < M * N; p += blockDim.x) w[p] = x[o + p];\n"
         "    __syncthreads();\n"
         "    for (long long j = 0; j < K; ++j) {\n"
-        "      T part = (T)0;\n"
-        "      for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) part += w[i * N + j] * w[i * N + j];\n"
+        "      R part = (R)0;\n"
+        "      for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) part += fjl_abs2(w[i * N + j]);\n"
         "      sh[threadIdx.x] = part;\n      __syncthreads();\n"
         "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
         "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
-        "      const T xnorm = sqrt(sh[0]), alpha = w[j * N + j];\n"
-        "      T t = (T)0, beta = alpha;\n"
-        "      if (xnorm != (T)0) {\n"
-        "        beta = -copysign(hypot(alpha, xnorm), alpha);\n"
-        "        t = (beta - alpha) / beta;\n      }\n"
+        "      // larfg: H = I - tau v v^H with beta real (tau complex for complex matrices)\n"
+        "      const R xnorm = sqrt(sh[0]);\n      const T alpha = w[j * N + j];\n"
+        "      const R ar = fjl_re(alpha), ai = fjl_im(alpha);\n"
+        "      const bool refl = xnorm != (R)0 || ai != (R)0;\n"
+        "      T t = (T)0;\n      R beta = ar;\n"
+        "      if (refl) {\n"
+        "        beta = -copysign(hypot(hypot(ar, ai), xnorm), ar);\n"
+        f"        t = {tau_e};\n      }}\n"
         "      __syncthreads();\n"
-        "      if (xnorm != (T)0) {\n"
-        "        const T sc = (T)1 / (alpha - beta);\n"
+        "      if (refl) {\n"
+        "        const T sc = (T)1 / (alpha - (T)beta);\n"
         "        for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) w[i * N + j] *= sc;\n"
         "      }\n"
-        "      if (threadIdx.x == 0) { ta[j] = t; w[j * N + j] = beta; }\n"
+        "      if (threadIdx.x == 0) { ta[j] = t; w[j * N + j] = (T)beta; }\n"
         "      __syncthreads();\n"
         "      if (t != (T)0)\n"
         "        for (long long c = j + 1 + threadIdx.x; c < N; c += blockDim.x) {\n"
         "          T s = w[j * N + c];\n"
-        "          for (long long i = j + 1; i < M; ++i) s += w[i * N + j] * w[i * N + c];\n"
-        "          s *= t;\n          w[j * N + c] -= s;\n"
+        "          // H^H applied from the left (geqr2 passes conj(tau) to larf)\n"
+        "          for (long long i = j + 1; i < M; ++i) s += fjl_conj(w[i * N + j]) * w[i * N + c];\n"
+        "          s *= fjl_conj(t);\n          w[j * N + c] -= s;\n"
         "          for (long long i = j + 1; i < M; ++i) w[i * N + c] -= s * w[i * N + j];\n        }\n"
         "      __syncthreads();\n    }\n"
         "    for (long long p = threadIdx.x; p < RR * N; p += blockDim.x) {\n"
         "      const long long i = p / N, c = p % N;\n"
-        "      R[orr + p] = (i <= c && i < M) ? w[i * N + c] : (T)0;\n    }\n"
+        "      Rout[orr + p] = (i <= c && i < M) ? w[i * N + c] : (T)0;\n    }\n"
         "    for (long long p = threadIdx.x; p < M * QC; p += blockDim.x)\n"
         "      Q[oq + p] = (p / QC == p % QC) ? (T)1 : (T)0;\n"
         "    __syncthreads();\n"
@@ -304,7 +381,7 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
         "      if (t != (T)0)\n"
         "        for (long long c = threadIdx.x; c < QC; c += blockDim.x) {\n"
         "          T s = Q[oq + j * QC + c];\n"
-        "          for (long long i = j + 1; i < M; ++i) s += w[i * N + j] * Q[oq + i * QC + c];\n"
+        "          for (long long i = j + 1; i < M; ++i) s += fjl_conj(w[i * N + j]) * Q[oq + i * QC + c];\n"
         "          s *= t;\n          Q[oq + j * QC + c] -= s;\n"
         "          for (long long i = j + 1; i < M; ++i) Q[oq + i * QC + c] -= s * w[i * N + j];\n        }\n"
         "      __syncthreads();\n    }\n  }\n}\n"
@@ -313,9 +390,7 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
 
 
 def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: list) -> list:  # noqa: ANN001
-    if np.dtype(a.dtype).kind == "c":
-        raise NotImplementedError("CUDA backend: eigh of complex matrices")
-    T = _check("eigh", np.dtype(a.dtype))
+    hdr = _check("eigh", np.dtype(a.dtype))
     n = a.shape[-1]
     B = math.prod(a.shape[:-2])
     lower = bool(params.get("lower", True))
@@ -323,23 +398,25 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
     lo, hi = (0, n) if sub is None else (int(sub[0]), int(sub[1]))
     kk = hi - lo
     mm = n + (n % 2)  # players of the round-robin (a dummy when n is odd)
-    eps = "1e-14" if T == "double" else "1e-7"
+    eps = "1e-14" if np.dtype(a.dtype) in (np.float64, np.complex128) else "1e-7"
     blk = _block(n * n)
     an, vn = f"{outs[0]}_a", f"{outs[0]}_v"
     recs = recs + [Alloc(an, (B, n, n), np.dtype(a.dtype)), Alloc(vn, (B, n, n), np.dtype(a.dtype))]
+    # the Hermitian matrix of the triangle read (a diagonal's imaginary part ignored, as heevd)
     src_ij = (
-        "(i >= j ? x[o + i * N + j] : x[o + j * N + i])" if lower else "(i <= j ? x[o + i * N + j] : x[o + j * N + i])"
+        f"(i {'>' if lower else '<'} j ? x[o + i * N + j] : i == j ? (T)fjl_re(x[o + p]) : fjl_conj(x[o + j * N + i]))"
     )
     body = (
-        f"// eigh (parallel cyclic Jacobi) of {B} {n}x{n} symmetric matrices ({'lower' if lower else 'upper'})"
+        f"// eigh (parallel cyclic Jacobi) of {B} {n}x{n} Hermitian matrices ({'lower' if lower else 'upper'})"
         f", eigenvalues {lo}:{hi}\n"
-        f"typedef {T} T;\n"
+        + hdr
         + _head(
             blk,
-            "const T* __restrict__ x, T* __restrict__ vout, T* __restrict__ wout, T* __restrict__ A, T* __restrict__ V",
+            "const T* __restrict__ x, T* __restrict__ vout, R* __restrict__ wout, T* __restrict__ A, T* __restrict__ V",
         )
         + f"  const long long N = {n}, MM = {mm}, KK = {kk}, LO = {lo};\n"
-        f"  __shared__ T sh[{blk}];\n  __shared__ T cs[{max(1, mm // 2)}], sn[{max(1, mm // 2)}];\n"
+        f"  __shared__ R sh[{blk}];\n  __shared__ R cs[{max(1, mm // 2)}], sn[{max(1, mm // 2)}];\n"
+        f"  __shared__ T gg[{max(1, mm // 2)}];\n"
         f"  __shared__ int pp[{max(1, mm // 2)}], qq[{max(1, mm // 2)}];\n  __shared__ int finite;\n"
         + _MATS.format(B=B)
         + "    const long long o = bm * N * N;\n    T* a = A + o;\n    T* v = V + o;\n"
@@ -347,21 +424,21 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "    for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
         "      const long long i = p / N, j = p % N;\n"
         f"      const T e = {src_ij};\n"
-        "      if (!isfinite(e)) finite = 0;\n"
+        "      if (!fjl_finite(x[o + p])) finite = 0;  // anywhere in the matrix, as the CPU impl\n"
         "      a[p] = e;\n      v[p] = i == j ? (T)1 : (T)0;\n    }\n"
         "    __syncthreads();\n"
         "    for (int sweep = 0; sweep < 40 && finite; ++sweep) {\n"
-        "      T part = (T)0, tot = (T)0;\n"
+        "      R part = (R)0, tot = (R)0;\n"
         "      for (long long p = threadIdx.x; p < N * N; p += blockDim.x) {\n"
-        "        const T e = a[p] * a[p];\n        if (p / N != p % N) part += e;\n        tot += e;\n      }\n"
+        "        const R e = fjl_abs2(a[p]);\n        if (p / N != p % N) part += e;\n        tot += e;\n      }\n"
         "      sh[threadIdx.x] = part;\n      __syncthreads();\n"
         "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
         "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
-        "      const T off = sh[0];\n      __syncthreads();\n"
+        "      const R off = sh[0];\n      __syncthreads();\n"
         "      sh[threadIdx.x] = tot;\n      __syncthreads();\n"
         "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
         "        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];\n        __syncthreads();\n      }\n"
-        "      const T all = sh[0];\n      __syncthreads();\n"
+        "      const R all = sh[0];\n      __syncthreads();\n"
         f"      if (off <= ({eps}) * ({eps}) * all) break;\n"
         "      for (long long r = 0; r < MM - 1; ++r) {\n"
         "        // round r of the circle method: player 0 fixed, the others rotate\n"
@@ -369,25 +446,29 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "          const long long u1 = k == 0 ? 0 : 1 + (k - 1 + r) % (MM - 1);\n"
         "          const long long u2 = 1 + (MM - 2 - k + r) % (MM - 1);\n"
         "          long long p = u1 < u2 ? u1 : u2, q = u1 < u2 ? u2 : u1;\n"
-        "          T c = (T)1, s = (T)0;\n"
+        "          R c = (R)1, s = (R)0;\n          T g = (T)1;\n"
         "          if (q < N) {\n"
+        "            // J = diag(1, g) [[c, s], [-s, c]], g = conj(apq) / |apq| making the pair real\n"
         "            const T apq = a[p * N + q];\n"
-        "            if (apq != (T)0) {\n"
-        "              const T th = (a[q * N + q] - a[p * N + p]) / ((T)2 * apq);\n"
-        "              const T t = (th >= (T)0 ? (T)1 : (T)-1) / (fabs(th) + sqrt(th * th + (T)1));\n"
-        "              c = (T)1 / sqrt(t * t + (T)1);\n              s = t * c;\n            }\n"
+        "            const R r = fjl_abs(apq);\n"
+        "            if (r != (R)0) {\n"
+        "              const R th = (fjl_re(a[q * N + q]) - fjl_re(a[p * N + p])) / ((R)2 * r);\n"
+        "              const R t = (th >= (R)0 ? (R)1 : (R)-1) / (fabs(th) + sqrt(th * th + (R)1));\n"
+        "              c = (R)1 / sqrt(t * t + (R)1);\n              s = t * c;\n"
+        "              g = fjl_conj(apq) / r;\n            }\n"
         "          } else { p = 0; q = 0; }\n"
-        "          pp[k] = (int)p; qq[k] = (int)q; cs[k] = c; sn[k] = s;\n        }\n"
+        "          pp[k] = (int)p; qq[k] = (int)q; cs[k] = c; sn[k] = s; gg[k] = g;\n        }\n"
         "        __syncthreads();\n"
         "        // columns: A <- A J, V <- V J\n"
         "        for (long long e = threadIdx.x; e < (MM / 2) * N; e += blockDim.x) {\n"
         "          const long long k = e / N, i = e % N;\n"
         "          const int p = pp[k], q = qq[k];\n"
         "          if (p == q) continue;\n"
-        "          const T c = cs[k], s = sn[k];\n"
-        "          const T aip = a[i * N + p], aiq = a[i * N + q];\n"
+        "          const R c = cs[k], s = sn[k];\n"
+        "          const T g = gg[k];\n"
+        "          const T aip = a[i * N + p], aiq = g * a[i * N + q];\n"
         "          a[i * N + p] = c * aip - s * aiq;\n          a[i * N + q] = s * aip + c * aiq;\n"
-        "          const T vip = v[i * N + p], viq = v[i * N + q];\n"
+        "          const T vip = v[i * N + p], viq = g * v[i * N + q];\n"
         "          v[i * N + p] = c * vip - s * viq;\n          v[i * N + q] = s * vip + c * viq;\n        }\n"
         "        __syncthreads();\n"
         "        // rows: A <- J^T A\n"
@@ -395,15 +476,15 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "          const long long k = e / N, j = e % N;\n"
         "          const int p = pp[k], q = qq[k];\n"
         "          if (p == q) continue;\n"
-        "          const T c = cs[k], s = sn[k];\n"
-        "          const T apj = a[p * N + j], aqj = a[q * N + j];\n"
+        "          const R c = cs[k], s = sn[k];\n"
+        "          const T apj = a[p * N + j], aqj = fjl_conj(gg[k]) * a[q * N + j];\n"
         "          a[p * N + j] = c * apj - s * aqj;\n          a[q * N + j] = s * apj + c * aqj;\n        }\n"
         "        __syncthreads();\n      }\n    }\n"
         "    if (threadIdx.x == 0 && finite) {\n"
         "      // eigenvalues ascending: a selection sort of the diagonal, moving V's columns along\n"
         "      for (long long i = 0; i < N; ++i) {\n"
         "        long long m = i;\n"
-        "        for (long long j = i + 1; j < N; ++j) if (a[j * N + j] < a[m * N + m]) m = j;\n"
+        "        for (long long j = i + 1; j < N; ++j) if (fjl_re(a[j * N + j]) < fjl_re(a[m * N + m])) m = j;\n"
         "        if (m != i) {\n"
         "          const T t = a[i * N + i]; a[i * N + i] = a[m * N + m]; a[m * N + m] = t;\n"
         "          for (long long r = 0; r < N; ++r) { const T u = v[r * N + i]; v[r * N + i] = v[r * N + m]; "
@@ -414,16 +495,14 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "      const long long r = p / KK, k = p % KK;\n"
         "      vout[bm * N * KK + p] = finite ? v[r * N + LO + k] : (T)NAN;\n    }\n"
         "    for (long long k = threadIdx.x; k < KK; k += blockDim.x)\n"
-        "      wout[bm * KK + k] = finite ? a[(LO + k) * N + LO + k] : (T)NAN;\n"
+        "      wout[bm * KK + k] = finite ? fjl_re(a[(LO + k) * N + LO + k]) : (R)NAN;\n"
         "    __syncthreads();\n  }\n}\n"
     )
     return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], an, vn), "eigh")
 
 
 def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: list) -> list:  # noqa: ANN001
-    if np.dtype(a.dtype).kind == "c":
-        raise NotImplementedError("CUDA backend: svd of complex matrices")
-    T = _check("svd", np.dtype(a.dtype))
+    hdr = _check("svd", np.dtype(a.dtype))
     m, n = a.shape[-2:]
     k = min(m, n)
     R = max(m, n)
@@ -434,28 +513,28 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
     lo, hi = (0, k) if sub is None else (int(sub[0]), int(sub[1]))
     kk = k + (k % 2)
     wcols = R if (uv and full) else k  # W's columns: the left vectors, completed when full
-    eps = "1e-15" if T == "double" else "1e-7"
+    eps = "1e-15" if np.dtype(a.dtype) in (np.float64, np.complex128) else "1e-7"
     blk = _block(R * 4)
     wn, vn = f"{outs[0]}_w", f"{outs[0]}_v"
     recs = recs + [Alloc(wn, (B, R, wcols), np.dtype(a.dtype)), Alloc(vn, (B, k, k), np.dtype(a.dtype))]
     um = out_avals[1].shape[-1] if uv else 0
     vr = out_avals[2].shape[-2] if uv else 0
-    # W[r][c] = A[r][c] or A[c][r]; u/vt come from W (left vectors) and V (right vectors), swapped
-    # when transposed
-    src = "x[o + c * N + r]" if tr else "x[o + r * N + c]"
+    # W[r][c] = A[r][c] or conj(A[c][r]); u/vt come from W (left vectors) and V (right vectors),
+    # swapped when transposed (A^H = W V^H: A = V W^H)
+    src = "fjl_conj(x[o + c * N + r])" if tr else "x[o + r * N + c]"
     if not uv:
         outputs = ""
-        sig_out = "T* __restrict__ sout"
+        sig_out = "R* __restrict__ sout"
         args = (ins[0], outs[0], wn, vn)
     else:
-        sig_out = "T* __restrict__ sout, T* __restrict__ uout, T* __restrict__ vtout"
+        sig_out = "R* __restrict__ sout, T* __restrict__ uout, T* __restrict__ vtout"
         args = (ins[0], outs[0], outs[1], outs[2], wn, vn)
         if not tr:  # u = W[:, lo:hi or full], vt = V^T rows lo:hi
             u_e = "(finite ? w[i * WC + (KSEL ? LO + j : j)] : (T)NAN)"
-            vt_e = "(finite ? v[j * K + LO + i] : (T)NAN)"
+            vt_e = "(finite ? fjl_conj(v[j * K + LO + i]) : (T)NAN)"
         else:  # A = V S W^T: u = V (m x m), vt = W^T
             u_e = "(finite ? v[i * K + LO + j] : (T)NAN)"
-            vt_e = "(finite ? w[j * WC + (KSEL ? LO + i : i)] : (T)NAN)"
+            vt_e = "(finite ? fjl_conj(w[j * WC + (KSEL ? LO + i : i)]) : (T)NAN)"
         outputs = (
             f"    for (long long p = threadIdx.x; p < {m} * {um}; p += blockDim.x) {{\n"
             f"      const long long i = p / {um}, j = p % {um};\n"
@@ -468,11 +547,12 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
     body = (
         f"// svd (one-sided Jacobi{', of the transpose' if tr else ''}) of {B} {m}x{n} matrices, "
         f"values {lo}:{hi}{', full' if full else ''}{', with vectors' if uv else ''}\n"
-        f"typedef {T} T;\n"
+        + hdr
         + _head(blk, f"const T* __restrict__ x, {sig_out}, T* __restrict__ W, T* __restrict__ V")
         + f"  const long long M = {m}, N = {n}, K = {k}, RR = {R}, WC = {wcols}, KK = {kk}, LO = {lo}, HI = {hi};\n"
         f"  const int KSEL = {ksel};\n"
-        f"  __shared__ T sh[{blk}];\n  __shared__ T cs[{max(1, kk // 2)}], sn[{max(1, kk // 2)}];\n"
+        f"  __shared__ R sh[{blk}];\n  __shared__ R cs[{max(1, kk // 2)}], sn[{max(1, kk // 2)}];\n"
+        f"  __shared__ T gg[{max(1, kk // 2)}];\n"
         f"  __shared__ int pp[{max(1, kk // 2)}], qq[{max(1, kk // 2)}];\n  __shared__ int finite, rotated;\n"
         + _MATS.format(B=B)
         + "    const long long o = bm * M * N;\n    T* w = W + bm * RR * WC;\n    T* v = V + bm * K * K;\n"
@@ -480,7 +560,7 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
         "    for (long long p = threadIdx.x; p < RR * WC; p += blockDim.x) {\n"
         "      const long long r = p / WC, c = p % WC;\n"
         f"      const T e = c < K ? {src} : (T)0;\n"
-        "      if (!isfinite(e)) finite = 0;\n      w[p] = e;\n    }\n"
+        "      if (!fjl_finite(e)) finite = 0;\n      w[p] = e;\n    }\n"
         "    for (long long p = threadIdx.x; p < K * K; p += blockDim.x) v[p] = (p / K == p % K) ? (T)1 : (T)0;\n"
         "    __syncthreads();\n"
         "    for (int sweep = 0; sweep < 60 && finite; ++sweep) {\n"
@@ -490,72 +570,76 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
         "          const long long u1 = kq == 0 ? 0 : 1 + (kq - 1 + r) % (KK - 1);\n"
         "          const long long u2 = 1 + (KK - 2 - kq + r) % (KK - 1);\n"
         "          long long p = u1 < u2 ? u1 : u2, q = u1 < u2 ? u2 : u1;\n"
-        "          T c = (T)1, s = (T)0;\n"
+        "          R c = (R)1, s = (R)0;\n          T g = (T)1;\n"
         "          if (q < K) {\n"
-        "            T al = (T)0, be = (T)0, ga = (T)0;\n"
+        "            R al = (R)0, be = (R)0;\n            T ga = (T)0;\n"
         "            for (long long i = 0; i < RR; ++i) {\n"
         "              const T wp = w[i * WC + p], wq = w[i * WC + q];\n"
-        "              al += wp * wp; be += wq * wq; ga += wp * wq;\n            }\n"
-        f"            if (fabs(ga) > ({eps}) * sqrt(al * be) && ga != (T)0) {{\n"
-        "              const T ze = (be - al) / ((T)2 * ga);\n"
-        "              const T t = (ze >= (T)0 ? (T)1 : (T)-1) / (fabs(ze) + sqrt((T)1 + ze * ze));\n"
-        "              c = (T)1 / sqrt((T)1 + t * t);\n              s = c * t;\n              rotated = 1;\n"
-        "            }\n"
+        "              al += fjl_abs2(wp); be += fjl_abs2(wq); ga += fjl_conj(wp) * wq;\n            }\n"
+        "            const R r = fjl_abs(ga);\n"
+        f"            if (r > ({eps}) * sqrt(al * be) && r != (R)0) {{\n"
+        "              // J = diag(1, g) [[c, s], [-s, c]], g = conj(ga) / |ga| making the pair real\n"
+        "              const R ze = (be - al) / ((R)2 * r);\n"
+        "              const R t = (ze >= (R)0 ? (R)1 : (R)-1) / (fabs(ze) + sqrt((R)1 + ze * ze));\n"
+        "              c = (R)1 / sqrt((R)1 + t * t);\n              s = c * t;\n              g = fjl_conj(ga) / r;\n"
+        "              rotated = 1;\n            }\n"
         "          } else { p = 0; q = 0; }\n"
-        "          pp[kq] = (int)p; qq[kq] = (int)q; cs[kq] = c; sn[kq] = s;\n        }\n"
+        "          pp[kq] = (int)p; qq[kq] = (int)q; cs[kq] = c; sn[kq] = s; gg[kq] = g;\n        }\n"
         "        __syncthreads();\n"
         "        for (long long e = threadIdx.x; e < (KK / 2) * RR; e += blockDim.x) {\n"
         "          const long long kq = e / RR, i = e % RR;\n"
         "          const int p = pp[kq], q = qq[kq];\n"
-        "          if (p == q || sn[kq] == (T)0) continue;\n"
-        "          const T c = cs[kq], s = sn[kq];\n"
-        "          const T wp = w[i * WC + p], wq = w[i * WC + q];\n"
+        "          if (p == q || sn[kq] == (R)0) continue;\n"
+        "          const R c = cs[kq], s = sn[kq];\n"
+        "          const T g = gg[kq];\n"
+        "          const T wp = w[i * WC + p], wq = g * w[i * WC + q];\n"
         "          w[i * WC + p] = c * wp - s * wq;\n          w[i * WC + q] = s * wp + c * wq;\n"
         "          if (i < K) {\n"
-        "            const T vp = v[i * K + p], vq = v[i * K + q];\n"
+        "            const T vp = v[i * K + p], vq = g * v[i * K + q];\n"
         "            v[i * K + p] = c * vp - s * vq;\n            v[i * K + q] = s * vp + c * vq;\n          }\n"
         "        }\n        __syncthreads();\n      }\n"
         "      const int any = rotated;\n      __syncthreads();\n"
         "      if (!any) break;\n    }\n"
         "    // singular values (column norms), descending: a selection sort moving W's and V's columns\n"
         "    if (threadIdx.x == 0 && finite) {\n"
-        "      T smax = (T)0;\n"
+        "      R smax = (R)0;\n"
         "      for (long long j = 0; j < K; ++j) {\n"
-        "        long long best = j; T bs = (T)-1;\n"
+        "        long long best = j; R bs = (R)-1;\n"
         "        for (long long c = j; c < K; ++c) {\n"
-        "          T s2 = (T)0;\n          for (long long i = 0; i < RR; ++i) s2 += w[i * WC + c] * w[i * WC + c];\n"
+        "          R s2 = (R)0;\n          for (long long i = 0; i < RR; ++i) s2 += fjl_abs2(w[i * WC + c]);\n"
         "          if (s2 > bs) { bs = s2; best = c; }\n        }\n"
         "        if (best != j) {\n"
         "          for (long long i = 0; i < RR; ++i) { const T t = w[i * WC + j]; w[i * WC + j] = w[i * WC + best]; "
         "w[i * WC + best] = t; }\n"
         "          for (long long i = 0; i < K; ++i) { const T t = v[i * K + j]; v[i * K + j] = v[i * K + best]; "
         "v[i * K + best] = t; }\n        }\n"
-        "        const T sv = sqrt(bs);\n"
+        "        const R sv = sqrt(bs);\n"
         "        if (j == 0) smax = sv;\n"
         "        if (j >= LO && j < HI) sout[bm * (HI - LO) + j - LO] = sv;\n"
         "        // the left vector; a column of zeros (completed below) where sv is rounding noise\n"
-        f"        const bool keep = sv > (T)0 && sv > ({eps}) * (T)RR * smax;\n"
+        f"        const bool keep = sv > (R)0 && sv > ({eps}) * (R)RR * smax;\n"
         "        for (long long i = 0; i < RR; ++i) w[i * WC + j] = keep ? w[i * WC + j] / sv : (T)0;\n"
         "      }\n"
         "      // complete the left vectors: zero columns and (full_matrices) columns K.. of W, by\n"
         "      // Gram-Schmidt of unit vectors against the columns so far\n"
         "      long long cand = 0;\n"
         "      for (long long j = 0; j < WC; ++j) {\n"
-        "        T nrm = (T)0;\n        for (long long i = 0; i < RR; ++i) nrm += w[i * WC + j] * w[i * WC + j];\n"
-        "        if (nrm > (T)0.5) continue;\n"
+        "        R nrm = (R)0;\n        for (long long i = 0; i < RR; ++i) nrm += fjl_abs2(w[i * WC + j]);\n"
+        "        if (nrm > (R)0.5) continue;\n"
         "        for (; cand < RR; ++cand) {\n"
-        "          T n2 = (T)0;\n"
+        "          R n2 = (R)0;\n"
         "          for (long long i = 0; i < RR; ++i) {\n"
         "            T e = i == cand ? (T)1 : (T)0;\n"
-        "            for (long long c = 0; c < WC; ++c) if (c != j) e -= w[cand * WC + c] * w[i * WC + c];\n"
-        "            w[i * WC + j] = e;\n            n2 += e * e;\n          }\n"
-        "          if (n2 > (T)0.25) {\n"
-        "            const T inv = (T)1 / sqrt(n2);\n"
+        "            for (long long c = 0; c < WC; ++c)\n"
+        "              if (c != j) e -= fjl_conj(w[cand * WC + c]) * w[i * WC + c];\n"
+        "            w[i * WC + j] = e;\n            n2 += fjl_abs2(e);\n          }\n"
+        "          if (n2 > (R)0.25) {\n"
+        "            const R inv = (R)1 / sqrt(n2);\n"
         "            for (long long i = 0; i < RR; ++i) w[i * WC + j] *= inv;\n"
         "            ++cand;\n            break;\n          }\n        }\n      }\n    }\n"
         "    __syncthreads();\n"
         "    if (!finite)\n"
-        "      for (long long j = threadIdx.x; j < HI - LO; j += blockDim.x) sout[bm * (HI - LO) + j] = (T)NAN;\n"
+        "      for (long long j = threadIdx.x; j < HI - LO; j += blockDim.x) sout[bm * (HI - LO) + j] = (R)NAN;\n"
         + outputs
         + "    __syncthreads();\n  }\n}\n"
     )
