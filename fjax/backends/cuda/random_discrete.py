@@ -45,13 +45,14 @@ def _f(v: float | np.floating) -> str:
     return f"({float(np.float32(v)).hex()}f)"
 
 
-def _prelude() -> str:
+def _prelude(gamma_prelude: str) -> str:
+    """``random_ops``' float32 prelude (threefry, key splits, XLA's log/log1p) and this module's
+    device functions."""
     from fjax import _random_gamma_kernel as K  # noqa: PLC0415
-    from fjax.backends.cuda.random_ops import _prelude as gamma_prelude  # noqa: PLC0415
 
     table = ", ".join(f"0x{int(b):08X}u" for b in K._LGAMMA_INT.view(np.uint32))
     stirling = ", ".join(_f(v) for v in K._STIRLING32)
-    return gamma_prelude() + (
+    return gamma_prelude + (
         "#ifndef FJ_DEF_DISCRETE\n#define FJ_DEF_DISCRETE\n"
         "// uniform(key, shape, float32)[j] before scaling\n"
         "__device__ __forceinline__ float fj_unit_at(unsigned k1, unsigned k2, unsigned j) {\n"
@@ -173,8 +174,9 @@ _BINOM_LANE = (
 )
 
 
-def render(name: str, in_avals: list, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
-    """Plan records of ``random_poisson`` / ``random_binomial`` (four launches; see the module)."""
+def render(name: str, in_avals: list, out_avals: list, ins: list, outs: list, launch, prelude: str) -> list:  # noqa: ANN001
+    """Plan records of ``random_poisson`` / ``random_binomial`` (four launches; see the module);
+    ``prelude``: ``random_ops``' float32 device functions."""
     key, x = in_avals[0], in_avals[1]
     out = out_avals[0]
     n = math.prod(x.shape)
@@ -191,7 +193,7 @@ def render(name: str, in_avals: list, out_avals: list, ins: list, outs: list, la
         Alloc(first_k, (n,), np.dtype(np.float32)),
         Alloc(first_it, (n,), np.dtype(np.int64)),
     ]
-    pre = _prelude()
+    pre = _prelude(prelude)
     bk, bl = _block(nk), _block(n)
     lane = f"    const long long b = t / {m};\n    const unsigned j = (unsigned)(t - b * {m});\n"
     key_args = "keys[2 * b], keys[2 * b + 1]"

@@ -51,13 +51,13 @@ _LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e
        1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01)  # fmt: skip
 
 
-def _common() -> str:
-    from fjax.backends.cuda.random_ops import _prelude  # noqa: PLC0415  (threefry, XLA's float32 erf_inv)
-
+def _common(prelude: str) -> str:
+    """``random_ops``' float32 prelude (threefry, key splits, XLA's float32 erf_inv) and the
+    float64 functions."""
     lg = [f"{v.hex()}" for v in _LG]
     lt5 = ", ".join(v.hex() for v in _GILES_LT5)
     ge5 = ", ".join(v.hex() for v in _GILES_GE5)
-    return _prelude() + (
+    return prelude + (
         "#ifndef FJ_DEF_GAMMA_WIDE\n#define FJ_DEF_GAMMA_WIDE\n"
         "// fjax.backends.numba.vmath.log_f64 (musl's reduction, Lg1..Lg7)\n"
         "__device__ double fj_log_f64(double x) {\n"
@@ -210,8 +210,9 @@ def _gamma_src(dt: np.dtype) -> str:
     )
 
 
-def render(params: dict, in_avals: list, ins: list, outs: list, launch, alloc) -> list:  # noqa: ANN001
-    """Plan records of ``random_gamma`` for a float64, float16 or bfloat16 ``a``."""
+def render(params: dict, in_avals: list, ins: list, outs: list, launch, alloc, prelude: str) -> list:  # noqa: ANN001
+    """Plan records of ``random_gamma`` for a float64, float16 or bfloat16 ``a``; ``prelude``:
+    ``random_ops``' float32 device functions."""
     key, a = in_avals
     dt = np.dtype(a.dtype)
     if dt not in TAGS:
@@ -227,8 +228,9 @@ def render(params: dict, in_avals: list, ins: list, outs: list, launch, alloc) -
     call = f"fj_gamma_one_{tag}(k1, k2, {load}, {'true' if log_space else 'false'})"
     store = call if dt == np.float64 else f"fj_f32_{tag}({call})"
     src = (
-        _common() + _gamma_src(dt) + f"// random_gamma {dt.name}{' (log space)' if log_space else ''}: {n} samples, "
-        f"{m} per key\n"
+        _common(prelude)
+        + _gamma_src(dt)
+        + f"// random_gamma {dt.name}{' (log space)' if log_space else ''}: {n} samples, {m} per key\n"
         f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const unsigned* __restrict__ keys, '
         f"const {S}* __restrict__ a, {S}* __restrict__ o) {{\n"
         f"  {_loop(n, blk)} {{\n"

@@ -174,12 +174,12 @@ def render(
     if name in ("random_poisson", "random_binomial"):
         from fjax.backends.cuda import random_discrete  # noqa: PLC0415
 
-        return random_discrete.render(name, in_avals, out_avals, ins, outs, launch)
+        return random_discrete.render(name, in_avals, out_avals, ins, outs, launch, _prelude())
     key, a = in_avals
     if np.dtype(a.dtype) != np.float32:
         from fjax.backends.cuda import random_gamma_wide  # noqa: PLC0415
 
-        return random_gamma_wide.render(params, in_avals, ins, outs, launch, alloc)
+        return random_gamma_wide.render(params, in_avals, ins, outs, launch, alloc, _prelude())
     n = math.prod(a.shape)
     nb = len(key.shape) - 1
     m = max(1, math.prod(a.shape[nb:]))
