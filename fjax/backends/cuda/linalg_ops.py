@@ -39,6 +39,7 @@ the CUDA emulator and compiled by nvcc, not run on a GPU.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -103,12 +104,11 @@ FJL_B fjl_finite(fj_complex<T> a) { return isfinite(a.re) && isfinite(a.im); }
 
 
 def _check(name: str, dt: np.dtype) -> str:
-    """The kernel's typedefs (``T`` the element type, ``R`` its real part type) and helpers."""
+    """The helpers a kernel on matrices of dtype ``dt`` needs (its ``T``/``R`` come from ``_head``)."""
     dt = np.dtype(dt)
     if dt not in _REAL:
         raise NotImplementedError(f"CUDA backend: {name} on dtype {dt.name} (float32/64, complex64/128 only)")
-    cx = dt.kind == "c"
-    return HELPERS + (COMPLEX_HELPERS if cx else "") + f"typedef {ctype(dt)} T;\ntypedef {_REAL[dt]} R;\n"
+    return HELPERS + (COMPLEX_HELPERS if dt.kind == "c" else "")
 
 
 def _block(n: int) -> int:
@@ -116,8 +116,19 @@ def _block(n: int) -> int:
     return min(256, max(32, 1 << max(0, n - 1).bit_length()))
 
 
-def _head(block: int, sig: str) -> str:
-    return f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{\n'
+def _head(block: int, sig: str, dt: object = None) -> str:
+    """The kernel's first line; with ``dt``, ``T`` (the element type) and ``R`` (its real part type)
+    are typedefs in the kernel's scope and spelled out in the signature: a program's kernels share
+    one translation unit, where float32 and float64 (or complex) kernels' ``T`` would collide."""
+    if dt is None:
+        return f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{\n'
+    d = np.dtype(dt)
+    ct, rt = ctype(d), _REAL[d]
+    sig = re.sub(r"\bR\*", rt + "*", re.sub(r"\bT\*", ct + "*", sig))
+    return (
+        f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{\n'
+        f"  typedef {ct} T;\n  typedef {rt} R;\n"
+    )
 
 
 _MATS = "  for (long long bm = blockIdx.x; bm < {B}LL; bm += gridDim.x) {{\n"
@@ -156,7 +167,7 @@ def _cholesky(params: dict, a, ins: list, outs: list, launch) -> list:  # noqa: 
     body = (
         f"// cholesky of {B} {n}x{n} matrices{' (symmetrized)' if sym else ''}{', upper' if upper else ''}\n"
         + hdr
-        + _head(blk, "const T* __restrict__ x, T* __restrict__ L")
+        + _head(blk, "const T* __restrict__ x, T* __restrict__ L", a.dtype)
         + f"  const long long N = {n};\n  __shared__ int bad;\n"
         + _MATS.format(B=B)
         + "    const long long o = bm * N * N;\n"
@@ -226,7 +237,7 @@ def _triangular_solve(params: dict, in_avals: list, ins: list, outs: list, launc
         f"{', transposed' if trans else ''}{', conjugated' if cj else ''}{', unit diagonal' if unit else ''}): "
         f"{B} x {nrhs} substitutions\n"
         + hdr
-        + _head(blk, "const T* __restrict__ A, const T* __restrict__ X, T* __restrict__ Y")
+        + _head(blk, "const T* __restrict__ A, const T* __restrict__ X, T* __restrict__ Y", b.dtype)
         + f"  const long long M = {m}, C = {c}, NR = {nrhs};\n"
         f"  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < {total}LL; "
         "t += (long long)blockDim.x * gridDim.x) {\n"
@@ -248,7 +259,9 @@ def _lu(a, ins: list, outs: list, launch) -> list:  # noqa: ANN001
     body = (
         f"// lu (partial pivoting) of {B} {m}x{n} matrices: pivots and permutation\n"
         + hdr
-        + _head(blk, "const T* __restrict__ x, T* __restrict__ W, int* __restrict__ piv, int* __restrict__ perm")
+        + _head(
+            blk, "const T* __restrict__ x, T* __restrict__ W, int* __restrict__ piv, int* __restrict__ perm", a.dtype
+        )
         + f"  const long long M = {m}, N = {n}, K = {k};\n"
         f"  __shared__ R sv[{blk}];\n  __shared__ long long si[{blk}];\n"
         + _MATS.format(B=B)
@@ -333,6 +346,7 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
         + _head(
             blk,
             "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ Rout, T* __restrict__ W, T* __restrict__ tau",
+            a.dtype,
         )
         + f"  const long long M = {m}, N = {n}, K = {k}, QC = {qc}, RR = {rr};\n"
         f"  __shared__ R sh[{blk}];\n"
@@ -413,6 +427,7 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         + _head(
             blk,
             "const T* __restrict__ x, T* __restrict__ vout, R* __restrict__ wout, T* __restrict__ A, T* __restrict__ V",
+            a.dtype,
         )
         + f"  const long long N = {n}, MM = {mm}, KK = {kk}, LO = {lo};\n"
         f"  __shared__ R sh[{blk}];\n  __shared__ R cs[{max(1, mm // 2)}], sn[{max(1, mm // 2)}];\n"
@@ -548,7 +563,7 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
         f"// svd (one-sided Jacobi{', of the transpose' if tr else ''}) of {B} {m}x{n} matrices, "
         f"values {lo}:{hi}{', full' if full else ''}{', with vectors' if uv else ''}\n"
         + hdr
-        + _head(blk, f"const T* __restrict__ x, {sig_out}, T* __restrict__ W, T* __restrict__ V")
+        + _head(blk, f"const T* __restrict__ x, {sig_out}, T* __restrict__ W, T* __restrict__ V", a.dtype)
         + f"  const long long M = {m}, N = {n}, K = {k}, RR = {R}, WC = {wcols}, KK = {kk}, LO = {lo}, HI = {hi};\n"
         f"  const int KSEL = {ksel};\n"
         f"  __shared__ R sh[{blk}];\n  __shared__ R cs[{max(1, kk // 2)}], sn[{max(1, kk // 2)}];\n"
