@@ -14,28 +14,26 @@ from fjax.backends.kernel_ir import Program
 
 FUSED_DOT_MAX_K_GPU = int(os.environ.get("FJAX_CUDA_FUSED_DOT_MAX_K", "16"))
 
-# indexed updates a compiled loop body runs inline (as kernels of the body's plan), the random
-# samplers of ``random_ops`` and cuFFT's ``fft`` (so they run inside scan/while on the device too)
-LOOP_OPS = frozenset({"dynamic_update_slice", "scatter", "scatter-add"})
-LOOP_OPS |= {"random_gamma", "random_poisson", "random_binomial", "rng_bit_generator", "fft"}
+class _EveryPrimitive:
+    """``Capabilities.host_kernels`` and ``loop_ops`` of the CUDA backend: every host step is either
+    rendered as kernels (``host_ops``: launches, cuBLAS and cuFFT calls that need nothing from the
+    host) or an error naming it, never evaluated on the host. So a program made only of host steps
+    is still lowered, and a scan/while/cond body holding any of them (a sort, a cumsum, a cholesky,
+    a random sampler, an FFT, ...) runs on the device as kernels of the body's plan (or raises for
+    what has no CUDA form)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+LOOP_OPS = _EveryPrimitive()
 
 
 def _loop_op_reason(step: Any) -> str | None:
     """None when the ``InlineStep`` renders as kernels of a loop body's plan, else why not."""
-    if step.op not in LOOP_OPS:
-        return f"no lowering rule for primitive {step.op}"
     if step.op.startswith("scatter") and step.params["dimension_numbers"].operand_batching_dims:
         return f"{step.op} with operand_batching_dims"
     return None
-
-
-class _EveryPrimitive:
-    """``Capabilities.host_kernels`` of the CUDA backend: every host step is either rendered as
-    kernels (``host_ops``) or an error naming it, never evaluated on the host, so a program made
-    only of host steps is still lowered (and raises for what has no CUDA form)."""
-
-    def __contains__(self, name: object) -> bool:
-        return True
 
 
 class CudaBackend(Backend):
