@@ -68,6 +68,7 @@ _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable i
 # host steps that take complex operands (sort: keys ordered by (real, imag), NaNs last)
 _COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "cumsum", "cumprod", "sort"})
 _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # linalg_ops.py: complex64/128
+_COMPLEX_OK |= {"wofz"}  # special_complex.py
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
@@ -239,6 +240,10 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         recs = linalg_ops.render(name, params, in_avals, out_avals, ins, outs, launch)
     if recs is None:
         recs = random_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
+    if recs is None:
+        from fjax.backends.cuda import special_complex  # noqa: PLC0415
+
+        recs = special_complex.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
     if recs is not None:
         return recs
     raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")

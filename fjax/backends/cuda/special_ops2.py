@@ -40,7 +40,8 @@ Loop lengths follow the data as in scipy: ``zeta`` at a negative non-integer q s
 are called once per kernel (``betainc``'s prefactor is formed once for all branches): nvcc
 spilled registers around a second call site. Left without a CUDA form (NotImplementedError
 naming them): ``hyp1f1`` and ``hyp2f1`` (scipy runs Boost's / Zhang & Jin's many-region
-algorithms, not ported), ``wofz`` and ``sph_harm_y`` (complex results).
+algorithms, not ported) and ``sph_harm_y`` (a complex result). ``wofz`` (complex in and out) is in
+``special_complex.py``.
 """
 
 from __future__ import annotations
