@@ -306,3 +306,14 @@ def test_nvcc_compiles_the_complex_kernels_without_spills(arch, tmp_path):
     for name in ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"):
         assert f"// {name}" in "\n".join(srcs), name
     assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
+
+
+@pytest.mark.parametrize("dt,n", [(C128, 2400), (np.float64, 4000)])
+def test_jacobi_tables_beyond_shared_memory_name_the_primitive(dt, n):
+    """eigh/svd keep their rotation tables in static shared memory: a matrix too large for it
+    raises NotImplementedError naming the primitive (not a ptxas error at load time)."""
+    with fjax.enable_x64(True):
+        for f, name in ((lax.linalg.eigh, "eigh"), (lax.linalg.svd, "svd")):
+            low = fjax.jit(f).trace(fjax.ShapeDtypeStruct((n, n), dt))
+            with pytest.raises(NotImplementedError, match=f"{name} of {np.dtype(dt).name} matrices this large"):
+                low.lower(lowering_platforms=("cuda",)).as_text()

@@ -116,6 +116,38 @@ def _block(n: int) -> int:
     return min(256, max(32, 1 << max(0, n - 1).bit_length()))
 
 
+def _rotation_tables(name: str, dt: object, blk: int, pairs: int) -> None:
+    """Jacobi's per-step tables live in static shared memory (48 KiB at most): a reduction buffer of
+    ``blk`` reals, and per pair its cosine, sine (reals), phase (complex matrices) and two indices;
+    NotImplementedError beyond (float64: n > 4000, complex128: n > 2400)."""
+    d = np.dtype(dt)
+    r = d.itemsize // (2 if d.kind == "c" else 1)
+    need = blk * r + pairs * (2 * r + (d.itemsize if d.kind == "c" else 0) + 8) + 8
+    if need > 48 * 1024:
+        raise NotImplementedError(
+            f"CUDA backend: {name} of {d.name} matrices this large ({need} bytes of shared memory per block > 48 KiB)"
+        )
+
+
+def _real_phases(body: str, dt: object, pair: str) -> str:
+    """A Jacobi kernel for real matrices: its phase g = conj(x) / |x| is a sign, folded into the
+    sine (Rutishauser's real rotation, as before complex matrices), so no phase table in shared
+    memory and no products by g. ``pair`` names the pair index (``k`` or ``kq``)."""
+    if np.dtype(dt).kind == "c":
+        return body
+    x = "apq" if pair == "k" else "ga"
+    for old, new in (
+        ("  __shared__ T gg[", "  // (no phase table: real) gg["),
+        (f"g = fjl_conj({x}) / r;", f"s = {x} < (T)0 ? -s : s;"),
+        (f" gg[{pair}] = g;", ""),
+        (f"const T g = gg[{pair}];", ""),
+        ("T g = (T)1;", ""),
+    ):
+        assert old in body, old
+        body = body.replace(old, new)
+    return re.sub(r"(fjl_conj\(gg\[k\]\)|\bg) \* ", "", body)
+
+
 def _head(block: int, sig: str, dt: object = None) -> str:
     """The kernel's first line; with ``dt``, ``T`` (the element type) and ``R`` (its real part type)
     are typedefs in the kernel's scope and spelled out in the signature: a program's kernels share
@@ -414,6 +446,7 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
     mm = n + (n % 2)  # players of the round-robin (a dummy when n is odd)
     eps = "1e-14" if np.dtype(a.dtype) in (np.float64, np.complex128) else "1e-7"
     blk = _block(n * n)
+    _rotation_tables("eigh", a.dtype, blk, max(1, mm // 2))
     an, vn = f"{outs[0]}_a", f"{outs[0]}_v"
     recs = recs + [Alloc(an, (B, n, n), np.dtype(a.dtype)), Alloc(vn, (B, n, n), np.dtype(a.dtype))]
     # the Hermitian matrix of the triangle read (a diagonal's imaginary part ignored, as heevd)
@@ -513,6 +546,7 @@ def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs:
         "      wout[bm * KK + k] = finite ? fjl_re(a[(LO + k) * N + LO + k]) : (R)NAN;\n"
         "    __syncthreads();\n  }\n}\n"
     )
+    body = _real_phases(body, a.dtype, "k")
     return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], an, vn), "eigh")
 
 
@@ -530,6 +564,7 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
     wcols = R if (uv and full) else k  # W's columns: the left vectors, completed when full
     eps = "1e-15" if np.dtype(a.dtype) in (np.float64, np.complex128) else "1e-7"
     blk = _block(R * 4)
+    _rotation_tables("svd", a.dtype, blk, max(1, kk // 2))
     wn, vn = f"{outs[0]}_w", f"{outs[0]}_v"
     recs = recs + [Alloc(wn, (B, R, wcols), np.dtype(a.dtype)), Alloc(vn, (B, k, k), np.dtype(a.dtype))]
     um = out_avals[1].shape[-1] if uv else 0
@@ -658,4 +693,5 @@ def _svd(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: 
         + outputs
         + "    __syncthreads();\n  }\n}\n"
     )
+    body = _real_phases(body, a.dtype, "kq")
     return recs + launch("op", body, B * blk, blk, args, "svd")
