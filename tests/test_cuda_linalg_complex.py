@@ -264,6 +264,28 @@ def test_gradient_through_complex_cholesky():
     _close(got, want, C64)
 
 
+def test_users_of_eigh_and_svd_on_complex_matrices():
+    """pinv, lstsq, the 2-norm, matrix_rank and gradients through eigvalsh and singular values (phase
+    invariant), in one program on the GPU as on the CPU."""
+    rng = np.random.default_rng(10)
+    h, t, y = _hpd(rng, (5, 5), C64), _cx(rng, (6, 4), C64), _cx(rng, (6, 2), C64)
+
+    def f(h, t, y):
+        return (
+            jnp.linalg.pinv(t),
+            jnp.linalg.lstsq(t, y)[0],
+            jnp.linalg.norm(t, 2),
+            jnp.linalg.matrix_rank(t),
+            fjax.grad(lambda x: jnp.sum(jnp.linalg.eigvalsh(x) * jnp.arange(5.0)))(h),
+            fjax.grad(lambda x: jnp.sum(jnp.linalg.svd(x, compute_uv=False) ** 2 * jnp.arange(1.0, 5.0)))(t),
+        )
+
+    got, want = _both(f, h, t, y)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[0] @ t, np.eye(4), atol=1e-4)
+
+
 def test_kernels_of_several_dtypes_share_a_program():
     """float32, float64, complex64 and complex128 factorizations in one jit: one translation unit,
     each kernel with its own element type."""
