@@ -339,3 +339,21 @@ def test_jacobi_tables_beyond_shared_memory_name_the_primitive(dt, n):
             low = fjax.jit(f).trace(fjax.ShapeDtypeStruct((n, n), dt))
             with pytest.raises(NotImplementedError, match=f"{name} of {np.dtype(dt).name} matrices this large"):
                 low.lower(lowering_platforms=("cuda",)).as_text()
+
+
+def test_complex_factorizations_and_wofz_in_a_scan_body():
+    """The kernels as loop ops: cholesky, qr, eigvalsh, det and wofz of complex values per step of
+    a scan on the GPU, as on the CPU."""
+    rng = np.random.default_rng(11)
+    h = _hpd(rng, (3, 4, 4), C64)
+
+    def f(h):
+        def body(c, x):
+            r = jnp.linalg.qr(x)[1]
+            c = c + jnp.sum(jnp.abs(jnp.linalg.cholesky(x))) + jnp.sum(jnp.linalg.eigvalsh(x))
+            return c + jnp.abs(jnp.linalg.det(x)), fjax.scipy.special.wofz(jnp.diagonal(r) / 4)
+
+        return lax.scan(body, jnp.float32(0), h)
+
+    got, want = _both(f, h)
+    _close(got, want, C64)
