@@ -456,14 +456,13 @@ def value_and_grad(
         elif _dkind(oa.dtype) == "c":
             raise TypeError(
                 f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
-                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
-                "non-holomorphic functions involving complex outputs, use jax.vjp directly."
+                f"{oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For differentiation "
+                "of non-holomorphic functions involving complex outputs, use jax.vjp directly."
             )
         elif _dkind(oa.dtype) != "f":
             raise TypeError(
-                f"grad requires real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact), "
-                f"but got {oa.dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
-                "differentiating non-holomorphic functions involving complex outputs, use jax.vjp directly."
+                f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
+                f"{oa.dtype.name}. For differentiation of functions with integer outputs, use jax.vjp directly."
             )
         ct = core.Array(np.ones((), oa.dtype), oa.weak_type)
         grads = f_vjp(ct)
@@ -671,10 +670,14 @@ def jacfwd(
         flat, tree = tu.tree_flatten(dyn)
         flat = [_check_arg(x, "jacfwd") for x in flat]
         for x in flat:
-            if _dkind(core.get_aval(x).dtype) not in "fc":
+            dt = core.get_aval(x).dtype
+            if holomorphic and _dkind(dt) != "c":
+                raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex dtype, but got {dt.name}.")
+            if not holomorphic and _dkind(dt) != "f":
                 raise TypeError(
-                    f"jacfwd requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-                    f"np.inexact), but got {core.get_aval(x).dtype.name}."
+                    f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got "
+                    f"{dt.name}. For holomorphic differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex inputs or integer inputs, use jax.jvp directly."
                 )
 
         def f_flat(*leaves: Any) -> Any:
@@ -694,6 +697,12 @@ def jacfwd(
 
         res = _vmap_jvp(push, basis, has_aux)
         t_stacked = res[1]
+        for y in tu.tree_leaves(res[0]) if holomorphic else ():
+            if _dkind(core.get_aval(y).dtype) != "c":
+                raise TypeError(
+                    "jacfwd with holomorphic=True requires outputs with complex dtype, but got "
+                    f"{core.get_aval(y).dtype.name}."
+                )
         # t_stacked leaves: out.shape + (n,) -> split n into the input leaves' shapes
         in_avals = [core.get_aval(x) for x in flat]
 
@@ -750,8 +759,8 @@ def _check_jacrev_output(dt: np.dtype, holomorphic: bool) -> None:
     elif k == "c":
         raise TypeError(
             f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got "
-            f"{dt.name}. For holomorphic differentiation, pass holomorphic=True. For differentiating "
-            "non-holomorphic functions involving complex outputs, use jax.vjp directly."
+            f"{dt.name}. For holomorphic differentiation, pass holomorphic=True. For differentiation "
+            "of non-holomorphic functions involving complex outputs, use jax.vjp directly."
         )
     elif k != "f":
         raise TypeError(

@@ -49,7 +49,7 @@ _XLA_COMPLEX = (
 )
 
 KNOWN: dict[str, str] = {
-    **{f"unary:{n}:complex64:0": _XLA_COMPLEX for n in ("arctan", "arctanh", "cos", "sin", "tan", "sign")},
+    **{f"unary:{n}:complex64:0": _XLA_COMPLEX for n in ("arctan", "arctanh", "cos", "sin", "tan")},
     **{
         f"unary:fix:{dt}:{i}": "jnp.fix was removed in JAX 0.10 (AttributeError); fjax keeps it"
         for dt in DTYPES

@@ -2,9 +2,13 @@
 
 import warnings as _warnings
 
+from numpy.exceptions import ComplexWarning as _ComplexWarning
+
 # numpy's floating-point RuntimeWarnings (log(0), 0/0, overflow) raised from inside fjax's
 # primitives: JAX computes the IEEE result silently, and so does fjax
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"fjax\.")
+# but not numpy's ComplexWarning (a RuntimeWarning): casting complex to real warns, as in JAX
+_warnings.filterwarnings("default", category=_ComplexWarning, module=r"fjax\.")
 
 from fjax.lax.lax import *  # noqa: F401,F403
 from fjax.lax.lax import (  # noqa: F401

@@ -17,7 +17,7 @@ import numpy as np
 import fjax.lax as lax
 from fjax import core
 from fjax.dtypes import kind as _dkind
-from fjax.lax.lax import _const
+from fjax.lax.lax import _const, _convert_element_type_weak
 
 __all__ = [
     "DotDimensionNumbers",
@@ -85,10 +85,15 @@ def reciprocal(x: Any) -> Any:
 def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
     """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32)."""
     ax, ay = core.get_aval(x), core.get_aval(y)
-    if ax.dtype != ay.dtype or _dkind(ax.dtype) != "f" or ax.dtype.itemsize < 4:
+    for i, a in enumerate((ax, ay)):
+        if a.dtype not in (np.float32, np.float64):
+            raise TypeError(
+                f"complex does not accept dtype {a.dtype.name} at position {i}. Accepted dtypes at position {i} "
+                "are subtypes of float32, float64."
+            )
+    if ax.dtype != ay.dtype:
         raise TypeError(
-            "complex requires arguments of the same float32 or float64 dtype, got "
-            f"{core.short_dtype_name(ax.dtype)}{list(ax.shape)} and {core.short_dtype_name(ay.dtype)}{list(ay.shape)}"
+            f"lax.complex requires arguments to have the same dtypes, got {ax.dtype.name}, {ay.dtype.name}."
         )
     cdt = np.dtype(np.complex64 if ax.dtype == np.float32 else np.complex128)
     re = lax.convert_element_type(x, cdt)
@@ -100,7 +105,9 @@ def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
         special = lax.select(lax.gt(y, _const(y, 0)), c(builtins.complex(0, np.inf)), c(builtins.complex(0, -np.inf)))
         special = lax.select(lax.ne(y, y), c(builtins.complex(0, np.nan)), special)
         im = lax.select(finite, im, special)
-    return lax.add(re, im)
+    out = lax.add(re, im)
+    # weak when both parts are (lax.complex(1.0, 2.0) is a weak complex64, as in JAX)
+    return _convert_element_type_weak(out, cdt, True) if ax.weak_type and ay.weak_type else out
 
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:

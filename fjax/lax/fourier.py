@@ -157,4 +157,25 @@ def fft(x: Any, fft_type: Any, fft_lengths: Sequence[int]) -> Any:
     ``fft_lengths[-1]`` is the (real) output length."""
     if isinstance(fft_lengths, (int, np.integer)):
         fft_lengths = (int(fft_lengths),)
-    return fft_p.bind(x, fft_type=_canon_type(fft_type), fft_lengths=tuple(int(n) for n in fft_lengths))
+    typ = _canon_type(fft_type)
+    if not isinstance(x, (Array, core.Tracer)):
+        x = core.to_array(x, "fft")
+    dt = core.get_aval(x).dtype
+    # as JAX's lax.fft: integers and bools move to float32 (64-bit ones to float64), then to the
+    # complex dtype of that width for the complex-input transforms
+    inexact = _TO_INEXACT.get(dt.name, dt)
+    if typ == FftType.RFFT:
+        if dt.kind == "c":
+            raise ValueError("only real valued inputs supported for rfft")
+        target = inexact
+    else:
+        target = np.dtype(np.complex128) if inexact.name in ("float64", "complex128") else np.dtype(np.complex64)
+    if target != dt:
+        x = lax.convert_element_type(x, target)
+    return fft_p.bind(x, fft_type=typ, fft_lengths=tuple(int(n) for n in fft_lengths))
+
+
+_TO_INEXACT = {
+    **{n: np.dtype(np.float32) for n in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32")},
+    **{n: np.dtype(np.float64) for n in ("int64", "uint64")},
+}

@@ -41,7 +41,12 @@ ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 
 def _sign_impl(x: np.ndarray) -> np.ndarray:
-    if _dkind(x.dtype) in "fc":
+    if _dkind(x.dtype) == "c":
+        # x / |x| part by part, as XLA (numpy's complex division gives nan+nanj for inf-2j; XLA nan-0j)
+        a = np.abs(x)
+        safe = np.where(a == 0, np.ones((), a.dtype), a)
+        return np.where(a == 0, x, _complex_ref._compose(np.real(x) / safe, np.imag(x) / safe, x.dtype))
+    if _dkind(x.dtype) == "f":
         return np.where(x == 0, x, np.sign(x)).astype(x.dtype)  # sign(-0.0) is -0.0, as XLA
     return np.sign(x)
 
@@ -204,6 +209,10 @@ ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), mul(x, x))))
 
 
 def _logistic_impl(x: np.ndarray) -> np.ndarray:
+    if _dkind(x.dtype) == "c":
+        # 1 / (1 + exp(-x)) (complex values have no order, so no tail split)
+        one = np.ones((), x.dtype)
+        return _complex_ref.complex_div(one, one + _complex_ref.complex_exp(-x))
     # stable on both tails: exp of a non-positive number only
     e = np.exp(-np.abs(x))
     one = np.asarray(1, x.dtype)
@@ -618,7 +627,15 @@ register_lowering(max_p, ELEMENTWISE)
 min_p = standard_naryop("min", _min_impl, _any)
 register_lowering(min_p, ELEMENTWISE)
 
-atan2_p = standard_naryop("atan2", _errstate(np.arctan2), _float)
+
+def _atan2_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if _dkind(x.dtype) == "c":
+        # XLA's complex atan2: -i log((y + i x) / sqrt(y^2 + x^2))
+        return (-1j * np.log((y + 1j * x) / np.sqrt(y * y + x * x))).astype(x.dtype)
+    return np.arctan2(x, y)
+
+
+atan2_p = standard_naryop("atan2", _errstate(_atan2_impl), _fc)
 register_lowering(atan2_p, ELEMENTWISE)
 ad.defjvp(
     atan2_p,

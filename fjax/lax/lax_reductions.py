@@ -61,14 +61,16 @@ _WIDER_ACC = {np.dtype(np.float16): np.float64, np.dtype(np.float32): np.float64
 def _reduce_sum_impl(x: np.ndarray, axes: tuple, out_sharding: Any = None) -> np.ndarray:
     if not axes:
         return x
+    # np.add.reduce, not np.sum: the "invalid value" warning of inf + -inf is then attributed to
+    # this module, which fjax's warnings filter silences (np.sum's comes from numpy's own frame)
     if x.dtype == dtypes.bfloat16:  # numpy would accumulate in bfloat16 (8 bits): XLA adds in float32
-        return np.sum(x, axis=axes, dtype=np.float32).astype(x.dtype)
+        return np.add.reduce(x, axis=axes, dtype=np.float32).astype(x.dtype)
     acc = _WIDER_ACC.get(x.dtype)
     if acc is not None and tuple(sorted(axes)) != tuple(range(x.ndim - len(axes), x.ndim)):
         # numpy sums non-trailing axes by plain accumulation (error ~ n * eps), not pairwise as
         # it does along contiguous ones; accumulate in double so eager matches jit's accuracy
-        return np.sum(x, axis=axes, dtype=acc).astype(x.dtype)
-    return np.sum(x, axis=axes, dtype=x.dtype)
+        return np.add.reduce(x, axis=axes, dtype=acc).astype(x.dtype)
+    return np.add.reduce(x, axis=axes, dtype=x.dtype)
 
 
 reduce_sum_p = _reducer("reduce_sum", _reduce_sum_impl, _num, f16_option=True)
@@ -135,7 +137,9 @@ def _reduce_chooser_jvp(prim: Primitive) -> Callable:
 ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
 ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
 
-reduce_prod_p = _reducer("reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype) if axes else x, _num)
+reduce_prod_p = _reducer(
+    "reduce_prod", lambda x, axes: np.multiply.reduce(x, axis=axes, dtype=x.dtype) if axes else x, _num
+)
 register_lowering(reduce_prod_p, REDUCTION, monoid="prod")
 
 
@@ -178,6 +182,12 @@ for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
 def _arg_abstract(name: str) -> Callable:
     def rule(x: Any, *, axes: tuple, index_dtype: np.dtype) -> ShapedArray:
         _check_kind(name, x, _any)
+        if _dkind(x.dtype) == "c":
+            # JAX's argmax/argmin reduce with lax.gt/lt, which refuse complex operands
+            raise TypeError(
+                f"{'gt' if name == 'argmax' else 'lt'} does not accept dtype {x.dtype.name} at position 0. "
+                "Accepted dtypes at position 0 are subtypes of integer, floating, bool."
+            )
         if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
             raise ValueError(f"{name}: invalid axis {axes} for operand shape {x.shape}")
         if x.shape[axes[0]] == 0:

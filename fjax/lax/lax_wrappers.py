@@ -8,6 +8,11 @@ Split from ``fjax/lax/lax.py`` (which re-exports every name here, so ``fjax.lax.
 # ruff: noqa: F405 - names come from fjax.lax.lax (star import: this module is a part of it)
 from __future__ import annotations
 
+import builtins
+import warnings
+
+from numpy.exceptions import ComplexWarning
+
 from fjax.lax._dot_algorithms import canonicalize_precision, check_accuracy
 from fjax.lax.lax import *  # noqa: F403 - the primitives, rules and imports these wrappers use
 from fjax.lax.lax import (  # noqa: F401
@@ -171,16 +176,29 @@ def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002
     return _bind(clamp_p, min, x, max)
 
 
+def check_python_complex(value: Any, dtype: np.dtype) -> None:
+    """JAX's TypeError for a Python complex scalar put into an integer or real float dtype (numpy's
+    ``np.array(1j, dtype=float32)`` refuses it; ``astype`` would drop the imaginary part)."""
+    if type(value) is builtins.complex and _dkind(dtype) in "iuf":
+        what = "float() argument must be a string or a real number"
+        if _dkind(dtype) != "f":
+            what = "int() argument must be a string, a bytes-like object or a real number"
+        raise TypeError(f"{what}, not 'complex'")
+
+
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     """Cast ``operand`` to ``new_dtype`` (canonicalized; the result is not weakly typed)."""
     if getattr(operand, "dtype", None) is dtypes.KEY_DTYPE:  # a key array: only to a key dtype (else ValueError)
         return operand.astype(new_dtype)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    check_python_complex(operand, new_dtype)
     if not isinstance(operand, core.Tracer) and not isinstance(operand, core.Array):
         operand = core.to_array(operand, "convert_element_type")
     aval = core.get_aval(operand)
     if aval.dtype == new_dtype and not aval.weak_type:
         return operand
+    if _dkind(aval.dtype) == "c" and _dkind(new_dtype) != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", ComplexWarning, stacklevel=2)
     return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=False)
 
 
@@ -412,6 +430,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     if isinstance(fv, core.Tracer):
         v = _convert_element_type_weak(fv, dt, weak)
         return broadcast_in_dim(v, shape, ())
+    check_python_complex(fv, dt)
     val = np.asarray(core.concrete_or_error(fv)).astype(dt)
     if val.ndim:
         raise TypeError(f"full: fill_value must be a scalar, got shape {val.shape}")

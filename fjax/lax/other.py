@@ -22,7 +22,7 @@ from fjax.core import Primitive, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
-from fjax.lax import lax
+from fjax.lax import _complex_ref, lax
 from fjax.lax.assoc import associative_scan
 
 __all__ = [
@@ -80,6 +80,20 @@ def _cumulative_abstract(name: str, kinds: str, what: str) -> Callable:
     return rule
 
 
+_COMPLEX_CHOOSERS = {np.maximum: _complex_ref.complex_max, np.minimum: _complex_ref.complex_min}
+
+
+def _complex_choose_accumulate(choose: Callable, x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
+    """cummax/cummin of complex values in JAX's lexicographic order (real part, then imaginary
+    part; numpy's accumulate would propagate NaNs, which XLA's compare does not)."""
+    y = np.moveaxis(np.array(x, copy=True), axis, 0)
+    order = range(y.shape[0] - 2, -1, -1) if reverse else range(1, y.shape[0])
+    step = 1 if reverse else -1
+    for i in order:
+        y[i] = choose(y[i + step], y[i])
+    return np.moveaxis(y, 0, axis)
+
+
 def _cumulative_impl(ufunc: np.ufunc) -> Callable:
     def acc(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
         if reverse:
@@ -87,6 +101,8 @@ def _cumulative_impl(ufunc: np.ufunc) -> Callable:
         return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
 
     def impl(x: np.ndarray, *, axis: int, reverse: bool) -> np.ndarray:
+        if _dkind(x.dtype) == "c" and ufunc in _COMPLEX_CHOOSERS:
+            return _complex_choose_accumulate(_COMPLEX_CHOOSERS[ufunc], x, axis, reverse)
         with np.errstate(all="ignore"):
             try:
                 return acc(x, axis, reverse)
@@ -147,8 +163,8 @@ def _cumprod_jvp(primals: list, tangents: list, *, axis: int, reverse: bool) -> 
 
 ad.primitive_jvps[cumprod_p] = _cumprod_jvp
 
-cummax_p = _cumulative_primitive("cummax", np.maximum, "iuf", "number")
-cummin_p = _cumulative_primitive("cummin", np.minimum, "iuf", "number")
+cummax_p = _cumulative_primitive("cummax", np.maximum, "iufc", "number")
+cummin_p = _cumulative_primitive("cummin", np.minimum, "iufc", "number")
 
 
 def _cumchooser_jvp(prim: Primitive) -> Callable:
@@ -373,6 +389,8 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int) -> list:
 
 
 def _top_k_abstract(x: Any, *, k: int, axis: int) -> list:
+    if _dkind(x.dtype) == "c":
+        raise ValueError("top_k is not compatible with complex inputs.")
     if x.ndim == 0:
         raise ValueError("top_k: axis -1 is out of bounds for array of dimension 0 (operand shape ())")
     if not 0 <= axis < x.ndim:

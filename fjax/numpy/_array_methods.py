@@ -9,12 +9,14 @@ operator give fjax results through ``__array_priority__`` (set in core).
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from fjax import core, dtypes
 from fjax.core import Array, Tracer
+from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _creation, _reductions, _ufuncs
 from fjax.numpy._util import canonicalize_axes, canonicalize_axis
@@ -163,7 +165,17 @@ def _mT(self: Any) -> Any:
 
 def _astype(self: Any, dtype: Any, copy: bool = False, device: Any = None) -> Any:
     dt = dtypes.canonicalize_dtype(_creation._unwrap_type(dtype))
-    return lax.convert_element_type(self, dt)
+    if _dkind(core.get_aval(self).dtype) == "c" and _dkind(dt) != "c":
+        if dt == np.bool_:
+            # nonzero, not convert_element_type's "real part nonzero" (as JAX)
+            return lax.ne(self, lax.full_like(self, 0))
+        warnings.warn(
+            "Casting from complex to real dtypes will soon raise a ValueError. Please first use jnp.real or "
+            "jnp.imag to take the real/imaginary component of your input.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    return lax._convert_element_type_weak(self, dt, False)
 
 
 def _clip(self: Any, min: Any = None, max: Any = None, **kw: Any) -> Any:  # noqa: A002

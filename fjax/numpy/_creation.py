@@ -19,6 +19,7 @@ from fjax import core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
+from fjax.lax.lax_wrappers import check_python_complex
 from fjax.numpy._util import (
     broadcast_to_shape,
     canonicalize_axis,
@@ -299,6 +300,7 @@ def array(
         else:
             if t is int:
                 dtypes.check_python_int(object, dt)
+            check_python_complex(object, dt)
             out = Array(np.array(object).astype(dt))
     elif isinstance(object, (np.ndarray, np.generic)):
         src = object.dtype
@@ -413,6 +415,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     shape = _shape_arg(shape, "full")
     check_arraylike("full", fill_value)
     dt = _canon_dtype_arg(dtype)
+    if dt is not None:
+        check_python_complex(fill_value, dt)
     fv = to_fjax(fill_value, "full")
     if fv.ndim == 0:
         return lax.full(shape, fv, dt)
@@ -442,6 +446,7 @@ def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
     if isinstance(fill, Tracer) or (isinstance(fill, (Array, np.ndarray)) and fill.ndim):
         fv = lax._convert_element_type_weak(to_fjax(fill, fn), target, weak)
         return _broadcast_to(fv, shp)
+    check_python_complex(fill, target)
     val = np.array(core.concrete_or_error(fill)).astype(target)
     return lax.broadcast_in_dim(Array(val, weak), shp, ())
 

@@ -413,7 +413,7 @@ def _arg(a: Any, axis: Any, keepdims: Any, name: str, op: Callable) -> Any:
     a = _arr(a, name)
     if _dkind(a.dtype) == "c":
         # JAX's argmax/argmin compare with lax.gt/lt, which refuse complex operands
-        cmp = "gt" if name == "argmax" else "lt"
+        cmp = "gt" if name in ("argmax", "nanargmax") else "lt"
         raise TypeError(
             f"{cmp} does not accept dtype {a.dtype.name} at position 0. Accepted dtypes at position 0 "
             "are subtypes of integer, floating, bool."

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -20,6 +20,11 @@ from fjax.numpy import _util
 __all__ = ["argsort", "lexsort", "searchsorted", "sort", "unique"]
 
 _INDEX_DTYPE = np.dtype(np.int32)
+
+
+def _index_dtype() -> np.dtype:
+    """The dtype of argsort/lexsort/unique indices: JAX's default int (int64 with x64 on)."""
+    return dtypes.canonicalize_dtype(np.int64)
 
 
 def _lax_sort(operands: Sequence[Any], dimension: int, is_stable: bool, num_keys: int) -> Any:
@@ -61,17 +66,17 @@ def argsort(
         raise ValueError("The 'order' argument to argsort is not supported.")
     x, ax = _prep("argsort", a, axis)
     if x.ndim == 0:
-        return Array(np.zeros((), _INDEX_DTYPE), False)
+        return Array(np.zeros((), _index_dtype()), False)
     n = x.shape[ax]
     if descending:
         x = lax.rev(x, (ax,))
-    iota = lax.broadcasted_iota(_INDEX_DTYPE, tuple(x.shape), ax)
+    iota = lax.broadcasted_iota(_index_dtype(), tuple(x.shape), ax)
     if n <= 1:
         idx = iota
     else:
         _, idx = _lax_sort([x, iota], ax, stable, 1)
     if descending:
-        idx = lax.sub(Array(np.array(n - 1, _INDEX_DTYPE), False), lax.rev(idx, (ax,)))
+        idx = lax.sub(Array(np.array(n - 1, _index_dtype()), False), lax.rev(idx, (ax,)))
     return idx
 
 
@@ -90,9 +95,9 @@ def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
     if any(tuple(k.shape) != shp for k in ks):
         raise ValueError(f"all keys need to be the same shape, got {[tuple(k.shape) for k in ks]}")
     if len(shp) == 0:
-        return Array(np.zeros((), _INDEX_DTYPE), False)
+        return Array(np.zeros((), _index_dtype()), False)
     ax = _util.canonicalize_axis(operator.index(axis), len(shp), "lexsort")
-    iota = lax.broadcasted_iota(_INDEX_DTYPE, shp, ax)
+    iota = lax.broadcasted_iota(_index_dtype(), shp, ax)
     outs = _lax_sort(ks[::-1] + [iota], ax, True, len(ks))
     return outs[-1]
 
@@ -204,7 +209,7 @@ def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple:
     m = int(np.prod(rest, dtype=np.int64))
     if m == 0:
         n = 1
-        perm = jnp.zeros(1, dtype=_INDEX_DTYPE)
+        perm = jnp.zeros(1, dtype=_index_dtype())
     else:
         perm = lexsort(jnp.reshape(aux, (n, m)).T[::-1])
     aux = aux[perm]
@@ -237,7 +242,7 @@ def _unique(
     aux, mask, perm = _unique_sorted_mask(ar, axis, equal_nan)
     if size is None:
         keep = np.asarray(core.concrete_or_error(mask, "The error arose in jnp.unique(). " + _UNIQUE_SIZE_HINT))
-        ind = Array(np.nonzero(keep)[0].astype(_INDEX_DTYPE), False)
+        ind = Array(np.nonzero(keep)[0].astype(_index_dtype()), False)
     else:
         ind = jnp.nonzero(mask, size=size)[0]
     result = aux[ind] if aux.size else aux
@@ -253,10 +258,10 @@ def _unique(
         out += (perm[ind] if aux.size else perm,)
     if return_inverse:
         if aux.size:
-            imask = jnp.cumsum(mask, dtype=_INDEX_DTYPE) - 1
-            inv = jnp.zeros(mask.shape, dtype=_INDEX_DTYPE).at[perm].set(imask)
+            imask = jnp.cumsum(mask, dtype=_index_dtype()) - 1
+            inv = jnp.zeros(mask.shape, dtype=_index_dtype()).at[perm].set(imask)
         else:
-            inv = jnp.zeros(ar.shape[axis], dtype=_INDEX_DTYPE)
+            inv = jnp.zeros(ar.shape[axis], dtype=_index_dtype())
         out += (inv,)
     if return_counts:
         if aux.size:
@@ -267,7 +272,7 @@ def _unique(
                 idx = idx.at[1:].set(jnp.where(idx[1:], idx[1:], mask.size))
             out += (jnp.diff(idx),)
         elif ar.shape[axis]:
-            out += (jnp.full((1,), ar.shape[axis], dtype=_INDEX_DTYPE),)
+            out += (jnp.full((1,), ar.shape[axis], dtype=_index_dtype()),)
         else:
-            out += (jnp.zeros(0, dtype=_INDEX_DTYPE),)
+            out += (jnp.zeros(0, dtype=_index_dtype()),)
     return out

@@ -230,6 +230,8 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
     """``p`` with jumps larger than ``discont`` (default ``period / 2``) corrected by multiples of ``period``."""
     (p,) = _util.promote_dtypes_inexact("unwrap", p)
+    if np.issubdtype(p.dtype, np.complexfloating):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
     period = C.asarray(period, dtype=p.dtype)
     if discont is None:
         discont = U.divide(period, 2)

@@ -222,13 +222,8 @@ abs = absolute  # noqa: A001
 
 def sign(x: Any, /) -> Any:
     """Elementwise sign: -1, 0 or 1 (x / |x| for complex)."""
-    x = _one("sign", x)
-    if _dkind(x.dtype) == "c":
-        mag = lax.abs(x)
-        safe = lax.select(lax.eq(mag, _const(mag, 0)), _ones_like(mag), mag)
-        out = lax.div(x, lax.convert_element_type(safe, x.dtype))
-        return lax.select(lax.eq(mag, _const(mag, 0)), _zeros_like(x), out)
-    return lax.sign(x)
+    # lax.sign for complex values too, as JAX (x / |x| part by part; a zero derivative)
+    return lax.sign(_one("sign", x))
 
 
 def square(x: Any, /) -> Any:
@@ -493,6 +488,11 @@ def _select_bcast(pred: Any, on_true: Any, on_false: Any) -> Any:
     return lax.select(pred, on_true, on_false)
 
 
+def _is_complex(x: Any) -> bool:
+    dt = getattr(x, "dtype", None)
+    return _dkind(np.dtype(dt) if dt is not None else np.asarray(x).dtype) == "c"
+
+
 def clip(
     arr: Any = None,
     /,
@@ -518,6 +518,12 @@ def clip(
             raise TypeError("clip: pass only one of 'max' and 'a_max'")
         max = a_max  # noqa: A001
     arr = _one("clip", arr)
+    if any(_is_complex(t) for t in (arr, min, max) if t is not None):
+        raise ValueError(
+            "Clip received a complex value either through the input or the min/max keywords. Complex values "
+            "have no ordering and cannot be clipped. Please convert to a real value or array by taking the "
+            "real or imaginary components via jax.numpy.real/imag respectively."
+        )
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -631,7 +637,9 @@ def _logaddexp_complex(x1: Any, x2: Any, log1p_: Callable, exp_: Callable, scale
     im = lax.imag(out)
     rem = lax.rem(lax.add(im, _const(im, half)), _const(im, 2 * half))
     rem = lax.select(lax.lt(rem, _const(rem, 0)), lax.add(rem, _const(rem, 2 * half)), rem)
-    return _lax_complex(lax.real(out), lax.sub(rem, _const(rem, half)))
+    out = _lax_complex(lax.real(out), lax.sub(rem, _const(rem, half)))
+    # JAX's result is strongly typed even for weak operands
+    return lax.convert_element_type(out, out.dtype)
 
 
 def _bcast_all(*xs: Any) -> list:
@@ -796,10 +804,11 @@ def angle(z: Any, deg: bool = False) -> Any:
     """The argument (phase angle) of complex values, in radians (degrees with ``deg=True``)."""
     z = _one("angle", z)
     re, im = real(z), imag(z)
-    dt = dtypes.result_type(re, im)
-    if _dkind(dt) != "f":
+    # as JAX: a real rank-0 float (and any integer/bool) input moves to the default float dtype
+    # (strongly typed); otherwise the parts keep their dtype and weak type
+    if _dkind(re.dtype) != "f" or (_dkind(z.dtype) == "f" and z.ndim == 0):
         dt = dtypes.default_float_dtype()
-    re = lax.convert_element_type(re, dt)
-    im = lax.convert_element_type(im, dt)
+        re = lax.convert_element_type(re, dt)
+        im = lax.convert_element_type(im, dt)
     out = lax.atan2(im, re)
     return rad2deg(out) if deg else out

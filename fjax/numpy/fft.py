@@ -17,7 +17,7 @@ from fjax import core, dtypes
 from fjax.core import Array
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
-from fjax.lax.fourier import FftType
+from fjax.lax.fourier import _TO_INEXACT, FftType
 from fjax.lax.fourier import fft as _lax_fft
 from fjax.numpy import _util
 from fjax.numpy._shape import moveaxis, roll
@@ -47,15 +47,16 @@ __all__ = [
 def _prep(name: str, a: Any, real: bool) -> Any:
     _util.check_arraylike(name, a)
     x = _util.to_fjax(a, name)
-    (x,) = _util.promote_dtypes_inexact(name, x)
     dt = core.get_aval(x).dtype
+    # JAX's lax.fft rule, not promote_dtypes_inexact: an int32 input gives complex64 also with x64 on
+    inexact = _TO_INEXACT.get(dt.name, dt)
     if real:
         if _dkind(dt) == "c":
-            raise TypeError(f"{name} requires real input, got {core.short_dtype_name(dt)}{list(x.shape)}")
-        return x
-    if _dkind(dt) != "c":
-        x = lax.convert_element_type(x, dtypes.canonicalize_dtype(np.result_type(dt, np.complex64)))
-    return x
+            raise ValueError("only real valued inputs supported for rfft")
+        target = inexact
+    else:
+        target = np.dtype(np.complex128) if inexact.name in ("float64", "complex128") else np.dtype(np.complex64)
+    return x if target == dt else lax.convert_element_type(x, target)
 
 
 def _resize(x: Any, axis: int, n: int) -> Any:
