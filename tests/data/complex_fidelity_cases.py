@@ -490,6 +490,28 @@ def _cases(jax: Any) -> dict[str, Callable]:
         "less_nan": lambda: jnp.less(nanc, nanc[::-1]),
         "sort_complex_int": lambda: jnp.sort_complex(i32),
         "argmax_after_abs": lambda: jnp.argmax(jnp.abs(c64)),
+        # ---- third round: autodiff through complex linalg/fft, under jit and vmap
+        "grad_eigh": lambda: jax.grad(lambda m: jnp.sum(jnp.linalg.eigh(m)[0] ** 2))(herm),
+        "grad_svd": lambda: jax.grad(lambda m: jnp.sum(jnp.linalg.svd(m, compute_uv=False)))(m64),
+        "grad_norm": lambda: jax.grad(lambda z: jnp.linalg.norm(z))(c64),
+        "grad_inv": lambda: jax.grad(lambda m: jnp.abs(jnp.linalg.inv(m)).sum())(m64),
+        "grad_solve": lambda: jax.grad(lambda b: jnp.real(jnp.linalg.solve(m64, b)).sum())(c64[:3]),
+        "grad_ifft": lambda: jax.grad(lambda z: jnp.sum(jnp.real(jnp.fft.ifft(z) * (1 + 2j))))(c64),
+        "grad_irfft": lambda: jax.grad(lambda z: jnp.sum(jnp.fft.irfft(z) ** 2))(c64[:4]),
+        "jit_grad_holo": lambda: jax.jit(jax.grad(lambda z: jnp.exp(z) * z, holomorphic=True))(np.complex64(0.5 + 1j)),
+        "vmap_grad_c": lambda: jax.vmap(jax.grad(lambda z: jnp.abs(jnp.sin(z)) ** 2))(c64),
+        "jvp_inv": lambda: jax.jvp(jnp.linalg.inv, (m64,), (m64 * 1j,)),
+        "jvp_det": lambda: jax.jvp(jnp.linalg.det, (m64,), (jnp.ones((3, 3), jnp.complex64),)),
+        "vjp_matmul": lambda: jax.vjp(lambda a, b: a @ b, m64, m64)[1](jnp.ones((3, 3), jnp.complex64) * 1j),
+        "grad_where_c": lambda: jax.grad(lambda z: jnp.sum(jnp.abs(jnp.where(jnp.real(z) > 1, z, 2 * z))))(c64),
+        "grad_complex_mul_real": lambda: jax.grad(lambda x: jnp.abs(x * (1 + 1j) + 1j) ** 2)(r32[:1].sum()),
+        "grad_logsumexp": lambda: jax.grad(lambda x: jax.scipy.special.logsumexp(x * (1 + 0j)).real)(r32),
+        "grad_cumprod_c": lambda: jax.grad(lambda z: jnp.abs(jnp.cumprod(z)).sum())(c64[:4]),
+        "hessian_real_via_c": lambda: jax.hessian(lambda x: jnp.abs(jnp.exp(1j * x * x)) + jnp.real(jnp.exp(1j * x)))(
+            np.float32(0.4)
+        ),
+        "grad_angle_real_in": lambda: jax.grad(lambda x: jnp.angle(x + 1j))(np.float32(0.5)),
+        "grad_sort_complex": lambda: jax.grad(lambda z: jnp.real(jnp.sort_complex(z) * jnp.arange(6)).sum())(c64),
     }
     return cases
 
