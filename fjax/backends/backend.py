@@ -31,7 +31,10 @@ class Capabilities:
     ``dtypes``: dtypes its kernels hold beyond ``lowering.SUPPORTED_DTYPES`` (the CUDA backend:
     float16 and bfloat16);
     ``fused_dot_max_k``: the largest contraction a ``dot_general`` is computed for as fused
-    elementwise code instead of a GEMM call (``lowering.dot_fuses``)."""
+    elementwise code instead of a GEMM call (``lowering.dot_fuses``);
+    ``op_reason(name, out_dtype, in_dtypes)``: None when the backend computes the elementwise op or
+    reduction ``name`` (the kernel IR op, e.g. ``reduce_max``) on these dtypes, else why not (its op
+    table holds ``name`` for some dtypes only: the numba backend's complex ones)."""
 
     ops: Container[str] = frozenset()
     loop_ops: Container[str] = frozenset()
@@ -39,6 +42,7 @@ class Capabilities:
     host_kernels: Container[str] = field(default_factory=frozenset)
     dtypes: frozenset = frozenset()
     fused_dot_max_k: int = 4
+    op_reason: Callable[[str, Any, tuple], str | None] | None = None
 
 
 class Backend:

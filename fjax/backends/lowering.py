@@ -118,6 +118,10 @@ def unsupported_reason(eqn: JaxprEqn, caps: Capabilities) -> str | None:
         return f"{name} runs as a host step"
     if rule.kind == ELEMENTWISE and (rule.op or name) not in caps.ops and name != "stop_gradient":
         return f"the backend has no rendering of {name}"
+    if caps.op_reason is not None and rule.kind in (ELEMENTWISE, REDUCTION):
+        why = caps.op_reason(rule.op or name, eqn.outvars[0].aval.dtype, tuple(v.aval.dtype for v in eqn.invars))
+        if why is not None:
+            return why
     return rule.check(eqn) if rule.check is not None else None
 
 

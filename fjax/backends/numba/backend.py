@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from fjax.backends import passes
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import HostCall, Program
-from fjax.backends.numba import host_kernels, loops, program, render
+from fjax.backends.numba import complex_math, host_kernels, loops, program, render
 
 
 class NumbaBackend(Backend):
@@ -22,6 +24,9 @@ class NumbaBackend(Backend):
             loop_ops=loops.INLINE_OPS,
             loop_op_reason=loops.inline_op_unsupported_reason,
             host_kernels=host_kernels.HOST_KERNELS,
+            # complex64/128 in the loop nests (complex_math), for the ops it renders
+            dtypes=frozenset({np.dtype(np.complex64), np.dtype(np.complex128)}),
+            op_reason=complex_math.op_reason,
         )
 
     def prepare(self, prog: Program) -> Program:

@@ -282,11 +282,11 @@ def bgemm_tt(a, b, o):  # noqa: ANN001, ANN201
         gemm_tt(a[n], b[n], o[n])
 
 
-def gemm_name(nb: int, nl: int, nk: int, nr: int, lhs_t: bool, rhs_t: bool) -> str:
+def gemm_name(nb: int, nl: int, nk: int, nr: int, lhs_t: bool, rhs_t: bool, blas: bool = True) -> str:
     """The function a compiled loop calls for this GEMM: BLAS, or loops when it is small (or no
-    BLAS was found)."""
+    BLAS was found, or ``blas`` is False: complex GEMMs, which ``_gemm`` does not call)."""
     tt = ("t" if lhs_t else "n") + ("t" if rhs_t else "n")
-    kind = "gemm" if BLAS and nl * nk * nr > SMALL_GEMM else "mm"
+    kind = "gemm" if blas and BLAS and nl * nk * nr > SMALL_GEMM else "mm"
     return ("b" if nb != 1 else "") + kind + "_" + tt
 
 

@@ -471,7 +471,8 @@ class ProgramSource:
             rhs = f"np.ascontiguousarray(np.transpose({rhs}, {d.rhs_perm}))"
         lsh = (nk, nl) if d.lhs_t else (nl, nk)
         rsh = (nr, nk) if d.rhs_t else (nk, nr)
-        fn = numba_loops.gemm_name(nb, nl, nk, nr, d.lhs_t, d.rhs_t)
+        # (complex GEMMs: the loop matmuls; the BLAS call is bound to sgemm/dgemm)
+        fn = numba_loops.gemm_name(nb, nl, nk, nr, d.lhs_t, d.rhs_t, blas=d.out.dtype.kind != "c")
         o = bn(d.out)
         g = o + "g"  # the GEMM's block (allocated once when the loop hoists it); ``o`` views it
         if nb == 1:
@@ -522,6 +523,7 @@ import numpy as np
 from numba import njit, prange
 from fjax.backends.numba import vmath as vm
 from fjax.backends.numba import runtime as rt
+from fjax.backends.numba import complex_math as cm
 """
 
 
@@ -562,9 +564,9 @@ def clear_disk_cache() -> None:
 
 
 def _guard_helper_caches() -> None:
-    from fjax.backends.numba import conv, host_kernels, runtime, vmath  # noqa: PLC0415
+    from fjax.backends.numba import complex_math, conv, host_kernels, runtime, vmath  # noqa: PLC0415
 
-    disk_cache.guard_module_caches([numba_loops, host_kernels, conv, runtime, vmath])
+    disk_cache.guard_module_caches([numba_loops, host_kernels, conv, runtime, vmath, complex_math])
 
 
 _guard_helper_caches()

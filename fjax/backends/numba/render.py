@@ -24,6 +24,7 @@ from numba import types
 
 from fjax.backends import kernel_ir as ir
 from fjax.backends import passes
+from fjax.backends.numba import complex_math as cm
 
 # nests with at least this much work (elements x body cost) and elements run with prange. A
 # parallel kernel costs ~1 s more to compile (numba outlines the loop into a gufunc), and on 2 cores
@@ -76,6 +77,8 @@ def _ident(kind: str, dt: np.dtype) -> str:
 
 def _combine(kind: str, acc: str, v: str, dt: np.dtype) -> str:
     dt = np.dtype(dt)
+    if dt.kind == "c" and kind in ("sum", "prod"):  # (complex64 values widen to a complex128 acc)
+        return f"({acc} {'+' if kind == 'sum' else '*'} {v})"
     if kind == "sum":
         return f"{acc} + {_T(dt)}({v})" if dt.kind == "f" else f"{_T(dt)}({acc} + {v})"
     if kind == "prod":
@@ -304,12 +307,31 @@ class NumbaRenderer:
             "random_bitcast": lambda a, op: f"rt.bitcast({a[0]}, {op.dtype.name!r})",
         }
 
+        # ops with a complex operand or result: ``complex_math``'s spelling (real/imag/conj have no
+        # other); ``select_n`` holds any type as it is
+        def complex_or(fn: Callable | None) -> Callable:
+            def r(a: list, op: ir.Op) -> str:
+                if fn is None or cm.involves_complex(op):
+                    return cm.render_op(a, op, f2i)
+                return fn(a, op)
+
+            return r
+
+        def f2i(x: str, dst: np.dtype) -> str:
+            lo, hi = ir.f2i_bounds(dst)
+            return f"{c(dst)}(rt.f2i(np.float64({x}), {lo!r}, {hi!r}))"
+
+        for name in cm.OPS - {"select_n"}:
+            self.code_for_op[name] = complex_or(self.code_for_op.get(name))
+
     def const(self, c: ir.Const) -> str:
         v = c.value
         if c.dtype == np.bool_:
             return f"np.bool_({bool(v)})"
         if c.dtype.kind == "f":
             return f"{_T(c.dtype)}(float.fromhex({float(v).hex()!r}))"
+        if c.dtype.kind == "c":
+            return cm.const(v, c.dtype)
         return f"{_T(c.dtype)}({int(v)})"
 
     # -- loop nests: one small shape-generic njit kernel each ---------------------------------
@@ -337,7 +359,7 @@ class NumbaRenderer:
                 elif x in consts:
                     local[x] = f"k{len(kconsts)}"
                     c = consts[x]
-                    note = str(c.dtype.type(c.value)) if c.dtype.kind == "f" else ""
+                    note = str(c.dtype.type(c.value)) if c.dtype.kind in "fc" else ""
                     kconsts.append(f"k{len(kconsts)} = {self.const(c)}  # {c.dtype} {note}".rstrip())
                 else:
                     local[x] = f"u{len(local) - len(kconsts)}"
@@ -827,6 +849,11 @@ _HEAVY = {
 }
 
 
+def _heavy(op: ir.Op) -> bool:
+    # (complex division, powers and functions: a few real functions and branches each)
+    return op.op in _HEAVY or (op.op in cm.HEAVY and cm.involves_complex(op))
+
+
 # the compile budget of one loop-nest kernel (``passes.split_nests``), in ``compile_weight`` units
 NEST_BUDGET = 64
 
@@ -834,11 +861,11 @@ NEST_BUDGET = 64
 def compile_weight(op: ir.Op) -> int:
     """What an op costs to compile, roughly: the transcendental functions are inlined polynomials
     (with range reductions and, for sin/cos, an exact rerun path), several times a plain op."""
-    return 4 if op.op in _HEAVY else 1
+    return 4 if _heavy(op) else 1
 
 
 def _work(nest: ir.LoopNest) -> int:
-    cost = 1 + sum(20 if (isinstance(s, ir.Op) and s.op in _HEAVY) else 1 for s in nest.body)
+    cost = 1 + sum(20 if (isinstance(s, ir.Op) and _heavy(s)) else 1 for s in nest.body)
     return nest.size * cost
 
 
