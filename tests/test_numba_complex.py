@@ -64,10 +64,13 @@ BINARY = {
     "eq": jnp.equal,
     "ne": jnp.not_equal,
 }
-# the impl's own arithmetic in the same order: bit for bit (signs of zeros and NaN payload aside).
-# The others call libm where numpy runs its SIMD loops or glibc's complex functions (exp, tanh,
-# the products: numpy's complex multiply contracts to FMAs), so they agree to a few ulps
-_EXACT = frozenset({"add", "sub", "neg", "conj", "real", "imag", "div", "max", "min", "eq", "ne"})
+# the impl's own arithmetic in the same order: bit for bit (NaN payloads aside). Products too:
+# ``mul``/``square`` as numpy's multiply computes them here (its FMA form where its SIMD loops use
+# FMAs, ``complex_math.NUMPY_FMA``), powers as numpy's scalar ``nc_pow``. The others call libm where
+# numpy runs its SIMD loops or glibc's complex functions (exp, tanh, ...): a few ulps apart
+_EXACT = frozenset(
+    {"add", "sub", "mul", "square", "pow2", "pow3", "neg", "conj", "real", "imag", "div", "max", "min", "eq", "ne"}
+)
 
 
 def _both(f, *args):
@@ -118,6 +121,19 @@ def test_ops_match_the_impls_at_special_values(dt):
         got, want = _both(_ops, x, y)
     for n, g, w in zip([*UNARY, *BINARY], got, want):
         _check(g, w, _rtol(n, dt), n)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_products_and_powers_are_the_impls_bit_for_bit(dt):
+    rng = np.random.default_rng(7)
+    x = (rng.normal(size=2048) + 1j * rng.normal(size=2048)).astype(dt)
+    y = (rng.normal(size=2048) + 1j * rng.normal(size=2048)).astype(dt)
+    big = 1e30 if dt == np.complex64 else 1e200
+    x[:2] = [complex(big, 2 * big), complex(-3 * big, big)]  # products overflowing in one part
+    with fjax.enable_x64(dt == np.complex128):
+        got, want = _both(lambda a, b: (a * b, jnp.square(a), a**2, a**3, a**7, 1 / a), x, y)
+    for n, g, w in zip(["mul", "square", "pow2", "pow3", "pow7", "reciprocal"], got, want):
+        _check(g, w, 0.0, n)
 
 
 # finite parts from subnormal to 1e30 (exp of the large ones overflows on both sides alike); the
