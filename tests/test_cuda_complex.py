@@ -234,6 +234,8 @@ def test_copies_scatters_cumulative_ops_and_sort_match_the_cpu():
             lax.dynamic_update_slice(a, a[:2, :2] * 3, (1, 2)),
             jnp.cumsum(a, axis=0),
             jnp.cumprod(a, axis=1),
+            lax.cummax(a, axis=0),
+            lax.cummin(a, axis=1, reverse=True),
             jnp.sort(a, axis=0),
             jnp.sort(a, axis=1),
             lax.sort((a.real, a), num_keys=1)[1],

@@ -14,7 +14,8 @@ arrays themselves. Each op computes what the CPU backend's impl computes, by the
   the product, with the division above); ``max``/``min``: lexicographic, as JAX lowers them;
 - ``log`` (``0.5 log1p(...)`` near the unit circle), ``log1p`` (numpy's ``log(hypot(1 + a, b))``),
   ``sqrt``/``rsqrt`` (scaled against overflow), ``sin``/``cos``/``sinh``/``cosh``, ``tanh``/``tan``
-  (Kahan's algorithm), ``abs`` (``hypot``), ``sign`` (``z / |z|``): C99's formulas as numpy's.
+  (Kahan's algorithm), ``abs`` (``hypot``): C99's formulas as numpy's; ``sign``: XLA's ``z / |z|``
+  part by part (NaN where a part is infinite).
 
 With ``--fmad=true`` (NVRTC's default) products may be contracted into FMAs: results agree with the
 CPU's to float tolerance, not bit for bit. At infinities and NaNs the C99 special cases of
@@ -423,17 +424,11 @@ FJC fj_ctan(fj_complex<T> z) {
   const fj_complex<T> w = fj_ctanh(fj_complex<T>(-z.im, z.re));
   return fj_complex<T>(w.im, -w.re);
 }
-// z / |z| (0 at 0; an infinite part counts as the unit in its direction)
+// z / |z| part by part, as XLA (0 at 0; an infinite part gives NaN: sign(inf - 2i) = nan - 0i)
 FJC fj_csign(fj_complex<T> z) {
-  const T zero = (T)0, one = (T)1;
-  if (z.re == zero && z.im == zero) return z;
-  T a = z.re, b = z.im;
-  if (isinf(a) || isinf(b)) {
-    a = isinf(a) ? fjc_copysign(one, a) : fjc_copysign(zero, a);
-    b = isinf(b) ? fjc_copysign(one, b) : fjc_copysign(zero, b);
-  }
-  const T h = fjc_hypot(a, b);
-  return fj_complex<T>(a / h, b / h);
+  if (z.re == (T)0 && z.im == (T)0) return z;
+  const T h = fjc_hypot(z.re, z.im);
+  return fj_complex<T>(z.re / h, z.im / h);
 }
 #undef FJC
 // warp shuffles of complex values: each part

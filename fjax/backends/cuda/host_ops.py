@@ -19,8 +19,9 @@ inline loop updates): each becomes launches in the plan, so its data never leave
   indices then depend on the order threads run: not bit-reproducible run to run).
 
 Complex values (``complex_ops.py``) go through the copies, scatters (scatter-add: ``atomicAdd`` per
-part), ``cumsum``/``cumprod`` and ``sort`` (keys by (real, imag), NaNs last); the other host steps
-raise ``NotImplementedError`` on them. ``fft`` is cuFFT through ``cupy.fft`` (``fft_ops.py``).
+part), ``cumsum``/``cumprod``, ``cummax``/``cummin`` (lexicographic, as the impl) and ``sort`` (keys
+by (real, imag), NaNs last); the other host steps raise ``NotImplementedError`` on them. ``fft`` is
+cuFFT through ``cupy.fft`` (``fft_ops.py``).
 Special functions, ``clz``/``population_count``, ``reduce_precision`` and ``top_k`` are in
 ``special_ops.py``/``special_ops2.py``, the factorizations in ``linalg_ops.py``, the random samplers
 in ``random_ops.py``. Everything else raises ``NotImplementedError`` naming the primitive (``eig``,
@@ -66,7 +67,8 @@ _FLOAT_CALLS = {
 }
 _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable in float32
 # host steps that take complex operands (sort: keys ordered by (real, imag), NaNs last)
-_COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "cumsum", "cumprod", "sort"})
+_COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "sort"})
+_COMPLEX_OK |= {"cumsum", "cumprod", "cummax", "cummin"}
 _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # linalg_ops.py: complex64/128
 _COMPLEX_OK |= {"wofz"}  # special_complex.py
 
