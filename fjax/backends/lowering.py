@@ -17,8 +17,9 @@ is clamped and out-of-range positions read the padding value; ``concatenate`` se
 position), and the pointwise ``gather`` forms (``x[iota, labels]``, ``take_along_axis``) loads whose
 index is itself a loaded value. They fuse with their consumers and copy nothing.
 
-What does not lower (complex and float16 dtypes, windowed gather, scatter, control flow and other
-primitives without a rule here) runs on the host between kernels: the jaxpr is cut into segments
+What does not lower (dtypes the backend does not hold, ops it renders only for some dtypes
+(``Capabilities.op_reason``: asin of complex values on numba), windowed gather, scatter, control
+flow and other primitives without a rule here) runs on the host between kernels: the jaxpr is cut into segments
 and the unsupported equation is evaluated with its primitive's numpy ``impl`` (never through numba
 objmode). ``compile_jaxpr`` returns None (jit then evaluates the jaxpr eagerly) only when nothing at
 all would be compiled. Fallbacks are logged on the ``fjax.lowering`` logger, naming the primitive.

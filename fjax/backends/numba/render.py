@@ -6,7 +6,8 @@ body over tiles into a small buffer (vectorizable), combine each tile pairwise (
 float64) and the tiles in order, so results do not depend on vector width or thread count. Tiled
 loops run float32 sin/cos through ``vmath``'s fast paths and rerun a tile with the exact functions
 when it holds an input out of their range (``NumbaRenderer.fast_for_op``). Scalar ops render through
-``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can subclass it.
+``NumbaRenderer.code_for_op`` (op name -> snippet); a CUDA renderer can subclass it. Ops with a
+complex operand or result render as calls to ``complex_math`` (``cm.<name>``).
 
 Which nests run in parallel is decided before rendering, by the IR pass ``passes.schedule`` with
 ``parallel_policy``; tile sizes and chunking follow from the constants below.
