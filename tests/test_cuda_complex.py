@@ -6,8 +6,7 @@ values, and gradients through them, run through ``device_put`` + ``jit`` on the 
 
 from __future__ import annotations
 
-import itertools
-
+import _complex_cases as _cc  # noqa: E402  (tests/ is on the path)
 import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from fjax.backends.cuda import emulate
 pytestmark = [
     pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator"),
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy's invalid/overflow warnings (the CPU side)
+    pytest.mark.filterwarnings("ignore:Casting from complex:DeprecationWarning"),  # astype(real), on purpose
 ]
 
 
@@ -33,46 +33,7 @@ def standin_gpu():
 
 _both = _standin_gpu.both
 
-_VALS = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]
-_GRID = [complex(a, b) for a, b in itertools.product(_VALS, _VALS)]
-
-UNARY = {
-    "exp": jnp.exp,
-    "exp2": jnp.exp2,
-    "expm1": jnp.expm1,
-    "log": jnp.log,
-    "log1p": jnp.log1p,
-    "sqrt": jnp.sqrt,
-    "rsqrt": lax.rsqrt,
-    "sin": jnp.sin,
-    "cos": jnp.cos,
-    "tan": jnp.tan,
-    "sinh": jnp.sinh,
-    "cosh": jnp.cosh,
-    "tanh": jnp.tanh,
-    "sign": jnp.sign,
-    "abs": jnp.abs,
-    "square": jnp.square,
-    "neg": jnp.negative,
-    "conj": jnp.conj,
-    "real": jnp.real,
-    "imag": jnp.imag,
-    "pow2": lambda a: a**2,
-    "pow3": lambda a: a**3,
-    "pow6": lambda a: a**6,
-    "pow-2": lambda a: a**-2,
-}
-BINARY = {
-    "add": jnp.add,
-    "sub": jnp.subtract,
-    "mul": jnp.multiply,
-    "div": jnp.divide,
-    "pow": lax.pow,
-    "max": jnp.maximum,
-    "min": jnp.minimum,
-    "eq": jnp.equal,
-    "ne": jnp.not_equal,
-}
+_VALS, _GRID, UNARY, BINARY = _cc.VALS, _cc.GRID, _cc.UNARY, _cc.BINARY
 
 
 # ops whose zeros carry the CPU's signs (the others: C99 leaves them open, or glibc's differ)
@@ -82,23 +43,7 @@ _EXACT_ZEROS = frozenset(
 
 
 def _check(got, want, rtol: float, what: str, zero_signs: bool = False) -> None:
-    """Parts agree where both are NaN, equal, or within ``rtol`` of the value's magnitude (a part
-    near zero of a large value is compared against the value's size: cos/sin of arguments near
-    pi/2 round differently); with ``zero_signs`` zeros agree in sign too."""
-    g, w = np.asarray(got), np.asarray(want)
-    assert g.dtype == w.dtype, (what, g.dtype, w.dtype)
-    if w.dtype == np.bool_:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-        return
-    scale = np.where(np.isfinite(w), np.abs(w), 0).astype(np.float64)
-    parts = [(g.real, w.real), (g.imag, w.imag)] if w.dtype.kind == "c" else [(g, w)]
-    for gp, wp in parts:
-        gp, wp = gp.astype(np.float64), wp.astype(np.float64)
-        ok = (np.isnan(gp) & np.isnan(wp)) | (gp == wp) | (np.abs(gp - wp) <= rtol * scale)
-        if zero_signs:
-            ok &= (wp != 0) | (np.signbit(gp) == np.signbit(wp))
-        bad = np.nonzero(~ok)[0]
-        assert not bad.size, f"{what}: {[(i, g[i], w[i]) for i in bad[:4]]}"
+    _cc.check(got, want, rtol, what, zero_signs)
 
 
 def _rtol(dt) -> float:

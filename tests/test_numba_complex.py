@@ -7,8 +7,7 @@ loops, with the ops that have no complex rendering left to host steps."""
 
 from __future__ import annotations
 
-import itertools
-
+import _complex_cases as _cc  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
 from hypothesis import given
@@ -23,47 +22,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:Casting from complex:DeprecationWarning"),  # astype(real), on purpose
 ]
 
-_VALS = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan]
-_GRID = [complex(a, b) for a, b in itertools.product(_VALS, _VALS)]
-
-UNARY = {
-    "exp": jnp.exp,
-    "exp2": jnp.exp2,
-    "expm1": jnp.expm1,
-    "log": jnp.log,
-    "log1p": jnp.log1p,
-    "sqrt": jnp.sqrt,
-    "rsqrt": lax.rsqrt,
-    "sin": jnp.sin,
-    "cos": jnp.cos,
-    "tan": jnp.tan,
-    "sinh": jnp.sinh,
-    "cosh": jnp.cosh,
-    "tanh": jnp.tanh,
-    "sign": jnp.sign,
-    "abs": jnp.abs,
-    "square": jnp.square,
-    "neg": jnp.negative,
-    "conj": jnp.conj,
-    "real": jnp.real,
-    "imag": jnp.imag,
-    "pow2": lambda a: a**2,
-    "pow3": lambda a: a**3,
-    "pow6": lambda a: a**6,
-    "pow-2": lambda a: a**-2,
-    "pow-5": lambda a: a**-5,
-}
-BINARY = {
-    "add": jnp.add,
-    "sub": jnp.subtract,
-    "mul": jnp.multiply,
-    "div": jnp.divide,
-    "pow": lax.pow,
-    "max": jnp.maximum,
-    "min": jnp.minimum,
-    "eq": jnp.equal,
-    "ne": jnp.not_equal,
-}
+_VALS, _GRID, UNARY, BINARY = _cc.VALS, _cc.GRID, _cc.UNARY, _cc.BINARY
 # the impl's own arithmetic in the same order: bit for bit (NaN payloads aside). Products too:
 # ``mul``/``square`` as numpy's multiply computes them here (its FMA form where its SIMD loops use
 # FMAs, ``complex_math.NUMPY_FMA``), powers as numpy's scalar ``nc_pow``. The others call libm where
@@ -82,23 +41,7 @@ def _both(f, *args):
     return fjax.tree_util.tree_map(np.asarray, got), fjax.tree_util.tree_map(np.asarray, want)
 
 
-def _check(got, want, rtol: float, what: str) -> None:
-    """Same dtype; parts agree where both are NaN, are equal with the same sign, or (``rtol`` > 0)
-    within ``rtol`` of the value's magnitude (a part near zero of a large value is compared
-    against the value's size: cos/sin near pi/2 round differently)."""
-    g, w = np.atleast_1d(got), np.atleast_1d(want)
-    assert g.dtype == w.dtype, (what, g.dtype, w.dtype)
-    if w.dtype == np.bool_:
-        np.testing.assert_array_equal(g, w, err_msg=what)
-        return
-    scale = np.where(np.isfinite(w), np.abs(w), 0).astype(np.float64)
-    parts = [(g.real, w.real), (g.imag, w.imag)] if w.dtype.kind == "c" else [(g, w)]
-    for gp, wp in parts:
-        gp, wp = gp.astype(np.float64), wp.astype(np.float64)
-        same = (gp == wp) & (np.signbit(gp) == np.signbit(wp))
-        ok = (np.isnan(gp) & np.isnan(wp)) | same | (np.abs(gp - wp) <= rtol * scale)
-        bad = np.nonzero(~ok)[0]
-        assert not bad.size, f"{what}: {[(i, g[i], w[i]) for i in bad[:4]]}"
+_check = _cc.check
 
 
 def _rtol(name: str, dt) -> float:
