@@ -89,8 +89,10 @@ def test_wofz_derivative():
     z = (rng.standard_normal(50) * 3 + 1j * rng.standard_normal(50) * 3).astype(np.complex64)
     t = (rng.standard_normal(50) + 1j * rng.standard_normal(50)).astype(np.complex64)
     got, want = _standin_gpu.both(lambda z, t: fjax.jvp(wofz, (z,), (t,)), z, t)
+    # (the tangent -2 z w t + 2i t / sqrt(pi) cancels: float32 products rounded in another order
+    # (the CPU's numba loops use numpy's FMA form, the GPU the textbook one) leave ~3e-6 of it)
     for g, w in zip(got, want, strict=True):
-        _assert_close(g, w, 2e-6)
+        _assert_close(g, w, 1e-5)
     loss = fjax.grad(lambda z: fjax.numpy.sum(fjax.numpy.abs(wofz(z)) ** 2))
     got, want = _standin_gpu.both(loss, z)
     _assert_close(got, want, 2e-5)
