@@ -5,8 +5,11 @@ Values are ``fj_complex<T>`` structs laid out as numpy lays out its complex arra
 imaginary part, aligned to their size: ``fj_c64`` / ``fj_c128``), so device buffers are the cupy
 arrays themselves. Each op computes what the CPU backend's impl computes, by the same formulas:
 
-- ``+ - *``, ``neg``, ``conj``, ``real``, ``imag``, ``square``, ``eq``/``ne``: textbook (numpy's
-  product ``(ac - bd) + (ad + bc)i``);
+- ``+ -``, ``neg``, ``conj``, ``real``, ``imag``, ``eq``/``ne``: textbook; ``*``/``square``: the FMA
+  form ``fma(a, c, -bd) + fma(a, d, bc) i`` numpy's SIMD loops compute where the CPU has FMA (and
+  so the CPU backend's loops there, ``numba/complex_math.NUMPY_FMA``): products agree bit for bit
+  and overflow alike (on a CPU without FMA numpy's textbook products differ by an ulp and at
+  overflow);
 - ``div``: Smith's algorithm, then XLA's corner cases where both parts came out NaN
   (``fjax/lax/_complex_ref.complex_div``); ``pow``: XLA's polar form (``complex_pow``);
   ``exp``/``exp2``/``expm1``: exact real results for a zero imaginary part (``complex_exp``, ...);
@@ -17,8 +20,8 @@ arrays themselves. Each op computes what the CPU backend's impl computes, by the
   (Kahan's algorithm), ``abs`` (``hypot``): C99's formulas as numpy's; ``sign``: XLA's ``z / |z|``
   part by part (NaN where a part is infinite).
 
-With ``--fmad=true`` (NVRTC's default) products may be contracted into FMAs: results agree with the
-CPU's to float tolerance, not bit for bit. At infinities and NaNs the C99 special cases of
+With ``--fmad=true`` (NVRTC's default) the other formulas' products may be contracted into FMAs:
+their results agree with the CPU's to float tolerance, not bit for bit. At infinities and NaNs the C99 special cases of
 ``sqrt``/``tanh``/... are followed where cheap; exotic inputs (an infinite part with a NaN part)
 may differ from numpy. Sums and products of complex64 accumulate in complex128 (as float32's in
 float64). 16-bit floats mixed with complex values, and ops with no complex form here (``atan2``,
@@ -188,8 +191,20 @@ FJC fj_cadd(fj_complex<T> a, fj_complex<T> b) { return fj_complex<T>(a.re + b.re
 FJC fj_csub(fj_complex<T> a, fj_complex<T> b) { return fj_complex<T>(a.re - b.re, a.im - b.im); }
 FJC fj_cneg(fj_complex<T> a) { return fj_complex<T>(-a.re, -a.im); }
 FJC fj_cconj(fj_complex<T> a) { return fj_complex<T>(a.re, -a.im); }
+// numpy's multiply where its SIMD loops have FMA (the CPU backend's products, numba/complex_math's
+// NUMPY_FMA): fma(a, c, -bd) + fma(a, d, bc) i, each product rounded once (no contraction left to
+// nvcc's --fmad, so the result is the same on every GPU; (1e30 + 2e30i)^2 is -inf + inf i)
+__device__ __forceinline__ float fjc_mul_rn(float x, float y) { return __fmul_rn(x, y); }
+__device__ __forceinline__ double fjc_mul_rn(double x, double y) { return __dmul_rn(x, y); }
+__device__ __forceinline__ float fjc_fma(float x, float y, float z) { return fmaf(x, y, z); }
+__device__ __forceinline__ double fjc_fma(double x, double y, double z) { return fma(x, y, z); }
 FJC fj_cmul(fj_complex<T> a, fj_complex<T> b) {
-  return fj_complex<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+  return fj_complex<T>(fjc_fma(a.re, b.re, -fjc_mul_rn(a.im, b.im)), fjc_fma(a.re, b.im, fjc_mul_rn(a.im, b.re)));
+}
+// the textbook product, each product rounded once (numpy's scalar power multiplies this way)
+FJC fj_cmul_tb(fj_complex<T> a, fj_complex<T> b) {
+  const T re = fjc_mul_rn(a.re, b.re) - fjc_mul_rn(a.im, b.im);
+  return fj_complex<T>(re, fjc_mul_rn(a.re, b.im) + fjc_mul_rn(a.im, b.re));
 }
 template <typename T> __device__ __forceinline__ bool fj_ceq(fj_complex<T> a, fj_complex<T> b) {
   return a.re == b.re && a.im == b.im;
@@ -227,7 +242,8 @@ FJC fj_cdiv(fj_complex<T> a, fj_complex<T> b) {
   }
   return fj_complex<T>(cr, ci);
 }
-// x ** n as numpy's power: x * x, x * (x * x), then binary exponentiation from 1; n < 0: 1 / x ** -n
+// x ** n as numpy's power: x * x, x * (x * x), then binary exponentiation from 1, in textbook
+// products; n < 0: 1 / x ** -n
 template <typename T> __device__ __forceinline__ fj_complex<T> fj_cipow(fj_complex<T> x, int n) {
   const fj_complex<T> one((T)1, (T)0);
   if (n == 0) return one;
@@ -236,20 +252,20 @@ template <typename T> __device__ __forceinline__ fj_complex<T> fj_cipow(fj_compl
     bool first = true;
     for (int m = -n; m > 0; m >>= 1) {
       if (m & 1) {
-        acc = first ? p : fj_cmul(acc, p);
+        acc = first ? p : fj_cmul_tb(acc, p);
         first = false;
       }
-      if (m > 1) p = fj_cmul(p, p);
+      if (m > 1) p = fj_cmul_tb(p, p);
     }
     return fj_cdiv(one, acc);
   }
   if (n == 1) return x;
-  if (n == 2) return fj_cmul(x, x);
-  if (n == 3) return fj_cmul(x, fj_cmul(x, x));
+  if (n == 2) return fj_cmul_tb(x, x);
+  if (n == 3) return fj_cmul_tb(x, fj_cmul_tb(x, x));
   fj_complex<T> acc = one, p = x;
   for (int m = n; m > 0; m >>= 1) {
-    if (m & 1) acc = fj_cmul(acc, p);
-    if (m > 1) p = fj_cmul(p, p);
+    if (m & 1) acc = fj_cmul_tb(acc, p);
+    if (m > 1) p = fj_cmul_tb(p, p);
   }
   return acc;
 }
