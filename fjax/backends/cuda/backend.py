@@ -14,6 +14,7 @@ from fjax.backends.kernel_ir import Program
 
 FUSED_DOT_MAX_K_GPU = int(os.environ.get("FJAX_CUDA_FUSED_DOT_MAX_K", "16"))
 
+
 class _EveryPrimitive:
     """``Capabilities.host_kernels`` and ``loop_ops`` of the CUDA backend: every host step is either
     rendered as kernels (``host_ops``: launches, cuBLAS and cuFFT calls that need nothing from the
