@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 
+import fjax
 import fjax.numpy as jnp
 from fjax import lax
 
@@ -74,3 +75,13 @@ def check(got, want, rtol: float, what: str, zero_signs: bool = True) -> None:
         ok = (np.isnan(gp) & np.isnan(wp)) | same | (np.abs(gp - wp) <= rtol * scale)
         bad = np.nonzero(~ok)[0]
         assert not bad.size, f"{what}: {[(i, g[i], w[i]) for i in bad[:4]]}"
+
+
+def check_grad_entry(loss, x: np.ndarray, grad: np.ndarray, k: tuple = (2, 3), eps: float = 1e-6) -> None:
+    """``grad[k]`` against a central difference of ``loss`` (evaluated in float64) at ``x``."""
+    with fjax.enable_x64():
+        x64 = x.astype(np.float64)
+        e = np.zeros_like(x64)
+        e[k] = eps
+        fd = (float(loss(x64 + e)) - float(loss(x64 - e))) / (2 * eps)
+    assert abs(float(grad[k]) - fd) <= 1e-3 * max(1.0, abs(fd))
