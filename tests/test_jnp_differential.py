@@ -17,6 +17,7 @@ import os
 import sys
 import warnings
 
+import _recorded  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
 
@@ -72,15 +73,7 @@ _RTOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 2e-3, "complex64": 2e-3, 
 _ATOL = {"float16": 1e-3, "bfloat16": 1e-2}
 
 
-def _decode(v: object) -> float:
-    return float(v) if isinstance(v, str) else v
-
-
-def _values(rec: dict) -> np.ndarray:
-    vals = rec["values"]
-    if "complex" in rec["dtype"]:
-        return np.array([complex(_decode(re), _decode(im)) for re, im in vals], np.complex128)
-    return np.array([_decode(v) for v in vals], np.float64)
+_decode, _values = _recorded.decode, _recorded.values
 
 
 def _compare(want: object, got: object) -> str | None:
