@@ -30,6 +30,7 @@ in ``random_ops.py``. Everything else raises ``NotImplementedError`` naming the 
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
@@ -71,6 +72,13 @@ _COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-a
 _COMPLEX_OK |= {"cumsum", "cumprod", "cummax", "cummin"}
 _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # linalg_ops.py: complex64/128
 _COMPLEX_OK |= {"wofz"}  # special_complex.py
+_COMPLEX_OK |= {"tridiagonal_solve", "householder_product"}  # linalg_extra.py (checks its dtypes)
+_COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
+_COMPLEX_OK |= {"pure_callback", "io_callback", "debug_callback", "eig"}  # callbacks.py: values copied to the host
+# modules rendering further host steps, tried in order after the ones above: each has
+# ``render(name, params, in_avals, out_avals, ins, outs, launch, alloc) -> list | None`` (None: not
+# its primitive) and checks the dtypes it takes
+_MORE = ("special_complex", "linalg_extra", "special_hyp", "callbacks")
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:
@@ -242,10 +250,16 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         recs = linalg_ops.render(name, params, in_avals, out_avals, ins, outs, launch)
     if recs is None:
         recs = random_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
-    if recs is None:
-        from fjax.backends.cuda import special_complex  # noqa: PLC0415
-
-        recs = special_complex.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
+    for mod in _MORE if recs is None else ():
+        try:
+            m = importlib.import_module(f"fjax.backends.cuda.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"fjax.backends.cuda.{mod}":
+                raise
+            continue
+        recs = m.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
+        if recs is not None:
+            return recs
     if recs is not None:
         return recs
     raise NotImplementedError(f"CUDA backend: no CUDA lowering for primitive {name} (a host step on the CPU backend)")
