@@ -331,10 +331,18 @@ CORPUS = {
     "special2": (special2, (rng.uniform(0.01, 0.99, (4, 8)).astype(np.float32), np.abs(_f32(4, 8)) + 0.2)),
     # complex64 values in the kernels (complex_ops.py): arithmetic, transcendentals, a sum, a GEMM
     "complex": (complex_chain, (_f32(8, 40), _f32(8, 40))),
+    # host calls (callbacks.py): the user's function and eig's LAPACK on the host, between kernels
+    "host_calls": (
+        lambda x: (
+            fjax.pure_callback(np.tanh, fjax.ShapeDtypeStruct(x.shape, x.dtype), x * 2) + 1,
+            jnp.linalg.eigvals(x[:4, :4] @ x[:4, :4].T),
+        ),
+        (_f32(6, 8),),
+    ),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
-    "eig": (lambda x: jnp.linalg.eig(x), (_f32(4, 4),), "eig"),
+    "schur": (lambda x: fjax.scipy.linalg.schur(x), (_f32(4, 4),), "schur"),
 }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from fjax.backends.cuda.ops import LOW_FLOATS
 from fjax.backends.cuda.plan import Module, plan_text
-from fjax.backends.cuda.records import Alloc, Branch, Fft, Launch, Loop, MatMul, Plan, View
+from fjax.backends.cuda.records import Alloc, Branch, Fft, HostCallback, Launch, Loop, MatMul, Plan, View
 
 __all__ = ["GRAPH_MIN_STEPS", "Executor", "graph_steps", "launch_grid"]
 
@@ -41,14 +41,16 @@ def launch_grid(n: int, block: int) -> tuple:
 
 def graph_steps(plan: Plan) -> int | None:
     """The launches + GEMMs one run of ``plan`` makes (scan bodies counted per iteration), or None
-    when it reads a value back to the host (``while``, ``cond``) or runs an FFT, and so is not
-    made a CUDA graph."""
+    when it reads a value back to the host (``while``, ``cond``, a host call) or runs an FFT, and
+    so is not made a CUDA graph."""
     n = 0
     for s in plan.steps:
         if isinstance(s, (Launch, MatMul)):
             n += 1
         elif isinstance(s, Branch) or (isinstance(s, Loop) and s.kind != "scan"):
             return None
+        elif isinstance(s, HostCallback):
+            return None  # the function runs on the host on every call, between the launches
         elif isinstance(s, Fft):
             # not captured: cupy.fft creates a cuFFT plan (allocating its work area) on a shape's
             # first call, which must not happen during a capture (cupy#7559: a segfault for some
@@ -170,6 +172,8 @@ class Executor:
                 ops.append(_matmul(rt, s, slot(s.out), slot(s.lhs), slot(s.rhs)))
             elif isinstance(s, Fft):
                 ops.append(_fft(rt, s, slot(s.out), slot(s.src)))
+            elif isinstance(s, HostCallback):
+                ops.append(_host_call(rt, s, [slot(i) for i in s.ins], [slot(o) for o in s.outs]))
             elif isinstance(s, Loop):
                 ops.append(self._loop(s, slot))
             elif isinstance(s, Branch):
@@ -344,5 +348,25 @@ def _fft(rt: Any, s: Fft, o: int, i: int) -> Callable:
 
     def op(env: list) -> None:
         fft(env[i], env[o], kind, lengths)
+
+    return op
+
+
+def _host_call(rt: Any, s: HostCallback, ins: list, outs: list) -> Callable:
+    """``s.fn`` on host copies of the operands, each seen with its aval's shape and dtype (bfloat16
+    buffers hold bits; a loop's 0-d carry may live in a 1-element buffer), its results uploaded as
+    new buffers of the declared shapes and dtypes."""
+    fn, in_specs, specs = s.fn, list(s.in_avals), list(s.out_avals)
+
+    def host(buf: Any, shape: tuple, dt: np.dtype) -> np.ndarray:
+        h = np.asarray(rt.to_host(buf))
+        if h.dtype != dt and h.dtype.itemsize == dt.itemsize:
+            h = h.view(dt)
+        return h.reshape(shape) if h.shape != shape else h
+
+    def op(env: list) -> None:
+        res = fn(*[host(env[i], *spec) for i, spec in zip(ins, in_specs)])
+        for o, r, (shape, dt) in zip(outs, res, specs):
+            env[o] = rt.to_device(np.ascontiguousarray(np.asarray(r, dt).reshape(shape)))
 
     return op

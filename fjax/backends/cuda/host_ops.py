@@ -74,11 +74,10 @@ _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # li
 _COMPLEX_OK |= {"wofz"}  # special_complex.py
 _COMPLEX_OK |= {"tridiagonal_solve", "householder_product"}  # linalg_extra.py (checks its dtypes)
 _COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
-_COMPLEX_OK |= {"pure_callback", "io_callback", "debug_callback", "eig"}  # callbacks.py: values copied to the host
 # modules rendering further host steps (random_state: rng_uniform), tried in order after the ones above: each has
 # ``render(name, params, in_avals, out_avals, ins, outs, launch, alloc) -> list | None`` (None: not
 # its primitive) and checks the dtypes it takes
-_MORE = ("special_complex", "linalg_extra", "special_hyp", "random_state", "callbacks")
+_MORE = ("special_complex", "linalg_extra", "special_hyp", "random_state")
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:

@@ -12,8 +12,12 @@ The plan is a list of records a runtime executes in order over named device buff
   carry on the device (a ``while`` reads its 0-d predicate back each iteration);
 - ``Branch``: ``cond`` / ``switch``: the index is read back, the chosen sub-plan runs.
 
-Nothing runs on the CPU: a step with no CUDA form raises ``NotImplementedError`` naming it when the
-plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host round trip.
+- ``HostCallback``: the user's Python function (``pure_callback``, ``io_callback``,
+  ``debug_callback``) or ``eig``'s LAPACK, on the host, with its operands and results copied
+  (``callbacks.py``).
+
+Nothing else runs on the CPU: a step with no CUDA form raises ``NotImplementedError`` naming it
+when the plan is built (``CudaBackend.source``/``plan``/``compile``), never a silent host round trip.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import numpy as np
 
 from fjax import core
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda import complex_ops, host_ops
+from fjax.backends.cuda import callbacks, complex_ops, host_ops
 from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
@@ -130,6 +134,11 @@ class _Builder:
                     self._inline_call(plan, name, closed, [nm(a) for a in ins], outs, names)
                     continue
                 out_names = [nm(o) for o in outs]
+                if name in callbacks.NAMES:  # the user's functions (and eig's LAPACK) on the host
+                    plan.steps.extend(
+                        callbacks.render(step.prim, params, in_avals, out_avals, [nm(a) for a in ins], out_names)
+                    )
+                    continue
                 recs = host_ops.render(
                     name, params, in_avals, out_avals, step_aux(step), [nm(a) for a in ins], out_names, self
                 )

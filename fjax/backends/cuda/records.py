@@ -83,6 +83,34 @@ class Fft:
         )
 
 
+@dataclass(repr=False)
+class HostCallback:
+    """A Python function the program calls on the host (``pure_callback``, ``io_callback``,
+    ``debug_callback``; ``eig``, LAPACK on the host as JAX's GPU ``eig`` without MAGMA): ``ins``
+    are copied to the host (waiting for the work that writes them), ``fn(*host arrays)`` runs,
+    and its results are copied to new device buffers ``outs`` of ``out_avals`` ((shape, dtype)
+    each). The copies are the user's request, not the backend's choice. ``in_avals`` are the
+    operands' (shape, dtype) (bfloat16 buffers hold bits; a loop's 0-d carry may be a 1-element
+    buffer). Its ``repr`` is its line of the launch
+    sequence; ``label`` names the function without an address (the translation unit's text, and
+    so the compiled module's cache key, stays the same for every program with the same steps)."""
+
+    fn: Any
+    ins: list
+    outs: list
+    in_avals: list
+    out_avals: list
+    label: str
+    comment: str = ""
+
+    def __repr__(self) -> str:
+        outs = ", ".join(self.outs) or "nothing"
+        return (
+            f"{outs} = host call {self.label}({', '.join(self.ins)}): device -> host copies, the function on "
+            f"the host, host -> device copies  # {self.comment}"
+        )
+
+
 @dataclass
 class Plan:
     inputs: list
