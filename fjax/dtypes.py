@@ -49,7 +49,10 @@ float32``, ``int4 + int8``, ``int4 + 1.0``) has no least upper bound and raises
 from __future__ import annotations
 
 import functools
+import os
 import re
+import sys
+import warnings
 from typing import Any
 
 import ml_dtypes
@@ -457,6 +460,50 @@ def canonicalize_dtype(dtype: DTypeLike) -> np.dtype:
     except TypeError:
         pass
     return out
+
+
+_X64_WARNING = (
+    "Explicitly requested dtype {}{} is not available, and will be truncated to dtype {}. To enable more "
+    "dtypes, set the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment variable. "
+    "See https://github.com/jax-ml/jax#current-gotchas for more."
+)
+_PY_SCALAR_TYPES = (bool, int, float, complex)
+# co_filename prefix of fjax's own modules: a request made from them is internal and never warns
+_FJAX_PREFIX = os.path.join(os.path.dirname(__file__), "")
+
+
+def canonicalize_user_dtype(dtype: DTypeLike, fun_name: str, stacklevel: int = 2) -> np.dtype:
+    """:func:`canonicalize_dtype` for a dtype a user passed to the public function ``fun_name``.
+
+    As JAX does, with x64 off an explicitly requested 64-bit dtype (``float64``, ``int64``,
+    ``uint64``, ``complex128``, as a numpy type, dtype, string or ``jnp`` scalar type; not a
+    Python scalar type such as ``float``) warns ``UserWarning: Explicitly requested dtype float64
+    requested in zeros is not available, and will be truncated to dtype float32. ...``.
+    ``stacklevel`` is counted as for :func:`warnings.warn` called by this function's caller (2:
+    the caller's caller, i.e. the user's line when the public function calls this directly).
+    When that frame is inside fjax itself the request is internal and nothing is emitted.
+    """
+    out = canonicalize_dtype(dtype)
+    if _x64() or any(dtype is t for t in _PY_SCALAR_TYPES):
+        return out
+    requested = _as_np_dtype(getattr(dtype, "_np_type", dtype))
+    if requested != out:
+        warn_truncated_dtype(requested, fun_name, stacklevel + 1)
+    return out
+
+
+def warn_truncated_dtype(requested: np.dtype, fun_name: str, stacklevel: int = 2) -> None:
+    """Emit JAX's "Explicitly requested dtype ... truncated" warning for ``requested`` (a 64-bit
+    dtype, x64 off) at ``stacklevel`` (as for :func:`warnings.warn`), unless that frame is fjax's own."""
+    try:
+        frame = sys._getframe(stacklevel)
+    except ValueError:
+        frame = None
+    if frame is not None and frame.f_code.co_filename.startswith(_FJAX_PREFIX):
+        return
+    name = f" requested in {fun_name}" if fun_name else ""
+    msg = _X64_WARNING.format(requested, name, _canon(requested, False).name)
+    warnings.warn(msg, UserWarning, stacklevel=stacklevel + 1)
 
 
 # Per-type fast paths for _dtype_and_weak: a (dtype, weak) tuple for Python scalar types,

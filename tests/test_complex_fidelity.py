@@ -34,10 +34,6 @@ from complex_fidelity_cases import all_cases, run  # noqa: E402
 with open(os.path.join(HERE, "data", "complex_fidelity.json")) as _f:
     RECORDED = json.load(_f)["results"]
 
-_X64_REQUEST = (
-    "JAX warns (UserWarning) when a 64-bit dtype is requested explicitly with x64 off "
-    "('Explicitly requested dtype ... is not available'); fjax truncates silently everywhere (not complex-specific)"
-)
 
 KNOWN: dict[str, str] = {
     **{
@@ -55,10 +51,6 @@ KNOWN: dict[str, str] = {
     **{
         f"{m}:full_like_c": "JAX warns ComplexWarning before raising the same TypeError; fjax only raises"
         for m in ("x64_off", "x64_on")
-    },
-    **{
-        f"x64_off:{n}": _X64_REQUEST
-        for n in ("astype_c128", "astype_f64", "complex128_ctor", "result_type_c_i", "canonicalize_c128")
     },
 }
 

@@ -426,7 +426,7 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     from fjax import dtypes
     from fjax.random import _bitcast
 
-    new = dtypes.canonicalize_dtype(new_dtype)
+    new = dtypes.canonicalize_user_dtype(getattr(new_dtype, "_np_type", new_dtype), "bitcast_convert_type")
     aval = core.get_aval(operand)
     old = aval.dtype
     if new.itemsize == old.itemsize:

@@ -248,10 +248,11 @@ def rng_bit_generator(
     ``uint32[4]`` key with XLA's CPU algorithms (``RNG_DEFAULT`` is Philox). Most users want
     ``fjax.random`` instead."""
     from fjax.numpy import _util  # noqa: PLC0415  (jnp imports lax)
-    from fjax.random import _user_dtype  # noqa: PLC0415
 
     shape = _canonical_shape(shape, "rng_bit_generator")
-    dtype = _user_dtype(dtype, np.uint32)
+    dtype = dtypes.canonicalize_user_dtype(
+        np.uint32 if dtype is None else getattr(dtype, "_np_type", dtype), "rng_bit_generator"
+    )
     if dtype not in _BIT_DTYPES:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
     key = _util.to_fjax(key, "rng_bit_generator")

@@ -591,6 +591,14 @@ def _canon_padding(
     return pads
 
 
+def _user_pet(pet: Any) -> Any:
+    """A public convolution's ``preferred_element_type`` canonicalized, warning as JAX (under
+    conv_general_dilated's name) when x64 truncates it."""
+    if pet is None:
+        return None
+    return dtypes.canonicalize_user_dtype(getattr(pet, "_np_type", pet), "conv_general_dilated", 3)
+
+
 def conv_general_dilated(
     lhs: Any,
     rhs: Any,
@@ -611,6 +619,7 @@ def conv_general_dilated(
     crop). ``dimension_numbers`` is None (NCHW / OIHW / NCHW), a ``ConvDimensionNumbers`` or three
     spec strings like ``('NHWC', 'HWIO', 'NHWC')``.
     """
+    preferred_element_type = _user_pet(preferred_element_type)
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
     dnums = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
     nsp = la.ndim - 2
@@ -654,6 +663,7 @@ def conv(
     preferred_element_type: Any = None,
 ) -> Any:
     """Convolution in NCHW / OIHW layout without dilation."""
+    preferred_element_type = _user_pet(preferred_element_type)
     return conv_general_dilated(
         lhs, rhs, window_strides, padding, precision=precision, preferred_element_type=preferred_element_type
     )
@@ -670,6 +680,7 @@ def conv_with_general_padding(
     preferred_element_type: Any = None,
 ) -> Any:
     """Convolution in NCHW / OIHW layout with explicit padding and dilations."""
+    preferred_element_type = _user_pet(preferred_element_type)
     return conv_general_dilated(
         lhs,
         rhs,
@@ -721,6 +732,7 @@ def conv_transpose(
     ``jax.lax.conv_transpose`` (defaults to NHWC / HWIO layouts). With ``transpose_kernel`` the
     kernel's spatial axes are flipped and its in/out feature axes swapped, giving the gradient of
     a forward convolution with the same kernel."""
+    preferred_element_type = _user_pet(preferred_element_type)
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
     if la.ndim != ra.ndim or la.ndim < 2:
         raise TypeError(f"conv_transpose requires lhs and rhs of equal rank >= 2, got shapes {la.shape} and {ra.shape}")

@@ -186,11 +186,16 @@ def check_python_complex(value: Any, dtype: np.dtype) -> None:
         raise TypeError(f"{what}, not 'complex'")
 
 
+def _np_type(dtype: Any) -> Any:
+    """The numpy type behind a ``jnp`` scalar type (``jnp.float64``); anything else unchanged."""
+    return getattr(dtype, "_np_type", dtype)
+
+
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
     """Cast ``operand`` to ``new_dtype`` (canonicalized; the result is not weakly typed)."""
     if getattr(operand, "dtype", None) is dtypes.KEY_DTYPE:  # a key array: only to a key dtype (else ValueError)
         return operand.astype(new_dtype)
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    new_dtype = dtypes.canonicalize_user_dtype(_np_type(new_dtype), "convert_element_type")
     check_python_complex(operand, new_dtype)
     if not isinstance(operand, core.Tracer) and not isinstance(operand, core.Array):
         operand = core.to_array(operand, "convert_element_type")
@@ -283,7 +288,7 @@ def rev(operand: Any, dimensions: Sequence[int]) -> Any:
 
 def iota(dtype: Any, size: int) -> Any:
     """[0, 1, ..., size-1] of the given dtype."""
-    return broadcasted_iota(dtype, (int(size),), 0)
+    return broadcasted_iota(dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"), (int(size),), 0)
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
@@ -291,7 +296,11 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
     return core.bind(
         iota_p,
         (),
-        dict(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(s) for s in shape), dimension=int(dimension)),
+        dict(
+            dtype=dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"),
+            shape=tuple(int(s) for s in shape),
+            dimension=int(dimension),
+        ),
     )
 
 
@@ -332,12 +341,14 @@ def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
 
 def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the maximum along ``axis`` (first occurrence; NaN counts as maximal)."""
-    return _bind(argmax_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    index_dtype = dtypes.canonicalize_user_dtype(_np_type(index_dtype), "argmax")
+    return _bind(argmax_p, operand, axes=(int(axis),), index_dtype=index_dtype)
 
 
 def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the minimum along ``axis`` (first occurrence; NaN counts as minimal)."""
-    return _bind(argmin_p, operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    index_dtype = dtypes.canonicalize_user_dtype(_np_type(index_dtype), "argmin")
+    return _bind(argmin_p, operand, axes=(int(axis),), index_dtype=index_dtype)
 
 
 def dot_general(
@@ -351,6 +362,8 @@ def dot_general(
     """
     if preferred_element_type is None:
         lhs, rhs = _dot_operands_common_dtype(lhs, rhs)
+    else:
+        preferred_element_type = dtypes.canonicalize_user_dtype(_np_type(preferred_element_type), "dot")
     return _dot_general(lhs, rhs, dimension_numbers, canonicalize_precision(precision), preferred_element_type)
 
 
@@ -400,6 +413,8 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
             "lax.dot: dimension_numbers must be specified when not performing simple un-batched matrix-matrix, "
             f"matrix-vector, or vector-vector products; got lhs_shape={la.shape} rhs_shape={ra.shape}"
         )
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize_user_dtype(_np_type(preferred_element_type), "dot")
     return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
 
 
@@ -424,7 +439,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
         weak = core.get_aval(fv).weak_type
         dt = core.get_aval(fv).dtype
     else:
-        dt = dtypes.canonicalize_dtype(dtype)
+        dt = dtypes.canonicalize_user_dtype(_np_type(dtype), "full")
         weak = False
         fv = fill_value
     if isinstance(fv, core.Tracer):
@@ -440,7 +455,12 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None) -> Any:
     """An array like ``x`` (shape and dtype, weak type kept) filled with ``fill_value``."""
     aval = core.get_aval(x)
-    dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if dtype is None:
+        dt = aval.dtype
+    elif hasattr(dtype, "_np_type"):  # a jnp scalar type: JAX's full_like does not warn for these
+        dt = dtypes.canonicalize_dtype(dtype)
+    else:  # sic: JAX's full_like names "dtype" in its x64 truncation warning
+        dt = dtypes.canonicalize_user_dtype(dtype, "dtype")
     shp = aval.shape if shape is None else tuple(shape)
     val = core.Array(
         np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array) else fill_value._value.astype(dt),

@@ -50,6 +50,9 @@ def _matmul(a: Any, b: Any) -> Any:
 def _dot(self: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     from fjax.numpy._linalg import dot  # noqa: PLC0415
 
+    if preferred_element_type is not None:
+        pet = _creation._unwrap_type(preferred_element_type)
+        preferred_element_type = dtypes.canonicalize_user_dtype(pet, "dot")
     return dot(self, b, precision=precision, preferred_element_type=preferred_element_type)
 
 
@@ -164,7 +167,7 @@ def _mT(self: Any) -> Any:
 
 
 def _astype(self: Any, dtype: Any, copy: bool = False, device: Any = None) -> Any:
-    dt = dtypes.canonicalize_dtype(_creation._unwrap_type(dtype))
+    dt = dtypes.canonicalize_user_dtype(_creation._unwrap_type(dtype), "astype")
     if _dkind(core.get_aval(self).dtype) == "c" and _dkind(dt) != "c":
         if dt == np.bool_:
             # nonzero, not convert_element_type's "real part nonzero" (as JAX)
@@ -220,6 +223,8 @@ def _diagonal(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any
 
 
 def _trace(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
+    if dtype is not None:
+        dtype = dtypes.canonicalize_user_dtype(_creation._unwrap_type(dtype), "trace")
     return _reductions.sum(_creation.diagonal(self, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 

@@ -68,7 +68,16 @@ def finfo(dt: Any) -> np.finfo:
 
 
 def result_type(*args: Any) -> np.dtype:
-    """The dtype of the result of an operation on ``args``, with JAX's promotion rules."""
+    """The dtype of the result of an operation on ``args``, with JAX's promotion rules.
+
+    As JAX, with x64 off each 64-bit dtype given as a numpy type, dtype or string (not as a
+    ``jnp`` scalar type) warns that it is truncated ("requested in dtype")."""
+    for a in args:
+        if isinstance(a, (np.dtype, str)) or (isinstance(a, type) and not isinstance(a, _ScalarMeta)):
+            try:
+                dtypes.canonicalize_user_dtype(a, "dtype")
+            except TypeError:
+                pass  # not a dtype fjax supports: dtypes.result_type raises its own error
     return dtypes.result_type(*args)
 
 
@@ -126,7 +135,8 @@ class _ScalarMeta(type):
     _np_type: type
 
     def __call__(cls, x: Any = 0) -> Any:
-        return asarray(x, dtype=cls.dtype)
+        # JAX's scalar types call jnp.asarray, whose name is in the x64 truncation warning
+        return asarray(x, dtype=_canon_dtype_arg(cls.dtype, "asarray"))
 
     def __instancecheck__(cls, instance: Any) -> builtins.bool:
         return isinstance(instance, cls._np_type)
@@ -200,10 +210,13 @@ class ndarray(metaclass=_ArrayMeta):
 # array / asarray
 
 
-def _canon_dtype_arg(dt: Any) -> np.dtype | None:
+def _canon_dtype_arg(dt: Any, fn: str, stacklevel: int = 2) -> np.dtype | None:
+    """The canonical dtype of a user's ``dtype=`` argument to ``jnp.<fn>`` (None stays None),
+    warning as JAX when a 64-bit dtype is truncated (x64 off); ``stacklevel`` as for
+    :func:`warnings.warn` called by this function's caller (2: that public function's caller)."""
     if dt is None:
         return None
-    return dtypes.canonicalize_dtype(_unwrap_type(dt))
+    return dtypes.canonicalize_user_dtype(_unwrap_type(dt), fn, stacklevel + 1)
 
 
 def _leaves(obj: Any, out: list) -> None:
@@ -286,7 +299,7 @@ def array(
     if getattr(object, "dtype", None) is dtypes.KEY_DTYPE and hasattr(object, "_base"):
         # a typed key array stays one (as in JAX); a numeric dtype is refused by its astype
         return object.astype(dtype) if dtype is not None else object
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "array")
     t = type(object)
     if t is Array or isinstance(object, Tracer):
         out = object
@@ -360,6 +373,7 @@ def asarray(
     if type(a) is Array or isinstance(a, Tracer):
         if dtype is None:
             return a
+    dtype = _canon_dtype_arg(dtype, "asarray")
     return array(a, dtype=dtype, copy=builtins.bool(copy), order=order, device=device)
 
 
@@ -391,30 +405,31 @@ def _shape_arg(shape: Any, fn: str) -> tuple[int, ...]:
     return out
 
 
-def _default_dtype(dt: Any, default: np.dtype) -> np.dtype:
-    return default if dt is None else _canon_dtype_arg(dt)
+def _default_dtype(dt: Any, default: np.dtype, fn: str) -> np.dtype:
+    """:func:`_canon_dtype_arg` for a public function calling this directly, ``default`` for None."""
+    return default if dt is None else _canon_dtype_arg(dt, fn, 3)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of zeros (float32 by default)."""
-    return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype()))
+    return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype()))
+    return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of the given shape; fjax fills it with zeros."""
-    return zeros(shape, dtype)
+    return zeros(shape, _canon_dtype_arg(dtype, "empty"))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (which may be an array broadcast to it)."""
     shape = _shape_arg(shape, "full")
     check_arraylike("full", fill_value)
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "full")
     if dt is not None:
         check_python_complex(fill_value, dt)
     fv = to_fjax(fill_value, "full")
@@ -439,7 +454,8 @@ def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
     else:
         check_arraylike(fn, a)
         a = to_fjax(a, fn)
-    dt = _canon_dtype_arg(dtype)
+    # JAX's empty_like names ones_like in its x64 truncation warning
+    dt = _canon_dtype_arg(dtype, "ones_like" if fn == "empty_like" else fn, 3)
     shp = a.shape if shape is None else _shape_arg(shape, fn)
     weak = a.weak_type and dt is None
     target = a.dtype if dt is None else dt
@@ -496,7 +512,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     args = [a for a in (start, stop, step) if a is not None]
     for a in args:
         check_arraylike("arange", a)
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "arange")
     if dt is None:
         dt = dtypes.result_type(*args)
         if _dkind(dt) == "b":
@@ -531,7 +547,7 @@ def linspace(
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike("linspace", start, stop)
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "linspace")
     if dt is None:
         dt = dtypes.result_type(start, stop, float)
         dt = dtypes.canonicalize_dtype(dt)
@@ -588,7 +604,7 @@ def logspace(
     """``base ** linspace(start, stop, num)``."""
     from fjax.numpy._ufuncs import power  # noqa: PLC0415
 
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "logspace")
     if dt is None:
         dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
     comp = dtypes.result_type(dt, float) if _dkind(dt) not in "fc" else dt
@@ -603,7 +619,7 @@ def geomspace(
     """Numbers spaced evenly on a log scale between ``start`` and ``stop`` (same sign)."""
     from fjax.numpy import _ufuncs as uf  # noqa: PLC0415
 
-    dt = _canon_dtype_arg(dtype)
+    dt = _canon_dtype_arg(dtype, "geomspace")
     if dt is None:
         dt = dtypes.canonicalize_dtype(dtypes.result_type(start, stop, float))
     comp = dtypes.result_type(dt, float) if _dkind(dt) not in "fc" else dt
@@ -643,7 +659,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
     k = operator.index(core.concrete_or_error(k, "k argument of jnp.eye"))
     if n < 0 or m < 0:
         raise ValueError(f"negative dimensions are not allowed, got {n} and {m}")
-    dt = _default_dtype(dtype, dtypes.default_float_dtype())
+    dt = _default_dtype(dtype, dtypes.default_float_dtype(), "eye")
     i = lax.broadcasted_iota(np.int32, (n, m), 0)
     j = lax.broadcasted_iota(np.int32, (n, m), 1)
     mask = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
@@ -652,13 +668,13 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
 
 def identity(n: int, dtype: Any = None) -> Any:
     """The n x n identity matrix."""
-    return eye(n, dtype=dtype)
+    return eye(n, dtype=_canon_dtype_arg(dtype, "identity"))
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """Ones at and below the ``k``-th diagonal, zeros above."""
     m = N if M is None else M
-    dt = _default_dtype(dtype, dtypes.default_float_dtype())
+    dt = _default_dtype(dtype, dtypes.default_float_dtype(), "tri")
     return lax.convert_element_type(_tri_mask(int(N), int(m), int(k)), dt)
 
 
@@ -775,7 +791,7 @@ def meshgrid(*xi: Any, copy: builtins.bool = True, sparse: builtins.bool = False
 def indices(dimensions: Sequence[int], dtype: Any = None, sparse: builtins.bool = False) -> Any:
     """An array of the indices of a grid of the given shape (stacked on a leading axis)."""
     dims = tuple(int(d) for d in dimensions)
-    dt = _default_dtype(dtype, dtypes.default_int_dtype())
+    dt = _default_dtype(dtype, dtypes.default_int_dtype(), "indices")
     nd = len(dims)
     if sparse:
         out = []

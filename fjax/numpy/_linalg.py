@@ -26,8 +26,16 @@ def _promote(fn: str, *xs: Any, preferred_element_type: Any = None) -> tuple[lis
         ys = _util.promote_dtypes(fn, *ys)
     dt = ys[0].dtype
     if preferred_element_type is not None:
-        dt = dtypes.canonicalize_dtype(preferred_element_type)
+        pet = getattr(preferred_element_type, "_np_type", preferred_element_type)
+        if fn == "vecdot":  # JAX's vecdot does not warn when x64 truncates preferred_element_type
+            dt = dtypes.canonicalize_dtype(pet)
+        else:  # the name JAX's x64 truncation warning gives (3: the caller of fn, which calls this)
+            dt = dtypes.canonicalize_user_dtype(pet, _PET_NAME.get(fn, fn), 3)
     return ys, dt
+
+
+#: the function JAX names in its x64 truncation warning for preferred_element_type
+_PET_NAME = {"vdot": "dot", "inner": "tensordot"}
 
 
 def _dg(x: Any, y: Any, contract: tuple, batch: tuple, dt: np.dtype, precision: Any = None) -> Any:

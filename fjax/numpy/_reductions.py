@@ -49,6 +49,20 @@ def _arr(a: Any, name: str) -> Any:
     return to_fjax(a, name)
 
 
+def _user_dtype(dtype: Any, *names: str, stacklevel: int = 2) -> Any:
+    """A public function's ``dtype=`` argument canonicalized (None stays None); with x64 off a
+    64-bit dtype warns once per name in ``names``, as JAX (whose jnp.sum and jnp.prod warn under
+    their own name and then under convert_element_type). ``stacklevel`` as for warnings.warn
+    called by this function's caller."""
+    if dtype is None:
+        return None
+    dt = dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype)
+    out = dtypes.canonicalize_dtype(dt)
+    for name in names:
+        out = dtypes.canonicalize_user_dtype(dt, name, stacklevel + 1)
+    return out
+
+
 def _const(x: Any, val: Any) -> Array:
     return Array(np.array(val).astype(x.dtype), True)
 
@@ -151,6 +165,7 @@ def sum(
 ) -> Any:
     """Sum of elements over ``axis`` (booleans and narrow integers accumulate as int32)."""
     _check_out(out, "sum")
+    dtype = _user_dtype(dtype, "sum", "convert_element_type")
     if _arr(a, "sum").dtype == np.bool_ and dtype is None and not promote_integers:
         dtype = np.bool_
     return _reduce(
@@ -193,6 +208,7 @@ def prod(
 ) -> Any:
     """Product of elements over ``axis``."""
     _check_out(out, "prod")
+    dtype = _user_dtype(dtype, "prod", "convert_element_type")
     return _reduce(
         a,
         "prod",
@@ -327,6 +343,7 @@ def mean(
 ) -> Any:
     """Arithmetic mean over ``axis`` (integers give float32)."""
     _check_out(out, "mean")
+    dtype = _user_dtype(dtype, "mean")
     a = _arr(a, "mean")
     axes = canonicalize_axes(axis, a.ndim, "mean")
     dt = (
@@ -360,6 +377,7 @@ def var(
 ) -> Any:
     """Variance over ``axis`` with ``ddof`` (or ``correction``) degrees of freedom removed."""
     _check_out(out, "var")
+    dtype = _user_dtype(dtype, "var", stacklevel=3)  # 3: var is wrapped by _debug_nans.as_unit
     if correction is None:
         correction = ddof
     elif ddof != 0:
@@ -406,6 +424,7 @@ def std(
 ) -> Any:
     """Standard deviation over ``axis`` (square root of ``var``)."""
     _check_out(out, "std")
+    dtype = _user_dtype(dtype, "std")
     return lax.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
 
 
@@ -490,24 +509,28 @@ def _cumulative(a: Any, axis: Any, dtype: Any, name: str, kind: str) -> Any:
 def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum along ``axis`` (of the flattened array for ``axis=None``)."""
     _check_out(out, "cumsum")
+    dtype = _user_dtype(dtype, "cumsum")
     return _cumulative(a, axis, dtype, "cumsum", "sum")
 
 
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product along ``axis`` (of the flattened array for ``axis=None``)."""
     _check_out(out, "cumprod")
+    dtype = _user_dtype(dtype, "cumprod")
     return _cumulative(a, axis, dtype, "cumprod", "prod")
 
 
 def nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum treating NaNs as zero."""
     _check_out(out, "nancumsum")
+    dtype = _user_dtype(dtype, "nancumsum")
     return _cumulative(_nan_fill(_arr(a, "nancumsum"), 0), axis, dtype, "nancumsum", "sum")
 
 
 def nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product treating NaNs as one."""
     _check_out(out, "nancumprod")
+    dtype = _user_dtype(dtype, "nancumprod")
     return _cumulative(_nan_fill(_arr(a, "nancumprod"), 1), axis, dtype, "nancumprod", "prod")
 
 
@@ -529,11 +552,13 @@ def _cumulative_api(a: Any, axis: Any, dtype: Any, include_initial: bool, name: 
 
 def cumulative_sum(x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """Array-API cumulative sum (``include_initial`` prepends a zero)."""
+    dtype = _user_dtype(dtype, "")  # JAX's warning names no function here
     return _cumulative_api(x, axis, dtype, include_initial, "cumulative_sum", "sum")
 
 
 def cumulative_prod(x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """Array-API cumulative product (``include_initial`` prepends a one)."""
+    dtype = _user_dtype(dtype, "")
     return _cumulative_api(x, axis, dtype, include_initial, "cumulative_prod", "prod")
 
 
@@ -561,6 +586,7 @@ def nansum(
 ) -> Any:
     """Sum treating NaNs as zero."""
     _check_out(out, "nansum")
+    dtype = _user_dtype(dtype, "nanprod")  # sic: JAX's nansum names nanprod in the warning
     return sum(_nan_fill(_arr(a, "nansum"), 0), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
 
 
@@ -575,6 +601,7 @@ def nanprod(
 ) -> Any:
     """Product treating NaNs as one."""
     _check_out(out, "nanprod")
+    dtype = _user_dtype(dtype, "nanprod")
     return prod(
         _nan_fill(_arr(a, "nanprod"), 1), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where
     )
@@ -624,6 +651,7 @@ def nanmean(
 ) -> Any:
     """Mean of the non-NaN elements."""
     _check_out(out, "nanmean")
+    dtype = _user_dtype(dtype, "mean")  # sic: JAX's nanmean names mean in the warning
     a = _arr(a, "nanmean")
     if _dkind(a.dtype) not in "fc":
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
@@ -647,6 +675,7 @@ def nanvar(
 ) -> Any:
     """Variance of the non-NaN elements."""
     _check_out(out, "nanvar")
+    dtype = _user_dtype(dtype, "nanvar")
     a = _arr(a, "nanvar")
     if _dkind(a.dtype) in "fc":
         where = _not_nan(a, where)
@@ -667,6 +696,7 @@ def nanstd(
     correction: Any = None,
 ) -> Any:
     """Standard deviation of the non-NaN elements."""
+    dtype = _user_dtype(dtype, "nanstd")
     return lax.sqrt(
         nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -414,6 +414,8 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     """Sum of the ``offset`` diagonal over ``axis1``/``axis2`` (the dtype follows jnp.sum)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    if dtype is not None:
+        dtype = dtypes.canonicalize_user_dtype(getattr(dtype, "_np_type", dtype), "trace")
     x = _arr("trace", a)
     if x.ndim < 2:
         raise ValueError(f"trace requires an array of at least 2 dimensions, got shape {tuple(x.shape)}")

@@ -198,6 +198,7 @@ class ufunc:
         elements used and needs an identity or ``initial``."""
         _util.check_arraylike(f"{self.__name__}.reduce", a)
         self._check_binary("reduce")
+        dtype = _user_dtype(dtype, _REDUCE_WARN_NAMES.get(self.__name__, ("astype", "astype")))
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
         if initial is not None:
@@ -276,6 +277,7 @@ class ufunc:
         self._check_binary("accumulate")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
+        dtype = _user_dtype(dtype, _ACCUMULATE_WARN_NAMES.get(self.__name__, ("astype",) * 4))
         accumulate = self._ufunc_props["accumulate"]
         if accumulate is not None:
             return accumulate(a, axis=axis, dtype=dtype)
@@ -478,6 +480,40 @@ def _builtin_named(name: str) -> ufunc:
     import fjax.numpy  # noqa: PLC0415
 
     return getattr(fjax.numpy, name)
+
+
+#: the functions JAX 0.10.2 names (once each, in order) in its x64 truncation warnings for a
+#: 64-bit ``dtype=`` given to ``<ufunc>.reduce``/``.accumulate`` (the jnp/lax functions its
+#: implementation calls; a ufunc without its own reduction casts with astype while tracing)
+_REDUCE_WARN_NAMES: dict[str, tuple[str, ...]] = {
+    "add": ("sum", "convert_element_type"),
+    "multiply": ("prod", "convert_element_type"),
+    "maximum": ("max", "convert_element_type"),
+    "minimum": ("min", "convert_element_type"),
+    "bitwise_and": ("reduce_bitwise_and", "convert_element_type"),
+    "bitwise_or": ("reduce_bitwise_or", "convert_element_type"),
+    "bitwise_xor": ("reduce_bitwise_xor", "convert_element_type"),
+    "logical_and": ("reduce_logical_and",),
+    "logical_or": ("reduce_logical_or",),
+    "logical_xor": ("reduce_logical_xor",),
+    "logaddexp": ("jnp.logaddexp.reduce",),
+    "logaddexp2": ("jnp.logaddexp2.reduce",),
+}
+_ACCUMULATE_WARN_NAMES: dict[str, tuple[str, ...]] = {"add": ("cumsum",), "multiply": ("cumprod",)}
+
+
+def _user_dtype(dtype: Any, names: tuple[str, ...]) -> Any:
+    """A ufunc method's ``dtype=`` canonicalized (None stays None), warning as JAX under each of
+    ``names`` when x64 truncates it (the method is called by the user: stacklevel 3 from here)."""
+    if dtype is None:
+        return None
+    from fjax import dtypes  # noqa: PLC0415
+
+    dt = getattr(dtype, "_np_type", dtype)
+    out = dtypes.canonicalize_dtype(dt)
+    for name in names:
+        out = dtypes.canonicalize_user_dtype(dt, name, 3)
+    return out
 
 
 def _reduce_with(red: Callable, has_dtype: bool) -> Callable:

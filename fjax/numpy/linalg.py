@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import Array
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -202,6 +202,8 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any: 
 
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     """Trace over the last two axes (array API ``linalg.trace``)."""
+    if dtype is not None:
+        dtype = dtypes.canonicalize_user_dtype(getattr(dtype, "_np_type", dtype), "trace")
     return _trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 

@@ -1,0 +1,264 @@
+"""JAX-fidelity checks, session 11: the x64 truncation warning for explicitly requested 64-bit
+dtypes, the index dtype of nonzero & co., lax comparisons of complex operands, and the fast
+path of the eager complex division (bit-identical to the reference formula).
+
+The expected warnings (function name in the message, how many, in which order) were recorded
+from JAX 0.10.2 with x64 off by calling each expression below under
+``warnings.catch_warnings(record=True)`` and keeping the messages starting "Explicitly requested".
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+from fjax import config, lax
+
+_MSG = (
+    "Explicitly requested dtype {req}{where} is not available, and will be truncated to dtype {got}. To enable more "
+    "dtypes, set the jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment variable. "
+    "See https://github.com/jax-ml/jax#current-gotchas for more."
+)
+
+
+@pytest.fixture
+def x64() -> Any:
+    old = config.jax_enable_x64
+    config.update("jax_enable_x64", True)
+    yield
+    config.update("jax_enable_x64", old)
+
+
+@pytest.fixture
+def x32() -> Any:
+    old = config.jax_enable_x64
+    config.update("jax_enable_x64", False)
+    yield
+    config.update("jax_enable_x64", old)
+
+
+_x = jnp.ones(3)
+_m = jnp.ones((2, 2))
+
+# name -> (call, [(requested dtype, function named in the message, truncated-to dtype)]),
+# recorded from JAX 0.10.2 (see the module docstring)
+WARNING_CASES: dict[str, tuple[Callable[[], Any], list[tuple[str, str, str]]]] = {
+    "zeros": (lambda: jnp.zeros(3, jnp.float64), [("float64", "zeros", "float32")]),
+    "zeros_np": (lambda: jnp.zeros(3, np.float64), [("float64", "zeros", "float32")]),
+    "zeros_str": (lambda: jnp.zeros(3, "float64"), [("float64", "zeros", "float32")]),
+    "zeros_np_dtype": (lambda: jnp.zeros(3, np.dtype("float64")), [("float64", "zeros", "float32")]),
+    "zeros_intp": (lambda: jnp.zeros(3, np.intp), [("int64", "zeros", "int32")]),
+    "zeros_float_": (lambda: jnp.zeros(3, jnp.float_), [("float64", "zeros", "float32")]),
+    "ones": (lambda: jnp.ones(3, jnp.int64), [("int64", "ones", "int32")]),
+    "empty": (lambda: jnp.empty(3, jnp.uint64), [("uint64", "empty", "uint32")]),
+    "full": (lambda: jnp.full(3, 1, jnp.complex128), [("complex128", "full", "complex64")]),
+    "zeros_like": (lambda: jnp.zeros_like(_x, jnp.float64), [("float64", "zeros_like", "float32")]),
+    "ones_like": (lambda: jnp.ones_like(_x, jnp.float64), [("float64", "ones_like", "float32")]),
+    # sic: JAX's empty_like names ones_like
+    "empty_like": (lambda: jnp.empty_like(_x, jnp.float64), [("float64", "ones_like", "float32")]),
+    "full_like": (lambda: jnp.full_like(_x, 2, jnp.float64), [("float64", "full_like", "float32")]),
+    "array": (lambda: jnp.array([1, 2], jnp.float64), [("float64", "array", "float32")]),
+    "asarray": (lambda: jnp.asarray([1, 2], jnp.float64), [("float64", "asarray", "float32")]),
+    "asarray_of_array": (lambda: jnp.asarray(_x, jnp.float64), [("float64", "asarray", "float32")]),
+    "arange": (lambda: jnp.arange(3, dtype=jnp.int64), [("int64", "arange", "int32")]),
+    "linspace": (lambda: jnp.linspace(0, 1, 3, dtype=jnp.float64), [("float64", "linspace", "float32")]),
+    "linspace_i64": (lambda: jnp.linspace(0, 3, 4, dtype=jnp.int64), [("int64", "linspace", "int32")]),
+    "logspace": (lambda: jnp.logspace(0, 1, 3, dtype=jnp.float64), [("float64", "logspace", "float32")]),
+    "geomspace": (lambda: jnp.geomspace(1, 2, 3, dtype=jnp.float64), [("float64", "geomspace", "float32")]),
+    "eye": (lambda: jnp.eye(3, dtype=jnp.float64), [("float64", "eye", "float32")]),
+    "identity": (lambda: jnp.identity(3, dtype=jnp.float64), [("float64", "identity", "float32")]),
+    "tri": (lambda: jnp.tri(3, dtype=jnp.float64), [("float64", "tri", "float32")]),
+    "indices": (lambda: jnp.indices((2,), dtype=jnp.int64), [("int64", "indices", "int32")]),
+    "astype_method": (lambda: _x.astype(jnp.float64), [("float64", "astype", "float32")]),
+    "astype_method_c128": (lambda: _x.astype(jnp.complex128), [("complex128", "astype", "complex64")]),
+    "astype_method_str": (lambda: _x.astype("int64"), [("int64", "astype", "int32")]),
+    "astype_fn": (lambda: jnp.astype(_x, jnp.float64), [("float64", "astype", "float32")]),
+    "scalar_f64": (lambda: jnp.float64(1), [("float64", "asarray", "float32")]),
+    "scalar_i64": (lambda: jnp.int64(1), [("int64", "asarray", "int32")]),
+    "scalar_u64": (lambda: jnp.uint64(3), [("uint64", "asarray", "uint32")]),
+    "scalar_c128": (lambda: jnp.complex128(1), [("complex128", "asarray", "complex64")]),
+    "sum": (
+        lambda: jnp.sum(_x, dtype=jnp.float64),
+        [("float64", n, "float32") for n in ("sum", "convert_element_type")],
+    ),
+    "sum_method": (
+        lambda: _x.sum(dtype=jnp.float64),
+        [("float64", n, "float32") for n in ("sum", "convert_element_type")],
+    ),
+    "prod": (
+        lambda: jnp.prod(_x, dtype=jnp.float64),
+        [("float64", n, "float32") for n in ("prod", "convert_element_type")],
+    ),
+    "cumsum": (lambda: jnp.cumsum(_x, dtype=jnp.float64), [("float64", "cumsum", "float32")]),
+    "cumprod": (lambda: jnp.cumprod(_x, dtype=jnp.float64), [("float64", "cumprod", "float32")]),
+    "cumsum_method": (lambda: _x.cumsum(dtype=jnp.float64), [("float64", "cumsum", "float32")]),
+    "nancumsum": (lambda: jnp.nancumsum(_x, dtype=jnp.float64), [("float64", "nancumsum", "float32")]),
+    "nancumprod": (lambda: jnp.nancumprod(_x, dtype=jnp.float64), [("float64", "nancumprod", "float32")]),
+    "cumulative_sum": (lambda: jnp.cumulative_sum(_x, dtype=jnp.float64), [("float64", "", "float32")]),
+    "mean": (lambda: jnp.mean(_x, dtype=jnp.float64), [("float64", "mean", "float32")]),
+    "var": (lambda: jnp.var(_x, dtype=jnp.float64), [("float64", "var", "float32")]),
+    "var_method": (lambda: _x.var(dtype=jnp.float64), [("float64", "var", "float32")]),
+    "std": (lambda: jnp.std(_x, dtype=jnp.float64), [("float64", "std", "float32")]),
+    "nansum": (lambda: jnp.nansum(_x, dtype=jnp.float64), [("float64", "nanprod", "float32")]),  # sic
+    "nanprod": (lambda: jnp.nanprod(_x, dtype=jnp.float64), [("float64", "nanprod", "float32")]),
+    "nanmean": (lambda: jnp.nanmean(_x, dtype=jnp.float64), [("float64", "mean", "float32")]),  # sic
+    "nanvar": (lambda: jnp.nanvar(_x, dtype=jnp.float64), [("float64", "nanvar", "float32")]),
+    "nanstd": (lambda: jnp.nanstd(_x, dtype=jnp.float64), [("float64", "nanstd", "float32")]),
+    "trace": (lambda: jnp.trace(_m, dtype=jnp.float64), [("float64", "trace", "float32")]),
+    "trace_method": (lambda: _m.trace(dtype=jnp.float64), [("float64", "trace", "float32")]),
+    "dot": (lambda: jnp.dot(_x, _x, preferred_element_type=jnp.float64), [("float64", "dot", "float32")]),
+    "vdot": (lambda: jnp.vdot(_x, _x, preferred_element_type=jnp.float64), [("float64", "dot", "float32")]),
+    "matmul": (lambda: jnp.matmul(_x, _x, preferred_element_type=jnp.float64), [("float64", "matmul", "float32")]),
+    "inner": (lambda: jnp.inner(_x, _x, preferred_element_type=jnp.float64), [("float64", "tensordot", "float32")]),
+    "tensordot": (
+        lambda: jnp.tensordot(_x, _x, 1, preferred_element_type=jnp.float64),
+        [("float64", "tensordot", "float32")],
+    ),
+    "einsum": (
+        lambda: jnp.einsum("i,i", _x, _x, preferred_element_type=jnp.float64),
+        [("float64", "einsum", "float32")],
+    ),
+    "vecdot": (lambda: jnp.vecdot(_x, _x, preferred_element_type=jnp.float64), []),
+    "add_reduce": (
+        lambda: jnp.add.reduce(_x, dtype=jnp.float64),
+        [("float64", n, "float32") for n in ("sum", "convert_element_type")],
+    ),
+    "add_accumulate": (lambda: jnp.add.accumulate(_x, dtype=jnp.float64), [("float64", "cumsum", "float32")]),
+    "logaddexp_reduce": (
+        lambda: jnp.logaddexp.reduce(_x, dtype=jnp.float64),
+        [("float64", "jnp.logaddexp.reduce", "float32")],
+    ),
+    "subtract_reduce": (
+        lambda: jnp.subtract.reduce(_x, dtype=jnp.float64),
+        [("float64", "astype", "float32")] * 2,
+    ),
+    "lax_convert": (
+        lambda: lax.convert_element_type(_x, jnp.float64),
+        [("float64", "convert_element_type", "float32")],
+    ),
+    "lax_convert_py": (
+        lambda: lax.convert_element_type(1.0, np.float64),
+        [("float64", "convert_element_type", "float32")],
+    ),
+    "lax_bitcast": (
+        lambda: lax.bitcast_convert_type(jnp.ones((3, 2), jnp.int32), np.float64),
+        [("float64", "bitcast_convert_type", "float32")],
+    ),
+    "lax_full": (lambda: lax.full((3,), 1, jnp.float64), [("float64", "full", "float32")]),
+    "lax_full_like_np": (lambda: lax.full_like(_x, 0, np.float64), [("float64", "dtype", "float32")]),  # sic
+    "lax_full_like_jnp": (lambda: lax.full_like(_x, 1, jnp.float64), []),
+    "lax_iota": (lambda: lax.iota(jnp.int64, 3), [("int64", "broadcasted_iota", "int32")]),
+    "lax_broadcasted_iota": (
+        lambda: lax.broadcasted_iota(jnp.int64, (3,), 0),
+        [("int64", "broadcasted_iota", "int32")],
+    ),
+    "lax_argmax": (lambda: lax.argmax(_x, 0, jnp.int64), [("int64", "argmax", "int32")]),
+    "lax_argmin": (lambda: lax.argmin(_x, 0, jnp.int64), [("int64", "argmin", "int32")]),
+    "lax_dot": (lambda: lax.dot(_x, _x, preferred_element_type=jnp.float64), [("float64", "dot", "float32")]),
+    "lax_dot_general": (
+        lambda: lax.dot_general(_x, _x, (((0,), (0,)), ((), ())), preferred_element_type=jnp.float64),
+        [("float64", "dot", "float32")],
+    ),
+    "lax_conv": (
+        lambda: lax.conv(
+            jnp.ones((1, 1, 3, 3)), jnp.ones((1, 1, 2, 2)), (1, 1), "VALID", preferred_element_type=np.float64
+        ),
+        [("float64", "conv_general_dilated", "float32")],
+    ),
+    "lax_conv_general_dilated": (
+        lambda: lax.conv_general_dilated(
+            jnp.ones((1, 1, 3, 3)), jnp.ones((1, 1, 2, 2)), (1, 1), "VALID", preferred_element_type=np.float64
+        ),
+        [("float64", "conv_general_dilated", "float32")],
+    ),
+    "lax_rng_bit_generator": (
+        lambda: lax.rng_bit_generator(jnp.zeros(4, jnp.uint32), (2,), dtype=jnp.uint64),
+        [("uint64", "rng_bit_generator", "uint32")],
+    ),
+    "jit_zeros": (lambda: fjax.jit(lambda: jnp.zeros(3, jnp.float64))(), [("float64", "zeros", "float32")]),
+    # no warning: Python scalar types, arrays of 64-bit values, 32-bit requests, dtype queries
+    "zeros_float": (lambda: jnp.zeros(3, float), []),
+    "zeros_int": (lambda: jnp.zeros(3, int), []),
+    "array_of_f64_values": (lambda: jnp.array(np.ones(2)), []),
+    "asarray_np_scalar": (lambda: jnp.asarray(np.float64(1)), []),
+    "astype_f32": (lambda: _x.astype(jnp.float32), []),
+    "full_of_f64_value": (lambda: jnp.full(3, np.float64(1.0)), []),
+    "zeros_like_of_f64": (lambda: jnp.zeros_like(np.ones(3)), []),
+    "arange_np_f64": (lambda: jnp.arange(np.float64(3.0)), []),
+    "canonicalize_dtype": (lambda: fjax.dtypes.canonicalize_dtype(jnp.float64), []),
+    "result_type_jnp_type": (lambda: jnp.result_type(jnp.float64), []),
+    "result_type": (
+        lambda: jnp.result_type(np.int64, "float64", np.dtype("uint64"), np.float32, 1.0, float),
+        [("int64", "dtype", "int32"), ("float64", "dtype", "float32"), ("uint64", "dtype", "uint32")],
+    ),
+    "result_type_c_i": (lambda: jnp.result_type(np.complex64, np.int64), [("int64", "dtype", "int32")]),
+    "promote_types": (lambda: jnp.promote_types(jnp.float64, jnp.float32), []),
+    "finfo": (lambda: jnp.finfo(jnp.float64), []),
+    "iinfo": (lambda: jnp.iinfo(jnp.int64), []),
+    "issubdtype": (lambda: jnp.issubdtype(jnp.float64, jnp.floating), []),
+    "frombuffer": (lambda: jnp.frombuffer(np.ones(2).tobytes(), dtype=jnp.float64), []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARNING_CASES))
+def test_explicit_x64_request_warns_as_jax(name: str, x32: Any) -> None:
+    fn, expected = WARNING_CASES[name]
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        fn()
+    got = [w for w in rec if "Explicitly requested dtype" in str(w.message)]
+    want = [_MSG.format(req=r, where=f" requested in {f}" if f else "", got=t) for r, f, t in expected]
+    assert [str(w.message) for w in got] == want
+    for w in got:
+        assert w.category is UserWarning
+        # the warning points at the line that made the request (this file), not at fjax
+        assert w.filename == __file__, (w.filename, w.lineno)
+
+
+def test_explicit_x64_request_result_is_truncated(x32: Any) -> None:
+    with pytest.warns(UserWarning, match="requested in zeros"):
+        assert jnp.zeros(3, jnp.float64).dtype == np.float32
+    with pytest.warns(UserWarning, match="requested in astype"):
+        assert _x.astype(np.complex128).dtype == np.complex64
+    with pytest.warns(UserWarning, match="requested in argmax"):
+        assert lax.argmax(_x, 0, np.int64).dtype == np.int32
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, e) in WARNING_CASES.items() if e))
+def test_no_warning_with_x64(name: str, x64: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        WARNING_CASES[name][0]()
+
+
+def test_internal_requests_do_not_warn(x32: Any) -> None:
+    """fjax's own code passes 64-bit dtypes (np.float64 for float64-by-default computations,
+    int64 indices, ...): none of that reaches the user as a truncation warning."""
+    a = jnp.arange(12.0).reshape(3, 4)
+    k = fjax.random.key(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jnp.linalg.norm(a)
+        jnp.mean(jnp.arange(5))
+        jnp.var(jnp.arange(5))
+        jnp.std(a, axis=0)
+        jnp.nanmean(jnp.array([1.0, np.nan]))
+        jnp.histogram(a, bins=3)
+        jnp.interp(jnp.array([0.5]), jnp.arange(3.0), jnp.arange(3.0))
+        jnp.linalg.solve(a[:, :3] + 3 * jnp.eye(3), jnp.ones(3))
+        jnp.fft.fft(jnp.ones(4))
+        jnp.quantile(a, 0.5)
+        jnp.polyfit(jnp.arange(4.0), jnp.arange(4.0), 1)
+        jnp.argsort(a)
+        jnp.unique(jnp.array([1, 2, 2]))
+        fjax.random.normal(k, (3,))
+        fjax.random.randint(k, (3,), 0, 5)
+        fjax.nn.softmax(a)
+        fjax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(a)
+        fjax.jit(lambda v: jnp.cumsum(v, axis=1) @ jnp.ones(4))(a)
+        fjax.vmap(jnp.dot)(a, a)
