@@ -262,3 +262,49 @@ def test_internal_requests_do_not_warn(x32: Any) -> None:
         fjax.grad(lambda v: jnp.sum(jnp.sin(v) ** 2))(a)
         fjax.jit(lambda v: jnp.cumsum(v, axis=1) @ jnp.ones(4))(a)
         fjax.vmap(jnp.dot)(a, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. nonzero / argwhere / flatnonzero / where(cond): JAX's default int dtype (int64 with x64)
+
+_NZ = np.array([[0, 1], [2, 0]])
+NONZERO_CASES: dict[str, Callable[[Any], Any]] = {
+    "nonzero": lambda x: jnp.nonzero(x),
+    "nonzero_size": lambda x: jnp.nonzero(x, size=3, fill_value=-1),
+    "nonzero_method": lambda x: x.nonzero(),
+    "nonzero_jit_size": lambda x: fjax.jit(lambda a: jnp.nonzero(a, size=3))(x),
+    "argwhere": lambda x: jnp.argwhere(x),
+    "argwhere_size": lambda x: jnp.argwhere(x, size=1),
+    "argwhere_0d": lambda x: jnp.argwhere(jnp.array(3)),
+    "flatnonzero": lambda x: jnp.flatnonzero(x),
+    "flatnonzero_size": lambda x: jnp.flatnonzero(x, size=5),
+    "where1": lambda x: jnp.where(x),
+    "where1_size": lambda x: jnp.where(x, size=3, fill_value=(7, 8)),
+    "where1_jit_size": lambda x: fjax.jit(lambda a: jnp.where(a, size=3))(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONZERO_CASES))
+@pytest.mark.parametrize("enable", [False, True])
+def test_nonzero_index_dtype(name: str, enable: bool) -> None:
+    old = config.jax_enable_x64
+    config.update("jax_enable_x64", enable)
+    try:
+        out = NONZERO_CASES[name](jnp.asarray(_NZ))
+    finally:
+        config.update("jax_enable_x64", old)
+    want = np.dtype(np.int64 if enable else np.int32)
+    for leaf in out if isinstance(out, tuple) else (out,):
+        assert leaf.dtype == want
+
+
+def test_where_one_argument_is_nonzero() -> None:
+    """As JAX's ``where(condition)`` is ``nonzero(condition)``: 0-d refused, a tuple fill_value,
+    and a static size under jit (values recorded from JAX 0.10.2)."""
+    x = jnp.asarray(_NZ)
+    with pytest.raises(ValueError, match="Calling nonzero on 0d arrays is not allowed"):
+        jnp.where(jnp.array(3))
+    r = jnp.where(x, size=3, fill_value=(7, 8))
+    assert [np.asarray(a).tolist() for a in r] == [[0, 1, 7], [1, 0, 8]]
+    r = fjax.jit(lambda a: jnp.where(a, size=3))(x)
+    assert [np.asarray(a).tolist() for a in r] == [[0, 1, 0], [1, 0, 0]]

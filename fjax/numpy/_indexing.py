@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import iinfo as _iinfo
 from fjax.dtypes import kind as _dkind
@@ -778,7 +778,8 @@ class _IndexUpdateHelper:
 
 
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple:
-    """Indices of the nonzero elements of ``a``, one int32 array per dimension.
+    """Indices of the nonzero elements of ``a``, one array per dimension, of JAX's default int
+    dtype (int32; int64 with x64 on).
 
     Without ``size`` the input must be concrete (the result shape depends on its values). With
     ``size`` the result has exactly ``size`` entries: truncated, or padded with ``fill_value``
@@ -795,7 +796,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
             "transformations.",
         )
         c = np.asarray(c)
-        return tuple(Array(np.asarray(i, dtype=_INDEX_DTYPE), False) for i in np.nonzero(c))
+        return tuple(Array(np.asarray(i, dtype=dtypes.default_int_dtype()), False) for i in np.nonzero(c))
     size = int(core.concrete_or_error(size, "nonzero size"))
     if fill_value is None:
         fills = [0] * a.ndim
@@ -807,43 +808,44 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
             fills = [v.item() for v in fv]
         else:
             raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {a.ndim}; got {fv.shape}")
+    idt = dtypes.default_int_dtype()
     if not isinstance(a, Tracer) or a.to_concrete_value() is not None:
         c = np.asarray(core.concrete_or_error(a))
         idxs = np.nonzero(c)
         out = []
         for i, f in zip(idxs, fills):
             i = i[:size]
-            pad = np.full(size - len(i), f, dtype=_INDEX_DTYPE)
-            out.append(Array(np.concatenate([i.astype(_INDEX_DTYPE), pad]), False))
+            pad = np.full(size - len(i), f, dtype=idt)
+            out.append(Array(np.concatenate([i.astype(idt), pad]), False))
         return tuple(out)
-    return _nonzero_traced(a, size, fills)
+    return _nonzero_traced(a, size, fills, idt)
 
 
-def _nonzero_traced(a: Any, size: int, fills: list) -> tuple:
+def _nonzero_traced(a: Any, size: int, fills: list, idt: np.dtype) -> tuple:
     """nonzero with a static ``size`` on a traced array, via cumsum + scatter (as JAX does)."""
     from fjax.lax import other  # noqa: PLC0415
 
     flat = lax.reshape(a, (a.size,))
     mask = lax.ne(flat, Array(np.zeros((), a.dtype), False))
-    m32 = lax.convert_element_type(mask, _INDEX_DTYPE)
+    m32 = lax.convert_element_type(mask, idt)
     if a.size == 0 or size == 0:
-        return tuple(Array(np.full(size, f, dtype=_INDEX_DTYPE), False) for f in fills)
+        return tuple(Array(np.full(size, f, dtype=idt), False) for f in fills)
     csum = other.cumsum(m32, 0)
     # position k of the output is the flat index of the (k+1)-th nonzero
     # out_flat[k] = sum_j [csum[j] <= k] = number of elements before the (k+1)-th nonzero
-    ks = lax.broadcasted_iota(_INDEX_DTYPE, (size, a.size), 0)
-    before = lax.convert_element_type(lax.le(lax.broadcast_in_dim(csum, (size, a.size), (1,)), ks), _INDEX_DTYPE)
+    ks = lax.broadcasted_iota(idt, (size, a.size), 0)
+    before = lax.convert_element_type(lax.le(lax.broadcast_in_dim(csum, (size, a.size), (1,)), ks), idt)
     flat_idx = lax.reduce_sum(before, (1,))
     total = lax.reduce_sum(m32, (0,))
-    valid = lax.lt(lax.iota(_INDEX_DTYPE, size), total)
+    valid = lax.lt(lax.iota(idt, size), total)
     out = []
     rem = flat_idx
     strides = [math.prod(a.shape[i + 1 :]) for i in range(a.ndim)]
     for st, n, f in zip(strides, a.shape, fills):
-        q = lax.div(rem, _const(st))
-        rem = lax.rem(rem, _const(st))
+        q = lax.div(rem, Array(np.array(st, idt), False))
+        rem = lax.rem(rem, Array(np.array(st, idt), False))
         del n
-        out.append(lax.select(valid, q, lax.full((size,), f, _INDEX_DTYPE)))
+        out.append(lax.select(valid, q, lax.full((size,), f, idt)))
     return tuple(out)
 
 
@@ -862,7 +864,7 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
         a = lax.reshape(a, (1,))
         res = nonzero(a, size=size, fill_value=fill_value)
         n = core.get_aval(res[0]).shape[0]
-        return lax.full((n, 0), 0, _INDEX_DTYPE)
+        return lax.full((n, 0), 0, dtypes.default_int_dtype())
     res = nonzero(a, size=size, fill_value=fill_value)
     n = core.get_aval(res[0]).shape[0]
     cols = [lax.reshape(r, (n, 1)) for r in res]

@@ -32,7 +32,6 @@ from fjax.numpy._ufuncs_logic import (  # noqa: F401 - imported from here (fjax.
     _make_bitwise,
     _make_comparison,
     _make_logical,
-    _nonzero_concrete,
     _to_bool,
     _where_keys,
     bitwise_and,

@@ -10,9 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import dtypes
 from fjax._prng import PRNGKeyArray
-from fjax.core import Array
 from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -235,11 +234,13 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
 def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None = None, fill_value: Any = None) -> Any:
     """``x`` where ``condition`` is true, else ``y`` (with broadcasting and promotion).
 
-    With only ``condition``, the indices of its nonzero elements (``nonzero``); that form needs a
-    concrete ``condition`` unless a static ``size`` is given... which fjax does not support yet.
+    With only ``condition``, the indices of its nonzero elements (``jnp.nonzero``, as in JAX);
+    that form needs a concrete ``condition`` unless a static ``size`` is given.
     """
     if x is None and y is None:
-        return _nonzero_concrete(condition, size, fill_value)
+        from fjax.numpy._indexing import nonzero  # noqa: PLC0415
+
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
     if getattr(x, "dtype", None) is dtypes.KEY_DTYPE or getattr(y, "dtype", None) is dtypes.KEY_DTYPE:
@@ -261,20 +262,3 @@ def _where_keys(condition: Any, x: Any, y: Any) -> Any:
         raise TypeError("where: cannot combine key arrays with arrays of a numeric dtype")
     c = _to_bool(to_fjax(condition, "where"))
     return PRNGKeyArray(where(lax.expand_dims(c, (c.ndim,)), x._base, y._base))
-
-
-def _nonzero_concrete(a: Any, size: int | None, fill_value: Any) -> tuple:
-    check_arraylike("where", a)
-    v = np.asarray(core.concrete_or_error(a if not isinstance(a, Array) else a, "jnp.where with one argument"))
-    idx = np.nonzero(np.atleast_1d(v) if v.ndim == 0 else v)
-    dt = dtypes.default_int_dtype()
-    if size is not None:
-        fill = 0 if fill_value is None else fill_value
-        out = []
-        for i in idx:
-            r = np.full(size, fill, dtype=dt)
-            n = min(size, len(i))
-            r[:n] = i[:n]
-            out.append(Array(r))
-        return tuple(out)
-    return tuple(Array(i.astype(dt)) for i in idx)
