@@ -13,8 +13,8 @@ NotImplementedError.
   psi-function expansion (15.3.10-12), the recurrence on c (15.2.27) when c - a - b < 0 and the
   series loses accuracy, and the power series with Cephes' recurrence on a (15.2.10) when |a| is
   much larger than |c|. Cephes recurses; here the levels are separate functions (no recursion on
-  the device). Gamma, log-gamma and psi are CUDA's / fjax's (``special_ops``), not Cephes', which
-  leaves differences of a few ulps in the prefactors.
+  the device). Gamma and log-gamma are CUDA's (Cephes' conventions at the poles), psi its own
+  asymptotic series to double precision, which leaves differences of a few ulps in the prefactors.
 - ``hyp1f1`` (real): scipy runs Boost's many-region ``hypergeometric_1F1`` behind its own wrapper
   (NaN in, NaN out; b a non-positive integer: inf, unless the series terminates first: a a negative
   integer >= b, or a == b, summed to k = -b; overflow: +inf). This is not a port of Boost: the
@@ -56,7 +56,6 @@ import numpy as np
 
 from fjax.backends.cuda.kernel_util import _block, _loop
 from fjax.backends.cuda.ops import ctype
-from fjax.backends.cuda.special_ops import _DIGAMMA
 
 NAMES = frozenset({"hyp1f1", "hyp2f1", "sph_harm_y"})
 
@@ -97,8 +96,22 @@ __device__ __forceinline__ double fj_h2_lgs(double x, int* sg) {
   *sg = (x < 0.0 && x != f && fmod(f, 2.0) != 0.0) ? -1 : 1;
   return lgamma(x);
 }
-// psi, one call site for the many uses
-__device__ FJ_NOINLINE double fj_h2_psi(double x) { return fj_digamma(x); }
+// psi to double precision (Cephes' conventions: inf at the poles): reflected below 0, raised to
+// z >= 10 by psi(z) = psi(z + 1) - 1/z, then the asymptotic series through B_14 (error < 1e-17)
+__device__ FJ_NOINLINE double fj_h2_psi(double x) {
+  double r = 0.0, z = x;
+  if (x <= 0.0) {
+    if (x == floor(x)) return INFINITY;
+    const double pi = 3.141592653589793238462643383279502884;
+    r = -pi / tan(pi * x);
+    z = 1.0 - x;
+  }
+  while (z < 10.0) { r -= 1.0 / z; z += 1.0; }
+  const double w = 1.0 / (z * z);
+  const double t = w * (1.0 / 12 - w * (1.0 / 120 - w * (1.0 / 252 - w * (1.0 / 240 - w * (1.0 / 132
+      - w * (691.0 / 32760 - w / 12.0))))));
+  return r + log(z) - 0.5 / z - t;
+}
 // 2F1(a, b; b; x) for b a non-positive integer: the terminating sum (AMS55 15.4.2)
 __device__ double fj_h2_negc_bc(double a, double b, double x) {
   if (!(fabs(b) < 1e5)) return NAN;
@@ -358,8 +371,7 @@ __device__ FJ_NOINLINE double {name}(double a, double b, double c, double x) {{
 
 
 _HYP2F1 = (
-    _DIGAMMA
-    + _H2_COMMON
+    _H2_COMMON
     + "#ifndef FJ_DEF_HYP2F1\n#define FJ_DEF_HYP2F1\n"
     + _h2_series(0)
     + _h2_series(1)
@@ -551,7 +563,7 @@ __device__ fj_c128 fj_sph_harm_y(long long n, long long m, double theta, double 
   }
   double sn, cs;
   sincos((double)m * phi, &sn, &cs);
-  return fj_c128(p * cs, p * sn);
+  return fj_c128(p * cs - 0.0 * sn, p * sn + 0.0 * cs);  // (p + 0i) e^{i m phi}: scipy's signs of zero
 }
 #endif
 """
