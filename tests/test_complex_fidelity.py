@@ -36,13 +36,6 @@ with open(os.path.join(HERE, "data", "complex_fidelity.json")) as _f:
 
 
 KNOWN: dict[str, str] = {
-    **{
-        f"{m}:lax_lt": (
-            "lax.lt/le/gt/ge accept complex operands in fjax (lexicographic, as jnp.less); JAX's lax refuses "
-            "them. ~70 internal callers (searchsorted, fmax, histogram, interp, ...) rely on it"
-        )
-        for m in ("x64_off", "x64_on")
-    },
     **{f"{m}:fix": "jnp.fix was removed in JAX 0.10 (AttributeError); fjax keeps it" for m in ("x64_off", "x64_on")},
     **{
         f"{m}:lax_cumlogsumexp": "lax.cumlogsumexp of complex values: JAX computes it, fjax refuses (floating only)"

@@ -308,3 +308,56 @@ def test_where_one_argument_is_nonzero() -> None:
     assert [np.asarray(a).tolist() for a in r] == [[0, 1, 7], [1, 0, 8]]
     r = fjax.jit(lambda a: jnp.where(a, size=3))(x)
     assert [np.asarray(a).tolist() for a in r] == [[0, 1, 0], [1, 0, 0]]
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. lax.lt/le/gt/ge refuse complex operands (JAX 0.10.2's TypeError); jnp still orders them
+
+_Z = np.array([1 + 2j, 3 - 1j], np.complex64)
+_W = np.array([1 + 3j, 2 + 0j], np.complex64)
+
+
+def _cmp_msg(name: str, dtype: str, pos: int) -> str:
+    return (
+        f"{name} does not accept dtype {dtype} at position {pos}. Accepted dtypes at position {pos} are "
+        "subtypes of integer, floating, bool."
+    )
+
+
+@pytest.mark.parametrize("name", ["lt", "le", "gt", "ge"])
+def test_lax_ordering_comparisons_refuse_complex(name: str, x32: Any) -> None:
+    op = getattr(lax, name)
+    z, w = jnp.asarray(_Z), jnp.asarray(_W)
+    for args, pos in [((z, w), 0), ((z, jnp.ones(2)), 0), ((z, 1 + 0j), 0), ((jnp.ones(1), 1j), 1)]:
+        with pytest.raises(TypeError) as e:
+            op(*args)
+        assert str(e.value) == _cmp_msg(name, "complex64", pos)
+    with pytest.raises(TypeError) as e:
+        fjax.jit(op)(z, w)
+    assert str(e.value) == _cmp_msg(name, "complex64", 0)
+    # real operands are unaffected
+    assert np.asarray(op(jnp.array([1.0, 2.0]), jnp.array([2.0, 2.0]))).dtype == np.bool_
+
+
+def test_lax_ordering_comparisons_refuse_complex128_with_x64(x64: Any) -> None:
+    with pytest.raises(TypeError) as e:
+        lax.lt(jnp.asarray(_Z.astype(np.complex128)), jnp.asarray(_W.astype(np.complex128)))
+    assert str(e.value) == _cmp_msg("lt", "complex128", 0)
+
+
+def test_jnp_orders_complex_lexicographically(x32: Any) -> None:
+    """JAX's jnp comparisons, operators, fmax/fmin, sort and max accept complex (values from JAX)."""
+    z, w = jnp.asarray(_Z), jnp.asarray(_W)
+    assert np.asarray(jnp.less(z, w)).tolist() == [True, False]
+    assert np.asarray(jnp.less_equal(z, w)).tolist() == [True, False]
+    assert np.asarray(jnp.greater(z, w)).tolist() == [False, True]
+    assert np.asarray(jnp.greater_equal(z, w)).tolist() == [False, True]
+    assert np.asarray(z < w).tolist() == [True, False]
+    assert np.asarray(z >= w).tolist() == [False, True]
+    assert np.asarray(jnp.fmax(z, w)).tolist() == [1 + 3j, 3 - 1j]
+    assert np.asarray(jnp.fmin(z, w)).tolist() == [1 + 2j, 2 + 0j]
+    assert np.asarray(jnp.sort(jnp.asarray(_Z[::-1]))).tolist() == [1 + 2j, 3 - 1j]
+    assert complex(jnp.max(z)) == 3 - 1j
+    assert np.asarray(jnp.searchsorted(z, w)).tolist() == [1, 1]
+    with pytest.raises(TypeError, match="gt does not accept dtype complex64 at position 0"):
+        jnp.argmax(z)

@@ -335,7 +335,7 @@ def reduce_window(
     pshape = core.get_aval(x).shape
     out_shape = tuple(max(0, (p - e) // s + 1) for p, e, s in zip(pshape, eff_window, strides))
     acc = lax.broadcast_in_dim(init, out_shape, ())
-    chooser = {lax.max: lax.gt, lax.min: lax.lt}.get(computation)
+    chooser = {lax.max: lax.lax._gt, lax.min: lax.lax._lt}.get(computation)  # unchecked: complex too
     for offset in np.ndindex(*window):
         start = tuple(o * wd for o, wd in zip(offset, wdil))
         limit = tuple(st + (n - 1) * s + 1 if n else st for st, n, s in zip(start, out_shape, strides))

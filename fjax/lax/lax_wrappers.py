@@ -149,10 +149,44 @@ atan2 = _mk_binary(atan2_p, "Elementwise arctangent of x / y, in the right quadr
 nextafter = _mk_binary(nextafter_p, "Next representable value after x in the direction of y.")
 eq = _mk_binary(eq_p, "Elementwise x == y.")
 ne = _mk_binary(ne_p, "Elementwise x != y.")
-lt = _mk_binary(lt_p, "Elementwise x < y.")
-le = _mk_binary(le_p, "Elementwise x <= y.")
-gt = _mk_binary(gt_p, "Elementwise x > y.")
-ge = _mk_binary(ge_p, "Elementwise x >= y.")
+# the ordering comparisons without the operand check below: fjax's own callers (jnp.less,
+# sort, max, searchsorted, ...) order complex values lexicographically, as jnp does
+_lt = _mk_binary(lt_p, "Elementwise x < y (complex operands compare lexicographically).")
+_le = _mk_binary(le_p, "Elementwise x <= y (complex operands compare lexicographically).")
+_gt = _mk_binary(gt_p, "Elementwise x > y (complex operands compare lexicographically).")
+_ge = _mk_binary(ge_p, "Elementwise x >= y (complex operands compare lexicographically).")
+
+
+def _check_ordered(name: str, x: Any, y: Any) -> None:
+    """JAX's lax.lt/le/gt/ge refuse complex operands (TypeError, position 0 checked first)."""
+    for i, v in enumerate((x, y)):
+        if type(v) is complex:
+            dt = dtypes.canonicalize_dtype(complex)
+        else:
+            dt = getattr(v, "dtype", None)
+            if dt is None or _dkind(dt) != "c":
+                continue
+            dt = dtypes.canonicalize_dtype(dt)
+        raise TypeError(
+            f"{name} does not accept dtype {dt.name} at position {i}. Accepted dtypes at position {i} are "
+            "subtypes of integer, floating, bool."
+        )
+
+
+def _mk_ordered(prim: Primitive, doc: str) -> Callable:
+    def f(x: Any, y: Any) -> Any:
+        _check_ordered(prim.name, x, y)
+        return _bind(prim, x, y)
+
+    f.__name__ = prim.name
+    f.__doc__ = doc
+    return f
+
+
+lt = _mk_ordered(lt_p, "Elementwise x < y (integer, floating or bool operands: complex ones raise TypeError).")
+le = _mk_ordered(le_p, "Elementwise x <= y (integer, floating or bool operands: complex ones raise TypeError).")
+gt = _mk_ordered(gt_p, "Elementwise x > y (integer, floating or bool operands: complex ones raise TypeError).")
+ge = _mk_ordered(ge_p, "Elementwise x >= y (integer, floating or bool operands: complex ones raise TypeError).")
 bitwise_and = _mk_binary(and_p, "Elementwise AND (logical for booleans).")
 bitwise_or = _mk_binary(or_p, "Elementwise OR (logical for booleans).")
 bitwise_xor = _mk_binary(xor_p, "Elementwise XOR (logical for booleans).")

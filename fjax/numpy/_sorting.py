@@ -108,14 +108,15 @@ def _nan_aware_lt(a: Any, b: Any) -> Any:
 
     dt = core.get_aval(a).dtype
     if _dkind(dt) not in "fc":
-        return lax.lt(a, b)
+        return lax._lt(a, b)
+    # lax._lt: the unchecked comparison, as complex values sort lexicographically
     a_nan = lax.ne(a, a)
     b_nan = lax.ne(b, b)
     if dt in other._NAN_FIRST:
         # NaN below every number: a < b when b is not NaN and a is NaN or numerically smaller
-        return lax.bitwise_and(lax.bitwise_or(lax.lt(a, b), a_nan), lax.bitwise_not(b_nan))
+        return lax.bitwise_and(lax.bitwise_or(lax._lt(a, b), a_nan), lax.bitwise_not(b_nan))
     return lax.bitwise_or(
-        lax.bitwise_and(lax.lt(a, b), lax.bitwise_not(a_nan)), lax.bitwise_and(b_nan, lax.bitwise_not(a_nan))
+        lax.bitwise_and(lax._lt(a, b), lax.bitwise_not(a_nan)), lax.bitwise_and(b_nan, lax.bitwise_not(a_nan))
     )
 
 

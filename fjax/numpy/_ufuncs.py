@@ -465,7 +465,7 @@ def fmax(x: Any, y: Any, /) -> Any:
     x, y = _promote_n("fmax", x, y)
     if _dkind(x.dtype) not in "fc":
         return lax.max(x, y)
-    pick_x = lax.bitwise_or(lax.gt(x, y), isnan(y))
+    pick_x = lax.bitwise_or(lax._gt(x, y), isnan(y))  # unchecked: complex compares lexicographically
     return _select_bcast(pick_x, x, y)
 
 
@@ -474,7 +474,7 @@ def fmin(x: Any, y: Any, /) -> Any:
     x, y = _promote_n("fmin", x, y)
     if _dkind(x.dtype) not in "fc":
         return lax.min(x, y)
-    pick_x = lax.bitwise_or(lax.lt(x, y), isnan(y))
+    pick_x = lax.bitwise_or(lax._lt(x, y), isnan(y))
     return _select_bcast(pick_x, x, y)
 
 

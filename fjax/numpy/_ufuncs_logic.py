@@ -35,10 +35,11 @@ def _make_comparison(name: str, lax_fn: Callable, doc: str) -> Callable:
 
 equal = _make_comparison("equal", lax.eq, "Elementwise x == y.")
 not_equal = _make_comparison("not_equal", lax.ne, "Elementwise x != y.")
-less = _make_comparison("less", lax.lt, "Elementwise x < y.")
-less_equal = _make_comparison("less_equal", lax.le, "Elementwise x <= y.")
-greater = _make_comparison("greater", lax.gt, "Elementwise x > y.")
-greater_equal = _make_comparison("greater_equal", lax.ge, "Elementwise x >= y.")
+# the unchecked lax comparisons: jnp orders complex values lexicographically (JAX's lax.lt refuses them)
+less = _make_comparison("less", lax._lt, "Elementwise x < y.")
+less_equal = _make_comparison("less_equal", lax._le, "Elementwise x <= y.")
+greater = _make_comparison("greater", lax._gt, "Elementwise x > y.")
+greater_equal = _make_comparison("greater_equal", lax._ge, "Elementwise x >= y.")
 
 
 def _to_bool(x: Any) -> Any:
