@@ -128,7 +128,7 @@ def test_tridiagonal_solve_needs_row_interchanges(dt):
 
 @pytest.mark.parametrize("dt", _DTYPES)
 def test_tridiagonal_solve_singular_gives_nan(dt):
-    """A zero pivot with nothing below it (at the first step, mid-way, at the last row) makes that
+    """A zero pivot with nothing below it (at the first step, later, at the last row) makes that
     system NaN, all its columns, and leaves the others solved; a 1x1 system divides unchecked."""
     m = 5
     rng = np.random.default_rng(3)
@@ -137,7 +137,7 @@ def test_tridiagonal_solve_singular_gives_nan(dt):
     dl[1, 1] = 0  # first column zero
     d[2, :] = 1
     dl[2, :] = 1
-    du[2, :] = 1  # rows 1 and 2 of the all-ones band: the second pivot is 1 - 1 = 0
+    du[2, :] = 1  # the 5x5 all-ones band: singular (its eigenvalue 1 + 2 cos(2 pi / 3) is 0)
     dl[3, -1], d[3, -1] = 0, 0  # last row zero
     got, want = _standin_gpu.both(linalg.tridiagonal_solve, dl, d, du, b, x64=_X64[dt])
     assert np.isnan(got[1:]).all() and np.isfinite(got[0]).all()
