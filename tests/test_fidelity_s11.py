@@ -361,3 +361,151 @@ def test_jnp_orders_complex_lexicographically(x32: Any) -> None:
     assert np.asarray(jnp.searchsorted(z, w)).tolist() == [1, 1]
     with pytest.raises(TypeError, match="gt does not accept dtype complex64 at position 0"):
         jnp.argmax(z)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. the eager complex division's fast path is bit-identical to the reference formula
+
+
+def _old_compose(re: np.ndarray, im: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    out = np.empty(np.broadcast(re, im).shape, dtype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _old_signed_unit(mask: np.ndarray, sign_of: np.ndarray) -> np.ndarray:
+    return np.copysign(np.where(mask, 1, 0).astype(sign_of.dtype), sign_of)
+
+
+def _old_complex_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Verbatim copy of fjax.lax._complex_ref.complex_div before its fast path (the reference)."""
+    dtype = np.result_type(a, b)
+    ar, ai, br, bi = np.real(a), np.imag(a), np.real(b), np.imag(b)
+    inf = np.array(np.inf, ar.dtype)
+    # Smith's algorithm, dividing by the larger of |br| and |bi|
+    r1 = br / bi
+    d1 = bi + br * r1
+    r2 = bi / br
+    d2 = br + bi * r2
+    by_imag = np.abs(br) < np.abs(bi)
+    cr = np.where(by_imag, (ar * r1 + ai) / d1, (ar + ai * r2) / d2)
+    ci = np.where(by_imag, (ai * r1 - ar) / d1, (ai - ar * r2) / d2)
+    # corner cases, used only where both parts came out NaN
+    zero_den = (br == 0) & (bi == 0) & ~(np.isnan(ar) & np.isnan(ai))
+    s = np.copysign(inf, br)
+    a_inf_r, a_inf_i = np.abs(ar) == inf, np.abs(ai) == inf
+    b_inf_r, b_inf_i = np.abs(br) == inf, np.abs(bi) == inf
+    inf_num = (a_inf_r | a_inf_i) & np.isfinite(br) & np.isfinite(bi)
+    inf_den = (b_inf_r | b_inf_i) & np.isfinite(ar) & np.isfinite(ai)
+    ur, ui = _old_signed_unit(a_inf_r, ar), _old_signed_unit(a_inf_i, ai)
+    vr, vi = _old_signed_unit(b_inf_r, br), _old_signed_unit(b_inf_i, bi)
+    zero = np.zeros((), ar.dtype)
+    both_nan = np.isnan(cr) & np.isnan(ci)
+    re = np.select(
+        [both_nan & zero_den, both_nan & inf_num, both_nan & inf_den],
+        [s * ar, inf * (ur * br + ui * bi), zero * (ar * vr + ai * vi)],
+        cr,
+    )
+    im = np.select(
+        [both_nan & zero_den, both_nan & inf_num, both_nan & inf_den],
+        [s * ai, inf * (ui * br - ur * bi), zero * (ai * vr - ar * vi)],
+        ci,
+    )
+    return _old_compose(re, im, dtype)
+
+
+def _specials(real: type) -> np.ndarray:
+    fi = np.finfo(real)
+    tiny = [fi.smallest_subnormal, fi.tiny]
+    huge = [fi.max, fi.max / 4]
+    vals = [0.0, 1.0, 1.5, 2.0, *tiny, *huge, np.inf, np.nan]
+    return np.array(vals + [-v for v in vals], real)
+
+
+def _assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal shape and dtype; in each part NaN at the same places and every other value with the
+    same bits (signed zeros included). A NaN's payload and sign are not compared."""
+    assert got.shape == want.shape and got.dtype == want.dtype
+    bits = np.uint32 if want.dtype == np.complex64 else np.uint64
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        gn, wn = np.isnan(g), np.isnan(w)
+        np.testing.assert_array_equal(gn, wn)
+        gb, wb = np.ascontiguousarray(g).view(bits), np.ascontiguousarray(w).view(bits)
+        bad = np.flatnonzero((gb != wb) & ~wn)
+        assert bad.size == 0, (bad[:5], g.ravel()[bad[:5]], w.ravel()[bad[:5]])
+
+
+def _div_pair(dtype: type, a: np.ndarray, b: np.ndarray) -> None:
+    from fjax.lax import _complex_ref
+
+    with np.errstate(all="ignore"):
+        _assert_same_bits(_complex_ref.complex_div(a, b), _old_complex_div(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_div_special_grid_bit_identical(dtype: type) -> None:
+    """Every combination of special values (zeros of both signs, +-1, +-1.5, +-2, subnormal and
+    smallest normal, the largest finite values, +-inf, NaN) in the four parts."""
+    real = np.float32 if dtype == np.complex64 else np.float64
+    v = _specials(real)
+    ar, ai, br, bi = (g.ravel() for g in np.meshgrid(v, v, v, v, indexing="ij"))
+    a, b = np.empty(ar.shape, dtype), np.empty(br.shape, dtype)
+    a.real, a.imag = ar, ai
+    b.real, b.imag = br, bi
+    _div_pair(dtype, a, b)
+
+
+def _complex_arrays(draw: Any, dtype: type, n: int) -> np.ndarray:
+    from hypothesis import strategies as st
+
+    real = np.float32 if dtype == np.complex64 else np.float64
+    width = 32 if real == np.float32 else 64
+    special = st.sampled_from(list(_specials(real)))
+    anyfloat = st.floats(width=width, allow_nan=True, allow_infinity=True, allow_subnormal=True)
+    parts = draw(st.lists(st.one_of(special, anyfloat), min_size=2 * n, max_size=2 * n))
+    out = np.empty(n, dtype)
+    out.real, out.imag = np.array(parts[0::2], real), np.array(parts[1::2], real)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_div_drawn_values_bit_identical(dtype: type, monkeypatch: Any) -> None:
+    """Drawn values of all magnitudes mixed with the special ones, in several shapes (broadcast,
+    0-d) and with a small block so that several blocks and a short last one are used."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from fjax.lax import _complex_ref
+
+    monkeypatch.setattr(_complex_ref, "_DIV_BLOCK", 5)
+
+    @given(st.data())
+    def run(data: Any) -> None:
+        n = data.draw(st.integers(1, 23))
+        a = _complex_arrays(data.draw, dtype, n)
+        b = _complex_arrays(data.draw, dtype, n)
+        _div_pair(dtype, a, b)
+        _div_pair(dtype, a[:1].reshape(()), b)  # 0-d numerator broadcast
+        _div_pair(dtype, a, b[:1])  # one divisor for all
+        _div_pair(dtype, a.reshape(n, 1), b.reshape(1, n))  # an outer division
+
+    run()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_div_large_random_bit_identical(dtype: type) -> None:
+    """More elements than one block: random magnitudes, 1% special values."""
+    real = np.float32 if dtype == np.complex64 else np.float64
+    rng = np.random.default_rng(11)
+    n = 3 * 8192 + 17
+    parts = [rng.standard_normal(n) * 10.0 ** rng.integers(-40, 40, n) for _ in range(4)]
+    sp = _specials(real)
+    for p in parts:
+        hit = rng.random(n) < 0.01
+        p[hit] = rng.choice(sp, hit.sum())
+    a, b = np.empty(n, dtype), np.empty(n, dtype)
+    with np.errstate(all="ignore"):
+        a.real, a.imag, b.real, b.imag = (p.astype(real) for p in parts)
+    _div_pair(dtype, a, b)
+    _div_pair(dtype, a[:0], b[:0])
