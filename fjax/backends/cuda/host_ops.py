@@ -320,12 +320,14 @@ def _update(
         )
         return recs + launch("op", src, nu, blk2, (ins[1], *ins[2:], outs[0]), name)
     dn = params["dimension_numbers"]
-    if getattr(dn, "operand_batching_dims", ()):
-        raise NotImplementedError(f"CUDA backend: {name} with operand_batching_dims")
+    # batching dims (vmap of a gather's transpose): operand dim obd[j] is the update's scatter dim
+    # for index batch dim sibd[j], so each batch element scatters into its own slice
+    obd = list(getattr(dn, "operand_batching_dims", ()) or ())
+    sibd = list(getattr(dn, "scatter_indices_batching_dims", ()) or ())
     I_shape = tuple(in_avals[1].shape)
     U_shape = tuple(in_avals[2].shape)
     win = list(dn.update_window_dims)
-    body_dims = [k for k in range(nd) if k not in dn.inserted_window_dims]
+    body_dims = [k for k in range(nd) if k not in dn.inserted_window_dims and k not in obd]
     sizes = [1] * nd
     for k, u in zip(body_dims, win):
         sizes[k] = U_shape[u]
@@ -352,6 +354,8 @@ def _update(
             else:
                 lines.append(f"    const long long st{k} = {v};")
                 ok.append(f"st{k} >= 0 && st{k} <= {D[k] - sizes[k]}")
+        elif k in obd:
+            lines.append(f"    const long long st{k} = u{scat[sibd[obd.index(k)]]};")
         else:
             lines.append(f"    const long long st{k} = 0;")
     off = []
