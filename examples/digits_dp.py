@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from _common import base_parser, minibatches, parse, set_backend
+from _common import base_parser, device_scope, minibatches, parse, set_backend
 from digits_mlp import init_model, loss_fn, make_optimizer, make_train_step, prepare_data
 
 import fjax
@@ -124,7 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.batch_size % (nproc * fjax.local_device_count()):
         say(f"--batch-size {args.batch_size} must be divisible by {nproc * fjax.local_device_count()} devices")
         return 2
+    with device_scope(args.device):
+        return _train_and_check(args, backend, nproc, rank, say)
 
+
+def _train_and_check(args: Any, backend: str, nproc: int, rank: int, say: Any) -> int:
     key = random.PRNGKey(args.seed)
     k_split, k_init, k_train = random.split(key, 3)
     data = prepare_data(k_split)
@@ -134,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = tu.tree_unflatten(tree, list(multihost_utils.broadcast_one_to_all(leaves)))
     batches = global_batches(k_train, len(data[0]), args.batch_size, args.epochs)
     say(
-        f"fjax {backend} backend: {nproc} process(es) x {fjax.local_device_count()} device(s), global batch "
+        f"fjax {backend if args.device == 'cpu' else 'cuda'} backend: {nproc} process(es) x "
+        f"{fjax.local_device_count()} {args.device.upper()} device(s), global batch "
         f"{args.batch_size} ({args.batch_size // (nproc * fjax.local_device_count())} per device), "
         f"{args.epochs} epochs"
     )

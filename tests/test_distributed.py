@@ -59,6 +59,17 @@ def test_collectives_across_processes(env, n, local):
     assert sorted(int(r) for r in re.findall(r"OK (\d+)", out)) == list(range(n)), out
 
 
+def test_collectives_of_gpu_arrays_across_processes(env):
+    """A data-parallel step over (stand-in) GPU arrays: MPI on host copies between the kernels."""
+    from fjax.backends.cuda import emulate  # noqa: PLC0415
+
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    rc, out, _ = mpirun(env, 2, "mpi_gpu_collectives.py", timeout=300)
+    assert rc == 0, out
+    assert sorted(int(r) for r in re.findall(r"OK (\d+)", out)) == [0, 1], out
+
+
 def test_rank_raising_aborts_the_job(env):
     rc, out, secs = mpirun(env, 2, "mpi_failure.py", "raise", timeout=60)
     assert rc != 0 and "finished" not in out

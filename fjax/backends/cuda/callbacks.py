@@ -1,7 +1,10 @@
 """Steps the CUDA backend runs on the host on purpose: the user's own Python functions
 (``jax.pure_callback``, ``jax.experimental.io_callback``, ``jax.debug.callback`` and so
 ``jax.debug.print``), and ``eig`` (general eigenproblems: LAPACK's ``geev`` on the host, which is what
-JAX's GPU ``eig`` runs when it does not use MAGMA, its default where MAGMA is not installed).
+JAX's GPU ``eig`` runs when it does not use MAGMA, its default where MAGMA is not installed), and
+the collectives across processes of multi-process ``pmap``/``shard_map`` (``mpi_allreduce`` and the
+other ``fjax.lax.parallel_mpi`` primitives): MPI on host buffers, since the MPI from PyPI is not
+CUDA-aware (JAX uses NCCL between GPUs instead; fjax has no NCCL path).
 
 Each is a ``HostCallback`` record (``records.py``): the operands are copied to the host, the
 primitive's impl runs there (the same function the CPU backend calls: the callback, or LAPACK), and
@@ -26,6 +29,23 @@ __all__ = ["NAMES", "render"]
 
 # the primitives rendered as a host call (the callbacks: the user's functions; eig: host LAPACK)
 NAMES = frozenset({"pure_callback", "io_callback", "debug_callback", "eig"})
+# collectives across processes (``fjax.lax.parallel_mpi``: multi-process pmap/shard_map): MPI
+# calls on host buffers, since the MPI from PyPI (mpich) is not CUDA-aware
+_MPI = {
+    "mpi_allreduce",
+    "mpi_allgather",
+    "mpi_alltoall",
+    "mpi_ppermute",
+    "mpi_reduce_scatter",
+    "mpi_gather_replicated",
+    "mpi_local_block",
+    "mpi_replicated",
+}
+NAMES = NAMES | _MPI
+_WHY = {
+    "eig": "LAPACK geev on the host, as JAX's GPU eig without MAGMA",
+    **{n: "MPI across processes on host buffers (the MPI from PyPI is not CUDA-aware)" for n in _MPI},
+}
 
 
 def _label(name: str, params: dict) -> str:
@@ -47,7 +67,7 @@ def render(prim: Any, params: dict, in_avals: list, out_avals: list, ins: list, 
         res = impl(*xs, **kw)
         return list(res) if many else [res]
 
-    comment = prim.name if prim.name != "eig" else "eig: LAPACK geev on the host, as JAX's GPU eig without MAGMA"
+    comment = f"{prim.name}: {_WHY[prim.name]}" if prim.name in _WHY else prim.name
     return [
         HostCallback(
             fn,
