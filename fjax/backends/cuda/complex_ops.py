@@ -24,8 +24,10 @@ With ``--fmad=true`` (NVRTC's default) the other formulas' products may be contr
 their results agree with the CPU's to float tolerance, not bit for bit. At infinities and NaNs the C99 special cases of
 ``sqrt``/``tanh``/... are followed where cheap; exotic inputs (an infinite part with a NaN part)
 may differ from numpy. Sums and products of complex64 accumulate in complex128 (as float32's in
-float64). 16-bit floats mixed with complex values, and ops with no complex form here (``atan2``,
-the inverse trigonometric functions, ``logistic``, ...), raise ``NotImplementedError`` naming them.
+float64). The inverse trigonometric and hyperbolic functions and ``logistic`` are
+``complex_ops2``'s, appended to the prelude. 16-bit floats mixed with complex
+values, and ops with no complex form here (``atan2``, ...), raise ``NotImplementedError`` naming
+them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from fjax.backends import kernel_ir as ir
+from fjax.backends.cuda.complex_ops2 import PRELUDE2
 
 CTYPES = {np.dtype(np.complex64): "fj_c64", np.dtype(np.complex128): "fj_c128"}
 _PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
@@ -90,6 +93,14 @@ _UNARY = {
     "cosh": "fj_ccosh",
     "tanh": "fj_ctanh",
     "sign": "fj_csign",
+    # complex_ops2's
+    "asin": "fj_casin",
+    "acos": "fj_cacos",
+    "atan": "fj_catan",
+    "asinh": "fj_casinh",
+    "acosh": "fj_cacosh",
+    "atanh": "fj_catanh",
+    "logistic": "fj_clogistic",
 }
 _BINARY = {
     "add": "fj_cadd",
@@ -453,6 +464,7 @@ template <typename T> __device__ __forceinline__ fj_complex<T> fj_shfl_down(fj_c
 }
 #endif  // FJAX_CUDA_COMPLEX
 """
+PRELUDE += PRELUDE2  # the inverse trigonometric functions, logistic, the max/min reductions
 
 
 def uses_complex(src: str) -> bool:

@@ -1,0 +1,241 @@
+"""The inverse trigonometric and hyperbolic functions, ``logistic`` and the max/min reductions of
+complex64/complex128 values on the CUDA backend (``fjax/backends/cuda/complex_ops2.py``), run on the
+cupy stand-in (kernels compiled by g++ against ``cuda_emu.h``) against the CPU backend (numpy's,
+so glibc's, ``casin``/... and ``np.max``): a grid of special values (exact where a part is zero or
+not finite), hypothesis-drawn values of magnitudes 1e-30..1e30 and near the branch points (within a
+few ulps of each part), gradients, vmap, scan, reductions along axes with ties and NaNs, and nvcc."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import subprocess
+
+import _complex_cases as _cc  # noqa: E402  (tests/ is on the path)
+import _standin_gpu  # noqa: E402  (tests/ is on the path)
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import lax
+from fjax.backends.cuda import emulate
+
+pytestmark = [
+    pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator"),
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy's invalid/overflow warnings (the CPU side)
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def standin_gpu():
+    with _standin_gpu.installed():
+        yield
+
+
+_both = _standin_gpu.both
+
+INV = {
+    "asin": jnp.arcsin,
+    "acos": jnp.arccos,
+    "atan": jnp.arctan,
+    "asinh": jnp.arcsinh,
+    "acosh": jnp.arccosh,
+    "atanh": jnp.arctanh,
+}
+# the most ulps of a part measured between these kernels and glibc's functions (the CPU's) over
+# 200,000 values per dtype (magnitudes 1e-30..1e30, points near +-1 and +-i): 4 for complex64, 5
+# for complex128; one more for what the sweep did not reach
+_ULPS = 6
+
+
+def _all_inv(a):  # one program for all six
+    return tuple(f(a) for f in INV.values())
+
+
+def _part_dtype(dt) -> type:
+    return np.float32 if np.dtype(dt) == np.complex64 else np.float64
+
+
+def _check_ulps(got, want, ulps: float, what: str) -> None:
+    """Part by part: NaN where the CPU's is NaN; equal (zeros of the same sign) where the CPU's part
+    is zero or infinite; elsewhere finite and within ``ulps`` units in the last place of the CPU's
+    part."""
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    ft = _part_dtype(want.dtype)
+    tiny = np.spacing(ft(np.finfo(ft).tiny)).astype(np.float64)
+    for name in ("real", "imag"):
+        g, w = getattr(got, name).astype(np.float64), getattr(want, name).astype(np.float64)
+        exact = (w == 0) | np.isinf(w)
+        same = (g == w) & (np.signbit(g) == np.signbit(w))
+        ulp = np.maximum(np.spacing(np.abs(w).astype(ft)).astype(np.float64), tiny)
+        close = np.isfinite(g) & (np.abs(g - w) <= ulps * ulp)
+        ok = np.where(np.isnan(w), np.isnan(g), np.where(exact, same, close))
+        bad = np.nonzero(~ok)[0]
+        assert not bad.size, f"{what} ({name}): {[(i, got[i], want[i]) for i in bad[:4]]}"
+
+
+# the shared grid (zeros of both signs, 1.5, -2, infinities, NaN) with +-1, tiny and big parts
+_VALS = _cc.VALS + [1.0, -1.0, 1e-30, 3e20]
+_GRID = [complex(a, b) for a, b in itertools.product(_VALS, _VALS)]
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_inverse_functions_match_the_cpu_at_special_values(dt):
+    z = np.array(_GRID, dt)
+    got, want = _both(_all_inv, z, x64=dt == np.complex128)
+    for n, g, w in zip(INV, got, want):
+        _check_ulps(g, w, _ULPS, n)
+
+
+def _mag(e: float, s: float) -> float:
+    return s * 10.0**e
+
+
+_sign = st.sampled_from([1.0, -1.0])
+# parts of every magnitude from 1e-30 to 1e30, and zeros and ones of both signs
+_part = st.one_of(st.builds(_mag, st.floats(-30, 30), _sign), st.sampled_from([0.0, -0.0, 1.0, -1.0]))
+
+
+def _near_branch(s, d, t, swap) -> complex:
+    """``s (1 + d) + t i`` (near +-1: asin/acos/atanh/acosh's branch points), or ``t + s (1 + d) i``
+    (near +-i: atan/asinh's)."""
+    a = s * (1 + d)
+    return complex(t, a) if swap else complex(a, t)
+
+
+_near = st.builds(
+    _near_branch,
+    _sign,
+    st.one_of(st.builds(_mag, st.floats(-15, 0), _sign), st.just(0.0)),
+    st.one_of(st.builds(_mag, st.floats(-30, 0), _sign), st.sampled_from([0.0, -0.0])),
+    st.booleans(),
+)
+_value = st.one_of(st.builds(complex, _part, _part), _near)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@settings(deadline=None, max_examples=40)
+@given(zs=st.lists(_value, min_size=48, max_size=48))
+def test_inverse_functions_match_the_cpu_on_drawn_values(dt, zs):
+    z = np.array(zs, dt)
+    got, want = _both(_all_inv, z, x64=dt == np.complex128)
+    for n, g, w in zip(INV, got, want):
+        _check_ulps(g, w, _ULPS, n)
+
+
+def _check_logistic(got, want, what: str) -> None:
+    """``1 / (1 + u)``, ``u = exp(-z)``: the GPU's exp/cos/sin and numpy's differ by an ulp, which
+    the sum ``1 + u`` magnifies near its zeros (the poles ``z = (2k + 1) pi i``): an error ``eps |u|``
+    in ``u`` moves the result by ``eps |u| |w|^2 = eps |1 - w| |w|``. Within 8 of those (plus 8 ulps
+    of ``|w|``) per part; zero and non-finite parts exact."""
+    assert got.dtype == want.dtype
+    eps = float(np.finfo(_part_dtype(want.dtype)).eps)
+    w128 = want.astype(np.complex128)
+    tol = 8 * eps * np.abs(w128) * (1 + np.abs(1 - w128))
+    for name in ("real", "imag"):
+        g, w = getattr(got, name).astype(np.float64), getattr(want, name).astype(np.float64)
+        exact = (w == 0) | np.isinf(w)
+        same = (g == w) & (np.signbit(g) == np.signbit(w))
+        close = np.isfinite(g) & (np.abs(g - w) <= tol)
+        ok = np.where(np.isnan(w), np.isnan(g), np.where(exact, same, close))
+        bad = np.nonzero(~ok)[0]
+        assert not bad.size, f"{what} ({name}): {[(i, got[i], want[i]) for i in bad[:4]]}"
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_logistic_matches_the_cpu_at_special_values(dt):
+    z = np.array(_GRID + [complex(0, np.pi), complex(-0.5, 3.0), complex(40, -2), complex(-100, 1)], dt)
+    got, want = _both(lax.logistic, z, x64=dt == np.complex128)
+    _check_logistic(got, want, "logistic")
+    if dt == np.complex64:  # jax.nn.sigmoid is lax.logistic
+        got2, _ = _both(fjax.nn.sigmoid, z)
+        np.testing.assert_array_equal(got2, got)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@settings(deadline=None, max_examples=30)
+@given(zs=st.lists(st.builds(complex, _part, _part), min_size=48, max_size=48))
+def test_logistic_matches_the_cpu_on_drawn_values(dt, zs):
+    z = np.array(zs, dt)
+    got, want = _both(lax.logistic, z, x64=dt == np.complex128)
+    _check_logistic(got, want, "logistic")
+
+
+def _loss(t):
+    # off the branch cuts: Im z = 0.3 t^2 > 0 wherever |Re z| could pass 1
+    z = lax.complex(0.4 * t, 0.3 * t * t)
+    parts = [
+        jnp.real(jnp.arcsin(z)),
+        jnp.imag(jnp.arccos(z)),
+        jnp.abs(jnp.arctan(z)),
+        jnp.real(jnp.arcsinh(z) * jnp.conj(jnp.arccosh(z + 2))),
+        jnp.imag(jnp.arctanh(z)),
+        jnp.real(lax.logistic(z)) * jnp.imag(lax.logistic(2j * z)),
+    ]
+    return sum(jnp.sum(p) for p in parts)
+
+
+def test_gradients_through_the_functions_match_the_cpu():
+    rng = np.random.default_rng(5)
+    t = rng.normal(size=(8, 5)).astype(np.float32)
+    got, want = _both(fjax.grad(_loss), t)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    _cc.check_grad_entry(_loss, t, got)  # against central differences of the CPU loss (float64)
+
+
+def test_vmap_and_scan_through_the_functions():
+    rng = np.random.default_rng(6)
+    a = (rng.normal(size=(6, 16)) + 1j * rng.normal(size=(6, 16))).astype(np.complex64)
+
+    def f(x):
+        v = fjax.vmap(lambda r: jnp.arcsin(r) * lax.logistic(r))(x)
+
+        def body(c, r):
+            c2 = jnp.arctanh(0.5 * c + 0.1 * r)
+            return c2, jnp.arccosh(r) - jnp.arctan(c2)
+
+        carry, ys = lax.scan(body, jnp.zeros(16, jnp.complex64), x)
+        return v, carry, ys, fjax.vmap(jnp.arcsinh, in_axes=1, out_axes=1)(x)
+
+    got, want = _both(f, a)
+    for i, (g, w) in enumerate(zip(got, want)):
+        _cc.check(g, w, 1e-5, f"output {i}")
+
+
+def test_argmax_of_complex_values_raises_as_jax():
+    z = fjax.device_put(np.ones(4, np.complex64), fjax.devices("gpu")[0])
+    with pytest.raises(TypeError, match="complex64"):
+        fjax.jit(jnp.argmax)(z)
+
+
+def _programs() -> str:
+    srcs = []
+    for dt in (np.complex64, np.complex128):
+        with fjax.enable_x64(dt == np.complex128):
+
+            def f(a):
+                return (*_all_inv(a), lax.logistic(a))
+
+            srcs.append(fjax.jit(f).trace(np.zeros((4, 64), dt)).lower(lowering_platforms=("cuda",)).as_text())
+    return "\n".join(srcs)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_compiles_the_functions_without_spills(tmp_path):
+    src = _programs()
+    for name in ("fj_casin(", "fj_cacos(", "fj_catan(", "fj_casinh(", "fj_cacosh(", "fj_catanh(", "fj_clogistic("):
+        assert src.count(name) >= 3, name  # defined, and called in both programs
+    cu = tmp_path / "inv.cu"
+    cu.write_text(src)
+    # sm_80 and sm_90 in one run (one front end pass, ptxas for each)
+    archs = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in (80, 90)]
+    cmd = ["nvcc", *archs, "-c", str(cu), "-o", str(tmp_path / "inv.o"), "-Xptxas", "-v"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    info = r.stderr + r.stdout
+    assert "sm_80" in info and "sm_90" in info, info[-3000:]
+    assert not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
