@@ -187,16 +187,16 @@ def test_gradients_through_the_functions_match_the_cpu():
     _cc.check_grad_entry(_loss, t, got)  # against central differences of the CPU loss (float64)
 
 
-def test_vmap_and_scan_through_the_functions():
+def test_vmap_and_scan_through_the_functions_and_reductions():
     rng = np.random.default_rng(6)
     a = (rng.normal(size=(6, 16)) + 1j * rng.normal(size=(6, 16))).astype(np.complex64)
 
     def f(x):
-        v = fjax.vmap(lambda r: jnp.arcsin(r) * lax.logistic(r))(x)
+        v = fjax.vmap(lambda r: jnp.arcsin(r) * lax.logistic(r) + jnp.max(r))(x)
 
         def body(c, r):
             c2 = jnp.arctanh(0.5 * c + 0.1 * r)
-            return c2, jnp.arccosh(r) - jnp.arctan(c2)
+            return c2, jnp.min(jnp.arccosh(r) - jnp.arctan(c2))
 
         carry, ys = lax.scan(body, jnp.zeros(16, jnp.complex64), x)
         return v, carry, ys, fjax.vmap(jnp.arcsinh, in_axes=1, out_axes=1)(x)
@@ -204,6 +204,70 @@ def test_vmap_and_scan_through_the_functions():
     got, want = _both(f, a)
     for i, (g, w) in enumerate(zip(got, want)):
         _cc.check(g, w, 1e-5, f"output {i}")
+
+
+def _with_nans(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``z`` with a value holding a NaN (in the real or the imaginary part) at distinct rows and
+    columns of its last two axes: each reduction along one axis meets at most one such value."""
+    z = z.copy()
+    r, c = z.shape[-2:]
+    cols = rng.permutation(c)[: min(r, c)]
+    for i, j in enumerate(cols):
+        if rng.random() < 0.6:
+            k = float(rng.integers(-3, 3))
+            z[..., i, j] = complex(np.nan, k) if rng.random() < 0.5 else complex(k, np.nan)
+    return z
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (40, 33), (64, 33), (2, 2600), (2, 3, 70)])
+def test_max_min_reductions_match_the_cpu(shape):
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    # small integer parts: many ties in the real part (decided by the imaginary part) and whole ties
+    z = (rng.integers(-3, 4, shape) + 1j * rng.integers(-3, 4, shape)).astype(np.complex64)
+    z.flat[rng.integers(0, z.size, 3)] = complex(-np.inf, -np.inf)  # the identity itself
+    zn = _with_nans(z, rng)
+    one = z.copy()
+    one.flat[rng.integers(0, z.size)] = complex(2.0, np.nan)  # the only NaN: it wins overall
+
+    def f(a, b, c):
+        a0, b0 = a[..., :96], b[..., :96]  # (a block per output: slow to emulate for 2600 outputs)
+        return (
+            jnp.max(a),
+            jnp.min(a),
+            jnp.max(a0, axis=0),
+            jnp.min(a, axis=-1),
+            jnp.max(b, axis=-1),
+            jnp.min(b0, axis=-2),
+            jnp.max(b0 * 2j, axis=-2),
+            jnp.max(c),
+            jnp.min(c, keepdims=True),
+            jnp.max(a0, axis=tuple(range(a.ndim - 1))),
+        )
+
+    got, want = _both(f, z, zn, one)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype == np.complex64, i
+        _check_ulps(np.ravel(g), np.ravel(w), 0, f"output {i}")
+
+
+def test_max_min_reductions_in_double_precision_and_repeated_nans():
+    rng = np.random.default_rng(8)
+    z = rng.normal(size=(9, 300)) + 1j * rng.normal(size=(9, 300))
+    z[:, 7] = z[:, 200] = complex(np.nan, 1.0)  # the same NaN-holding value twice in every row
+    z[3] = z[3, 0]  # a row of one value
+    got, want = _both(lambda a: (jnp.max(a, axis=1), jnp.min(a, axis=1), jnp.max(a[:, 8:190])), z, x64=True)
+    for i, (g, w) in enumerate(zip(got, want)):
+        _check_ulps(np.ravel(g), np.ravel(w), 0, f"output {i}")
+
+
+def test_equal_values_with_zeros_of_different_signs():
+    # the CPU keeps the first of equal values; the GPU combines in no fixed order, so its
+    # commutative choice (documented in complex_ops2): max the positive zero, min the negative
+    z = np.array([[complex(-0.0, 0.0), 0j], [0j, complex(-0.0, 0.0)], [complex(0, -0.0), 0j]], np.complex64)
+    got, _ = _both(lambda a: (jnp.max(a, axis=1), jnp.min(a, axis=1)), z)
+    mx, mn = got
+    assert not np.signbit(mx.real).any() and not np.signbit(mx.imag).any(), mx
+    assert np.signbit(mn.real[:2]).all() and np.signbit(mn.imag[2]), mn
 
 
 def test_argmax_of_complex_values_raises_as_jax():
@@ -218,7 +282,7 @@ def _programs() -> str:
         with fjax.enable_x64(dt == np.complex128):
 
             def f(a):
-                return (*_all_inv(a), lax.logistic(a))
+                return (*_all_inv(a), lax.logistic(a), jnp.max(a, axis=1), jnp.min(a))
 
             srcs.append(fjax.jit(f).trace(np.zeros((4, 64), dt)).lower(lowering_platforms=("cuda",)).as_text())
     return "\n".join(srcs)
@@ -229,6 +293,7 @@ def test_nvcc_compiles_the_functions_without_spills(tmp_path):
     src = _programs()
     for name in ("fj_casin(", "fj_cacos(", "fj_catan(", "fj_casinh(", "fj_cacosh(", "fj_catanh(", "fj_clogistic("):
         assert src.count(name) >= 3, name  # defined, and called in both programs
+    assert "fj_crmax(" in src and "fj_crmin(" in src
     cu = tmp_path / "inv.cu"
     cu.write_text(src)
     # sm_80 and sm_90 in one run (one front end pass, ptxas for each)

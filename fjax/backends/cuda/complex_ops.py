@@ -24,8 +24,10 @@ With ``--fmad=true`` (NVRTC's default) the other formulas' products may be contr
 their results agree with the CPU's to float tolerance, not bit for bit. At infinities and NaNs the C99 special cases of
 ``sqrt``/``tanh``/... are followed where cheap; exotic inputs (an infinite part with a NaN part)
 may differ from numpy. Sums and products of complex64 accumulate in complex128 (as float32's in
-float64). The inverse trigonometric and hyperbolic functions and ``logistic`` are
-``complex_ops2``'s, appended to the prelude. 16-bit floats mixed with complex
+float64). The inverse trigonometric and hyperbolic functions, ``logistic`` and the max/min
+reductions (numpy's order: a NaN sticks) are ``complex_ops2``'s, appended to the prelude; the
+cumulative cummax/cummin are JAX's binary max/min folded in order (``scan_combine_expr``, not the
+reductions' ``combine_expr``). 16-bit floats mixed with complex
 values, and ops with no complex form here (``atan2``, ...), raise ``NotImplementedError`` naming
 them.
 """
@@ -63,17 +65,30 @@ def ident_expr(kind: str, dt: object, real_const) -> str:  # noqa: ANN001
         return const_expr(0, dt, real_const)
     if kind == "prod":
         return const_expr(1, dt, real_const)
+    if kind in ("max", "min"):  # the value every other one beats in fj_crmax's (fj_crmin's) order
+        inf = np.inf if kind == "min" else -np.inf
+        return const_expr(complex(inf, inf), dt, real_const)
     raise NotImplementedError(f"CUDA backend: reduction {kind!r} on dtype {np.dtype(dt).name}")
 
 
 def combine_expr(kind: str, acc: str, v: str, dt: object) -> str:
+    """One step of reduction ``kind``: commutative, so partial values may meet in any order
+    (max/min: numpy's ``np.max`` order, complex_ops2's ``fj_crmax``)."""
     if kind == "sum":
         return f"fj_cadd({acc}, {v})"
     if kind == "prod":
         return f"fj_cmul({acc}, {v})"
     if kind in ("max", "min"):
-        return f"fj_c{kind}({acc}, {v})"
+        return f"fj_cr{kind}({acc}, {v})"
     raise NotImplementedError(f"CUDA backend: reduction {kind!r} on dtype {np.dtype(dt).name}")
+
+
+def scan_combine_expr(kind: str, acc: str, v: str, dt: object) -> str:
+    """One step of cumulative op ``kind`` (``acc`` the earlier value): cummax/cummin as the CPU's
+    impl, JAX's binary max/min folded in order (NaNs do not stick)."""
+    if kind in ("max", "min"):
+        return f"fj_c{kind}({acc}, {v})"
+    return combine_expr(kind, acc, v, dt)
 
 
 # ops of one complex operand computed by a prelude function of the same name
