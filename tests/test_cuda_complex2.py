@@ -260,6 +260,19 @@ def test_max_min_reductions_in_double_precision_and_repeated_nans():
         _check_ulps(np.ravel(g), np.ravel(w), 0, f"output {i}")
 
 
+def test_max_min_fused_into_row_kernels():
+    rng = np.random.default_rng(9)
+    z = (rng.integers(-3, 4, (64, 300)) + 1j * rng.integers(-3, 4, (64, 300))).astype(np.complex64)
+    z[5, 7] = complex(np.nan, 2.0)
+
+    def f(a):  # the row's max/min, then elementwise work on the row with it (one kernel per row block)
+        return a - jnp.max(a, axis=-1, keepdims=True), jnp.sum(jnp.abs(a - jnp.min(a, axis=-1, keepdims=True)), -1)
+
+    got, want = _both(f, z)
+    _check_ulps(np.ravel(got[0]), np.ravel(want[0]), 0, "a - max")
+    _cc.check(got[1], want[1], 1e-5, "sum |a - min|")
+
+
 def test_equal_values_with_zeros_of_different_signs():
     # the CPU keeps the first of equal values; the GPU combines in no fixed order, so its
     # commutative choice (documented in complex_ops2): max the positive zero, min the negative
