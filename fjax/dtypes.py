@@ -483,13 +483,27 @@ def canonicalize_user_dtype(dtype: DTypeLike, fun_name: str, stacklevel: int = 2
     the caller's caller, i.e. the user's line when the public function calls this directly).
     When that frame is inside fjax itself the request is internal and nothing is emitted.
     """
-    out = canonicalize_dtype(dtype)
-    if _x64() or any(dtype is t for t in _PY_SCALAR_TYPES):
-        return out
-    requested = _as_np_dtype(getattr(dtype, "_np_type", dtype))
-    if requested != out:
-        warn_truncated_dtype(requested, fun_name, stacklevel + 1)
+    x64 = _x64()
+    key = (type(dtype), dtype, x64)  # the type too: np.dtype("float64") == float
+    try:
+        out, truncated = _user_canon_cache[key]
+    except (KeyError, TypeError):  # TypeError: unhashable dtype-like
+        out = canonicalize_dtype(dtype)
+        truncated = None
+        if not x64 and not any(dtype is t for t in _PY_SCALAR_TYPES):
+            requested = _as_np_dtype(getattr(dtype, "_np_type", dtype))
+            truncated = requested if requested != out else None
+        try:
+            _user_canon_cache[key] = (out, truncated)
+        except TypeError:
+            pass
+    if truncated is not None:
+        warn_truncated_dtype(truncated, fun_name, stacklevel + 1)
     return out
+
+
+#: (type, dtype-like, x64) -> (canonical dtype, the requested dtype when x64 truncates it, else None)
+_user_canon_cache: dict[tuple[Any, Any, bool], tuple[np.dtype, np.dtype | None]] = {}
 
 
 def warn_truncated_dtype(requested: np.dtype, fun_name: str, stacklevel: int = 2) -> None:
