@@ -273,6 +273,22 @@ def test_max_min_fused_into_row_kernels():
     _cc.check(got[1], want[1], 1e-5, "sum |a - min|")
 
 
+def test_gradient_initial_and_where_of_max_min():
+    rng = np.random.default_rng(10)
+    t = rng.normal(size=(6, 20)).astype(np.float32)
+
+    def loss(x):
+        m = jnp.max(jnp.arcsin(x * (0.5 + 0.25j)), axis=1)
+        return jnp.sum(jnp.real(m)) + jnp.sum(jnp.imag(jnp.min(x * (1 - 2j), axis=0)))
+
+    got, want = _both(fjax.grad(loss), t)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    z = (t + 1j * t[::-1]).astype(np.complex64)
+    got, want = _both(lambda a: (jnp.max(a, 1, initial=0.5 + 0j), jnp.min(a, 1, where=a.real > 0, initial=5j)), z)
+    for i, (g, w) in enumerate(zip(got, want)):
+        _check_ulps(g, w, 0, f"output {i}")
+
+
 def test_equal_values_with_zeros_of_different_signs():
     # the CPU keeps the first of equal values; the GPU combines in no fixed order, so its
     # commutative choice (documented in complex_ops2): max the positive zero, min the negative
