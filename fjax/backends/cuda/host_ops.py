@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from fjax.backends.cuda.kernel_util import _block, _grid, _loop
-from fjax.backends.cuda.ops import LOW_FLOATS, combine_expr, ctype, load_expr, store_expr, stype, utype, value_dtype
+from fjax.backends.cuda.ops import LOW_FLOATS, ctype, load_expr, store_expr, stype, utype, value_dtype
 from fjax.backends.cuda.records import Alloc, Launch, MatMul, gemm_compute
 from fjax.backends.cuda.render import CudaKernel
 
@@ -154,8 +154,10 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
                 f"  if (d <= 0) return y + log1p{f}(exp{f}(d));\n  return d;\n}}\n#endif\n"
             )
             comb = "fj_logaddexp(acc, v)"
-        elif d.kind == "c":
-            comb = combine_expr(kind, "acc", "v", d)
+        elif d.kind == "c":  # cummax/cummin: binary max/min folded in order (NaNs do not stick)
+            from fjax.backends.cuda import complex_ops  # noqa: PLC0415
+
+            comb = complex_ops.scan_combine_expr(kind, "acc", "v", d)
         elif kind in ("max", "min"):
             comb = f"fj_f{kind}(acc, v)" if d.kind == "f" else f"fj_i{kind}(acc, v)"
             if d == np.bool_:
