@@ -5,7 +5,8 @@ Workloads on 1M complex64 elements (a fixed seed, parts standard normal):
 
 - ``chain``: ``exp(z * 0.1) * conj(z) / (z + 2) + sqrt(z) * tanh(z)``, then ``sum(abs(w) ** 2)``;
 - single ops, each reduced by ``sum(abs(.) ** 2)`` so that only a scalar leaves the call: ``div``
-  (``z / (z + 2)``), ``exp``, ``tanh``, ``sqrt``, and ``abs2`` (``sum(abs(z) ** 2)`` alone).
+  (``z / (z + 2)``), ``exp``, ``tanh``, ``sqrt``, and ``abs2`` (``sum(abs(z) ** 2)`` alone);
+- ``eager z / w``: one complex division outside ``jit`` (fjax's impl in numpy, JAX's eager op).
 
 Steady state: median seconds per call, fjax and JAX sampled round-robin (``bench/_pairs.py``).
 First call: the first call of a fresh ``jit`` of the chain in this process, with an empty kernel
@@ -88,6 +89,15 @@ def run(quick: bool = False, n: int = 1 << 20) -> list:
 
         zj = jax.device_put(z)
         jx = {k: jax.jit(f) for k, f in workloads(jjnp).items()}
+    # eager (no jit): one complex division of 1M complex64, XLA's semantics in numpy
+    # (``fjax.lax._complex_ref.complex_div``) against JAX's eager dispatch of the same op
+    w = z + np.complex64(2)
+    wf = fjax.numpy.asarray(w)
+    jdiv = None
+    if jax is not None:
+        wj = jax.device_put(w)
+        jdiv = lambda: (zj / wj).block_until_ready()  # noqa: E731
+    rows.append(row("eager z / w (1M complex64)", lambda: np.asarray(zf / wf), jdiv, quick))
     for k, f in fj.items():
         g = jx.get(k)
         jfn = (lambda g=g: g(zj).block_until_ready()) if g is not None else None
