@@ -470,10 +470,10 @@ __device__ double fj_h1_brec(double a, double b, double x, int* sc) {
   const int e = e0 > e1 ? e0 : e1;
   m0 = ldexp(m0, 900 * (e0 - e)); m1 = ldexp(m1, 900 * (e1 - e));
   int es = e;
-  double bb = bn;
-  for (int i = 0; i < (int)n; ++i) {
+  for (int i = (int)n; i > 0; --i) {
+    const double bb = b + (double)i;  // not bn - (n - i): b + i is exact near b's poles (Sterbenz)
     const double mm = -(bb * (1.0 - bb - x) * m0 + x * (bb - a) * m1) / (bb * (bb - 1.0));
-    m1 = m0; m0 = mm; bb -= 1.0;
+    m1 = m0; m0 = mm;
     if (fabs(m0) > FJ_H1_BIG) { m0 *= FJ_H1_SMALL; m1 *= FJ_H1_SMALL; ++es; }
   }
   *sc = es;
@@ -506,6 +506,7 @@ __device__ FJ_NOINLINE double fj_hyp1f1(double a, double b, double x) {
   if (isinf(a)) return NAN;
   if (a == 0.0 || x == 0.0) return 1.0;
   if (isinf(b)) return 1.0;
+  if (a == b) return x > -700.0 ? exp(x) : fj_h1_fin(1.0, 0, x);
   if (isinf(x)) {
     if (x > 0.0) return (a > 0.0 && b > 0.0) ? INFINITY : NAN;
     return (b > 0.0 && b - a > 0.0) ? 0.0 : NAN;
