@@ -113,6 +113,9 @@ def test_hyp1f1_hard_regions():
         (49.49173481609178, -18.40564546322998, -31.728762107343755, 91878098.20713897),
         (0.5, 1.0, -700.0, 0.021331989982151196),
         (-0.5, 1.0, 700.0, -1.5498344009520615e299),
+        # b < 0 with moderate cancellation (double-double sums; the recurrence on b is 1e-8 off here)
+        (1.6068585547878698, -38.41343875292297, 12.348975553750044, -41586.92693579831),
+        (-40.82852628660956, -29.000399498827544, 49.168619601446466, -2.413302065470665e28),
         # scipy 1.17 (Boost) is off here: 0.957, 0.40580, 0.71872890195, 0.86424, 1.02946, -0.54754
         (0.15631620804356317, -47.022314204847504, 15.259962453192202, 2356.8628489002035),
         (-0.2747403409823477, -38.36486545979757, -36.7672235444733, 0.4070515686829633),
@@ -125,6 +128,19 @@ def test_hyp1f1_hard_regions():
     with fjax.enable_x64():
         got = np.asarray(fjax.jit(hyp1f1)(*(fjax.device_put(v, fjax.devices("gpu")[0]) for v in (a, b, x))))
     np.testing.assert_allclose(got, m, rtol=2e-12, atol=0)
+    # cancellations of 1e3..1e14, summed in double-double: the relative error stays ~1e-16 (where
+    # the recurrence on b, taken beyond, would leave 3e-13..1e-12)
+    ref = [
+        (27.393663186649192, 15.518034408682581, -36.07927760448405, -5.889146137871601e-22),
+        (-14.368523976930348, 49.65069645261623, 22.50996847869733, -1.0509330628982655e-07),
+        (6.97603488928474, -19.816261415665316, -48.626901113051304, -0.5861917440300289),
+        (15.792279201801037, -38.70333052351489, -41.185077847178405, -350471.453799464),
+        (-17.45666202021434, 1.98288539642666, 37.896537642919924, -42946.209608607955),
+    ]
+    a, b, x, m = (np.array(v) for v in zip(*ref))
+    with fjax.enable_x64():
+        got = np.asarray(fjax.jit(hyp1f1)(*(fjax.device_put(v, fjax.devices("gpu")[0]) for v in (a, b, x))))
+    np.testing.assert_allclose(got, m, rtol=1e-14, atol=0)
 
 
 def test_hyp1f1_special_values():
