@@ -305,6 +305,22 @@ def test_sph_harm_y_special_and_large():
 # ---------------------------------------------------------------------------------------------
 
 
+def test_scalar_operands_broadcast():
+    """0-d operands beside arrays (as the primitives may be bound), read at index 0."""
+    from fjax.scipy import _special_prims as P  # noqa: PLC0415
+
+    x = np.linspace(-3, 3, 7)
+    got, want = _standin_gpu.both(lambda b, x: P.hyp1f1_p.bind(np.float64(1.5), b, x), np.full(7, 2.5), x, x64=True)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    f = lambda c, x: P.hyp2f1_p.bind(np.float64(0.5), np.float64(1.0), c, x)  # noqa: E731
+    got, want = _standin_gpu.both(f, np.float64(2.5), x / 4, x64=True)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    got, want = _standin_gpu.both(
+        lambda t: P.sph_harm_y_p.bind(np.float64(3), np.float64(-2), t, np.float64(0.4)), x, x64=True
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-16)
+
+
 def test_low_floats_raise():
     x = np.ones(4, np.float16)
     with pytest.raises(NotImplementedError, match="hyp1f1 on float16"):

@@ -31,19 +31,27 @@ NotImplementedError.
   scipy forms the n-recurrence's coefficients in 32-bit integers, which overflow from n = 646 on
   (NaN or garbage there); this kernel forms them in double and stays accurate there.
 
-Measured against scipy in float64 (the emulator and the CPU backend, ``tests/test_cuda_special_hyp.py``;
-mpmath at 300 bits as the arbiter while writing this):
+Measured in float64 (the emulator against the CPU backend's scipy 1.17, and against mpmath at
+200-300 bits; ``tests/test_cuda_special_hyp.py`` holds the bounds):
 
-- hyp2f1, |a|, |b|, |c| <= 20, -10 < x < 1: the same branches as scipy, so the same values to
-  rtol 1e-12 (the tests hold it to 1e-11 with an allowance for x perturbed by 1e-12 of itself,
-  which the cancelling branches near x = 1 need).
-- hyp1f1, |a|, |b| <= 50, |x| <= 50 (b not within 1e-12 of a non-positive integer): against
-  mpmath the median relative error is 4e-17, the 99th percentile 4e-13 and the maximum 1.5e-12
-  (scipy's own: 2e-13); the largest errors are the recurrence on b (large a > 0, b < 0, x < 0).
-  The tests hold it to 5e-12 of |M| plus 5e-12 of |x dM/dx| (the value's sensitivity to x, which
-  both algorithms share near the zeros of M).
-- sph_harm_y: 1e-13 relative to the magnitude of the normalized functions (the recurrences are
-  scipy's), n up to 645.
+- hyp2f1, |a|, |b|, |c| <= 20: for -2 <= x < 1 the kernel equals scipy to 3.4e-15 relative (600
+  draws; 6.4e-14 over 20000), as it takes the same branches. That is Cephes' accuracy, not the
+  function's: both are off mpmath by up to 1.6e-1 at a few of those draws (p50 3e-15, p99 1.2e-4:
+  cancelling series). For x < -2 the 1/x transformation cancels, and the kernel and scipy differ
+  by up to 7e-10 (2.9e-6 over 20000 draws; each is ~as far from mpmath, to 3.4e-6): the tests
+  allow 1e-13 of the two terms' magnitudes there, 1e-12 of |F| + |x dF/dx| elsewhere.
+- hyp1f1, |a|, |b|, |x| <= 50 (1500 draws against mpmath): b > 0 median 2.4e-16, p99 5.4e-14,
+  max 5.7e-13 relative (scipy: 6.4e-16, 2.1e-14, 8.7e-14); b < 0 median 4e-16, max 1.25e-12
+  (scipy: max 6.7e-10, and ~5% of the points off by 1e-10..1e5x for b < -30, |a| < 1, |x| > 15).
+  Measured against |M| + |x dM/dx| (the sensitivity to x, large near the zeros of M) the kernel's
+  largest error is 3e-14. The double-double band (cancellation 1e3..1e14) stays at ~1e-16 (the
+  recurrence on b, taken there, would leave up to 2e-14). The tests allow 5e-12 of |M| +
+  |x dM/dx| against scipy where scipy holds (b > 0; b < 0 with |x| <= 12) and check the rest
+  against recorded mpmath values (2e-12; 1e-14 in the double-double band).
+- sph_harm_y: the recurrences are scipy's; 1e-13 of the functions' magnitude up to n = 645, and
+  against sqrt((2n + 1) / 4 pi) P_n(cos theta) beyond.
+- float32: computed in double, rounded once: equal to the CPU within 2 ulps (rounding of the
+  double results' last bits).
 
 Not run on a GPU: checked on the CUDA emulator against scipy and compiled by nvcc (sm_80, sm_90).
 """
