@@ -27,7 +27,8 @@ NotImplementedError.
 - ``sph_harm_y(n, m, theta, phi)`` (scipy >= 1.15 convention, real operands of one dtype, complex
   result): the normalized associated Legendre functions by scipy's recurrences (the diagonal
   P_m^m from P_{m-2}^{m-2} with sin^2 theta, |sin theta| for m = 1, then upwards in n), times
-  e^{i m phi}; zero for |m| > n (n < 0 included); n and m truncated to integers as the CPU does.
+  e^{i m phi}; zero for |m| > n (n < 0 included); n and m truncated to int64 and then to their
+  low 32 bits, as the CPU passes them to scipy (NaN or inf: 0; 3e9 wraps to a negative n).
   scipy forms the n-recurrence's coefficients in 32-bit integers, which overflow from n = 646 on
   (NaN or garbage there); this kernel forms them in double and stays accurate there.
 
@@ -543,6 +544,12 @@ __device__ FJ_NOINLINE double fj_hyp1f1(double a, double b, double x) {
 _SPH = r"""
 #ifndef FJ_DEF_SPH_HARM_Y
 #define FJ_DEF_SPH_HARM_Y
+// n and m as the CPU passes them to scipy: truncated to int64 (numpy's cast: NaN, +-inf and values
+// beyond give INT64_MIN), then the low 32 bits (scipy's int)
+__device__ __forceinline__ long long fj_sph_int(double v) {
+  if (!(fabs(v) < 9.2e18)) return 0;
+  return (long long)(int)(unsigned int)(unsigned long long)(long long)v;
+}
 // Y_n^m(theta, phi) = Pbar_n^m(cos theta) e^{i m phi}; Pbar normalized over the sphere
 __device__ fj_c128 fj_sph_harm_y(long long n, long long m, double theta, double phi) {
   const long long ma = m < 0 ? -m : m;
@@ -601,7 +608,7 @@ def render(
         C = ctype(d)
         prelude = _SPH
         body = (
-            f"    const fj_c128 y = fj_sph_harm_y((long long){v[0]}, (long long){v[1]}, {v[2]}, {v[3]});\n"
+            f"    const fj_c128 y = fj_sph_harm_y(fj_sph_int({v[0]}), fj_sph_int({v[1]}), {v[2]}, {v[3]});\n"
             f"    o[t] = {C}(({S})y.re, ({S})y.im);\n"
         )
         why = f"Pbar_n^m(cos theta) e^(i m phi) in double precision{rounded}"
