@@ -146,7 +146,8 @@ def test_hyp1f1_hard_regions():
 def test_hyp1f1_special_values():
     """scipy's conventions: b a non-positive integer gives inf unless the series ends first (a a
     negative integer >= b, or a == b); a = 0 or x = 0 gives 1, a = b e^x; NaN in, NaN out;
-    infinities; overflow +inf; e^x M(b - a, b, -x) down to x = -800."""
+    infinities; overflow +inf; e^x M(b - a, b, -x) down to x = -800 and the large-|x| expansion
+    below -700."""
     cases = [
         (1.5, -2, 0.5), (-1, -2, 0.5), (-3, -2, 0.5), (0, -2, 0.5), (-2, -2, 0.5), (-3, -3, 2.0),
         (1, 0, 1), (-2, -5, 1), (-5, -2, 1), (0, 1, 5), (3, 2, 0), (0, 0, 0), (1.5, 1.5, 3.0),
@@ -154,6 +155,8 @@ def test_hyp1f1_special_values():
         (1, 1, nan), (1, 2, inf), (1, 2, -inf), (0, 2, inf), (1, inf, 1), (1, -inf, 1), (inf, 2, 1),
         (0.5, 1, 700), (0.5, 1, 720), (-0.5, 1, 720), (1, 2, -800), (2.5, 2.5, -800), (1, 1, -800),
         (-40, 3, 30), (-40, -45, 30), (-20, 2.5, -30), (1e3, 2, 1.5), (2, 1e3, -500), (-1e3, 2, 1),
+        (1, 2, -1e6), (0.5, 1, -1e20), (-3, 2.5, -2000), (40, -20.5, -5000), (10, 20, -750), (2.5, 0.5, -3000),
+        (150, -150.5, -1000), (-45.5, 1.5, -800), (30, 1.5, -710),
     ]  # fmt: skip
     a, b, x = (np.array(v, np.float64) for v in zip(*cases))
     _check_1f1(a, b, x)

@@ -23,7 +23,9 @@ NotImplementedError.
   series is summed again in double-double arithmetic, beyond (large -a with large x) the
   three-term recurrence on b (DLMF 13.3.2) is run downwards from b + N, N ~ |a| x / 2, where the
   series has no cancellation (M is the recessive solution as b grows, so the downward direction is
-  stable). Sums are rescaled by 2^-900 so that e^x M(b - a, b, -x) stays finite down to x = -1400.
+  stable). Sums are rescaled by 2^-900 so that e^x M(b - a, b, -x) stays finite down to x = -1400;
+  below x = -700 the large-|x| expansion (DLMF 13.7.2) where it converges and its e^x part is
+  negligible (e.g. M(1, 2, -1e6) = 1e-6).
 - ``sph_harm_y(n, m, theta, phi)`` (scipy >= 1.15 convention, real operands of one dtype, complex
   result): the normalized associated Legendre functions by scipy's recurrences (the diagonal
   P_m^m from P_{m-2}^{m-2} with sin^2 theta, |sin theta| for m = 1, then upwards in n), times
@@ -499,6 +501,33 @@ __device__ __forceinline__ double fj_h1_fin(double s, int sc, double kx) {
   }
   return isinf(v) ? INFINITY : v;
 }
+// x < -700: DLMF 13.7.2, M ~ Gamma(b) / Gamma(b - a) (-x)^-a sum_k (a)_k (a - b + 1)_k / (k! (-x)^k),
+// where the other (e^x) part is below 1e-17 of it and the sum converges; else NaN (not taken)
+__device__ FJ_NOINLINE double fj_h1_asym(double a, double b, double x) {
+  const double ba = b - a, lx = log(-x);
+  if (ba <= 0.0 && ba == floor(ba)) return NAN;  // Gamma(b - a) has a pole: the e^x part is all
+  if (!(a <= 0.0 && a == floor(a)) && x + (a - ba) * lx + lgamma(ba) - lgamma(a) > -40.0) return NAN;
+  double t = 1.0, s = 1.0;
+  bool done = false;
+  for (int k = 0; k < 200 && !done; ++k) {
+    const double tn = t * ((a + k) * (a - b + 1.0 + k) / ((k + 1.0) * -x));
+    if (fabs(tn) > fabs(t) && k > 0) return NAN;  // past the smallest term before converging
+    t = tn; s += t;
+    done = fabs(t) <= 1e-17 * fabs(s);
+  }
+  if (!done) return NAN;
+  double g;
+  if (fabs(b) < 170.0 && fabs(ba) < 170.0) {
+    g = tgamma(b) / tgamma(ba) * pow(-x, -a);
+  } else {
+    g = NAN;
+  }
+  if (!(fabs(g) < INFINITY) || g == 0.0) {  // out of range piecewise: through the logarithms
+    const bool nb = b < 0.0 && fmod(floor(b), 2.0) != 0.0, nba = ba < 0.0 && fmod(floor(ba), 2.0) != 0.0;
+    g = (nb != nba ? -1.0 : 1.0) * exp(lgamma(b) - lgamma(ba) - a * lx);
+  }
+  return g * s;
+}
 __device__ FJ_NOINLINE double fj_hyp1f1(double a, double b, double x) {
   if (isnan(a) || isnan(b) || isnan(x)) return NAN;
   const bool nia = a < 0.0 && trunc(a) == a;
@@ -519,6 +548,10 @@ __device__ FJ_NOINLINE double fj_hyp1f1(double a, double b, double x) {
   if (isinf(x)) {
     if (x > 0.0) return (a > 0.0 && b > 0.0) ? INFINITY : NAN;
     return (b > 0.0 && b - a > 0.0) ? 0.0 : NAN;
+  }
+  if (x < -700.0 && !poly) {  // e^x underflows: the large-|x| expansion where it converges
+    const double v = fj_h1_asym(a, b, x);
+    if (!isnan(v)) return v;
   }
   double u1, u2;
   int e1, e2;
