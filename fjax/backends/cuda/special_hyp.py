@@ -557,15 +557,21 @@ __device__ FJ_NOINLINE double fj_hyp1f1(double a, double b, double x) {
   int e1, e2;
   const double s1 = fj_h1_ser(a, b, x, &u1, &e1), r1 = u1 / fabs(s1);
   if (r1 < 1e3 || (poly && !(r1 < 1e14))) return fj_h1_fin(s1, e1, 0.0);
-  if (poly) return fj_h1_fin(fj_h1_ser_dd(a, b, x, &e1), e1, 0.0);
+  // (each sum is formed before fj_h1_fin reads its scale: argument order is unspecified)
+  double v;
+  if (poly) {
+    v = fj_h1_ser_dd(a, b, x, &e1);
+    return fj_h1_fin(v, e1, 0.0);
+  }
   const double s2 = fj_h1_ser(b - a, b, -x, &u2, &e2), r2 = u2 / fabs(s2);
   if (r2 < 1e3) return fj_h1_fin(s2, e2, x);
+  const bool kummer = (r1 < 1e14 || r2 < 1e14) ? r2 < r1 : x < 0.0;
   if (r1 < 1e14 || r2 < 1e14) {
-    if (r1 <= r2) return fj_h1_fin(fj_h1_ser_dd(a, b, x, &e1), e1, 0.0);
-    return fj_h1_fin(fj_h1_ser_dd(b - a, b, -x, &e2), e2, x);
+    v = kummer ? fj_h1_ser_dd(b - a, b, -x, &e2) : fj_h1_ser_dd(a, b, x, &e2);
+  } else {
+    v = kummer ? fj_h1_brec(b - a, b, -x, &e2) : fj_h1_brec(a, b, x, &e2);
   }
-  if (x >= 0.0) return fj_h1_fin(fj_h1_brec(a, b, x, &e1), e1, 0.0);
-  return fj_h1_fin(fj_h1_brec(b - a, b, -x, &e2), e2, x);
+  return fj_h1_fin(v, e2, kummer ? x : 0.0);
 }
 #endif
 """
