@@ -25,7 +25,12 @@ NotImplementedError.
   series has no cancellation (M is the recessive solution as b grows, so the downward direction is
   stable). Sums are rescaled by 2^-900 so that e^x M(b - a, b, -x) stays finite down to x = -1400;
   below x = -700 the large-|x| expansion (DLMF 13.7.2) where it converges and its e^x part is
-  negligible (e.g. M(1, 2, -1e6) = 1e-6).
+  negligible (e.g. M(1, 2, -1e6) = 1e-6). Limits: NaN where the recurrence would take more than
+  2e6 steps (|a| |x| > 4e6 with heavy cancellation); sums stop after 2e5 terms (x > 2e5 with
+  b < x: the value overflows anyway); below x = -1400, outside the expansion's range, 0. Beyond
+  the measured box (|a|, b <= 200, |x| <= 300, 6000 draws) the kernel stays within 1.6e-13 of
+  scipy relative to |M| + |x dM/dx|; for b < 0 there scipy returns NaN or is off (to 1e-6) at
+  some draws where the kernel agrees with mpmath.
 - ``sph_harm_y(n, m, theta, phi)`` (scipy >= 1.15 convention, real operands of one dtype, complex
   result): the normalized associated Legendre functions by scipy's recurrences (the diagonal
   P_m^m from P_{m-2}^{m-2} with sin^2 theta, |sin theta| for m = 1, then upwards in n), times
