@@ -651,13 +651,30 @@ eq_p = standard_naryop("eq", np.equal, _any, out_bool=True)
 register_lowering(eq_p, ELEMENTWISE)
 ne_p = standard_naryop("ne", np.not_equal, _any, out_bool=True)
 register_lowering(ne_p, ELEMENTWISE)
-lt_p = standard_naryop("lt", np.less, _any, out_bool=True)
+
+
+def _ordered(op: Callable, strict: Callable) -> Callable:
+    """numpy's comparison ``op``; on complex operands JAX's lexicographic order: the imaginary
+    parts compared where the real parts are equal, else the real parts by ``strict`` (so a NaN
+    imaginary part does not decide when the real parts differ, unlike numpy's)."""
+
+    def impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if np.iscomplexobj(x) or np.iscomplexobj(y):
+            x, y = np.asarray(x), np.asarray(y)
+            with np.errstate(invalid="ignore"):
+                return np.where(x.real == y.real, op(x.imag, y.imag), strict(x.real, y.real))
+        return op(x, y)
+
+    return impl
+
+
+lt_p = standard_naryop("lt", _ordered(np.less, np.less), _any, out_bool=True)
 register_lowering(lt_p, ELEMENTWISE)
-le_p = standard_naryop("le", np.less_equal, _any, out_bool=True)
+le_p = standard_naryop("le", _ordered(np.less_equal, np.less), _any, out_bool=True)
 register_lowering(le_p, ELEMENTWISE)
-gt_p = standard_naryop("gt", np.greater, _any, out_bool=True)
+gt_p = standard_naryop("gt", _ordered(np.greater, np.greater), _any, out_bool=True)
 register_lowering(gt_p, ELEMENTWISE)
-ge_p = standard_naryop("ge", np.greater_equal, _any, out_bool=True)
+ge_p = standard_naryop("ge", _ordered(np.greater_equal, np.greater), _any, out_bool=True)
 register_lowering(ge_p, ELEMENTWISE)
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     ad.defzero(_p)
