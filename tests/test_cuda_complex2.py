@@ -333,3 +333,26 @@ def test_nvcc_compiles_the_functions_without_spills(tmp_path):
     info = r.stderr + r.stdout
     assert "sm_80" in info and "sm_90" in info, info[-3000:]
     assert not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_ordering_comparisons_and_what_uses_them_match_the_cpu(dt):
+    """``jnp.less`` & co. of complex values (JAX's lexicographic order: the imaginary parts only
+    where the real parts are equal), ``fmax``/``fmin`` and ``searchsorted``, on every pair of the
+    special-value grid (zeros of both signs, NaNs, infinities)."""
+    vals = [0.0, -0.0, 1.0, 2.0, np.nan, np.inf, -np.inf]
+    zs = np.array([complex(a, b) for a in vals for b in vals], dt)
+    A, B = (m.ravel() for m in np.meshgrid(zs, zs))
+
+    def f(a, b):
+        return jnp.less(a, b), jnp.less_equal(a, b), jnp.greater(a, b), jnp.greater_equal(a, b)
+
+    got, want = _standin_gpu.both(f, A, B, x64=dt == np.complex128)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    for fn in (jnp.fmax, jnp.fmin):
+        got, want = _standin_gpu.both(fn, A, B, x64=dt == np.complex128)
+        np.testing.assert_array_equal(got.view(_part_dtype(dt)), want.view(_part_dtype(dt)))
+    s = np.sort(zs[np.isfinite(zs)])
+    got, want = _standin_gpu.both(lambda a, v: jnp.searchsorted(a, v), s, zs, x64=dt == np.complex128)
+    np.testing.assert_array_equal(got, want)

@@ -127,6 +127,10 @@ _BINARY = {
     "min": "fj_cmin",
 }
 OPS = frozenset(_UNARY) | frozenset(_BINARY) | {"real", "imag", "conj", "abs", "square", "integer_pow", "eq", "ne"}
+OPS |= {"lt", "le", "gt", "ge"}
+# ordering comparisons, JAX's lexicographic order: the imaginary parts where the real parts are
+# equal, else the real parts strictly (the CPU impl, ``lax_elementwise._ordered``)
+_ORDER = {"lt": ("<", "<"), "le": ("<=", "<"), "gt": (">", ">"), "ge": (">=", ">")}
 
 
 def render_op(a: list, op: ir.Op, ctype, f2i) -> str | None:  # noqa: ANN001
@@ -143,6 +147,10 @@ def render_op(a: list, op: ir.Op, ctype, f2i) -> str | None:  # noqa: ANN001
     if name in ("eq", "ne"):
         e = f"fj_ceq({a[0]}, {a[1]})"
         return e if name == "eq" else f"(!{e})"
+    if name in _ORDER:
+        o, strict = _ORDER[name]
+        x, y = a[0], a[1]
+        return f"(({x}).re == ({y}).re ? ({x}).im {o} ({y}).im : ({x}).re {strict} ({y}).re)"
     if out.kind != "c" and name not in ("real", "imag", "abs"):
         raise NotImplementedError(f"CUDA backend: op {name} on dtype {src.name}")
     if name == "real":
