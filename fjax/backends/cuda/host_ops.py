@@ -77,7 +77,7 @@ _COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
 # modules rendering further host steps (random_state: rng_uniform), tried in order after the ones above: each has
 # ``render(name, params, in_avals, out_avals, ins, outs, launch, alloc) -> list | None`` (None: not
 # its primitive) and checks the dtypes it takes
-_MORE = ("special_complex", "linalg_extra", "special_hyp", "random_state")
+_MORE = ("special_complex", "linalg_extra", "special_hyp", "random_state", "int_dot")
 
 
 def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, b: Any) -> list:

@@ -1,0 +1,116 @@
+"""``dot_general`` of integers and bools on the CUDA backend (``fjax/backends/cuda/int_dot.py``: a
+kernel, since cuBLAS takes floats and complex only): drawn dimension numbers (batch and several
+contracting dims), dtypes, ``preferred_element_type``, wraparound, under vmap and in a scan body,
+against the CPU on the cupy stand-in; and nvcc."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import _standin_gpu  # noqa: E402  (tests/ is on the path)
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import lax
+from fjax.backends.cuda import emulate
+
+pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler for the CUDA emulator")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def standin_gpu():
+    with _standin_gpu.installed():
+        yield
+
+
+_DTYPES = [np.int32, np.int8, np.uint8, np.uint32, np.bool_]
+
+
+def _draw(rng, dt, shape):
+    if dt == np.bool_:
+        return rng.random(shape) < 0.5
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -120), min(info.max, 250), shape).astype(dt)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    dt=st.sampled_from(_DTYPES),
+    nb=st.integers(0, 1),
+    nc=st.integers(0, 2),
+    nlf=st.integers(0, 1),
+    nrf=st.integers(0, 1),
+)
+def test_integer_dot_general_matches_the_cpu(seed, dt, nb, nc, nlf, nrf):
+    rng = np.random.default_rng(seed)
+    sizes = [int(s) for s in rng.integers(1, 5, nb + nc + nlf + nrf)]
+    bs, cs, lf, rf = sizes[:nb], sizes[nb : nb + nc], sizes[nb + nc : nb + nc + nlf], sizes[nb + nc + nlf :]
+    # operand layouts: dims shuffled, so batch/contracting dims sit anywhere
+    lroles = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + [("f", i) for i in range(nlf)]
+    rroles = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + [("f", i) for i in range(nrf)]
+    rng.shuffle(lroles)
+    rng.shuffle(rroles)
+    size = {"b": bs, "c": cs}
+    lshape = [size[r][i] if r != "f" else lf[i] for r, i in lroles]
+    rshape = [size[r][i] if r != "f" else rf[i] for r, i in rroles]
+    dn = (
+        (tuple(lroles.index(("c", i)) for i in range(nc)), tuple(rroles.index(("c", i)) for i in range(nc))),
+        (tuple(lroles.index(("b", i)) for i in range(nb)), tuple(rroles.index(("b", i)) for i in range(nb))),
+    )
+    x, y = _draw(rng, dt, lshape), _draw(rng, dt, rshape)
+    got, want = _standin_gpu.both(lambda a, b: lax.dot_general(a, b, dn), x, y)
+    assert got.dtype == want.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(got, want)
+
+
+def _i8dot(a, b):
+    return lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=jnp.int32)
+
+
+def _scan_dot(a, b):
+    return lax.scan(lambda c, v: (c + v @ b, 0), jnp.zeros(b.shape[1], jnp.int32), a)[0]
+
+
+def test_preferred_element_type_wraparound_vmap_and_scan():
+    rng = np.random.default_rng(0)
+    a8, b8 = _draw(rng, np.int8, (4, 30)), _draw(rng, np.int8, (30, 3))
+    cases = {
+        "int8 -> int32": (_i8dot, (a8, b8)),
+        "uint8 wraps": (lambda a, b: a @ b, (np.full((2, 300), 200, np.uint8), np.full((300, 2), 3, np.uint8))),
+        "bool or-of-ands": (jnp.dot, (a8 > 0, b8 > 50)),
+        "vmap": (fjax.vmap(jnp.dot), (a8.astype(np.int32).reshape(2, 2, 30), b8[:, :2].T.astype(np.int32))),
+        "scan": (_scan_dot, (a8.astype(np.int32), b8.astype(np.int32))),
+    }
+    for name, (f, args) in cases.items():
+        got, want = _standin_gpu.both(f, *args)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    assert _standin_gpu.both(lambda a, b: a @ b, *cases["uint8 wraps"][1])[0][0, 0] == (200 * 3 * 300) % 256
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_nvcc_compiles_the_integer_dot_kernels(arch, tmp_path):
+    srcs = [
+        fjax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+        for f, args in [
+            (jnp.matmul, (np.zeros((2, 3, 4), np.int32), np.zeros((2, 4, 5), np.int32))),
+            (jnp.dot, (np.zeros((3, 4), bool), np.zeros((4, 2), bool))),
+            (_i8dot, (np.zeros((3, 4), np.int8), np.zeros((4, 2), np.int8))),
+        ]
+    ]
+    assert all("// dot_general" in s for s in srcs)
+    cu = tmp_path / "idot.cu"
+    cu.write_text("\n".join(srcs))
+    cmd = ["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(tmp_path / "i.o"), "-Xptxas", "-v"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    info = r.stderr + r.stdout
+    assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
