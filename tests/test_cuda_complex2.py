@@ -356,3 +356,44 @@ def test_ordering_comparisons_and_what_uses_them_match_the_cpu(dt):
     s = np.sort(zs[np.isfinite(zs)])
     got, want = _standin_gpu.both(lambda a, v: jnp.searchsorted(a, v), s, zs, x64=dt == np.complex128)
     np.testing.assert_array_equal(got, want)
+
+
+def test_complex_convolutions_match_the_cpu():
+    """``conv_general_dilated`` of complex values (im2col copies + a complex GEMM): ``jnp.convolve``
+    and ``correlate``, a 2-D SAME convolution, a grouped, strided, dilated complex128 one, and a
+    gradient through one."""
+    rng = np.random.default_rng(5)
+
+    def c(*s, dt=np.complex64):
+        return (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dt)
+
+    hi = "highest"
+    conv = lax.conv_general_dilated
+
+    def grouped(a, b):
+        return conv(a, b, (2, 1), [(1, 0), (0, 2)], rhs_dilation=(1, 2), feature_group_count=3)
+
+    def grad(a, b):
+        return fjax.grad(lambda a: jnp.sum(jnp.abs(conv(a, b, (1,), "VALID", precision=hi)) ** 2))(a)
+
+    cases = [
+        (lambda a, b: jnp.convolve(a, b, precision=hi), (c(20), c(5)), False, 1e-6),
+        (lambda a, b: jnp.correlate(a, b, mode="full", precision=hi), (c(20), c(5)), False, 1e-6),
+        (lambda a, b: conv(a, b, (1, 1), "SAME", precision=hi), (c(2, 3, 8, 8), c(4, 3, 3, 3)), False, 1e-6),
+        (
+            grouped,
+            (c(2, 6, 8, 7, dt=np.complex128), c(3, 2, 3, 2, dt=np.complex128)),
+            True,
+            1e-14,
+        ),
+        (
+            grad,
+            (c(2, 3, 9), c(4, 3, 3)),
+            False,
+            1e-5,
+        ),
+    ]  # fmt: skip
+    for f, args, x64, tol in cases:
+        got, want = _standin_gpu.both(f, *args, x64=x64)
+        assert got.dtype == want.dtype and got.dtype.kind == "c"
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())

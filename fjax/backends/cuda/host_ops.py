@@ -71,7 +71,7 @@ _BITS_CALLS = frozenset({"nextafter"})  # of the format's bits: not computable i
 _COMPLEX_OK = frozenset({"gather", "dynamic_update_slice", "scatter", "scatter-add", "sort"})
 _COMPLEX_OK |= {"cumsum", "cumprod", "cummax", "cummin"}
 _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # linalg_ops.py: complex64/128
-_COMPLEX_OK |= {"wofz"}  # special_complex.py
+_COMPLEX_OK |= {"wofz", "conv_general_dilated"}  # special_complex.py; _conv's complex GEMM
 _COMPLEX_OK |= {"tridiagonal_solve", "householder_product"}  # linalg_extra.py (checks its dtypes)
 _COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
 # modules rendering further host steps (random_state: rng_uniform), tried in order after the ones above: each has
@@ -473,8 +473,12 @@ def _conv(params: dict, in_avals: list, out_avals: list, ins: list, outs: list, 
     la, ra, oa = in_avals[0], in_avals[1], out_avals[0]
     dt = np.dtype(oa.dtype)
     low = dt in LOW_FLOATS and la.dtype == ra.dtype == dt  # moved as bits, multiplied by cuBLAS
-    if dt not in (np.float32, np.float64) and not low:
-        raise NotImplementedError(f"CUDA backend: conv_general_dilated on dtype {dt.name} (float32/float64 only)")
+    # complex64/128: the same copies and a complex GEMM (cuBLAS's C/Zgemm, operands not conjugated)
+    cplx = dt.kind == "c" and la.dtype == ra.dtype == dt
+    if dt not in (np.float32, np.float64) and not low and not cplx:
+        raise NotImplementedError(
+            f"CUDA backend: conv_general_dilated on dtype {dt.name} (float32/float64/complex64/complex128 only)"
+        )
     T, LT, RT = stype(dt), stype(la.dtype), stype(ra.dtype)
     L, R, O_shape = tuple(la.shape), tuple(ra.shape), tuple(oa.shape)
     nsp = len(L) - 2
