@@ -38,10 +38,8 @@ results agree with the CPU to a few ulps of double precision except where noted:
 Loop lengths follow the data as in scipy: ``zeta`` at a negative non-integer q sums up from q
 (|q| steps), ``betainc``'s continued fractions take ~sqrt(max(a, b)) steps. The gamma functions
 are called once per kernel (``betainc``'s prefactor is formed once for all branches): nvcc
-spilled registers around a second call site. Left without a CUDA form (NotImplementedError
-naming them): ``hyp1f1`` and ``hyp2f1`` (scipy runs Boost's / Zhang & Jin's many-region
-algorithms, not ported) and ``sph_harm_y`` (a complex result). ``wofz`` (complex in and out) is in
-``special_complex.py``.
+spilled registers around a second call site. ``hyp1f1``, ``hyp2f1`` and ``sph_harm_y`` are in
+``special_hyp.py``; ``wofz`` (complex in and out) is in ``special_complex.py``.
 """
 
 from __future__ import annotations
