@@ -292,3 +292,20 @@ def test_nvcc_compiles_a_bfloat16_training_step(arch, tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     spills = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)]
     assert spills and not any(spills)
+
+
+@pytest.mark.parametrize("dt", HALF)
+def test_nextafter_and_spacing_of_16_bit_floats_match_the_cpu(dt):
+    """``nextafter`` on the bits (float16 as numpy: x where x == y; bfloat16 as ml_dtypes: y), over
+    every seventh bit pattern against a shifted one and the grid of zeros, ones, infinities and NaN;
+    ``spacing`` (its user) too."""
+    b = np.arange(0, 1 << 16, 7, dtype=np.uint32).astype(np.uint16)
+    x, y = b.view(dt), np.roll(b, 13).view(dt).copy()
+    y[::5] = x[::5]
+    sp = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan], dt)
+    gx, gy = np.meshgrid(sp, sp)
+    x, y = np.concatenate([x, gx.ravel()]), np.concatenate([y, gy.ravel()])
+    for fn, args in ((jnp.nextafter, (x, y)), (jnp.spacing, (x,))):
+        _, got = _run(fn, *args)
+        (want,) = _cpu(fn, *args)
+        np.testing.assert_array_equal(np.asarray(got[0]).view(np.uint16), want.view(np.uint16))

@@ -112,6 +112,8 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
         d = np.dtype(a.dtype)
         if d in LOW_FLOATS and name == "random_fma":
             return alloc(0) + _fma16(d, in_avals, ins, outs[0], launch)
+        if d in LOW_FLOATS and name == "nextafter":
+            return alloc(0) + _nextafter16(d, in_avals, ins, outs[0], launch)
         low = d in LOW_FLOATS and name not in _BITS_CALLS  # computed in float32, rounded once
         if d not in (np.float32, np.float64) and not low:
             raise NotImplementedError(f"CUDA backend: {name} on {d.name}")
@@ -282,6 +284,39 @@ def _fma16(d: np.dtype, in_avals: list, ins: list, out: str, launch) -> list:  #
         f"  {_loop(n, blk)}\n    o[t] = fj_f32_{tag}(fj_d2f_odd(fj_fma16({args}, {drop})));\n}}\n"
     )
     return launch("op", src, n, blk, (*ins, out), "random_fma")
+
+
+def _nextafter16(d: np.dtype, in_avals: list, ins: list, out: str, launch) -> list:  # noqa: ANN001
+    """``nextafter`` of 16-bit floats on their bits, as the CPU: numpy's float16 (x where x == y,
+    NaN 0x7e00) and ml_dtypes' bfloat16 (y where x == y, as C's nextafter; NaN 0x7fc0)."""
+    n = math.prod(max((tuple(x.shape) for x in in_avals), key=len))
+    if not n:
+        return []
+    blk = _block(n)
+    f16 = d == np.float16
+    inf, nan, eq = ("0x7c00", "0x7e00", "xb") if f16 else ("0x7f80", "0x7fc0", "yb")
+    ix = [f"x{i}[{'t' if tuple(x.shape) else '0'}]" for i, x in enumerate(in_avals)]
+    lines = [
+        f"    const unsigned short xb = {ix[0]}, yb = {ix[1]};",
+        "    const unsigned short xa = xb & 0x7fff, ya = yb & 0x7fff;",
+        "    unsigned short r;",
+        f"    if (xa > {inf} || ya > {inf}) r = {nan};",
+        f"    else if (xb == yb || (xa == 0 && ya == 0)) r = {eq};",
+        "    else if (xa == 0) r = (unsigned short)((yb & 0x8000) | 1);",
+        "    else {",
+        f"      const float xf = {load_expr(d, 'xb')}, yf = {load_expr(d, 'yb')};",
+        "      r = ((xf < yf) != ((xb & 0x8000) != 0)) ? (unsigned short)(xb + 1) : (unsigned short)(xb - 1);",
+        "    }",
+        "    o[t] = r;",
+    ]
+    src = (
+        f"// nextafter of {d.name} on its bits (as the CPU: {'numpy' if f16 else 'ml_dtypes'})\n"
+        f'extern "C" __global__ void __launch_bounds__({blk}) __NAME__(const unsigned short* __restrict__ x0, '
+        f"const unsigned short* __restrict__ x1, unsigned short* __restrict__ o) {{\n  {_loop(n, blk)} {{\n"
+        + "\n".join(lines)
+        + "\n  }\n}\n"
+    )
+    return launch("op", src, n, blk, (*ins, out), "nextafter")
 
 
 def _update(
