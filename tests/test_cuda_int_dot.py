@@ -5,10 +5,7 @@ against the CPU on the cupy stand-in; and nvcc."""
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-
+import _nvcc  # noqa: E402  (tests/ is on the path)
 import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
@@ -95,7 +92,7 @@ def test_preferred_element_type_wraparound_vmap_and_scan():
     assert _standin_gpu.both(lambda a, b: a @ b, *cases["uint8 wraps"][1])[0][0, 0] == (200 * 3 * 300) % 256
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@_nvcc.needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvcc_compiles_the_integer_dot_kernels(arch, tmp_path):
     srcs = [
@@ -107,10 +104,4 @@ def test_nvcc_compiles_the_integer_dot_kernels(arch, tmp_path):
         ]
     ]
     assert all("// dot_general" in s for s in srcs)
-    cu = tmp_path / "idot.cu"
-    cu.write_text("\n".join(srcs))
-    cmd = ["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(tmp_path / "i.o"), "-Xptxas", "-v"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-4000:]
-    info = r.stderr + r.stdout
-    assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
+    _nvcc.compile_without_spills("\n".join(srcs), arch, tmp_path)

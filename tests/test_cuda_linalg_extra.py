@@ -7,10 +7,7 @@ replays and programs, with plausible statistics; and nvcc."""
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-
+import _nvcc  # noqa: E402  (tests/ is on the path)
 import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import ml_dtypes
 import numpy as np
@@ -379,17 +376,11 @@ def _sources() -> list:
     return srcs
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@_nvcc.needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvcc_compiles_the_kernels_without_spills(arch, tmp_path):
     srcs = _sources()
     text = "\n".join(srcs)
     for marker in ("gtsv's elimination", "gtsv's row operations", "householder_product (orgqr", "fj_rng_state"):
         assert marker in text, marker
-    cu = tmp_path / "extra.cu"
-    cu.write_text(text)
-    cmd = ["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(tmp_path / "e.o"), "-Xptxas", "-v"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-4000:]
-    info = r.stderr + r.stdout
-    assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
+    _nvcc.compile_without_spills(text, arch, tmp_path)

@@ -5,10 +5,7 @@ the algorithm and its switch points in all four quadrants, infinities and NaNs, 
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-
+import _nvcc  # noqa: E402  (tests/ is on the path)
 import _standin_gpu  # noqa: E402  (tests/ is on the path)
 import numpy as np
 import pytest
@@ -98,7 +95,7 @@ def test_wofz_derivative():
     _assert_close(got, want, 2e-5)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@_nvcc.needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_nvcc_compiles_wofz_without_spills(arch, tmp_path):
     srcs = []
@@ -106,10 +103,4 @@ def test_nvcc_compiles_wofz_without_spills(arch, tmp_path):
         with fjax.enable_x64(dt == np.complex128):
             srcs.append(fjax.jit(wofz).trace(np.zeros(8, dt)).lower(lowering_platforms=("cuda",)).as_text())
     assert all("fj_wofz(" in s for s in srcs)
-    cu = tmp_path / "wofz.cu"
-    cu.write_text("\n".join(srcs))
-    cmd = ["nvcc", f"-arch={arch}", "-c", str(cu), "-o", str(tmp_path / "w.o"), "-Xptxas", "-v"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-4000:]
-    info = r.stderr + r.stdout
-    assert "ptxas" in info and not re.search(r"[1-9]\d* bytes spill", info), info[-3000:]
+    _nvcc.compile_without_spills("\n".join(srcs), arch, tmp_path)
