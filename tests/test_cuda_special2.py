@@ -305,17 +305,3 @@ def test_half_precision_operands(d):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype == d
         np.testing.assert_allclose(g.astype(np.float32), w.astype(np.float32), rtol=ulp, atol=1e-6, equal_nan=True)
-
-
-@pytest.mark.parametrize(
-    "name, f, n",
-    [
-        ("hyp1f1", lambda a, b, x: sps.hyp1f1(a, b, x), 3),
-        ("hyp2f1", lambda a, b, c, x: sps.hyp2f1(a, b, c, x), 4),
-    ],
-)
-def test_functions_without_a_cuda_form_name_themselves(name, f, n):
-    gpu = fjax.devices("gpu")[0]
-    args = [fjax.device_put(np.full(3, 0.25, np.float32), gpu) for _ in range(n)]
-    with pytest.raises(NotImplementedError, match=name):
-        fjax.jit(f)(*args)
