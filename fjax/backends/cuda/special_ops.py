@@ -37,10 +37,13 @@ __device__ double fj_digamma(double v) {
   if (v <= 0.0 && v == floor(v)) return NAN;
   const bool neg = v < 0.5;
   double z = neg ? 1.0 - v : v, acc = 0.0;
-  for (int i = 0; i < 6; ++i) if (z < 6.0) { acc -= 1.0 / z; z += 1.0; }
+  // raised to z >= 10, then the asymptotic series through B_14 (truncation below 3e-18; stopping
+  // at z >= 6 and B_10 left 1e-11)
+  for (int i = 0; i < 10; ++i) if (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
   const double inv = 1.0 / z, inv2 = inv * inv;
   double r = acc + log(z) - 0.5 * inv
-      - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 / 132))));
+      - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132
+      - inv2 * (691.0 / 32760 - inv2 / 12.0))))));
   if (neg) r -= 3.141592653589793 / tan(3.141592653589793 * v);
   return r;
 }
