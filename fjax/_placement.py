@@ -40,6 +40,7 @@ import numpy as np
 from fjax import _devices, core
 from fjax.config import config
 from fjax.core import Array
+from fjax.dtypes import float0
 
 __all__ = ["GpuArray", "put", "rearm"]
 
@@ -176,6 +177,9 @@ class GpuArray(Array):
         return (core._rebuild_array, (np.array(self._value), self.weak_type))
 
 
+_FLOAT0 = np.dtype(float0)
+
+
 def _c_order(a: np.ndarray) -> np.ndarray:
     # not np.ascontiguousarray: it turns a 0-d array into a 1-d one
     a = np.asarray(a)
@@ -183,7 +187,10 @@ def _c_order(a: np.ndarray) -> np.ndarray:
 
 
 def _to_gpu(arr: Array, device: Any) -> Any:
-    """A device buffer on ``device`` with the value of ``arr`` (no copy if it is already there)."""
+    """A device buffer on ``device`` with the value of ``arr`` (no copy if it is already there);
+    a float0 value (no data) stays a host array of its shape."""
+    if np.dtype(arr.dtype) == _FLOAT0:
+        return np.zeros(np.shape(arr), _FLOAT0)
     if isinstance(arr, GpuArray):
         if arr._device == device:
             return arr._buf
@@ -403,7 +410,12 @@ def _run_on_gpu(prim: core.Primitive, args: Sequence[Any], params: dict, device:
         bufs = [_buffer_for(x, device) for x in list(consts) + list(args)]
         fn = dispatch.compile_for_device(closed, "cuda", rt)
         outs = fn(*bufs) if fn is not None else _trivial(closed.jaxpr, bufs, device)
-    res = [GpuArray(b, a.weak_type, device, committed, a.dtype) for b, a in zip(outs, closed.out_avals)]
+    # float0 values (the tangent/cotangent type of integers and bools) hold no data: host numpy
+    # zeros, as JAX returns them, never device buffers (cupy has no such dtype)
+    res = [
+        np.zeros(a.shape, _FLOAT0) if a.dtype == _FLOAT0 else GpuArray(b, a.weak_type, device, committed, a.dtype)
+        for b, a in zip(outs, closed.out_avals)
+    ]
     if prim.name != "jit" and not prim.multiple_results:
         return res[0]
     return res

@@ -116,7 +116,7 @@ class _Builder:
         for j, v in enumerate(prog.in_slots):
             if j < nconst:
                 n = nm(v)
-                plan.consts[n] = np.ascontiguousarray(np.asarray(prog.consts[j]))
+                plan.consts[n] = np.array(prog.consts[j], order="C", copy=None)
             else:
                 if in_names is not None:
                     names[v] = in_names[j - nconst]
