@@ -418,12 +418,21 @@ def _update(
             raise NotImplementedError(f"CUDA backend: scatter-add on dtype {d.name} (no atomicAdd)")
     else:
         op = name.split("-")[1]
-        if d.kind == "f" or d == np.bool_ or d in LOW_FLOATS:
-            raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name}")
-        fn = {"mul": None, "min": "atomicMin", "max": "atomicMax"}[op]
-        if fn is None or d.itemsize not in (4, 8):
+        if d == np.bool_ or d in LOW_FLOATS or d.kind == "c" or d.itemsize not in (4, 8):
             raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name} (no atomic form)")
-        upd = f"{fn}(&{tgt}, u[t]);"
+        if op != "mul" and d.kind in "iu":
+            upd = f"atomic{op.capitalize()}(&{tgt}, u[t]);"
+        else:  # a compare-and-swap loop on the element's bits (NaNs propagate, as the impl's)
+            U = "unsigned int" if d.itemsize == 4 else "unsigned long long"
+            if op == "mul":  # integers multiplied as unsigned: wraparound, no overflow UB
+                new = f"({T})(v.u * ({U})u[t])" if d.kind in "iu" else "v.v * u[t]"
+            else:
+                new = f"fj_f{op}(v.v, u[t])"
+            upd = (
+                f"union {{ {U} u; {T} v; }} v, w;\n    {U}* a = ({U}*)&{tgt};\n    {U} old = *a, seen;\n"
+                f"    do {{\n      seen = old;\n      v.u = seen;\n      w.v = {new};\n"
+                "      old = atomicCAS(a, seen, w.u);\n    } while (old != seen);"
+            )
     blk2 = _block(nu)
     src = (
         f"// {name}: operand {list(D)}, indices {list(I_shape)}, updates {list(U_shape)}"
