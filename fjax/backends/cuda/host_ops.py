@@ -74,7 +74,8 @@ _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # li
 _COMPLEX_OK |= {"wofz", "conv_general_dilated"}  # special_complex.py; _conv's complex GEMM
 _COMPLEX_OK |= {"tridiagonal_solve", "householder_product"}  # linalg_extra.py (checks its dtypes)
 _COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
-# modules rendering further host steps (random_state: rng_uniform), tried in order after the ones above: each has
+# modules rendering further host steps, tried in order after the ones above (wofz; tridiagonal_solve
+# and householder_product; hyp1f1, hyp2f1, sph_harm_y; rng_uniform; integer dot_general): each has
 # ``render(name, params, in_avals, out_avals, ins, outs, launch, alloc) -> list | None`` (None: not
 # its primitive) and checks the dtypes it takes
 _MORE = ("special_complex", "linalg_extra", "special_hyp", "random_state", "int_dot")
@@ -254,12 +255,7 @@ def render(name: str, params: dict, in_avals: list, out_avals: list, aux: dict, 
     if recs is None:
         recs = random_ops.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
     for mod in _MORE if recs is None else ():
-        try:
-            m = importlib.import_module(f"fjax.backends.cuda.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name != f"fjax.backends.cuda.{mod}":
-                raise
-            continue
+        m = importlib.import_module(f"fjax.backends.cuda.{mod}")
         recs = m.render(name, params, in_avals, out_avals, ins, outs, launch, alloc)
         if recs is not None:
             return recs
