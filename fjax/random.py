@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 import warnings
 from typing import Any, Sequence
 
@@ -186,9 +187,18 @@ def _user_dtype(dtype: Any, default_kind: type) -> np.dtype:
             "JAX_ENABLE_X64 shell environment variable. See https://github.com/jax-ml/jax#current-gotchas "
             "for more.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     return canon
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel (called from the caller of this) of the first frame outside
+    fjax: the user's line, however many fjax frames (samplers, the eager tier) lie between."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(dtypes._FJAX_PREFIX):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _check_shape(name: str, shape: tuple, *param_shapes: tuple) -> None:

@@ -559,3 +559,19 @@ def test_complex_ordering_comparisons_are_jaxs_lexicographic_order(name: str) ->
     np.testing.assert_array_equal(np.asarray(fjax.jit(f)(A, B)), want)
     with np.errstate(invalid="ignore"):
         assert (getattr(np, name)(A, B) != want).sum() == 110  # (numpy's own order: the grid tells them apart)
+
+
+def test_random_dtype_warnings_point_at_the_callers_line() -> None:
+    """As JAX's: the 'Explicitly requested dtype' warning of a sampler names the user's file, not
+    fjax's eager-tier or sampler frames between."""
+    k = fjax.random.key(0)
+    for call in (
+        lambda: fjax.random.normal(k, (3,), dtype=jnp.float64),
+        lambda: fjax.random.uniform(k, (1000,), dtype=jnp.float64),
+        lambda: fjax.random.randint(k, (3,), 0, 5, dtype=jnp.int64),
+    ):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            call()
+        hits = [x for x in w if "Explicitly requested dtype" in str(x.message)]
+        assert hits and all(x.filename == __file__ for x in hits), [(x.filename, x.lineno) for x in hits]
