@@ -128,9 +128,17 @@ def integer_pow(x: Any, y: int) -> Any:
     return _bind(integer_pow_p, x, y=int(y))
 
 
-def _mk_binary(prim: Primitive, doc: str) -> Callable:
-    def f(x: Any, y: Any) -> Any:
-        return _bind(prim, x, y)
+def _mk_binary(prim: Primitive, doc: str, check: Callable | None = None) -> Callable:
+    """The public wrapper of a binary primitive; ``check(name, x, y)`` validates operands first."""
+    if check is None:
+
+        def f(x: Any, y: Any) -> Any:
+            return _bind(prim, x, y)
+    else:
+
+        def f(x: Any, y: Any) -> Any:
+            check(prim.name, x, y)
+            return _bind(prim, x, y)
 
     f.__name__ = prim.name
     f.__doc__ = doc
@@ -174,13 +182,7 @@ def _check_ordered(name: str, x: Any, y: Any) -> None:
 
 
 def _mk_ordered(prim: Primitive, doc: str) -> Callable:
-    def f(x: Any, y: Any) -> Any:
-        _check_ordered(prim.name, x, y)
-        return _bind(prim, x, y)
-
-    f.__name__ = prim.name
-    f.__doc__ = doc
-    return f
+    return _mk_binary(prim, doc, _check_ordered)
 
 
 lt = _mk_ordered(lt_p, "Elementwise x < y (integer, floating or bool operands: complex ones raise TypeError).")
