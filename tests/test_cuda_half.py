@@ -309,3 +309,27 @@ def test_nextafter_and_spacing_of_16_bit_floats_match_the_cpu(dt):
         _, got = _run(fn, *args)
         (want,) = _cpu(fn, *args)
         np.testing.assert_array_equal(np.asarray(got[0]).view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("cdt", [np.complex64, np.complex128])
+def test_conversions_between_16_bit_floats_and_complex_match_the_cpu(dt, cdt):
+    """Every third 16-bit pattern to complex (exact), and complex values over 14 decades (with
+    NaN, infinities, overflow) to 16 bits: the real part rounded once, as numpy/ml_dtypes."""
+    x = np.arange(0, 1 << 16, 3, dtype=np.uint32).astype(np.uint16).view(dt)
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal(3000) * 10.0 ** rng.uniform(-8, 6, 3000)).astype(cdt) + 1j
+    z[:4] = [np.nan, np.inf, -np.inf, 3e38]
+    with fjax.enable_x64(cdt == np.complex128):
+        for f, arg in (
+            (lambda v: lax.convert_element_type(v, cdt) * 1j, x),
+            (lambda v: lax.convert_element_type(v, dt), z),
+        ):
+            _, got = _run(f, arg)
+            (want,) = _cpu(f, arg)
+            got = np.asarray(got[0])
+            assert got.dtype == want.dtype
+            if want.dtype.kind == "c":
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

@@ -105,3 +105,22 @@ def test_nvcc_compiles_the_integer_dot_kernels(arch, tmp_path):
     ]
     assert all("// dot_general" in s for s in srcs)
     _nvcc.compile_without_spills("\n".join(srcs), arch, tmp_path)
+
+
+@pytest.mark.parametrize("pair", ["f32->c64", "f64->c128", "c64->c128"])
+def test_products_converted_to_a_complex_preferred_element_type(pair):
+    """``preferred_element_type`` complex with real (or narrower complex) operands: not a cuBLAS
+    GEMM (its operand and product types differ), the kernel here, as the CPU converts them."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal((6, 3))
+    src, out = {"f32->c64": (np.float32, np.complex64), "f64->c128": (np.float64, np.complex128)}.get(
+        pair, (np.complex64, np.complex128)
+    )
+    if np.dtype(src).kind == "c":
+        a = a + 1j * rng.standard_normal(a.shape)
+    x64 = np.dtype(out) == np.complex128
+    got, want = _standin_gpu.both(
+        lambda x, y: lax.dot(x, y, preferred_element_type=out), a.astype(src), b.astype(src), x64=x64
+    )
+    assert got.dtype == want.dtype == np.dtype(out)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if out == np.complex64 else 1e-14, atol=1e-6)

@@ -74,6 +74,7 @@ _COMPLEX_OK |= {"cholesky", "triangular_solve", "lu", "qr", "eigh", "svd"}  # li
 _COMPLEX_OK |= {"wofz", "conv_general_dilated"}  # special_complex.py; _conv's complex GEMM
 _COMPLEX_OK |= {"tridiagonal_solve", "householder_product"}  # linalg_extra.py (checks its dtypes)
 _COMPLEX_OK |= {"sph_harm_y"}  # special_hyp.py: real operands, complex result
+_COMPLEX_OK |= {"dot_general"}  # int_dot.py: products converted to a complex preferred_element_type
 # modules rendering further host steps, tried in order after the ones above (wofz; tridiagonal_solve
 # and householder_product; hyp1f1, hyp2f1, sph_harm_y; rng_uniform; integer dot_general): each has
 # ``render(name, params, in_avals, out_avals, ins, outs, launch, alloc) -> list | None`` (None: not

@@ -1,9 +1,10 @@
 """``dot_general`` the cuBLAS path does not take (``plan.py`` sends float and complex GEMMs there):
 integer and bool products, and products whose operands are converted to another output dtype
-(``preferred_element_type``), as one kernel with a thread per output element looping over the
-contraction. Operands are converted to the output dtype first and the sum accumulates in it, as
-the CPU impl (numpy's ``matmul`` of the converted operands: integers wrap around, a bool product is
-the OR of ANDs). Tried by ``host_ops.render`` (``_MORE``).
+(``preferred_element_type``, e.g. float32 operands with a complex64 product), as one kernel with
+a thread per output element looping over the contraction. Operands are converted to the output
+dtype first and the sum accumulates in it, as the CPU impl (numpy's ``matmul`` of the converted
+operands: integers wrap around, a bool product is the OR of ANDs). Tried by ``host_ops.render``
+(``_MORE``).
 
 Not run on a GPU: checked on the CUDA emulator against the CPU and compiled by nvcc.
 """
@@ -37,7 +38,7 @@ def render(  # noqa: ANN201
     d = np.dtype(oa.dtype)
     for a in (la, ra, oa):
         dt = np.dtype(a.dtype)
-        if dt.kind == "c" or dt in LOW_FLOATS:
+        if dt in LOW_FLOATS or (dt.kind == "c" and d.kind != "c"):
             raise NotImplementedError(
                 f"CUDA backend: dot_general of {np.dtype(la.dtype).name} x {np.dtype(ra.dtype).name} -> {d.name}"
             )
@@ -68,7 +69,13 @@ def render(  # noqa: ANN201
         lines.append(f"      {{ const long long c = q % {size}LL; q /= {size}LL; ")
         lines.append(f"        li += c * {lstr[lc[i]]}LL; ri += c * {rstr[rc[i]]}LL; }}")
     x, y = f"({T})a[li]", f"({T})b[ri]"
-    lines.append(f"      acc = {'acc || (' + x + ' && ' + y + ')' if bool_out else f'({T})(acc + ({T})({x} * {y}))'};")
+    if d.kind == "c":  # complex products of operands converted to the output's complex type
+        lines[lines.index(f"    {T} acc = ({T})0;")] = f"    {T} acc({T}(0, 0));"
+        lines.append(f"      acc = fj_cadd(acc, fj_cmul({x}, {y}));")
+    elif bool_out:
+        lines.append(f"      acc = acc || ({x} && {y});")
+    else:
+        lines.append(f"      acc = ({T})(acc + ({T})({x} * {y}));")
     lines.append("    }")
     lines.append("    o[t] = acc;")
     blk = _block(n)

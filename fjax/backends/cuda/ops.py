@@ -257,6 +257,8 @@ def render_op(a: list, op: ir.Op) -> str:
         raise NotImplementedError(f"CUDA backend: no CUDA rendering of elementwise op {op.op!r}")
     low = op.dtype in LOW_FLOATS
     if op.dtype.kind == "c" or any(np.dtype(d).kind == "c" for d in op.in_dtypes):
+        if op.op == "convert_element_type" and (low or np.dtype(op.in_dtypes[0]) in LOW_FLOATS):
+            return _convert_low_complex(a[0], np.dtype(op.in_dtypes[0]), np.dtype(op.dtype))
         if low or any(np.dtype(d) in LOW_FLOATS for d in op.in_dtypes):
             names = [np.dtype(d).name for d in (op.dtype, *op.in_dtypes)]
             raise NotImplementedError(f"CUDA backend: op {op.op} mixing complex and 16-bit float dtypes {names}")
@@ -266,6 +268,16 @@ def render_op(a: list, op: ir.Op) -> str:
     if low or any(np.dtype(d) in LOW_FLOATS for d in op.in_dtypes):
         return _render_low(fn, a, op, low)
     return fn(a, op)
+
+
+def _convert_low_complex(x: str, src: np.dtype, dst: np.dtype) -> str:
+    """A 16-bit float (its float value) as complex, or a complex value's real part rounded once to
+    a 16-bit float (from complex128 through double, as numpy / ml_dtypes convert)."""
+    if dst.kind == "c":
+        P = "float" if dst == np.complex64 else "double"
+        return f"{ctype(dst)}(({P})({x}), ({P})0)"
+    tag = LOW_FLOATS[dst]
+    return f"fj_r{tag}_d({x}.re)" if src == np.complex128 else f"fj_r{tag}({x}.re)"
 
 
 # ops whose float32 result of 16-bit inputs is already a 16-bit value (no rounding needed)
