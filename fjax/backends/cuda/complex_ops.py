@@ -125,6 +125,7 @@ _BINARY = {
     "pow": "fj_cpow",
     "max": "fj_cmax",
     "min": "fj_cmin",
+    "atan2": "fj_catan2",  # complex_ops2's
 }
 OPS = frozenset(_UNARY) | frozenset(_BINARY) | {"real", "imag", "conj", "abs", "square", "integer_pow", "eq", "ne"}
 OPS |= {"lt", "le", "gt", "ge"}

@@ -305,6 +305,14 @@ FJC fj_clogistic(fj_complex<T> z) {
   const fj_complex<T> one((T)1, (T)0);
   return fj_cdiv(one, fj_cadd(one, fj_cexp(fj_cneg(z))));
 }
+// atan2 of complex values, the impl's (XLA's) -i log((y + i x) / sqrt(y^2 + x^2)) with numpy's
+// operations in the impl's order (1j * x and -1j * w as complex products; the division Smith's)
+FJC fj_catan2(fj_complex<T> x, fj_complex<T> y) {
+  const fj_complex<T> i((T)0, (T)1), mi((T)0, (T)-1);
+  const fj_complex<T> num = fj_cadd(y, fj_cmul(i, x));
+  const fj_complex<T> den = fj_csqrt(fj_cadd(fj_cmul(y, y), fj_cmul(x, x)));
+  return fj_cmul(mi, fj_clog(fj_cdiv(num, den)));
+}
 // the max / min reductions: np.max's order (real parts, then imaginary parts; a value holding a
 // NaN wins), commutative: equal values by their zeros' signs, two NaN-holding ones by their bits
 template <typename T> __device__ __forceinline__ bool fjc_hasnan(fj_complex<T> z) {
