@@ -48,6 +48,7 @@ _kind_names = {
     "iu": "integer",
     "iub": "integer or boolean",
     "iufc": "numeric",
+    "iuf": "integer or floating",
     "biufc": "any",
     "c": "complex",
     "b": "boolean",

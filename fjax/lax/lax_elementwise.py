@@ -511,7 +511,7 @@ def _rem_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.fmod(x, y)
 
 
-rem_p = standard_naryop("rem", _errstate(_rem_impl), _num)
+rem_p = standard_naryop("rem", _errstate(_rem_impl), "iuf")  # no complex remainder, as JAX
 register_lowering(rem_p, ELEMENTWISE)
 ad.defjvp(
     rem_p,
