@@ -659,8 +659,7 @@ def _ordered(op: Callable, strict: Callable) -> Callable:
     imaginary part does not decide when the real parts differ, unlike numpy's)."""
 
     def impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        if np.iscomplexobj(x) or np.iscomplexobj(y):
-            x, y = np.asarray(x), np.asarray(y)
+        if x.dtype.kind == "c" or y.dtype.kind == "c":  # (operands are numpy arrays or scalars)
             with np.errstate(invalid="ignore"):
                 return np.where(x.real == y.real, op(x.imag, y.imag), strict(x.real, y.real))
         return op(x, y)
