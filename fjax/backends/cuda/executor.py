@@ -156,7 +156,8 @@ class Executor:
             return i
 
         ins = [slot(n) for n in plan.inputs]
-        consts = [(slot(n), rt.to_device(_c_order(c))) for n, c in plan.consts.items()]
+        # (not np.ascontiguousarray, which makes a 0-d constant 1-d: runtimes copy to C order themselves)
+        consts = [(slot(n), rt.to_device(np.asarray(c))) for n, c in plan.consts.items()]
         ops: list = []
         alloc_op: dict = {}
         for s in plan.steps:
@@ -252,13 +253,6 @@ class Executor:
                 env[j] = v
 
         return branch
-
-
-def _c_order(x: np.ndarray) -> np.ndarray:
-    """``x`` C-contiguous, its shape kept (np.ascontiguousarray makes a 0-d array 1-d: a 0-d
-    constant or host-call result returned as an output would come back with shape (1,))."""
-    x = np.asarray(x)
-    return x if x.flags.c_contiguous else np.array(x, order="C")
 
 
 def _alloc(empty: Callable, i: int, shape: tuple, dt: np.dtype) -> Callable:
@@ -374,6 +368,6 @@ def _host_call(rt: Any, s: HostCallback, ins: list, outs: list) -> Callable:
     def op(env: list) -> None:
         res = fn(*[host(env[i], *spec) for i, spec in zip(ins, in_specs)])
         for o, r, (shape, dt) in zip(outs, res, specs):
-            env[o] = rt.to_device(_c_order(np.asarray(r, dt).reshape(shape)))
+            env[o] = rt.to_device(np.asarray(r, dt).reshape(shape))
 
     return op
