@@ -14,9 +14,10 @@ inline loop updates): each becomes launches in the plan, so its data never leave
 - ``conv_general_dilated`` (feature and batch groups): an im2col kernel, the weights permuted to
   (groups, out features, in features x window), one (batched) cuBLAS GEMM, and a kernel writing the
   product in the output's dimension order;
-- ``dynamic_update_slice``, ``scatter``, ``scatter-add`` (and mul/min/max on integers): a copy of the
+- ``dynamic_update_slice``, ``scatter``, ``scatter-add``/``mul``/``min``/``max``: a copy of the
   operand, then one thread per update element; additions use ``atomicAdd`` (float sums of colliding
-  indices then depend on the order threads run: not bit-reproducible run to run).
+  indices then depend on the order threads run: not bit-reproducible run to run), the other ops and
+  every 1- or 2-byte type compare-and-swap loops (on the aligned 32-bit word for the narrow types).
 
 Complex values (``complex_ops.py``) go through the copies, scatters (scatter-add: ``atomicAdd`` per
 part), ``cumsum``/``cumprod``, ``cummax``/``cummin`` (lexicographic, as the impl) and ``sort`` (keys
@@ -402,8 +403,8 @@ def _update(
     tgt = f"o[{offs}]"
     if name == "scatter":
         upd = f"{tgt} = u[t];"
-    elif name == "scatter-add" and d in LOW_FLOATS:
-        upd = f"fj_atomic_add_{LOW_FLOATS[d]}(&{tgt}, {load_expr(d, 'u[t]')});"
+    elif d.itemsize < 4:  # bool, 8/16-bit ints, 16-bit floats: CAS on the aligned 32-bit word
+        upd = _subword_update(name, d, tgt)
     elif name == "scatter-add" and d.kind == "c":  # each part (the sum's order: as any atomicAdd)
         upd = f"atomicAdd(&{tgt}.re, u[t].re);\n    atomicAdd(&{tgt}.im, u[t].im);"
     elif name == "scatter-add":
@@ -415,7 +416,7 @@ def _update(
             raise NotImplementedError(f"CUDA backend: scatter-add on dtype {d.name} (no atomicAdd)")
     else:
         op = name.split("-")[1]
-        if d == np.bool_ or d in LOW_FLOATS or d.kind == "c" or d.itemsize not in (4, 8):
+        if d.kind == "c" or d.itemsize not in (4, 8):
             raise NotImplementedError(f"CUDA backend: {name} on dtype {d.name} (no atomic form)")
         if op != "mul" and d.kind in "iu":
             upd = f"atomic{op.capitalize()}(&{tgt}, u[t]);"
@@ -440,6 +441,39 @@ def _update(
         + f"\n    {upd}\n  }}\n}}\n"
     )
     return recs + launch("op", src, nu, blk2, (ins[1], ins[2], outs[0]), name)
+
+
+def _subword_update(name: str, d: np.dtype, tgt: str) -> str:
+    """scatter-add/mul/min/max of a 1- or 2-byte element (bool, 8/16-bit ints, float16/bfloat16):
+    a compare-and-swap loop on the aligned 32-bit word holding it, as the impl computes the op (bool:
+    add/max are or, mul/min are and; integers wrap; 16-bit floats in float32, rounded once, NaNs
+    propagating through min/max)."""
+    op = name.split("-")[1]
+    bits = d.itemsize * 8
+    B = "unsigned char" if d.itemsize == 1 else "unsigned short"
+    mask = "0xffu" if d.itemsize == 1 else "0xffffu"
+    if d == np.bool_:
+        new = f"(cur {'|' if op in ('add', 'max') else '&'} (u[t] ? 1u : 0u))"
+    elif d in LOW_FLOATS:
+        tag = LOW_FLOATS[d]
+        a, b = f"fj_{tag}_f32(({B})cur)", load_expr(d, "u[t]")
+        v = f"{a} {'+' if op == 'add' else '*'} {b}" if op in ("add", "mul") else f"fj_f{op}({a}, {b})"
+        new = f"(unsigned int)fj_f32_{tag}({v})"
+    elif op in ("add", "mul"):  # wraparound in unsigned 32-bit arithmetic, truncated
+        new = f"(cur {'+' if op == 'add' else '*'} (unsigned int)({B})u[t])"
+    else:
+        T = ctype(d)
+        c = f"({T})({B})cur"
+        new = f"(unsigned int)({B})({c} {'<' if op == 'min' else '>'} u[t] ? {c} : u[t])"
+    return (
+        f"unsigned int* a = (unsigned int*)((unsigned long long)&{tgt} & ~3ull);\n"
+        f"    const unsigned int sh = (unsigned int)(((unsigned long long)&{tgt} & 3ull) * 8ull);\n"
+        "    unsigned int old = *a, seen;\n    do {\n      seen = old;\n"
+        f"      const unsigned int cur = (seen >> sh) & {mask};\n"
+        f"      const unsigned int nw = {new} & {mask};\n"
+        f"      old = atomicCAS(a, seen, (seen & ~({mask} << sh)) | (nw << sh));\n"
+        f"    }} while (old != seen);  // {bits}-bit {op}"
+    )
 
 
 def _gather(params: dict, in_avals: list, out_avals: list, aux: dict, ins: list, outs: list, launch, alloc) -> list:  # noqa: ANN001
