@@ -231,18 +231,33 @@ def _series_key(series: Sequence[Any]) -> tuple:
     return tuple(None if s is None else tuple(core.get_aval(t) for t in s) for s in series)
 
 
+def _match(t: Any, aval: core.ShapedArray) -> Any:
+    """``t`` with exactly the type ``aval`` (loop carries and cond branches must agree)."""
+    ta = core.get_aval(t)
+    if ta.dtype != aval.dtype or ta.weak_type != aval.weak_type:
+        t = lax.convert_element_type_p.bind(t, new_dtype=aval.dtype, weak_type=aval.weak_type)
+    if tuple(ta.shape) != tuple(aval.shape):
+        t = jnp.broadcast_to(t, aval.shape)
+    return t
+
+
 @core.cache_in_context(maxsize=1024)
-def _jet_jaxpr(closed: core.ClosedJaxpr, order: int, series_avals: tuple, name: str) -> tuple:
+def _jet_jaxpr(closed: core.ClosedJaxpr, order: int, series_avals: tuple, out_mask: tuple | None, name: str) -> tuple:
     """The jet of ``closed`` as a jaxpr ``(consts, primals, present series terms) -> (primal
-    outs, every output's terms)``, and its hoisted constants' values."""
+    outs, terms of the outputs in out_mask (all when None), each typed as its primal)``, and
+    its hoisted constants' values."""
     n = len(closed.in_avals)
     flat_avals = [a for s in series_avals if s is not None for a in s]
+    out_avals = closed.out_avals
+    mask = (True,) * len(out_avals) if out_mask is None else out_mask
 
     def f(*args: Any) -> list:
         prims, rest = list(args[:n]), iter(args[n:])
         ser = [None if s is None else [next(rest) for _ in s] for s in series_avals]
         po, so = jet_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs), prims, ser, order)
-        flat = [t for p, s in zip(po, so) for t in instantiate_series(p, s, order)]
+        flat = [
+            _match(t, av) for p, s, av, m in zip(po, so, out_avals, mask) if m for t in instantiate_series(p, s, order)
+        ]
         return [_as_value(p) for p in po] + flat
 
     return ad._trace_closed(f, list(closed.in_avals) + flat_avals, name)
@@ -254,12 +269,16 @@ def call_jaxpr_jet(
     """Jet of a call-like equation: ``bind(new_closed, args)`` applies the primitive to the jet
     jaxpr; returns (primal outputs, per-output lists of terms)."""
     order = max(len(s) for s in series if s is not None)
-    new, consts = _jet_jaxpr(closed, order, _series_key(series), name)
+    new, consts = _jet_jaxpr(closed, order, _series_key(series), None, name)
     flat = [t for s in series if s is not None for t in s]
     outs = bind(new, [*consts, *primals, *flat])
     n_out = len(closed.out_avals)
-    rest = outs[n_out:]
-    return list(outs[:n_out]), [list(rest[i * order : (i + 1) * order]) for i in range(n_out)]
+    return list(outs[:n_out]), _split_terms(outs[n_out:], [True] * n_out, order)
+
+
+def _split_terms(flat: Sequence[Any], mask: Sequence[bool], order: int) -> list:
+    it = iter(flat)
+    return [[next(it) for _ in range(order)] if m else zero_series for m in mask]
 
 
 def _jit_rule(primals: list, series: list, *, jaxpr: core.ClosedJaxpr, name: str) -> tuple:
@@ -287,13 +306,156 @@ def _inline_call_rule(primals: list, series: list, *, call_jaxpr: core.ClosedJax
     return po, so
 
 
+# ---------------------------------------------------------------------------------------------
+# control flow: the jet of the branches and bodies (series of float carries always present)
+
+
+def _permuted(closed: core.ClosedJaxpr, ins: Sequence[int], outs: Sequence[int], extra: Sequence = ()) -> Any:
+    j = closed.jaxpr
+    invars = [j.invars[i] for i in ins] + [core.Var(a) for a in extra]
+    return core.ClosedJaxpr(core.Jaxpr(j.constvars, invars, [j.outvars[i] for i in outs], j.eqns), closed.consts)
+
+
+def _typed_series(primals: Sequence[Any], series: Sequence[Any], avals: Sequence[Any], present: Sequence[bool]) -> list:
+    order = max(len(s) for s in series if s is not None)
+    return [
+        [_match(t, a) for t in instantiate_series(p, s, order)] if m else None
+        for p, s, a, m in zip(primals, series, avals, present)
+    ]
+
+
+def _is_float(aval: core.ShapedArray) -> bool:
+    return aval.dtype.kind in "fc"
+
+
+def _cond_rule(primals: list, series: list, *, branches: tuple) -> tuple:
+    from fjax.lax.control_flow.common import merge_consts
+    from fjax.lax.control_flow.conditionals import cond_p
+
+    index, *args = primals
+    ser = series[1:]
+    order = max(len(s) for s in ser if s is not None)
+    key = _series_key(ser)
+    new_branches, consts = merge_consts([_jet_jaxpr(br, order, key, None, "jet(cond)") for br in branches])
+    flat = [t for s in ser if s is not None for t in s]
+    outs = core.bind(cond_p, [index, *consts, *args, *flat], dict(branches=new_branches))
+    n_out = len(branches[0].out_avals)
+    return list(outs[:n_out]), _split_terms(outs[n_out:], [True] * n_out, order)
+
+
+def _scan_rule(
+    primals: list,
+    series: list,
+    *,
+    jaxpr: core.ClosedJaxpr,
+    length: int,
+    num_carry: int,
+    num_consts: int,
+    reverse: bool,
+    unroll: int,
+) -> tuple:
+    from fjax.lax.control_flow.scan import scan_p
+
+    nc, ncar = num_consts, num_carry
+    n_in, n_out = len(primals), len(jaxpr.out_avals)
+    in_avals = jaxpr.in_avals
+    order = max(len(s) for s in series if s is not None)
+    present = [s is not None or (nc <= i < nc + ncar and _is_float(in_avals[i])) for i, s in enumerate(series)]
+    outer = [a if i < nc + ncar else core.get_aval(p) for i, (a, p) in enumerate(zip(in_avals, primals))]
+    ser = _typed_series(primals, series, outer, present)
+    key = tuple(None if s is None else (in_avals[i],) * order for i, s in enumerate(ser))
+    carry_mask = tuple(present[nc : nc + ncar]) + (True,) * (n_out - ncar)
+    body, hoisted = _jet_jaxpr(jaxpr, order, key, carry_mask, "jet(scan)")
+    h = len(hoisted)
+    # series inputs, grouped: consts, carry, xs (each in input order, order terms apiece)
+    pos, groups = h + n_in, ([], [], [])
+    for i, s in enumerate(ser):
+        if s is not None:
+            g = groups[0 if i < nc else 1 if i < nc + ncar else 2]
+            g.extend(range(pos, pos + order))
+            pos += order
+    prim_idx = list(range(h, h + n_in))
+    ins = list(range(h)) + prim_idx[:nc] + groups[0] + prim_idx[nc : nc + ncar] + groups[1]
+    ins += prim_idx[nc + ncar :] + groups[2]
+    n_cs = order * sum(present[nc : nc + ncar])
+    outs_order = list(range(ncar)) + list(range(n_out, n_out + n_cs)) + list(range(ncar, n_out))
+    outs_order += list(range(n_out + n_cs, n_out + n_cs + order * (n_out - ncar)))
+    body = _permuted(body, ins, outs_order)
+    flat = {0: [], 1: [], 2: []}
+    for i, s in enumerate(ser):
+        if s is not None:
+            flat[0 if i < nc else 1 if i < nc + ncar else 2].extend(s)
+    args = [*hoisted, *primals[:nc], *flat[0], *primals[nc : nc + ncar], *flat[1], *primals[nc + ncar :], *flat[2]]
+    params = dict(
+        jaxpr=body,
+        length=length,
+        num_carry=ncar + n_cs,
+        num_consts=h + nc + len(flat[0]),
+        reverse=reverse,
+        unroll=unroll,
+    )
+    outs = core.bind(scan_p, args, params)
+    carry, carry_s = outs[:ncar], outs[ncar : ncar + n_cs]
+    ys, ys_s = outs[ncar + n_cs : ncar + n_cs + n_out - ncar], outs[ncar + n_cs + n_out - ncar :]
+    terms = _split_terms(carry_s, present[nc : nc + ncar], order) + _split_terms(ys_s, [True] * (n_out - ncar), order)
+    return list(carry) + list(ys), terms
+
+
+def _while_rule(
+    primals: list,
+    series: list,
+    *,
+    cond_jaxpr: core.ClosedJaxpr,
+    body_jaxpr: core.ClosedJaxpr,
+    cond_nconsts: int,
+    body_nconsts: int,
+) -> tuple:
+    from fjax.lax.control_flow.loops import while_p
+
+    ncc, nbc = cond_nconsts, body_nconsts
+    cc, bprims = primals[:ncc], primals[ncc:]
+    bser = series[ncc:]
+    in_avals = body_jaxpr.in_avals
+    ncar = len(in_avals) - nbc
+    order = max(len(s) for s in series if s is not None)
+    present = [s is not None or (i >= nbc and _is_float(in_avals[i])) for i, s in enumerate(bser)]
+    if not any(present[nbc:]):
+        # nothing the loop carries is perturbed: it runs on the primals alone
+        return core.bind(
+            while_p, primals, dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=ncc, body_nconsts=nbc)
+        ), zero_series
+    ser = _typed_series(bprims, bser, in_avals, present)
+    key = tuple(None if s is None else (in_avals[i],) * order for i, s in enumerate(ser))
+    body, hoisted = _jet_jaxpr(body_jaxpr, order, key, tuple(present[nbc:]), "jet(while)")
+    h, nb_s = len(hoisted), order * sum(1 for s in ser[:nbc] if s is not None)
+    n_cs = order * sum(present[nbc:])
+    base = h + nbc + ncar
+    ins = list(range(h + nbc)) + list(range(base, base + nb_s)) + list(range(h + nbc, base))
+    ins += list(range(base + nb_s, base + nb_s + n_cs))
+    body = _permuted(body, ins, list(range(ncar + n_cs)))
+    carry_s_avals = [in_avals[nbc + i] for i in range(ncar) if present[nbc + i] for _ in range(order)]
+    cond = _permuted(cond_jaxpr, range(len(cond_jaxpr.in_avals)), range(len(cond_jaxpr.out_avals)), carry_s_avals)
+    b_flat = [t for s in ser[:nbc] if s is not None for t in s]
+    c_flat = [t for s in ser[nbc:] if s is not None for t in s]
+    args = [*cc, *hoisted, *bprims[:nbc], *b_flat, *bprims[nbc:], *c_flat]
+    params = dict(cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=ncc, body_nconsts=h + nbc + len(b_flat))
+    outs = core.bind(while_p, args, params)
+    return list(outs[:ncar]), _split_terms(outs[ncar:], present[nbc:], order)
+
+
 def _register_calls() -> None:
     from fjax._custom_vjp import custom_vjp_call_p
     from fjax.checkpoint import remat_p
     from fjax.custom_derivatives import custom_jvp_call_p
     from fjax.jit import jit_p
+    from fjax.lax.control_flow.conditionals import cond_p
+    from fjax.lax.control_flow.loops import while_p
+    from fjax.lax.control_flow.scan import scan_p
 
     for prim, rule in [
+        (cond_p, _cond_rule),
+        (scan_p, _scan_rule),
+        (while_p, _while_rule),
         (jit_p, _jit_rule),
         (remat_p, _remat_rule),
         (custom_jvp_call_p, _inline_call_rule),
