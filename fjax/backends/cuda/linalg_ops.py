@@ -14,9 +14,10 @@ complex conventions, as the CPU's LAPACK computes them:
 - ``lu``: partial pivoting (the first largest ``|re| + |im|`` of a column, as ``i?amax``), rows
   swapped, multipliers scaled by the pivot's reciprocal (``getf2``), 0-based pivots and the
   permutation; ``lu_pivots_to_permutation``;
-- ``qr`` (no pivoting): Householder reflectors as ``larfg`` (``beta = -sign(re alpha) ||(alpha,
+- ``qr``: Householder reflectors as ``larfg`` (``beta = -sign(re alpha) ||(alpha,
   x)||`` real, ``tau = ((beta - re alpha) / beta, -im alpha / beta)``), ``H^H`` applied to the
-  trailing columns (``geqr2``), ``Q = H_1 ... H_k`` applied to the identity (``ung2r``);
+  trailing columns (``geqr2``), ``Q = H_1 ... H_k`` applied to the identity (``ung2r``); with
+  ``pivoting=True`` (``geqp3``) the remaining column of largest norm is swapped in before each step;
 - ``eigh`` (real symmetric or Hermitian, either triangle, the diagonal's real part,
   ``subset_by_index``): parallel cyclic Jacobi (the round-robin ordering: n/2 disjoint rotations per
   step, Rutishauser's stable angles; a complex pair is first made real by the phase ``conj(a_pq) /
@@ -33,7 +34,7 @@ These are meant for the small and medium matrices of training programs (initiali
 processes, solves in a loss): O(n) synchronized steps per matrix, no blocking, one block each; a
 large single matrix is far slower than cuSOLVER would be; eigh/svd keep their rotation tables in
 static shared memory and raise ``NotImplementedError`` beyond its 48 KiB (n or min(m, n) above
-about 6000 in float32, 4000 in complex64, 3900 in float64, 2350 in complex128). ``eig``, ``schur``
+about 6000 in float32, 4000 in complex64, 3900 in float64, 2350 in complex128). ``schur``, ``hessenberg``
 and the other factorizations have no CUDA form (``NotImplementedError``). The complex kernels have been run on
 the CUDA emulator and compiled by nvcc, not run on a GPU.
 """
@@ -361,8 +362,7 @@ def _pivots_to_perm(p, out, ins: list, outs: list, launch) -> list:  # noqa: ANN
 
 
 def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list:  # noqa: ANN001
-    if params.get("pivoting"):
-        raise NotImplementedError("CUDA backend: qr with pivoting=True")
+    piv = bool(params.get("pivoting"))
     hdr = _check("qr", np.dtype(a.dtype))
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -374,23 +374,58 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
     recs = [Alloc(wn, (B, m, n), np.dtype(a.dtype)), Alloc(tn, (B, max(k, 1)), np.dtype(a.dtype))]
     # tau = (beta - alpha) / beta: for complex alpha, ((beta - re) / beta, -im / beta) as zlarfg
     tau_e = "T((beta - ar) / beta, -ai / beta)" if np.dtype(a.dtype).kind == "c" else "(beta - ar) / beta"
+    # geqp3's column pivoting: before step j, the remaining column of largest norm over rows j..M-1
+    # (the first on ties, as LAPACK's idamax) is swapped into place; norms are recomputed per step
+    # where LAPACK downdates them, so near-ties may pick another (equally valid) column
+    pivot = (
+        (
+            "      {\n        R best = (R)-1;\n        long long bi = j;\n"
+            "        for (long long c = j + threadIdx.x; c < N; c += blockDim.x) {\n"
+            "          R s = (R)0;\n          for (long long i = j; i < M; ++i) s += fjl_abs2(w[i * N + c]);\n"
+            "          if (s > best) { best = s; bi = c; }\n        }\n"
+            "        sh[threadIdx.x] = best;\n        shi[threadIdx.x] = bi;\n        __syncthreads();\n"
+            "        for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
+            "          if (threadIdx.x < h) {\n"
+            "            const R v = sh[threadIdx.x + h];\n            const long long q = shi[threadIdx.x + h];\n"
+            "            if (v > sh[threadIdx.x] || (v == sh[threadIdx.x] && q < shi[threadIdx.x])) {\n"
+            "              sh[threadIdx.x] = v;\n              shi[threadIdx.x] = q;\n            }\n          }\n"
+            "          __syncthreads();\n        }\n"
+            "        const long long pc = shi[0];\n        __syncthreads();\n"
+            "        if (pc != j) {\n"
+            "          for (long long i = threadIdx.x; i < M; i += blockDim.x) {\n"
+            "            const T t0 = w[i * N + j];\n            w[i * N + j] = w[i * N + pc];\n"
+            "            w[i * N + pc] = t0;\n          }\n"
+            "          if (threadIdx.x == 0) {\n            const int t1 = pv[j];\n"
+            "            pv[j] = pv[pc];\n            pv[pc] = t1;\n          }\n        }\n"
+            "        __syncthreads();\n      }\n"
+        )
+        if piv
+        else ""
+    )
     body = (
-        f"// qr (Householder, LAPACK's signs) of {B} {m}x{n} matrices: Q {m}x{qc}, R {rr}x{n}\n"
+        f"// qr (Householder, LAPACK's signs{', column pivoting' if piv else ''}) of {B} {m}x{n} matrices:"
+        f" Q {m}x{qc}, R {rr}x{n}\n"
         + hdr
         + _head(
             blk,
-            "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ Rout, T* __restrict__ W, T* __restrict__ tau",
+            "const T* __restrict__ x, T* __restrict__ Q, T* __restrict__ Rout, T* __restrict__ W, T* __restrict__ tau"
+            + (", int* __restrict__ P" if piv else ""),
             a.dtype,
         )
         + f"  const long long M = {m}, N = {n}, K = {k}, QC = {qc}, RR = {rr};\n"
         f"  __shared__ R sh[{blk}];\n"
+        + (f"  __shared__ long long shi[{blk}];\n" if piv else "")
         + _MATS.format(B=B)
         + "    const long long o = bm * M * N, oq = bm * M * QC, orr = bm * RR * N;\n"
         "    T* w = W + o;\n    T* ta = tau + bm * (K > 0 ? K : 1);\n"
         "    for (long long p = threadIdx.x; p < M * N; p += blockDim.x) w[p] = x[o + p];\n"
-        "    __syncthreads();\n"
-        "    for (long long j = 0; j < K; ++j) {\n"
-        "      R part = (R)0;\n"
+        + (
+            "    int* pv = P + bm * N;\n    for (long long c = threadIdx.x; c < N; c += blockDim.x) pv[c] = (int)c;\n"
+            if piv
+            else ""
+        )
+        + "    __syncthreads();\n"
+        "    for (long long j = 0; j < K; ++j) {\n" + pivot + "      R part = (R)0;\n"
         "      for (long long i = j + 1 + threadIdx.x; i < M; i += blockDim.x) part += fjl_abs2(w[i * N + j]);\n"
         "      sh[threadIdx.x] = part;\n      __syncthreads();\n"
         "      for (int h = blockDim.x / 2; h > 0; h >>= 1) {\n"
@@ -434,7 +469,8 @@ def _qr(params: dict, a, out_avals: list, ins: list, outs: list, launch) -> list
         "          for (long long i = j + 1; i < M; ++i) Q[oq + i * QC + c] -= s * w[i * N + j];\n        }\n"
         "      __syncthreads();\n    }\n  }\n}\n"
     )
-    return recs + launch("op", body, B * blk, blk, (ins[0], outs[0], outs[1], wn, tn), "qr")
+    bufs = (ins[0], outs[0], outs[1], wn, tn) + ((outs[2],) if piv else ())
+    return recs + launch("op", body, B * blk, blk, bufs, "qr")
 
 
 def _eigh(params: dict, a, out_avals: list, ins: list, outs: list, launch, recs: list) -> list:  # noqa: ANN001
