@@ -25,8 +25,11 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
 __all__ = [
     "assert_equal",
     "broadcast_one_to_all",
+    "global_array_to_host_local_array",
+    "host_local_array_to_global_array",
     "make_array_from_process_local_data",
     "process_allgather",
+    "reached_preemption_sync_point",
     "sync_global_devices",
 ]
 
@@ -139,3 +142,150 @@ def assert_equal(in_tree: Any, fail_message: str = "") -> None:
     for g in tu.tree_leaves(gathered):
         if not all(np.array_equal(g[0], g[i]) for i in range(1, g.shape[0])):
             raise AssertionError(f"{fail_message} Expected equal values on all processes")
+
+
+def _blocks(mesh: Any, spec: Any, ndim: int, fn: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """Per array dim of an ``ndim``-d array laid out by ``spec`` over ``mesh``: the number of blocks
+    along it, and the range [lo, hi) of blocks this process's devices hold (one contiguous run, as
+    a host-local array is the concatenation of the process's shards)."""
+    from fjax import sharding as sh  # noqa: PLC0415
+
+    spec = spec if isinstance(spec, sh.PartitionSpec) else sh.PartitionSpec(*spec)
+    sh.NamedSharding(mesh, spec)  # JAX's errors for axes the mesh lacks
+    if len(spec) > ndim:
+        raise ValueError(f"{fn}: {spec!r} has {len(spec)} entries for an array of rank {ndim}")
+    names = list(mesh.axis_names)
+    devs = np.asarray(mesh.devices)
+    me = distributed.state.process_id if _multi() else _devices.process_index()
+    counts, ranges = [], []
+    for d in range(ndim):
+        entry = spec[d] if d < len(spec) else None
+        axes = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+        sizes = [devs.shape[names.index(a)] for a in axes]
+        n = int(np.prod(sizes, dtype=np.int64)) if sizes else 1
+        held = set()
+        for coord in np.ndindex(*devs.shape):
+            if devs[coord].process_index == me:
+                held.add(int(np.ravel_multi_index([coord[names.index(a)] for a in axes], sizes)) if axes else 0)
+        if not held:
+            raise ValueError(f"{fn}: the mesh has no device of process {me}")
+        lo, hi = min(held), max(held) + 1
+        if len(held) != hi - lo:
+            raise ValueError(
+                f"{fn}: process {me}'s devices hold blocks {sorted(held)} of dimension {d}, which are not "
+                "contiguous; its host-local array cannot be one slice of the global array"
+            )
+        counts.append(n)
+        ranges.append((lo, hi))
+    return counts, ranges
+
+
+def host_local_array_to_global_array(local_inputs: Any, global_mesh: Any, pspecs: Any) -> Any:
+    """Global arrays laid out by ``pspecs`` over ``global_mesh`` from each process's host-local
+    arrays (the concatenation of the shards its devices hold): along a dimension sharded over mesh
+    axes that span processes the processes' parts are put side by side in mesh order; along
+    replicated ones every process must hold the same values. ``pspecs`` is one ``PartitionSpec``
+    for every leaf or a pytree prefix of ``local_inputs``."""
+    from fjax import sharding as sh  # noqa: PLC0415
+
+    fn = "host_local_array_to_global_array"
+
+    def one(spec: Any, leaf: Any) -> Any:
+        if isinstance(leaf, core.Tracer):
+            raise TypeError(f"{fn} takes concrete arrays, not traced values (call it outside jit)")
+        x = _contiguous(np.asarray(leaf))
+        counts, ranges = _blocks(global_mesh, spec, x.ndim, fn)
+        block = []
+        for d, (lo, hi) in enumerate(ranges):
+            if x.shape[d] % (hi - lo):
+                raise ValueError(
+                    f"{fn}: dimension {d} of the host-local {x.dtype.name}{x.shape} does not split into the "
+                    f"{hi - lo} shards this process holds"
+                )
+            block.append(x.shape[d] // (hi - lo))
+        gshape = tuple(b * n for b, n in zip(block, counts))
+        if _multi():
+            comm = distributed.state.comm
+            with distributed.collective(fn):
+                metas = comm.allgather((x.shape, x.dtype.str, ranges))
+                if len({(s, dt) for s, dt, _ in metas}) != 1:
+                    desc = ", ".join(f"rank {r}: {np.dtype(dt).name}{tuple(s)}" for r, (s, dt, _) in enumerate(metas))
+                    raise ValueError(f"{fn}: host-local arrays differ in shape or dtype across processes ({desc})")
+                parts = np.empty((len(metas),) + x.shape, x.dtype)
+                comm.Allgather(x, parts)
+            out = np.empty(gshape, x.dtype)
+            for part, (_, _, rng) in zip(parts, metas):
+                out[tuple(slice(lo * b, hi * b) for (lo, hi), b in zip(rng, block))] = part
+        else:
+            out = x
+        return sh.shard_array(core.to_array(out, fn), sh.NamedSharding(global_mesh, spec))
+
+    return _map_specs(one, pspecs, local_inputs)
+
+
+def global_array_to_host_local_array(global_inputs: Any, global_mesh: Any, pspecs: Any) -> Any:
+    """The inverse of :func:`host_local_array_to_global_array`: each process's host-local part (the
+    slice its devices hold) of global arrays laid out by ``pspecs`` over ``global_mesh``."""
+    fn = "global_array_to_host_local_array"
+
+    def one(spec: Any, leaf: Any) -> Any:
+        if isinstance(leaf, core.Tracer):
+            raise TypeError(f"{fn} takes concrete arrays, not traced values (call it outside jit)")
+        x = np.asarray(leaf)
+        counts, ranges = _blocks(global_mesh, spec, x.ndim, fn)
+        idx = []
+        for d, ((lo, hi), n) in enumerate(zip(ranges, counts)):
+            if x.shape[d] % n:
+                raise ValueError(f"{fn}: dimension {d} of {x.dtype.name}{x.shape} does not split into {n} shards")
+            b = x.shape[d] // n
+            idx.append(slice(lo * b, hi * b))
+        return core.to_array(_contiguous(x[tuple(idx)]), fn)
+
+    return _map_specs(one, pspecs, global_inputs)
+
+
+def _map_specs(one: Any, pspecs: Any, tree: Any) -> Any:
+    """``one(spec, leaf)`` over ``tree`` with ``pspecs`` a single PartitionSpec or a pytree prefix."""
+    from fjax import sharding as sh  # noqa: PLC0415
+
+    is_spec = lambda s: isinstance(s, sh.PartitionSpec)  # noqa: E731
+    if is_spec(pspecs):
+        return tu.tree_map(lambda leaf: one(pspecs, leaf), tree)
+    flat_specs, spec_tree = tu.tree_flatten(pspecs, is_leaf=is_spec)
+    subtrees = spec_tree.flatten_up_to(tree)
+    outs = [tu.tree_map(lambda leaf, s=s: one(s, leaf), sub) for s, sub in zip(flat_specs, subtrees)]
+    return tu.tree_unflatten(spec_tree, outs)
+
+
+_preempt = {"installed": False, "noticed": False}
+
+
+def reached_preemption_sync_point(step_id: int) -> bool:
+    """Whether the processes should stop at step ``step_id`` (save a checkpoint and exit) because
+    one of them was sent SIGTERM (a preemption notice). Collective in a multi-process job: every
+    process calls it at the same steps and all get the same answer. The first call installs the
+    SIGTERM handler that records the notice. In a single process there is no preemption service
+    and it returns False, as JAX's does without ``jax.distributed``."""
+    if not _multi():
+        return False
+    if not _preempt["installed"]:
+        import signal  # noqa: PLC0415
+
+        prev = signal.getsignal(signal.SIGTERM)
+
+        def _on_term(signum: int, frame: Any) -> None:
+            _preempt["noticed"] = True
+            if callable(prev) and prev not in (signal.SIG_DFL, signal.SIG_IGN):
+                prev(signum, frame)
+
+        try:
+            signal.signal(signal.SIGTERM, _on_term)
+        except ValueError:  # not the main thread: no handler, so no notice can be recorded
+            pass
+        else:
+            _preempt["installed"] = True
+    comm = distributed.state.comm
+    from mpi4py import MPI  # noqa: PLC0415
+
+    with distributed.collective(f"reached_preemption_sync_point({int(step_id)})"):
+        return bool(comm.allreduce(int(_preempt["noticed"]), op=MPI.MAX))

@@ -148,6 +148,31 @@ mu.assert_equal(np.ones(2))
 arr = fjax.make_array_from_process_local_data(NamedSharding(fjax.make_mesh((N,), ("b",)), PartitionSpec("b")), mine)
 assert arr.shape == G.shape and np.array_equal(np.asarray(arr), G)
 assert len(arr.addressable_shards) == L and arr.addressable_shards[0].device == fjax.local_devices()[0]
+# host-local <-> global arrays over a 2-d mesh (processes x 1 when L == 1; else processes' devices
+# along "b", a replicated "r" axis of size 1): rows split over processes, columns replicated
+m2 = fjax.make_mesh((N, 1), ("b", "r"))
+loc = {"w": G[me], "c": np.full((2,), 3.0, np.float32)}
+glob = mu.host_local_array_to_global_array(loc, m2, {"w": P_("b"), "c": P_()})
+assert glob["w"].shape == G.shape and np.array_equal(np.asarray(glob["w"]), G)
+assert glob["w"].sharding == NamedSharding(m2, P_("b")) and np.array_equal(np.asarray(glob["c"]), loc["c"])
+back = mu.global_array_to_host_local_array(glob, m2, {"w": P_("b"), "c": P_()})
+assert np.array_equal(np.asarray(back["w"]), G[me]) and np.array_equal(np.asarray(back["c"]), loc["c"])
+# columns sharded over the processes (dimension 1 of the global array)
+gcol = mu.host_local_array_to_global_array(G[0][:, None, :].repeat(L, 1), m2, P_(None, "b"))
+assert gcol.shape == (2 * N, N, 3) and all(np.array_equal(np.asarray(gcol)[:, j], G[0]) for j in range(N))
+try:
+    mu.host_local_array_to_global_array(np.zeros((L * (r + 1), 2), np.float32), m2, P_("b"))
+except ValueError as e:
+    assert "differ in shape" in str(e), e
+else:
+    raise AssertionError("host-local arrays of different shapes were accepted")
+assert mu.reached_preemption_sync_point(1) is False
+if r == P - 1:  # a preemption notice to one process: every process stops at the next sync point
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+assert mu.reached_preemption_sync_point(2) is True
 
 # shard_map over a mesh of every process's devices (the first axis spans the processes)
 mesh = fjax.make_mesh((N,), ("b",))
