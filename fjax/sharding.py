@@ -207,6 +207,10 @@ class Mesh:
     def __repr__(self) -> str:
         return f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, axis_types={self.axis_types!r})"
 
+    def __str__(self) -> str:  # JAX's short form, as NamedSharding's repr shows a mesh
+        axes = ", ".join(f"{n!r}: {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        return f"Mesh({axes}, axis_types={self.axis_types!r})"
+
 
 def make_mesh(
     axis_shapes: Sequence[int],
@@ -298,7 +302,7 @@ class NamedSharding(Sharding):
         return hash((self.mesh, tuple(self.spec)))
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
 
 class PmapSharding(Sharding):

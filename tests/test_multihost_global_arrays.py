@@ -37,3 +37,20 @@ def test_errors():
     with pytest.raises(TypeError, match="traced"):
         fjax.jit(lambda v: mu.host_local_array_to_global_array(v, mesh, P()))(np.ones(2))
     assert mu.reached_preemption_sync_point(0) is False  # no preemption service in one process
+
+
+def test_mesh_and_named_sharding_print_as_jax():
+    # recorded from JAX 0.10.2: repr(Mesh) is the long form, str(Mesh) (and so NamedSharding's
+    # repr) the short one
+    m = fjax.make_mesh((1, 1), ("a", "b"))
+    assert repr(m) == "Mesh(axis_sizes=(1, 1), axis_names=('a', 'b'), axis_types=(Explicit, Explicit))"
+    assert str(m) == "Mesh('a': 1, 'b': 1, axis_types=(Explicit, Explicit))"
+    assert repr(NamedSharding(m, P("a", None))) == (
+        "NamedSharding(mesh=Mesh('a': 1, 'b': 1, axis_types=(Explicit, Explicit)), spec=P('a', None), "
+        "memory_kind=device)"
+    )
+    m1 = Mesh(np.array(fjax.devices()), ("x",))
+    assert (
+        str(NamedSharding(m1, P("x")))
+        == "NamedSharding(mesh=Mesh('x': 1, axis_types=(Auto,)), spec=P('x',), memory_kind=device)"
+    )
