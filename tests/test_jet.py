@@ -148,6 +148,25 @@ def test_structural_rules_match_nested_jvp(seed, order):
         _check_against_jvp(_structural, [x, w], [sx, sw])
 
 
+def _structural2(x, k):
+    """conv, the other cumulative ops and reductions, scatter and squeeze."""
+    y = lax.conv_general_dilated(x[None, None], k[None, None], (1,), "SAME")[0, 0]  # (6,)
+    z = lax.cumlogsumexp(y) + lax.cummin(y, reverse=True) + jnp.min(jnp.reshape(y, (2, 3)), axis=1).repeat(3)
+    z = z.at[jnp.array([0, 4])].set(jnp.tanh(y[:2]))  # scatter
+    w = jnp.squeeze(jnp.expand_dims(z, 0), 0)
+    return jnp.sum(w * lax.rsqrt(1.0 + y * y)) + lax.reduce_precision(w, 11, 52)
+
+
+@settings(max_examples=4)
+@given(seed=st.integers(0, 2**31), order=st.integers(1, 4))
+def test_more_structural_rules_match_nested_jvp(seed, order):
+    with fjax.enable_x64():
+        x, k = _rand(seed, -1, 1, (6,)), _rand(seed + 7, -1, 1, (3,))
+        sx = [_rand(seed + k + 1, -1, 1, (6,)) for k in range(order)]
+        sk = [_rand(seed + k + 30, -1, 1, (3,)) for k in range(order)]
+        _check_against_jvp(_structural2, [x, k], [sx, sk])
+
+
 def _mlp(params, x):
     h = x
     for w, b in params[:-1]:
@@ -334,6 +353,16 @@ def test_call_like_primitives(seed, order):
         for a, b in zip(t, t_ref):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-11)
         _check_against_jvp(f_ref, [x], [s])
+
+
+def test_nested_jet_and_low_precision_dtypes():
+    # the inner jet's first term is cos; the outer one differentiates it
+    p, t = jet(lambda x: jet(jnp.sin, (x,), ((1.0,),))[1][0], (0.3,), ((1.0,),))
+    np.testing.assert_allclose([float(p), float(t[0])], [np.cos(0.3), -np.sin(0.3)], rtol=1e-6)
+    for dt, tol in [(jnp.float16, 2e-3), (jnp.bfloat16, 2e-2)]:
+        p, t = jet(jnp.sin, (jnp.asarray(0.5, dt),), ((1.0, 0.0),))
+        assert p.dtype == dt and all(v.dtype == dt for v in t)
+        np.testing.assert_allclose([float(v) for v in t], [np.cos(0.5), -np.sin(0.5)], rtol=tol)
 
 
 def test_while_loop_with_integer_counter():

@@ -14,10 +14,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, lax
+from fjax import core, dtypes, lax
 from fjax import numpy as jnp
 from fjax.experimental.jet import _accepts_none, jet_fn, jet_rules, zero_series
-from fjax.lax import lax_elementwise as _le
 
 # ---------------------------------------------------------------------------------------------
 # rule families
@@ -174,7 +173,7 @@ _register_name()
 def _convert_rule(primals_in: list, series_in: list, *, new_dtype: Any, **params: Any) -> tuple:
     (x,), (series,) = primals_in, series_in
     out = lax.convert_element_type_p.bind(x, new_dtype=new_dtype, **params)
-    if np.dtype(new_dtype).kind not in "fc":
+    if dtypes.kind(np.dtype(new_dtype)) not in "fc":
         return out, zero_series  # rounding to integers or booleans is piecewise constant
     return out, [lax.convert_element_type_p.bind(t, new_dtype=new_dtype, **params) for t in series]
 
@@ -605,5 +604,3 @@ jet_rules[lax.cumprod_p] = _cumulative(lax.mul)
 jet_rules[lax.cummax_p] = _cumulative(lax.max)
 jet_rules[lax.cummin_p] = _cumulative(lax.min)
 jet_rules[lax.cumlogsumexp_p] = _cumulative(jnp.logaddexp)
-
-_ = _le  # the elementwise module is imported so every primitive above is registered first

@@ -17,7 +17,7 @@ import math
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from fjax import core, lax
+from fjax import core, dtypes, lax
 from fjax import numpy as jnp
 from fjax.core import Array, Tracer
 from fjax.interpreters import ad
@@ -325,7 +325,7 @@ def _typed_series(primals: Sequence[Any], series: Sequence[Any], avals: Sequence
 
 
 def _is_float(aval: core.ShapedArray) -> bool:
-    return aval.dtype.kind in "fc"
+    return dtypes.kind(aval.dtype) in "fc"
 
 
 def _cond_rule(primals: list, series: list, *, branches: tuple) -> tuple:
