@@ -238,6 +238,23 @@ def test_values_recorded_from_jax():
     p, t = jet(jnp.exp, (0.5,), ((1.0, 0.0, 0.0, 0.0),), factorial_scaled=False)
     np.testing.assert_allclose(np.asarray(t), [1.6487212, 0.8243606, 0.2747869, 0.06869672], rtol=2e-6)
     np.testing.assert_allclose([float(fact(k)) for k in range(1, 6)], [1, 2, 6, 24, 120], rtol=2e-6)
+    # compositions, order 3 and 4, float32
+    f = lambda x: jnp.tanh(x) * jnp.log1p(x**2) / (1 + jnp.exp(-x))  # noqa: E731
+    p, t = jet(f, (0.3,), ((0.7, -0.2, 0.5, 0.1),))
+    np.testing.assert_allclose(float(p), 0.01442118, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(t), [0.10048862, 0.42441168, 0.50478935, -2.0863743], rtol=1e-5)
+    g = lambda x, y: jnp.arctan2(x, y) + jnp.sqrt(x * x + y * y) * jnp.maximum(x, y)  # noqa: E731
+    p, t = jet(g, (0.3, -0.6), ((0.7, -0.2, 0.5), (0.1, 0.4, -0.3)))
+    np.testing.assert_allclose(float(p), 2.8791912, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(t), [-0.46334368, 0.91263443, -0.51617867], rtol=1e-5)
+    x = jnp.array([0.1, 0.5, -0.3])
+    s = (jnp.array([1.0, 0.0, -1.0]), jnp.array([0.5, 0.5, 0.5]), jnp.zeros(3))
+    p, t = jet(lambda x: jnp.sum(fjax.nn.softmax(x) ** 2), (x,), (s,))
+    np.testing.assert_allclose(float(p), 0.36751792, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(t), [0.03350985, 0.1695526, 0.02804794], rtol=1e-5)
+    # as JAX: lax.mul of a float16 primal and a float32 term is refused
+    with pytest.raises(TypeError):
+        jet(lambda x: x * x, (jnp.float16(1),), ((1.0,),))
 
 
 def test_pytree_outputs_and_constants():
