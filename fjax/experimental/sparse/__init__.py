@@ -34,3 +34,20 @@ from fjax.experimental.sparse.bcoo import (
 from fjax.experimental.sparse.bcoo import (
     bcoo_update_layout as bcoo_update_layout,
 )
+from fjax.experimental.sparse.api import empty as empty
+from fjax.experimental.sparse.api import eye as eye
+from fjax.experimental.sparse.api import todense as todense
+from fjax.experimental.sparse.bcoo_ops import bcoo_broadcast_in_dim as bcoo_broadcast_in_dim
+from fjax.experimental.sparse.bcoo_ops import bcoo_concatenate as bcoo_concatenate
+from fjax.experimental.sparse.bcoo_ops import bcoo_dot_general as bcoo_dot_general
+from fjax.experimental.sparse.bcoo_ops import bcoo_dot_general_sampled as bcoo_dot_general_sampled
+from fjax.experimental.sparse.bcoo_ops import bcoo_dynamic_slice as bcoo_dynamic_slice
+from fjax.experimental.sparse.bcoo_ops import bcoo_multiply_dense as bcoo_multiply_dense
+from fjax.experimental.sparse.bcoo_ops import bcoo_multiply_sparse as bcoo_multiply_sparse
+from fjax.experimental.sparse.bcoo_ops import bcoo_reduce_sum as bcoo_reduce_sum
+from fjax.experimental.sparse.bcoo_ops import bcoo_reshape as bcoo_reshape
+from fjax.experimental.sparse.bcoo_ops import bcoo_rev as bcoo_rev
+from fjax.experimental.sparse.bcoo_ops import bcoo_slice as bcoo_slice
+from fjax.experimental.sparse.bcoo_ops import bcoo_squeeze as bcoo_squeeze
+from fjax.experimental.sparse.random import random_bcoo as random_bcoo
+from fjax.experimental.sparse.transform import sparsify as sparsify

@@ -17,6 +17,7 @@ class JAXSparse(abc.ABC):
     data: Any
     shape: tuple[int, ...]
     __hash__ = None  # type: ignore[assignment]
+    __array_priority__ = 1000  # numpy defers its binary operators to ours
 
     @property
     @abc.abstractmethod
