@@ -604,3 +604,24 @@ jet_rules[lax.cumprod_p] = _cumulative(lax.mul)
 jet_rules[lax.cummax_p] = _cumulative(lax.max)
 jet_rules[lax.cummin_p] = _cumulative(lax.min)
 jet_rules[lax.cumlogsumexp_p] = _cumulative(jnp.logaddexp)
+
+
+def _sort_rule(primals_in: list, series_in: list, *, dimension: int, is_stable: bool, num_keys: int) -> tuple:
+    # the terms follow the (locally constant) permutation of the primal sort
+    iota = lax.broadcasted_iota(np.int32, primals_in[0].shape, dimension)
+    *outs, perm = lax.sort_p.bind(*primals_in, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    terms = [[jnp.take_along_axis(t, perm, axis=dimension) for t in ts] for ts in series_in]
+    return outs, terms
+
+
+jet_rules[lax.sort_p] = _sort_rule
+
+
+def _top_k_rule(primals_in: list, series_in: list, **params: Any) -> tuple:
+    (x,), (series,) = primals_in, series_in
+    values, idx = lax.top_k_p.bind(x, **params)
+    axis = params.get("axis", -1)
+    return [values, idx], [[jnp.take_along_axis(t, idx, axis=axis) for t in series], zero_series]
+
+
+jet_rules[lax.top_k_p] = _top_k_rule
