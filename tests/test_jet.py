@@ -112,6 +112,7 @@ BINARY = [
     ("min", jnp.minimum, (-2, 2), (-2, 2)),
     ("rem", jnp.fmod, (2, 5), (0.7, 1.3)),
     ("sub_add", lambda x, y: (x - y) + 2 * y, (-2, 2), (-2, 2)),
+    ("clamp", lambda x, y: lax.clamp(-0.5, x, y), (-2, 2), (0, 1)),
     ("polygamma", lambda x, y: lax.polygamma(jnp.ones_like(x), x) * y, (0.5, 3), (-1, 1)),
 ]
 

@@ -28,6 +28,7 @@ def zero_prop(prim: core.Primitive, primals_in: list, series_in: list, **params:
 
 
 def defzero(prim: core.Primitive) -> None:
+    """Register ``prim`` as piecewise constant (its outputs carry no series)."""
     jet_rules[prim] = partial(zero_prop, prim)
 
 
@@ -41,6 +42,7 @@ def linear_prop(prim: core.Primitive, primals_in: list, series_in: list, **param
 
 
 def deflinear(prim: core.Primitive) -> None:
+    """Register ``prim`` as linear: each order's terms go through ``prim`` itself."""
     jet_rules[prim] = partial(linear_prop, prim)
 
 
@@ -73,6 +75,7 @@ def deriv_prop(prim: core.Primitive, deriv: Callable, primals_in: list, series_i
 
 
 def def_deriv(prim: core.Primitive, deriv: Callable) -> None:
+    """Register a unary ``prim`` by its first derivative ``deriv`` (an fjax function)."""
     jet_rules[prim] = partial(deriv_prop, prim, deriv)
 
 
@@ -101,6 +104,7 @@ def _ode_rule(prim: core.Primitive, c_next: Callable, primals_in: list, series_i
 
 
 def def_ode(prim: core.Primitive, c_next: Callable) -> None:
+    """Register a unary ``prim`` whose derivative is a function of its value (see ``_ode_rule``)."""
     jet_rules[prim] = partial(_ode_rule, prim, c_next)
 
 

@@ -75,6 +75,8 @@ def instantiate_series(x: Any, s: Any, order: int) -> list:
 
 
 class JetTracer(Tracer):
+    """A value under ``jet``: its primal and its Taylor terms (a list, or ``zero_series``)."""
+
     __slots__ = ("primal", "terms")
 
     def __init__(self, trace: JetTrace, primal: Any, terms: Any):
