@@ -244,10 +244,13 @@ def _match(t: Any, aval: core.ShapedArray) -> Any:
 
 
 @core.cache_in_context(maxsize=1024)
-def _jet_jaxpr(closed: core.ClosedJaxpr, order: int, series_avals: tuple, out_mask: tuple | None, name: str) -> tuple:
+def _jet_jaxpr(closed: Any, order: int, series_avals: tuple, out_mask: tuple | None, name: str) -> tuple:
     """The jet of ``closed`` as a jaxpr ``(consts, primals, present series terms) -> (primal
     outs, terms of the outputs in out_mask (all when None), each typed as its primal)``, and
-    its hoisted constants' values."""
+    its hoisted constants' values. ``closed`` may be an open ``Jaxpr`` without constants (so
+    the cache keys on the equation's own jaxpr)."""
+    if isinstance(closed, core.Jaxpr):
+        closed = core.ClosedJaxpr(closed, [])
     n = len(closed.in_avals)
     flat_avals = [a for s in series_avals if s is not None for a in s]
     out_avals = closed.out_avals
@@ -266,7 +269,7 @@ def _jet_jaxpr(closed: core.ClosedJaxpr, order: int, series_avals: tuple, out_ma
 
 
 def call_jaxpr_jet(
-    closed: core.ClosedJaxpr, primals: Sequence[Any], series: Sequence[Any], bind: Callable, name: str
+    closed: Any, primals: Sequence[Any], series: Sequence[Any], bind: Callable, name: str
 ) -> tuple[list, list]:
     """Jet of a call-like equation: ``bind(new_closed, args)`` applies the primitive to the jet
     jaxpr; returns (primal outputs, per-output lists of terms)."""
@@ -274,7 +277,7 @@ def call_jaxpr_jet(
     new, consts = _jet_jaxpr(closed, order, _series_key(series), None, name)
     flat = [t for s in series if s is not None for t in s]
     outs = bind(new, [*consts, *primals, *flat])
-    n_out = len(closed.out_avals)
+    n_out = len(closed.outvars if isinstance(closed, core.Jaxpr) else closed.out_avals)
     return list(outs[:n_out]), _split_terms(outs[n_out:], [True] * n_out, order)
 
 
@@ -298,7 +301,7 @@ def _remat_rule(primals: list, series: list, *, jaxpr: core.Jaxpr, **params: Any
     def bind(new: core.ClosedJaxpr, args: list) -> list:
         return remat_p.bind(*args, jaxpr=new.jaxpr, **params)
 
-    return call_jaxpr_jet(core.ClosedJaxpr(jaxpr, []), primals, series, bind, "jet(checkpoint)")
+    return call_jaxpr_jet(jaxpr, primals, series, bind, "jet(checkpoint)")
 
 
 def _inline_call_rule(primals: list, series: list, *, call_jaxpr: core.ClosedJaxpr, **_: Any) -> tuple:
