@@ -1,6 +1,6 @@
 """``fjax.scipy``: the ``jax.scipy`` namespaces (linear algebra, signal processing, special functions,
-statistics, optimize, integrate, ndimage, fft, interpolate, spatial.transform, cluster.vq) on top
-of ``fjax.lax`` and ``fjax.numpy``.
+statistics, optimize, integrate, ndimage, fft, interpolate, spatial.transform, cluster.vq,
+sparse.linalg) on top of ``fjax.lax`` and ``fjax.numpy``.
 
 The submodules load on first use (``fjax.scipy.signal`` and ``fjax.scipy.stats`` pull in parts of
 scipy that take a second to import): ``import fjax.scipy`` then ``fjax.scipy.special.erf`` works as
@@ -20,6 +20,7 @@ _SUBMODULES = (
     "ndimage",
     "optimize",
     "signal",
+    "sparse",
     "spatial",
     "special",
     "stats",
