@@ -24,10 +24,14 @@ from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
 from fjax.interpreters.ad import Zero
+from fjax.lax import _linalg_gaps as _gaps
 from fjax.lax import _linalg_util as u
 from fjax.lax import lax, slicing
 
 __all__ = [
+    "EigImplementation",
+    "EighImplementation",
+    "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
     "cholesky_update",
@@ -43,6 +47,7 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "ormqr",
     "qdwh",
     "qr",
     "qr_p",
@@ -53,6 +58,7 @@ __all__ = [
     "symmetric_product",
     "triangular_solve",
     "triangular_solve_p",
+    "tridiagonal",
     "tridiagonal_solve",
     "tridiagonal_solve_p",
 ]
@@ -302,10 +308,14 @@ def eigh(
     symmetrize_input: bool = True,
     sort_eigenvalues: bool = True,
     subset_by_index: tuple[int, int] | None = None,
+    implementation: Any = None,
 ) -> tuple[Any, Any]:
     """Eigendecomposition of a Hermitian matrix: returns ``(v, w)``, eigenvectors as the columns of
     ``v`` and eigenvalues ``w`` in ascending order. Only the ``lower`` (or upper) triangle is read
-    unless ``symmetrize_input``, which decomposes ``(x + x^H)/2``."""
+    unless ``symmetrize_input``, which decomposes ``(x + x^H)/2``. ``implementation``: LAPACK's
+    driver for ``None``/``EighImplementation.QR``; QDWH and JACOBI raise NotImplementedError as
+    on JAX's CPU."""
+    _gaps.check_eigh_implementation(implementation)
     if symmetrize_input:
         x = u.symmetrize(x)
     sub = None if subset_by_index is None else (int(subset_by_index[0]), int(subset_by_index[1]))
@@ -367,8 +377,10 @@ def _eig_jvp(
 ) -> tuple:
     if compute_left_eigenvectors or compute_right_eigenvectors:
         raise NotImplementedError(
-            "The derivatives of eigenvectors are not implemented, only eigenvalues (as in JAX): use "
-            "eig with compute_left_eigenvectors=False, compute_right_eigenvectors=False, or eigvals"
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the input that "
+            "JAX cannot check (see the enable_eigvec_derivs argument to jax.lax.linalg.eig). Pass "
+            "enable_eigvec_derivs=True to jax.lax.linalg.eig to opt in. See "
+            "https://github.com/jax-ml/jax/issues/2748 for discussion."
         )
     # dw = diag(V^-1 dA V) (Giles, eq. 4.60 of arXiv:1701.00392)
     (a,), (da,) = primals, tangents
@@ -386,17 +398,25 @@ _batch_front(eig_p)
 
 
 def eig(
-    x: Any, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True, use_magma: Any = None
+    x: Any,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    enable_eigvec_derivs: bool = False,
+    implementation: Any = None,
+    use_magma: Any = None,
 ) -> list:
     """Eigendecomposition of a general square matrix: ``[w, vl, vr]`` (the vectors present as
     requested), complex, with unit-norm eigenvectors as LAPACK's geev returns them
-    (``a @ vr = vr * w``, ``vl^H @ a = w * vl^H``). Only eigenvalues are differentiable."""
+    (``a @ vr = vr * w``, ``vl^H @ a = w * vl^H``). Eigenvalues are differentiable, eigenvectors
+    only with ``enable_eigvec_derivs`` (valid for nondegenerate eigenvalues). fjax runs LAPACK on
+    every backend: ``implementation`` other than ``EigImplementation.LAPACK`` raises ValueError."""
     del use_magma
-    return eig_p.bind(
-        x,
-        compute_left_eigenvectors=bool(compute_left_eigenvectors),
-        compute_right_eigenvectors=bool(compute_right_eigenvectors),
-    )
+    _gaps.check_eig_implementation(implementation)
+    left, right = bool(compute_left_eigenvectors), bool(compute_right_eigenvectors)
+    if enable_eigvec_derivs and (left or right):
+        return _gaps.eig_vec_derivs(x, left, right)
+    return eig_p.bind(x, compute_left_eigenvectors=left, compute_right_eigenvectors=right)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,8 +439,9 @@ def _svd_impl(x: np.ndarray, *, full_matrices: bool, compute_uv: bool, subset_by
             outs[1] = np.broadcast_to(np.eye(m, um, dtype=x.dtype), bs + (m, um)).copy()
             outs[2] = np.broadcast_to(np.eye(vn, n, dtype=x.dtype), bs + (vn, n)).copy()
     else:
-        # scipy's LAPACK gesdd, one call per matrix (~2x faster here than numpy's linalg)
-        (gesdd,) = sla.get_lapack_funcs(("gesdd",), (x,))
+        # scipy's LAPACK gesdd, one call per matrix (~2x faster here than numpy's linalg); gesvd
+        # for SvdAlgorithm.QR
+        (gesdd,) = sla.get_lapack_funcs(("gesvd" if algorithm == "gesvd" else "gesdd",), (x,))
 
         def one(a: np.ndarray) -> tuple:
             if not np.all(np.isfinite(a)):
@@ -526,10 +547,13 @@ def svd(
     algorithm: Any = None,
 ) -> Any:
     """Singular value decomposition ``x = u @ diag(s) @ vh``: returns ``(u, s, vh)`` with ``s``
-    descending, or ``s`` alone when not ``compute_uv``."""
+    descending, or ``s`` alone when not ``compute_uv``. ``algorithm`` (``SvdAlgorithm``): LAPACK
+    gesdd for ``None``/``DEFAULT``/``DIVIDE_AND_CONQUER``, gesvd for ``QR``; JACOBI and POLAR
+    raise NotImplementedError as on JAX's CPU."""
+    driver = _gaps.svd_algorithm(algorithm)
     sub = None if subset_by_index is None else (int(subset_by_index[0]), int(subset_by_index[1]))
     outs = svd_p.bind(
-        x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv), subset_by_index=sub, algorithm=None
+        x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv), subset_by_index=sub, algorithm=driver
     )
     if compute_uv:
         s, uu, vh = outs
@@ -894,6 +918,13 @@ def triangular_solve(
 
 
 # the rest of the primitives live in linalg_more (kept apart to keep modules short)
+from fjax.lax._linalg_gaps import (  # noqa: E402, F401
+    EighImplementation,
+    EigImplementation,
+    SvdAlgorithm,
+    ormqr,
+    tridiagonal,
+)
 from fjax.lax.linalg_extra import cholesky_update, qdwh, symmetric_product  # noqa: E402, F401
 from fjax.lax.linalg_more import (  # noqa: E402, F401
     hessenberg,
