@@ -55,12 +55,14 @@ def _ref_todense(data, indices, shape):
     return out
 
 
-def _is_sorted_unique(indices, n_batch):
+def _is_sorted_unique(indices, n_batch, sparse_shape):
+    """In-range indices are sorted and unique per batch, and padding comes after them."""
     ind = np.asarray(indices)
     ind = ind.reshape((int(np.prod(ind.shape[:n_batch])),) + ind.shape[n_batch:])
     for rows in ind:
-        tup = [tuple(r) for r in rows]
-        if tup != sorted(tup) or len(set(tup)) != len(tup):
+        valid = (rows < np.array(sparse_shape, int)).all(-1)
+        tup = [tuple(r) for r in rows[valid]]
+        if tup != sorted(tup) or len(set(tup)) != len(tup) or valid[len(tup) :].any():
             return False
     return True
 
@@ -156,7 +158,7 @@ def test_duplicates_padding_sum_duplicates_sort(arg, seed):
     np.testing.assert_allclose(m.todense(), ref, rtol=1e-6, atol=1e-6)
     s = sparse.bcoo_sum_duplicates(m)
     assert s.indices_sorted and s.unique_indices
-    assert _is_sorted_unique(s.indices, n_batch)
+    assert _is_sorted_unique(s.indices, n_batch, sp_shape)
     np.testing.assert_allclose(s.todense(), ref, rtol=1e-5, atol=1e-5)
     if n_sparse:
         valid = (indices < np.array(sp_shape)).all(-1)
@@ -262,7 +264,7 @@ def test_eye_empty_random():
     np.testing.assert_array_equal(z.todense(), np.zeros((3, 4)))
     r = sparse.random_bcoo(fjax.random.key(0), (5, 6), nse=0.3, dtype=jnp.float32, sorted_indices=True)
     assert r.nse == 9 and r.indices_sorted
-    assert _is_sorted_unique(r.indices, 0)
+    assert _is_sorted_unique(r.indices, 0, (5, 6))
     d = np.asarray(r.todense())
     assert (d != 0).sum() == 9 and np.all((d >= 0) & (d < 1))
     rb = sparse.random_bcoo(fjax.random.key(1), (2, 3, 4), nse=2, n_batch=1, n_dense=1)
@@ -582,3 +584,67 @@ def test_jit_vmap_grad_compose():
 
     ref = np.stack([2 * (xi @ w) @ xi for xi in x])
     np.testing.assert_allclose(f(m, w), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_backend_on_standin_gpu():
+    """The same jitted sparse program on the CUDA backend (its kernels run on the cupy stand-in)
+    and on the CPU: conversions, duplicates, products and a gradient w.r.t. data."""
+    pytest.importorskip("fjax.backends.cuda.cupy_standin")
+    import _standin_gpu  # tests/ is on the path
+
+    rng = np.random.default_rng(9)
+    x = np.where(rng.random((4, 5)) < 0.4, rng.standard_normal((4, 5)), 0).astype(np.float32)
+    w = rng.standard_normal((5, 2)).astype(np.float32)
+
+    def f(x, w):
+        m = BCOO.fromdense(x, nse=8)
+        dup = BCOO((jnp.concatenate([m.data, m.data]), jnp.concatenate([m.indices, m.indices])), shape=m.shape)
+        s = sparse.bcoo_sum_duplicates(dup, nse=8)
+        g = fjax.grad(lambda d: jnp.sum(BCOO((d, s.indices), shape=s.shape) @ w))(s.data)
+        return s.todense(), m @ w, (m @ m.T).todense(), g
+
+    with _standin_gpu.installed():
+        got, want = _standin_gpu.both(f, x, w)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[0], 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(got[1], x @ w, rtol=1e-5, atol=1e-5)
+
+
+@given(sparse_arrays(min_ndim=2, max_ndim=3), st.integers(0, 3))
+def test_bcsr_roundtrip_and_matmul(arg, extra):
+    x, _, _ = arg
+    n_batch = x.ndim - 2
+    n_dense = 0
+    if x.ndim == 3 and extra % 2:
+        n_batch, n_dense = 0, 1
+    nse = int(np.max(sparse.BCOO.fromdense(x, n_batch=n_batch, n_dense=n_dense).nse, initial=0)) + extra
+    b = sparse.BCSR.fromdense(x, nse=nse, n_batch=n_batch, n_dense=n_dense)
+    assert (b.n_batch, b.n_sparse, b.n_dense, b.nse) == (n_batch, 2, n_dense, nse)
+    assert b.indptr.shape == x.shape[:n_batch] + (x.shape[n_batch] + 1,)
+    np.testing.assert_array_equal(b.todense(), x)
+    np.testing.assert_array_equal(sparse.bcsr_todense(b), x)
+    np.testing.assert_array_equal(b.to_bcoo().todense(), x)
+    np.testing.assert_array_equal(sparse.BCSR.from_bcoo(b.to_bcoo()).todense(), x)
+    ext = sparse.bcsr_extract(b.indices, b.indptr, x)
+    np.testing.assert_array_equal(ext, b.data)
+    if n_dense == 0:
+        v = np.random.default_rng(extra).standard_normal(x.shape[-1]).astype(np.float32)
+        np.testing.assert_allclose(b @ v, x @ v, rtol=1e-5, atol=1e-5)
+
+
+def test_bcsr_as_jax():
+    M = jnp.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]])
+    b = sparse.BCSR.fromdense(M, nse=5)  # JAX 0.10.2: the same buffers and repr
+    assert repr(b) == "BCSR(float32[2, 3], nse=5)"
+    np.testing.assert_array_equal(b.indices, [1, 0, 2, 3, 3])
+    np.testing.assert_array_equal(b.indptr, [0, 1, 3])
+    np.testing.assert_array_equal(b.to_bcoo().indices, [[0, 1], [1, 0], [1, 2], [2, 3], [2, 3]])
+    np.testing.assert_allclose(jnp.ones(2) @ b, [1.0, 2.0, 4.0])
+    np.testing.assert_allclose(fjax.jit(lambda b, v: b @ v)(b, jnp.ones(3)), [2.0, 5.0])
+    with pytest.raises(NotImplementedError, match="Transpose is not implemented"):
+        _ = b.T
+    with pytest.raises(NotImplementedError, match="BCSR lhs and ndarray rhs"):
+        _ = b @ b
+    with pytest.raises(ValueError, match="2 sparse dimensions"):
+        sparse.bcsr_fromdense(jnp.ones((2, 3, 4)))

@@ -51,3 +51,9 @@ from fjax.experimental.sparse.bcoo_ops import bcoo_slice as bcoo_slice
 from fjax.experimental.sparse.bcoo_ops import bcoo_squeeze as bcoo_squeeze
 from fjax.experimental.sparse.random import random_bcoo as random_bcoo
 from fjax.experimental.sparse.transform import sparsify as sparsify
+from fjax.experimental.sparse.bcsr import BCSR as BCSR
+from fjax.experimental.sparse.bcsr import bcsr_dot_general as bcsr_dot_general
+from fjax.experimental.sparse.bcsr import bcsr_extract as bcsr_extract
+from fjax.experimental.sparse.bcsr import bcsr_fromdense as bcsr_fromdense
+from fjax.experimental.sparse.bcsr import bcsr_sum_duplicates as bcsr_sum_duplicates
+from fjax.experimental.sparse.bcsr import bcsr_todense as bcsr_todense

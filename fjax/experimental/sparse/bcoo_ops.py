@@ -573,8 +573,8 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence[Any], slice_sizes: Seq
     )
     nb, ns = mat.n_batch, mat.n_sparse
     starts = [jnp.asarray(i).astype(np.int32) for i in start_indices]
-    # clamp as lax.dynamic_slice does, so the window always fits
-    starts = [jnp.clip(s, 0, n - z) for s, n, z in zip(starts, mat.shape, sizes)]
+    # negative starts count from the end, then clamp so the window fits (as lax.dynamic_slice)
+    starts = [jnp.clip(jnp.where(s < 0, s + n, s), 0, n - z) for s, n, z in zip(starts, mat.shape, sizes)]
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, nb)
     zero = jnp.zeros((), np.int32)
     data = lax.dynamic_slice(data, (*starts[:nb], zero, *starts[nb + ns :]), (*sizes[:nb], mat.nse, *sizes[nb + ns :]))
