@@ -189,7 +189,7 @@ def _directional_fd(fn, x, v, eps=1e-4):
     return (float(fn(x + eps * v)) - float(fn(x - eps * v))) / (2 * eps)
 
 
-@settings(max_examples=4)  # each example runs seven solves at rtol 1e-12
+@settings(max_examples=3)  # each example runs seven solves at rtol 1e-12
 @given(st.floats(0.2, 1.5), st.lists(floats, min_size=2, max_size=2), st.lists(floats, min_size=3, max_size=3))
 def test_adjoint_gradients_vs_finite_differences(a, y0, w):
     # directional derivatives along w (for y0, t and a) against central differences
@@ -223,6 +223,31 @@ def test_grad_through_closure_analytic():
         g = fjax.grad(loss)(0.8)
     want = np.sum(-np.asarray(ts)[:, None] * np.asarray(y0) * np.exp(-0.8 * np.asarray(ts))[:, None])
     np.testing.assert_allclose(g, want, rtol=1e-8)
+
+
+def test_closures_share_one_program():
+    # closed-over float arrays become arguments: closures over other values reuse one program
+    # (so jit's cache), while values the function itself makes stay in the program
+    def make(v):
+        a = jnp.array([v, 2 * v])
+        return lambda y, t: -a * y
+
+    y0, ts = jnp.array([1.0, 2.0]), jnp.array([0.0, 0.5, 1.0])
+    with fjax.disable_jit():
+        (c1, h1), (c2, h2) = ode._convert(make(0.5), y0, ts[0]), ode._convert(make(0.7), y0, ts[0])
+        assert c1 is c2 and len(h1) == len(h2) == 1
+        c3, h3 = ode._convert(lambda y, t: -y * jnp.array(3.0), y0, ts[0])
+        assert c3 != c1 and h3 == []
+        n = np.array([2, 3])  # integer closures stay in the program too
+        ys = odeint(lambda y, t: -n * y, y0, ts, rtol=1e-10, atol=1e-10)
+        for v in (0.5, 0.7):
+            got = odeint(make(v), y0, ts, rtol=1e-10, atol=1e-10)[-1]
+            np.testing.assert_allclose(got, [np.exp(-v), 2 * np.exp(-2 * v)], rtol=1e-8)
+    np.testing.assert_allclose(ys[-1], [np.exp(-2.0), 2 * np.exp(-3.0)], rtol=1e-8)
+    with fjax.disable_jit():
+        # a closure over an integer tracer (jit's) becomes an argument as well
+        got = fjax.jit(lambda k: odeint(lambda y, t: -k * y, y0, ts, rtol=1e-10, atol=1e-10))(3)
+    np.testing.assert_allclose(got[-1], [np.exp(-3.0), 2 * np.exp(-3.0)], rtol=1e-8)
 
 
 def test_vmap_matches_loop():

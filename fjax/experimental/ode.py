@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -250,6 +251,14 @@ def _odeint_jit(func: Callable, rtol: float, atol: float, mxstep: Any, hmax: Any
     return fjax.vmap(unravel)(ys)
 
 
+def _value_key(i: int, c: Any) -> tuple:
+    try:
+        a = np.asarray(c)
+        return (i, a.dtype.str, a.shape, a.tobytes())
+    except Exception:  # e.g. typed PRNG keys: equal only to themselves
+        return (i, "id", id(c))
+
+
 class _Converted:
     """``func`` as a jaxpr with its floating-point closure hoisted into trailing arguments.
     Equal (and equally hashed) when the programs are, so ``jit``'s cache is reused by a
@@ -258,8 +267,7 @@ class _Converted:
     def __init__(self, jaxpr: Any, kept: list, hoisted_at: list, in_tree: Any, out_tree: Any):
         self.jaxpr, self.kept, self.hoisted_at = jaxpr, kept, hoisted_at
         self.in_tree, self.out_tree = in_tree, out_tree
-        kept_key = tuple((i, np.asarray(c).dtype.str, np.shape(c), np.asarray(c).tobytes()) for i, c in kept)
-        self._key = (str(jaxpr), kept_key, tuple(hoisted_at), in_tree, out_tree)
+        self._key = (str(jaxpr), tuple(_value_key(i, c) for i, c in kept), tuple(hoisted_at), in_tree, out_tree)
         self._hash = hash(self._key)
 
     def __hash__(self) -> int:
@@ -293,22 +301,24 @@ def _convert(func: Callable, *example_args: Any) -> tuple[_Converted, list]:
             kept.append((i, c))
     in_tree = tu.tree_structure(example_args)
     conv = _Converted(closed.jaxpr, kept, hoisted_at, in_tree, tu.tree_structure(out_shape))
-    return _CACHE_CONVERTED(conv), hoisted
+    return _interned(conv), hoisted
 
 
 _converted: OrderedDict = OrderedDict()
+_converted_lock = threading.Lock()
 
 
-def _CACHE_CONVERTED(conv: _Converted) -> _Converted:  # noqa: N802
-    # reuse the first equal program so jit finds its own cache entry keyed by it
-    hit = _converted.get(conv)
-    if hit is not None:
-        _converted.move_to_end(conv)
-        return hit
-    _converted[conv] = conv
-    if len(_converted) > 128:
-        _converted.popitem(last=False)
-    return conv
+def _interned(conv: _Converted) -> _Converted:
+    # the first equal program stands for all: jit's cache entry is keyed by it (bounded LRU)
+    with _converted_lock:
+        hit = _converted.get(conv)
+        if hit is not None:
+            _converted.move_to_end(conv)
+            return hit
+        _converted[conv] = conv
+        if len(_converted) > 128:
+            _converted.popitem(last=False)
+        return conv
 
 
 def _is_jaxtype(x: Any) -> bool:
