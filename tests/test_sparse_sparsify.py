@@ -178,3 +178,44 @@ def test_bcoo_methods_from_sparsify():
     np.testing.assert_allclose((+m).todense(), x)
     np.testing.assert_allclose((m**3).todense(), x**3, rtol=1e-5)
     np.testing.assert_allclose((3.0 * m).todense(), 3 * x, rtol=1e-6)
+
+
+def test_sparse_ad_as_jax():
+    # reference values printed by JAX 0.10.2's sparse.value_and_grad / sparse.jacfwd on the same inputs
+    X = BCOO.fromdense(jnp.arange(6.0))
+    y = jnp.ones(6)
+    v, g = sparse.value_and_grad(lambda X, y: X @ y)(X, y)
+    assert float(v) == 15.0 and repr(g) == "BCOO(float32[6], nse=5)"
+    np.testing.assert_array_equal(g.data, np.ones(5))
+    np.testing.assert_array_equal(g.indices, X.indices)
+    g0, g1 = sparse.grad(lambda X, y: (X @ y) ** 2, argnums=(0, 1))(X, y)
+    np.testing.assert_array_equal(g0.data, np.full(5, 30.0))
+    np.testing.assert_array_equal(g1, 30.0 * np.arange(6.0))
+    g, aux = sparse.grad(lambda X: (X @ y, 5), has_aux=True)(X)
+    assert aux == 5 and isinstance(g, BCOO)
+    M = BCOO.fromdense(jnp.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]]))
+    for jac in (sparse.jacfwd, sparse.jacrev):
+        J = jac(lambda M: M @ jnp.arange(3.0))(M)
+        assert repr(J) == "BCOO(float32[2, 2, 3], nse=3, n_batch=1)"
+        np.testing.assert_array_equal(J.todense(), [[[0, 1, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 2]]])
+    # against the dense gradient restricted to the stored entries, on random data
+    x = _rand_sparse(11, (4, 3))
+    w = np.random.default_rng(12).standard_normal(3).astype(np.float32)
+    m = BCOO.fromdense(x)
+    gs = sparse.grad(lambda m: jnp.sum(jnp.tanh(m @ w)))(m)
+    gd = np.asarray(fjax.grad(lambda a: jnp.sum(jnp.tanh(a @ w)))(jnp.asarray(x)))
+    np.testing.assert_allclose(gs.todense(), np.where(x != 0, gd, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_getitem_and_iter_as_jax():
+    M = BCOO.fromdense(jnp.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]]))
+    r = M[0]  # JAX 0.10.2: BCOO(float32[3], nse=3), data [2, 0, 0], indices [[1], [3], [3]]
+    assert repr(r) == "BCOO(float32[3], nse=3)"
+    np.testing.assert_array_equal(r.data, [2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(r.indices, [[1], [3], [3]])
+    x = _rand_sparse(13, (3, 4, 2))
+    m = BCOO.fromdense(x, n_batch=1)
+    for idx in [(1,), (slice(1, None), slice(None, None, 2)), (None, -1), (slice(None), 2, 1), (Ellipsis, 0)]:
+        np.testing.assert_array_equal(sparse.todense(m[idx]), x[idx])
+    assert [r.shape for r in m] == [(4, 2)] * 3
+    np.testing.assert_array_equal(np.stack([r.todense() for r in m]), x)

@@ -57,3 +57,8 @@ from fjax.experimental.sparse.bcsr import bcsr_extract as bcsr_extract
 from fjax.experimental.sparse.bcsr import bcsr_fromdense as bcsr_fromdense
 from fjax.experimental.sparse.bcsr import bcsr_sum_duplicates as bcsr_sum_duplicates
 from fjax.experimental.sparse.bcsr import bcsr_todense as bcsr_todense
+from fjax.experimental.sparse.ad import grad as grad
+from fjax.experimental.sparse.ad import jacfwd as jacfwd
+from fjax.experimental.sparse.ad import jacobian as jacobian
+from fjax.experimental.sparse.ad import jacrev as jacrev
+from fjax.experimental.sparse.ad import value_and_grad as value_and_grad

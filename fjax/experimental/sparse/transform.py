@@ -276,6 +276,15 @@ def _astype(self: BCOO, *args: Any, **kwargs: Any) -> Any:
     return sparsify(lambda x: x.astype(*args, **kwargs))(self)
 
 
+def _getitem(self: BCOO, idx: Any) -> Any:
+    """Static indexing (ints, slices, None): the result is BCOO."""
+    return sparsify(lambda x: x[idx])(self)
+
+
+def _iter(self: BCOO) -> Any:
+    return iter(self[i] for i in range(self.shape[0]))
+
+
 def _pow(x: BCOO, y: Any) -> Any:
     return sparsify(lambda a: jnp.power(a, y))(x)
 
@@ -298,6 +307,8 @@ _BCOO_METHODS = {
     "__sub__": sparsify(jnp.subtract),
     "__rsub__": sparsify(_swap(jnp.subtract)),
     "__pow__": _pow,
+    "__getitem__": _getitem,
+    "__iter__": _iter,
     "__rpow__": sparsify(_swap(jnp.power)),
     "__gt__": sparsify(jnp.greater),
     "__ge__": sparsify(jnp.greater_equal),
