@@ -648,3 +648,60 @@ def test_bcsr_as_jax():
         _ = b @ b
     with pytest.raises(ValueError, match="2 sparse dimensions"):
         sparse.bcsr_fromdense(jnp.ones((2, 3, 4)))
+
+
+# ----------------------------------------------------------------------------------------
+# legacy 2-D formats
+
+
+@given(sparse_arrays(min_ndim=2, max_ndim=2), st.integers(0, 2), st.integers(0, 2**31 - 1))
+def test_coo_csr_csc_against_numpy(arg, extra, seed):
+    x, _, _ = arg
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(x.shape[1]).astype(np.float32)
+    u = rng.standard_normal(x.shape[0]).astype(np.float32)
+    B = rng.standard_normal((x.shape[1], 2)).astype(np.float32)
+    nse = int((x != 0).sum()) + extra
+    for cls in (sparse.COO, sparse.CSR, sparse.CSC):
+        m = cls.fromdense(x, nse=nse)
+        assert m.nse == nse and m.shape == x.shape
+        np.testing.assert_array_equal(m.todense(), x)
+        np.testing.assert_array_equal(m.T.todense(), x.T)
+        np.testing.assert_allclose(m @ v, x @ v, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(m @ B, x @ B, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(m.T @ u, x.T @ u, rtol=1e-5, atol=1e-5)
+    c, r = sparse.coo_fromdense(x, nse=nse), sparse.csr_fromdense(x, nse=nse)
+    np.testing.assert_array_equal(sparse.coo_todense(c), x)
+    np.testing.assert_array_equal(sparse.csr_todense(r), x)
+    np.testing.assert_allclose(sparse.coo_matvec(c, u, transpose=True), x.T @ u, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sparse.csr_matvec(r, v), x @ v, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sparse.coo_matmat(c, B), x @ B, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sparse.csr_matmat(r, u[:, None], transpose=True), x.T @ u[:, None], rtol=1e-5, atol=1e-5)
+
+
+def test_legacy_formats_as_jax():
+    # buffers printed by JAX 0.10.2 for the same matrix
+    M = jnp.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]])
+    c = sparse.COO.fromdense(M, nse=5)
+    assert repr(c) == "COO(float32[2, 3], nse=5)" and repr(c.T) == "COO(float32[3, 2], nse=5)"
+    np.testing.assert_array_equal(c.row, [0, 1, 1, 0, 0])
+    np.testing.assert_array_equal(c.col, [1, 0, 2, 0, 0])
+    r = sparse.CSR.fromdense(M, nse=5)
+    np.testing.assert_array_equal(r.indices, [1, 0, 2, 0, 0])
+    np.testing.assert_array_equal(r.indptr, [0, 1, 3])
+    assert repr(r.T) == "CSC(float32[3, 2], nse=5)"
+    k = sparse.CSC.fromdense(M, nse=5)
+    np.testing.assert_array_equal(k.data, [1.0, 2.0, 4.0, 0.0, 0.0])
+    np.testing.assert_array_equal(k.indices, [1, 0, 1, 0, 0])
+    np.testing.assert_array_equal(k.indptr, [0, 1, 2, 3])
+    for fmt in ("coo", "csr", "csc"):
+        np.testing.assert_array_equal(sparse.eye(3, 4, -1, sparse_format=fmt).todense(), np.eye(3, 4, -1))
+    assert repr(sparse.empty((2, 3), sparse_format="csr")) == "CSR(float32[2, 3], nse=0)"
+    assert repr(sparse.empty((2, 3), sparse_format="bcsr")) == "BCSR(float32[2, 3], nse=0)"
+    np.testing.assert_allclose(fjax.jit(lambda c, v: c @ v)(r, jnp.ones(3)), [2.0, 5.0])
+    g = fjax.grad(lambda d: (sparse.CSR((d, r.indices, r.indptr), shape=r.shape) @ jnp.arange(3.0)).sum())(r.data)
+    np.testing.assert_array_equal(g, [1.0, 0.0, 2.0, 0.0, 0.0])
+    with pytest.raises(NotImplementedError, match="matmul between two sparse objects"):
+        _ = c @ c
+    with pytest.raises(ValueError, match="ndim=2"):
+        sparse.COO.fromdense(jnp.ones(3))

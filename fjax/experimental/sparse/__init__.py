@@ -62,3 +62,14 @@ from fjax.experimental.sparse.ad import jacfwd as jacfwd
 from fjax.experimental.sparse.ad import jacobian as jacobian
 from fjax.experimental.sparse.ad import jacrev as jacrev
 from fjax.experimental.sparse.ad import value_and_grad as value_and_grad
+from fjax.experimental.sparse.legacy import COO as COO
+from fjax.experimental.sparse.legacy import CSC as CSC
+from fjax.experimental.sparse.legacy import CSR as CSR
+from fjax.experimental.sparse.legacy import coo_fromdense as coo_fromdense
+from fjax.experimental.sparse.legacy import coo_matmat as coo_matmat
+from fjax.experimental.sparse.legacy import coo_matvec as coo_matvec
+from fjax.experimental.sparse.legacy import coo_todense as coo_todense
+from fjax.experimental.sparse.legacy import csr_fromdense as csr_fromdense
+from fjax.experimental.sparse.legacy import csr_matmat as csr_matmat
+from fjax.experimental.sparse.legacy import csr_matvec as csr_matvec
+from fjax.experimental.sparse.legacy import csr_todense as csr_todense

@@ -12,7 +12,10 @@ from fjax.experimental.sparse.bcoo import BCOO
 
 
 def _formats() -> dict:
-    return {"bcoo": BCOO}
+    from fjax.experimental.sparse.bcsr import BCSR
+    from fjax.experimental.sparse.legacy import COO, CSC, CSR
+
+    return {"bcsr": BCSR, "bcoo": BCOO, "coo": COO, "csr": CSR, "csc": CSC}
 
 
 def todense(arr: JAXSparse | Any) -> Any:
@@ -43,6 +46,9 @@ def eye(
 ) -> JAXSparse:
     """2D sparse identity matrix with ones along the ``k``-th diagonal."""
     formats = _formats()
+    if sparse_format not in formats:
+        raise ValueError(f"sparse_format={sparse_format!r} not recognized; must be one of {list(formats.keys())}")
+    formats.pop("bcsr")
     if sparse_format not in formats:
         raise ValueError(f"sparse_format={sparse_format!r} not recognized; must be one of {list(formats.keys())}")
     M = N if M is None else M

@@ -122,6 +122,15 @@ class BCSR(JAXSparse):
         return bcsr_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch)
 
     @classmethod
+    def _empty(
+        cls, shape: Sequence[int], *, dtype: Any = None, index_dtype: Any = "int32", n_dense: int = 0, n_batch: int = 0
+    ) -> BCSR:
+        shape = tuple(operator.index(s) for s in shape)
+        if len(shape) - n_batch - n_dense != 2:
+            raise ValueError(f"BCSR array must have 2 sparse dimensions; {n_batch=}, {n_dense=}, shape={shape}")
+        return cls.from_bcoo(BCOO._empty(shape, dtype=dtype, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch))
+
+    @classmethod
     def from_bcoo(cls, arr: BCOO) -> BCSR:
         """Convert a BCOO array with two sparse dimensions to BCSR."""
         if arr.n_sparse != 2:
