@@ -267,6 +267,38 @@ def test_jit_compiled():
     np.testing.assert_allclose(g, np.linalg.solve(general.T, np.ones(5)), rtol=1e-9)
 
 
+def test_zero_rhs_and_zero_maxiter():
+    spd, general, b = _problem(4, seed=7)
+    x0 = jnp.asarray(b[::-1].copy())
+    with fjax.disable_jit():
+        for name in ("cg", "bicgstab", "gmres_b", "gmres_i"):
+            a = jnp.asarray(spd if name == "cg" else general)
+            x = SOLVERS[name](a, jnp.zeros(4))[0]
+            np.testing.assert_array_equal(x, np.zeros(4))
+            np.testing.assert_array_equal(SOLVERS[name](a, jnp.asarray(b), x0=x0, maxiter=0)[0], x0)
+
+
+class _Scaled:
+    """An operator known only by ``@`` (no shape), as a user's sparse-matrix class might be."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def __matmul__(self, x):
+        return self.d * x
+
+
+def test_matmul_operator():
+    d = jnp.array([1.0, 2.0, 4.0])
+    b = jnp.array([1.0, 1.0, 2.0])
+    with fjax.disable_jit():
+        for solve in (spl.cg, spl.bicgstab, spl.gmres):
+            x = solve(_Scaled(d), b, tol=1e-12)[0]
+            np.testing.assert_allclose(x, [1.0, 0.5, 0.5], rtol=1e-10)
+            x = solve(jnp.diag(d), b, M=_Scaled(1 / d), tol=1e-12)[0]
+            np.testing.assert_allclose(x, [1.0, 0.5, 0.5], rtol=1e-10)
+
+
 def test_namespace():
     import fjax.scipy.sparse
 
