@@ -81,10 +81,25 @@ def _rank_promotion(value: Any) -> str:
     return value
 
 
+class LegacyPrngKeyState(enum.StrEnum):
+    """The value of ``jax_legacy_prng_key`` (raw uint32 keys in fjax.random: allow, warn, error)."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    ERROR = "error"
+
+
+def _legacy_prng_key(value: Any) -> LegacyPrngKeyState:
+    if value is None:
+        raise TypeError(f"new enum value must be an instance of {LegacyPrngKeyState}, got None of type {type(None)}.")
+    return LegacyPrngKeyState(value)  # ValueError "'x' is not a valid LegacyPrngKeyState", as JAX
+
+
 # options whose values are converted on the way in (strings to enums, as JAX's enum_class_state)
 _COERCE: dict[str, Callable[[Any], Any]] = {
     "jax_numpy_dtype_promotion": _promotion,
     "jax_numpy_rank_promotion": _rank_promotion,
+    "jax_legacy_prng_key": _legacy_prng_key,
 }
 
 
@@ -137,6 +152,10 @@ class Config:
         "jax_default_prng_impl": "threefry2x32",
         "jax_threefry_partitionable": True,
         "jax_transfer_guard": None,
+        # raw uint32 keys passed to fjax.random functions: "allow", "warn" or "error"; custom PRNG:
+        # PRNGKey and split/fold_in of raw keys give typed keys (fjax/_flag_states.py)
+        "jax_legacy_prng_key": "allow",
+        "jax_enable_custom_prng": False,
         "jax_transfer_guard_host_to_device": None,
         "jax_transfer_guard_device_to_host": None,
         "jax_transfer_guard_device_to_device": None,

@@ -28,11 +28,13 @@ from fjax.core import (
     jaxpr_as_fun,
 )
 from fjax.dtypes import kind as _dkind
+from fjax.errors import InconclusiveDimensionOperation
 
 __all__ = [
     "AbstractToken",
     "ClosedJaxpr",
     "DropVar",
+    "InconclusiveDimensionOperation",
     "Jaxpr",
     "JaxprEqn",
     "JaxprTypeError",
@@ -41,6 +43,7 @@ __all__ = [
     "Token",
     "Var",
     "array_types",
+    "call_impl",
     "check_jaxpr",
     "concrete_or_error",
     "find_top_trace",
@@ -171,3 +174,14 @@ def nonempty_axis_env_DO_NOT_USE() -> bool:
 from fjax.extend import _primitives as primitives  # noqa: E402
 
 sys.modules.setdefault(__name__ + ".primitives", primitives)
+
+
+def call_impl(f: Any, *args: Any, **params: Any) -> Any:
+    """The impl rule of a call primitive: evaluate the ``WrappedFun`` ``f`` (``params`` unused)
+    with the eval trace current, so operations on concrete values run eagerly even while some
+    function is being staged (as JAX's)."""
+    from fjax._compile_time import ensure_compile_time_eval  # noqa: PLC0415
+
+    del params
+    with ensure_compile_time_eval():
+        return f.call_wrapped(*args)

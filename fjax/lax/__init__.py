@@ -51,3 +51,4 @@ from fjax.lax._api_gaps import *  # noqa: F401,F403
 from fjax._tokens import after_all, create_token  # noqa: F401,E402
 from fjax.lax._rng import rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p  # noqa: F401,E402
 from fjax.lax._api_gaps_more import pbroadcast, scaled_dot, scaled_dot_p, scatter_apply  # noqa: F401,E402
+from fjax.lax._collective_gaps import ragged_all_to_all, stage  # noqa: F401,E402
