@@ -234,3 +234,4 @@ from fjax._api_top import (  # noqa: E402
     transfer_guard_host_to_device,
 )
 from fjax._flag_states import enable_custom_prng, legacy_prng_key  # noqa: E402
+from fjax._smap import smap  # noqa: E402

@@ -314,3 +314,36 @@ def test_extend_core_names():
 
     np.testing.assert_allclose(float(g(1.0)), 1.0 + np.sin(1.0), rtol=1e-6)
     assert seen == [fjax.Array]  # evaluated eagerly while g was traced
+
+
+# ---------------------------------------------------------------------------------------------
+# smap
+
+
+def test_smap_as_jax():
+    # the expected values are JAX's, with the same mesh of 4 CPU devices
+    mesh = fjax.sharding.Mesh(np.array(DEVS[:4], dtype=object).reshape(2, 2), ("x", "y"))
+    explicit = fjax.sharding.Mesh(mesh.devices, ("x", "y"), axis_types=(fjax.sharding.AxisType.Explicit,) * 2)
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    f = fjax.smap(lambda a: a * lax.axis_index("x"), in_axes=0, out_axes=0, axis_name="x")
+    with fjax.set_mesh(mesh):
+        np.testing.assert_array_equal(np.asarray(f(x)), [[0, 0], [0, 0], [4, 5], [6, 7]])
+        np.testing.assert_array_equal(np.asarray(fjax.jit(f)(x)), [[0, 0], [0, 0], [4, 5], [6, 7]])
+        g = fjax.smap(lambda a: lax.psum(a, "x"), in_axes=1, out_axes=None, axis_name="x")
+        np.testing.assert_array_equal(np.asarray(g(x.reshape(2, 4))), [[2, 4], [10, 12]])
+        h = fjax.smap(lambda a, b: a * b, in_axes=(0, None), out_axes=0, axis_name="y")
+        np.testing.assert_array_equal(np.asarray(h(x, 2.0)), 2 * x)
+        k = fjax.smap(in_axes=(0,), out_axes=0, axis_name="y")(lambda a: a.sum(0, keepdims=True))
+        np.testing.assert_array_equal(np.asarray(k(x)), [[2, 4], [10, 12]])
+        with pytest.raises(TypeError, match="in_axes was not specified when axis_name"):
+            fjax.smap(lambda a: a, out_axes=0, axis_name="x")(x)
+        with pytest.raises(ValueError, match="to be a subset of"):
+            fjax.smap(lambda a: a, in_axes=0, out_axes=0, axis_name="z")(x)
+    with fjax.set_mesh(explicit), pytest.raises(NotImplementedError, match="jax.sharding.Infer"):
+        fjax.smap(lambda a: a, out_axes=0, axis_name="x")(x)
+    with pytest.raises(TypeError, match="smap axis_name should be a `str` or a `Hashable`"):
+        fjax.smap(lambda a: a, in_axes=0, out_axes=0, axis_name=("x",))
+    with pytest.raises(TypeError, match="smap in_axes must be an int, None"):
+        fjax.smap(lambda a: a, in_axes="a", out_axes=0, axis_name="x")
+    with pytest.raises(ValueError, match="The context mesh cannot be empty"):
+        f(x)
