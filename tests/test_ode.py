@@ -263,6 +263,25 @@ def test_vmap_matches_loop():
     np.testing.assert_allclose(gs, np.stack(gloop), rtol=1e-9)
 
 
+def test_pytree_args_gradient_and_vmap_over_times():
+    def f(y, t, p):
+        return -p["k"] * y + p["c"][0]
+
+    def exact(k, c, t):
+        return c / k + (1 - c / k) * np.exp(-k * t)
+
+    p = {"k": jnp.array(0.5), "c": (jnp.array(0.2),)}
+    with fjax.disable_jit():
+        g = fjax.grad(lambda p: odeint(f, jnp.array([1.0]), jnp.array([0.0, 1.0]), p, rtol=1e-10, atol=1e-10)[-1, 0])(p)
+        ys = fjax.vmap(lambda ts: odeint(f, jnp.array([1.0]), ts, p, rtol=1e-10, atol=1e-10))(
+            jnp.array([[0.0, 1.0], [0.0, 2.0]])
+        )
+    eps = 1e-6
+    np.testing.assert_allclose(g["k"], (exact(0.5 + eps, 0.2, 1) - exact(0.5 - eps, 0.2, 1)) / (2 * eps), rtol=1e-6)
+    np.testing.assert_allclose(g["c"][0], (exact(0.5, 0.2 + eps, 1) - exact(0.5, 0.2 - eps, 1)) / (2 * eps), rtol=1e-6)
+    np.testing.assert_allclose(ys[:, -1, 0], [exact(0.5, 0.2, 1.0), exact(0.5, 0.2, 2.0)], rtol=1e-8)
+
+
 def test_jit_compiled():
     ts = jnp.linspace(0.0, 2.0, 5)
     f = fjax.jit(lambda y0, a: odeint(decay, y0, ts, a))
