@@ -86,20 +86,15 @@ def _lax() -> Any:
     return lax
 
 
-def _loop(n: int, body: Any, init: Any, traced: bool) -> Any:
-    """``fori_loop(0, n, body, init)`` when traced (one compact loop in the jaxpr); eagerly a
-    Python loop of the same body (a few numpy ops per step instead of compiling the loop)."""
-    if traced:
+def _loop(n: int, body: Any, init: Any) -> Any:
+    """``fori_loop(0, n, body, init)`` while a jaxpr is being staged (jit, make_jaxpr, a loop body:
+    one compact loop in the jaxpr); otherwise, eagerly and under grad or vmap too, a Python loop of
+    the same body (a few numpy ops per step instead of compiling the loop body)."""
+    if not core.is_eager():
         return _lax().fori_loop(0, n, body, init)
     for i in range(n):
         init = body(np.int32(i), init)
     return init
-
-
-def _traced(*xs: Any) -> bool:
-    """Whether a jaxpr is being staged (jit, make_jaxpr, a loop body): then one fori_loop; eagerly,
-    under grad or vmap too, the Python loop (no loop body to compile)."""
-    return not core.is_eager()
 
 
 def _check_rank(name: str, pos: int, x: Any, rank: int) -> None:
@@ -179,7 +174,7 @@ def ormqr(a: Any, taus: Any, c: Any, *, left: bool = True, transpose: bool = Fal
         w = jnp.sum(c * v[..., None, :], axis=-1)  # c v: [..., nrows]
         return c - tau * (w[..., :, None] * jnp.conj(v)[..., None, :])
 
-    return _loop(k, body, c, _traced(a, taus, c))
+    return _loop(k, body, c)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +223,7 @@ def _tridiagonal_lower(a: Any) -> tuple:
         taus = jnp.where(idx[: n - 1] == i, tau[..., None], taus)
         return work, taus
 
-    work, taus = _loop(n - 1, body, (work, taus0), _traced(a))
+    work, taus = _loop(n - 1, body, (work, taus0))
     d = jnp.real(jnp.diagonal(work, axis1=-2, axis2=-1))
     e = jnp.real(jnp.diagonal(work, offset=-1, axis1=-2, axis2=-1))
     arr = jnp.where(r < cc, a, jnp.where(r == cc, d.astype(dt)[..., :, None], work))
