@@ -137,7 +137,7 @@ def test_pytree_jit_vmap_roundtrip():
     stacked = fjax.vmap(lambda a: BCOO.fromdense(a, nse=4))(x)
     assert stacked.shape == x.shape and stacked.n_batch == 1 and stacked.nse == 4
     np.testing.assert_array_equal(stacked.todense(), x)
-    with pytest.raises(ValueError, match="batch dimension"):
+    with pytest.raises(ValueError, match="Cannot map in_axis=0 for BCOO array with n_batch=0"):
         fjax.vmap(lambda s: s.todense())(BCOO.fromdense(x))
 
 
@@ -198,7 +198,7 @@ def test_sum_duplicates_remove_zeros_and_jit():
     out = f(m)
     np.testing.assert_array_equal(out.indices, [[0, 1], [1, 1], [2, 0], [3, 3]])
     np.testing.assert_array_equal(out.data, [3.0, 0.0, -1.0, 0.0])
-    with pytest.raises(ConcretizationTypeError):
+    with pytest.raises(ValueError, match="nse must be specified when using the function within jit"):
         fjax.jit(lambda m: sparse.bcoo_sum_duplicates(m))(m)
 
 
@@ -469,7 +469,7 @@ def test_reshape_errors():
     m = BCOO.fromdense(jnp.arange(6.0).reshape(2, 3), n_batch=1)
     with pytest.raises(ValueError, match="cannot mix batch and sparse"):
         sparse.bcoo_reshape(m, new_sizes=(3, 2))
-    with pytest.raises(TypeError, match="total size"):
+    with pytest.raises(ValueError, match="total size"):
         sparse.bcoo_reshape(m, new_sizes=(4, 2))
 
 

@@ -24,6 +24,7 @@ from fjax.experimental.sparse._util import (
     SparseInfo,
     batch_iotas,
     count_stored_elements,
+    is_tracer,
     nfold_vmap,
     static_int,
 )
@@ -206,6 +207,13 @@ def _unique_unbatched(indices: Any, sparse_shape: Shape) -> tuple:
     return out, inverse, first, first_sorted.sum().astype(np.int32)
 
 
+def _traced_value(x: Any) -> Any:
+    try:
+        return x.to_concrete_value()
+    except Exception:
+        return None
+
+
 def _adjust_indices_nse(indices: Any, nse: int, fill: Any) -> Any:
     cur = indices.shape[-2]
     if nse <= cur:
@@ -239,7 +247,13 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
         indices
     )
     if nse is None:
-        nse = static_int(count.max(initial=0) if count.ndim else count, "nse argument of bcoo_sum_duplicates.")
+        count = count.max(initial=0) if count.ndim else count
+        if is_tracer(count) and _traced_value(count) is None:
+            raise ValueError(
+                "bcoo_sum_duplicates: nse must be specified when using the function within jit, vmap, and other "
+                "transformations requiring abstract evaluation."
+            )
+        nse = static_int(count, "nse argument of bcoo_sum_duplicates.")
     fill = jnp.array(sparse_shape, indices.dtype)
     out_idx = _adjust_indices_nse(out_idx, nse, fill)
     data_out = jnp.zeros(bshape + (nse,) + tuple(data.shape[n_batch + 1 :]), data.dtype)
@@ -440,6 +454,11 @@ def _reconcile_shape(shape: Shape, data: Any, indices: Any) -> Shape:
         return shape
     nb = indices.ndim - 2
     nd = data.ndim - 1 - nb
+    if nb == -1 and len(shape) == indices.shape[-1] + data.ndim:
+        raise ValueError(
+            "Cannot map in_axis=0 for BCOO array with n_batch=0. in_axes for batched BCOO operations must "
+            "correspond to a batch dimension."
+        )
     if nb < 0 or nd < 0:
         raise ValueError(
             f"BCOO: buffers of shapes data.shape={tuple(data.shape)}, indices.shape={tuple(indices.shape)} do "

@@ -326,7 +326,7 @@ def bcoo_reshape(
     del sharding
     new_sizes = tuple(operator.index(s) for s in new_sizes)
     if math.prod(new_sizes) != mat.size:
-        raise TypeError(
+        raise ValueError(
             f"reshape total size must be unchanged, got new_sizes {new_sizes} (of total size "
             f"{math.prod(new_sizes)}) for shape {mat.shape} (of total size {mat.size})."
         )
