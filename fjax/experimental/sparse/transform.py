@@ -7,6 +7,7 @@ to a sparse rule (equations on dense values bind as usual, so this composes with
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, Callable
 
@@ -230,25 +231,47 @@ def _eval_closed(closed: Any, args: list) -> list:
     return _eval_sparse(closed, [], args)
 
 
+def _leaf_key(x: Any) -> Any:
+    if _is_sparse(x):
+        return ("sparse", type(x), tuple(x.shape), str(x.dtype))
+    aval = core.get_aval(x)
+    return (tuple(aval.shape), str(aval.dtype), bool(getattr(aval, "weak_type", False)))
+
+
 def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
     """Transform ``f`` so that it accepts BCOO arrays wherever it accepted dense arrays."""
     if use_tracer:
         raise NotImplementedError("sparsify(use_tracer=True): fjax only implements the jaxpr-based sparsify")
+    # traced jaxprs by argument structure and avals; bounded, and only jaxprs free of tracers
+    cache: collections.OrderedDict = collections.OrderedDict()
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         leaves, tree = tree_util.tree_flatten((args, kwargs), is_leaf=_is_sparse)
         if not any(_is_sparse(x) for x in leaves):
             return f(*args, **kwargs)
-        stand_ins = [fjax.ShapeDtypeStruct(x.shape, x.dtype) if _is_sparse(x) else x for x in leaves]
+        try:
+            key = (tree, tuple(_leaf_key(x) for x in leaves), bool(fjax.config.jax_enable_x64))
+            hash(key)
+        except TypeError:
+            key = None
+        hit = cache.get(key) if key is not None else None
+        if hit is None:
+            stand_ins = [fjax.ShapeDtypeStruct(x.shape, x.dtype) if _is_sparse(x) else x for x in leaves]
 
-        def flat_f(*flat: Any) -> Any:
-            a, k = tree_util.tree_unflatten(tree, list(flat))
-            return f(*a, **k)
+            def flat_f(*flat: Any) -> Any:
+                a, k = tree_util.tree_unflatten(tree, list(flat))
+                return f(*a, **k)
 
-        closed, out_shape = fjax.make_jaxpr(flat_f, return_shape=True)(*stand_ins)
+            closed, out_shape = fjax.make_jaxpr(flat_f, return_shape=True)(*stand_ins)
+            hit = (closed, tree_util.tree_structure(out_shape))
+            if key is not None and not any(isinstance(c, core.Tracer) for c in closed.consts):
+                cache[key] = hit
+                if len(cache) > 32:
+                    cache.popitem(last=False)
+        closed, out_tree = hit
         outs = _eval_sparse(closed.jaxpr, closed.consts, leaves)
-        return tree_util.tree_unflatten(tree_util.tree_structure(out_shape), outs)
+        return tree_util.tree_unflatten(out_tree, outs)
 
     return wrapped
 
