@@ -233,5 +233,5 @@ from fjax._api_top import (  # noqa: E402
     transfer_guard_device_to_host,
     transfer_guard_host_to_device,
 )
-from fjax._flag_states import enable_custom_prng, legacy_prng_key  # noqa: E402
+from fjax._flag_states import enable_custom_prng, legacy_prng_key, thread_guard  # noqa: E402
 from fjax._smap import smap  # noqa: E402

@@ -1,5 +1,5 @@
-"""The configuration states ``jax.legacy_prng_key`` and ``jax.enable_custom_prng`` and what they
-do to ``fjax.random``.
+"""The configuration states ``jax.legacy_prng_key``, ``jax.enable_custom_prng`` (what they do to
+``fjax.random``) and ``jax.thread_guard``.
 
 - ``legacy_prng_key``: ``"allow"`` (default), ``"warn"`` or ``"error"`` when a raw uint32 key
   array (``PRNGKey``'s) is passed to a ``fjax.random`` function, as JAX (typed keys from
@@ -7,23 +7,29 @@ do to ``fjax.random``.
 - ``enable_custom_prng``: ``PRNGKey`` returns a typed key, ``split``/``fold_in`` of a raw key
   return typed keys, and raw keys warn with a ``FutureWarning`` (under ``legacy_prng_key("allow")``).
 
-The checks are made once per call of a public function (a thread-local depth skips the calls the
+- ``thread_guard``: ``with thread_guard(True):`` makes the calling thread the only one allowed to
+  run multi-process operations (fjax's MPI collectives, ``fjax.distributed``) until the block ends:
+  another thread's collective raises RuntimeError before it communicates. A second thread entering
+  it while the first holds it raises ``JaxRuntimeError``, as JAX.
+
+The random checks are made once per call of a public function (a thread-local depth skips the calls the
 samplers make to each other), and cost one option read per call while both states are default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fjax._api_more import _ConfigContext
 from fjax.config import LegacyPrngKeyState, config
 
-__all__ = ["LegacyPrngKeyState", "enable_custom_prng", "install_random_guards", "legacy_prng_key"]
+__all__ = ["LegacyPrngKeyState", "enable_custom_prng", "install_random_guards", "legacy_prng_key", "thread_guard"]
 
 
 legacy_prng_key = _ConfigContext("jax_legacy_prng_key")
@@ -99,3 +105,38 @@ def install_random_guards(ns: dict) -> None:
             continue
         ns[name] = _guard(name, fn, ns)
     ns["PRNGKey"] = _prng_key(ns["PRNGKey"], ns)
+
+
+class _ThreadGuard:
+    """``jax.thread_guard``: ``with thread_guard(True):`` (``.value`` reads the calling thread's
+    setting)."""
+
+    _lock = threading.Lock()
+
+    @property
+    def value(self) -> bool:
+        return bool(config.jax_thread_guard)
+
+    @contextlib.contextmanager
+    def __call__(self, new_val: Any = True) -> Iterator[None]:
+        from fjax import distributed  # noqa: PLC0415
+        from fjax.errors import JaxRuntimeError  # noqa: PLC0415
+
+        me = threading.get_ident()
+        with self._lock:
+            prev = distributed.state.thread_guard
+            if new_val and prev is not None and prev != me:
+                raise JaxRuntimeError(
+                    "FAILED_PRECONDITION: The thread guard's global thread ID is already set. Nested thread "
+                    "guards in different threads are not supported."
+                )
+            distributed.state.thread_guard = me if new_val else None
+        try:
+            with config.override("jax_thread_guard", bool(new_val) if new_val is not None else None):
+                yield
+        finally:
+            with self._lock:
+                distributed.state.thread_guard = prev
+
+
+thread_guard = _ThreadGuard()

@@ -156,6 +156,8 @@ class Config:
         # PRNGKey and split/fold_in of raw keys give typed keys (fjax/_flag_states.py)
         "jax_legacy_prng_key": "allow",
         "jax_enable_custom_prng": False,
+        # jax.thread_guard: multi-process operations only from the thread inside the block
+        "jax_thread_guard": False,
         "jax_transfer_guard_host_to_device": None,
         "jax_transfer_guard_device_to_host": None,
         "jax_transfer_guard_device_to_device": None,

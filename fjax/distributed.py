@@ -49,6 +49,8 @@ class _State:
     initialized: bool = False
     prev_excepthook: Any = None
     watchdog: Any = None
+    # jax.thread_guard: the id of the thread that holds it, else None (fjax/_flag_states.py)
+    thread_guard: Any = None
 
 
 state = _State()
@@ -198,6 +200,14 @@ class collective:  # noqa: N801
         self.what = what
 
     def __enter__(self) -> None:
+        g = state.thread_guard
+        if g is not None and g != threading.get_ident():
+            from fjax.errors import JaxRuntimeError  # noqa: PLC0415
+
+            raise JaxRuntimeError(
+                f"A multi-process JAX operation was called from thread {threading.get_ident()}. This is not "
+                f"allowed because the thread guard was set in thread {g}."
+            )
         w = state.watchdog
         if w is not None:
             w.enter(self.what)

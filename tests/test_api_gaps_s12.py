@@ -347,3 +347,51 @@ def test_smap_as_jax():
         fjax.smap(lambda a: a, in_axes="a", out_axes=0, axis_name="x")
     with pytest.raises(ValueError, match="The context mesh cannot be empty"):
         f(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# thread_guard
+
+
+def test_thread_guard():
+    """Checked through fjax.distributed.collective, which wraps every MPI call (a run under
+    ``mpiexec -n 2`` with process_allgather from a second thread raised the same error)."""
+    import threading
+
+    from fjax.distributed import collective
+
+    def in_thread(fn):
+        out = []
+
+        def run():
+            try:
+                fn()
+                out.append(None)
+            except Exception as e:  # noqa: BLE001
+                out.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        return out[0]
+
+    def mpi_call():
+        with collective("psum across processes"):
+            pass
+
+    assert fjax.thread_guard.value is False
+    assert in_thread(mpi_call) is None  # no guard: any thread
+    with fjax.thread_guard(True):
+        assert fjax.thread_guard.value is True
+        mpi_call()  # the guarding thread may
+        err = in_thread(mpi_call)
+        assert isinstance(err, fjax.errors.JaxRuntimeError)
+        assert "A multi-process JAX operation was called from thread" in str(err)
+        err = in_thread(lambda: fjax.thread_guard(True).__enter__())
+        assert isinstance(err, fjax.errors.JaxRuntimeError) and "Nested thread guards in different threads" in str(err)
+        with fjax.thread_guard(True):  # nesting in the same thread is fine
+            mpi_call()
+        with fjax.thread_guard(False):
+            assert in_thread(mpi_call) is None
+        assert isinstance(in_thread(mpi_call), fjax.errors.JaxRuntimeError)
+    assert in_thread(mpi_call) is None and fjax.thread_guard.value is False
