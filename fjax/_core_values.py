@@ -134,6 +134,9 @@ class ShapedArray:
         w = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
 
+    def __str__(self) -> str:  # JAX's: the long dtype name, ``~`` marking a weak type
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of unsized object")

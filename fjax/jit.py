@@ -318,11 +318,50 @@ _PLATFORM_BACKENDS = {"cpu": "numba", "cuda": "cuda", "gpu": "cuda"}
 class Lowered:
     """The result of ``jit(f).lower(*args)``: the jaxpr and the generated source."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str, platform: str = "cpu"):
+    def __init__(self, jaxpr: ClosedJaxpr, consts: list, name: str, platform: str = "cpu", sig: Any = None):
         self.jaxpr = jaxpr
         self.consts = consts
         self.name = name
         self.platform = platform
+        self._sig = sig  # the call's signature (fjax._aot.Signature), for compile() and the properties
+
+    def _need_sig(self, what: str) -> Any:
+        if self._sig is None:
+            raise AttributeError(f"Lowered.{what}: this Lowered was not made by jit(f).lower/trace")
+        return self._sig
+
+    # JAX's Traced/Lowered signature properties (fjax._aot)
+    in_tree = property(lambda self: self._need_sig("in_tree").in_tree)
+    out_tree = property(lambda self: self._need_sig("out_tree").out_tree)
+    donate_argnums = property(lambda self: self._need_sig("donate_argnums").donate_argnums)
+    fun_name = property(lambda self: self._need_sig("fun_name").fun_name)
+
+    @property
+    def in_avals(self) -> Any:
+        sig = self._need_sig("in_avals")
+        return tu.tree_unflatten(sig.in_tree, list(sig.in_avals))
+
+    @property
+    def out_avals(self) -> Any:
+        return tu.tree_unflatten(self._need_sig("out_avals").out_tree, list(self.jaxpr.out_avals))
+
+    @property
+    def args_info(self) -> Any:
+        from fjax import _aot  # noqa: PLC0415
+
+        return _aot.args_info(self._need_sig("args_info"))
+
+    @property
+    def out_info(self) -> Any:
+        from fjax import _aot  # noqa: PLC0415
+
+        return _aot.out_info(self._need_sig("out_info"), self.jaxpr)
+
+    def cost_analysis(self) -> dict:
+        """fjax's estimate of the program's flops, transcendentals and bytes (``fjax._aot``)."""
+        from fjax import _aot  # noqa: PLC0415
+
+        return _aot.cost_analysis(self.jaxpr)
 
     def lower(self, *, lowering_platforms: tuple | None = None, _private_parameters: Any = None) -> Lowered:
         """``jit(f).trace(*args).lower(lowering_platforms=("cuda",))`` (JAX's spelling): the same
@@ -336,7 +375,7 @@ class Lowered:
             raise ValueError(
                 f"lower: unknown lowering platform {platforms[0]!r} (expected one of 'cpu', 'cuda', 'gpu')"
             )
-        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p)
+        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p, self._sig)
 
     def as_text(self, dialect: str | None = None) -> str:
         """What ``jit`` compiles: ``dialect=None`` the generated source for the lowering platform
@@ -365,10 +404,21 @@ class Lowered:
             raise ValueError(f"Lowered.compiler_ir: unknown dialect {dialect!r} (expected 'hlo' or 'stablehlo')")
         return _hlo_text.CompilerIR(_hlo_text.hlo_text(self.jaxpr, self.name), dialect or "stablehlo")
 
-    def compile(self) -> Any:
+    def compile(self, compiler_options: dict | None = None) -> Any:
+        """Compile now (not on the first call, nor in the background) and return a
+        ``jax.stages.Compiled``: call it with ``f``'s arguments, static ones left out."""
+        from fjax import _aot  # noqa: PLC0415
         from fjax.backends import dispatch  # noqa: PLC0415
 
-        return dispatch.compile_jaxpr(self.jaxpr, tiered=False)
+        if compiler_options:
+            raise NotImplementedError(
+                f"Lowered.compile: compiler_options {sorted(compiler_options)} (XLA options) have no meaning "
+                "for fjax's numba and CUDA backends"
+            )
+        program = dispatch.compile_jaxpr(self.jaxpr, tiered=False) if self.platform == "cpu" else None
+        if self._sig is None:
+            raise AttributeError("Lowered.compile: this Lowered was not made by jit(f).lower/trace")
+        return _aot.Compiled(self, program)
 
     def __repr__(self) -> str:
         return f"Lowered({self.name})"
@@ -625,9 +675,15 @@ class JitWrapped:
         return _key_shapes_in(args), _key_shapes_in(kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        from fjax import _aot  # noqa: PLC0415
+
         args, kwargs = self._abstract_keys(args, kwargs)
-        (closed, consts, _), _ = self._get(args, kwargs)
-        return Lowered(closed, consts, self.name)
+        (closed, consts, out_tree), _ = self._get(args, kwargs)
+        static_idx = self._split(args, kwargs)[0]
+        sig = _aot.signature_of(
+            self.fun, args, kwargs, static_idx, self.static_argnames, self.donate_argnums, closed, out_tree
+        )
+        return Lowered(closed, consts, self.name, sig=sig)
 
     def trace(self, *args: Any, **kwargs: Any) -> Lowered:
         return self.lower(*args, **kwargs)

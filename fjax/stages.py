@@ -2,10 +2,8 @@
 and ``Lowered`` (``jit(f).trace(...)`` / ``.lower(...)``; fjax has one object for both) and
 ``Compiled``.
 
-``Compiled`` is the name JAX's ``Lowered.compile()`` returns, here for the annotations and
-``isinstance`` checks of code written for JAX. fjax's ``Lowered.compile()`` does not return one:
-it gives the backend's program itself (a callable on the flat list of input arrays returning the
-flat list of outputs).
+``Compiled`` is what ``Lowered.compile()`` returns (``fjax._aot``): called with the function's
+arguments (static ones left out), with JAX's checks and errors.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Union
 
+from fjax._aot import Compiled
 from fjax.jit import JitWrapped as Wrapped
 from fjax.jit import Lowered
 
@@ -20,7 +19,7 @@ Traced = Lowered
 
 __all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
 
-# options for a compiler, by name (JAX's alias; fjax's ``Lowered.compile()`` takes none)
+# options for a compiler, by name (JAX's alias; fjax's ``Lowered.compile()`` accepts none)
 CompilerOptions = dict[str, Union[str, bool]]
 
 
@@ -43,7 +42,3 @@ class ArgInfo:
         if not hasattr(self._aval, "dtype"):
             raise TypeError(f"No dtype attribute with aval of type {type(self._aval)}")
         return self._aval.dtype
-
-
-class Compiled:
-    """``jax.stages.Compiled``: the type of a compiled ``jit`` program in JAX (see the module doc)."""
