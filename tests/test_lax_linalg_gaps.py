@@ -92,16 +92,44 @@ def test_tridiagonal_jax_recorded_upper():
     np.testing.assert_allclose(taus, [0.0, 1.242535625036333], rtol=1e-13, atol=1e-15)
 
 
+def _tri_upper(x):
+    return L.tridiagonal(x, lower=False)
+
+
+_tri_upper_jit = fjax.jit(_tri_upper)
+
+
 def test_tridiagonal_jit_vmap_batch():
     a = _rand(np.random.default_rng(1), (3, 4, 4), np.float32)
     eager = L.tridiagonal(a, lower=False)
     for g, r in zip(eager, [np.stack(z) for z in zip(*[lp.ssytrd(x, lower=0)[:4] for x in a])]):
         _close(g, r, 2e-5)
-    jitted = fjax.jit(lambda x: L.tridiagonal(x, lower=False))(a)
+    jitted = _tri_upper_jit(a)
     vmapped = fjax.vmap(lambda x: L.tridiagonal(x, lower=False))(a)
     for x, y, z in zip(eager, jitted, vmapped):
         np.testing.assert_allclose(np.asarray(y), np.asarray(x), atol=1e-5)
         np.testing.assert_allclose(np.asarray(z), np.asarray(x), atol=1e-5)
+
+
+def test_tridiagonal_ormqr_on_the_cuda_backend():
+    """jit on the CUDA backend (the cupy stand-in: generated CUDA run through the C++ emulator)
+    against the CPU: both are compositions of lax ops, so both backends lower them."""
+    import _standin_gpu  # tests/ is on the path
+
+    from fjax.backends.cuda import emulate
+
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    rng = np.random.default_rng(5)
+    a = _rand(rng, (3, 4, 4), np.float32)
+    qr, taus = lp.sgeqrf(a[0])[:2]
+    c = _rand(rng, (4, 2), np.float32)
+    with _standin_gpu.installed():
+        got, want = _standin_gpu.both(_tri_upper, a)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, atol=2e-6)
+        got, want = _standin_gpu.both(lambda q, t, x: L.ormqr(q, t, x, transpose=True), qr, taus, c)
+        np.testing.assert_allclose(got, want, atol=2e-6)
 
 
 def test_tridiagonal_grad_finite_differences():
