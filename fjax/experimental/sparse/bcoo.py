@@ -631,3 +631,12 @@ class BCOO(JAXSparse):
         shape, obj.indices_sorted, obj.unique_indices = aux_data
         obj.shape = _reconcile_shape(tuple(shape), obj.data, obj.indices)
         return obj
+
+
+def __getattr__(name: str) -> Any:
+    # JAX keeps every bcoo_* function in its bcoo module; ours live in bcoo_ops (which imports this one)
+    if name.startswith("bcoo_"):
+        from fjax.experimental.sparse import bcoo_ops
+
+        return getattr(bcoo_ops, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
