@@ -325,3 +325,23 @@ def test_errors():
             spl.gmres(a, b, solve_method="foo")
         with pytest.raises(TypeError, match="while_loop"):  # JAX fails in its while_loop too
             spl.cg(a, jnp.ones(4, jnp.int32))
+
+
+def test_solvers_run_compiled_on_the_cuda_backend():
+    """Under jit ``custom_linear_solve`` is inlined (its ``solve``), so the solvers compile on the
+    CUDA backend too: run on the cupy stand-in GPU against the CPU."""
+    import _standin_gpu  # noqa: PLC0415
+
+    from fjax.backends.cuda import emulate  # noqa: PLC0415
+
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulator")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 5)).astype(np.float32)
+    a = a @ a.T + 5 * np.eye(5, dtype=np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    with _standin_gpu.installed():
+        for solver in (fjax.scipy.sparse.linalg.cg, fjax.scipy.sparse.linalg.gmres):
+            got, want = _standin_gpu.both(lambda a, b, s=solver: s(a, b, tol=1e-6)[0], a, b)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got, np.linalg.solve(a, b), rtol=1e-4, atol=1e-5)

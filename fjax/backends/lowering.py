@@ -809,19 +809,28 @@ class _KernelBuilder:
 # jaxpr preprocessing: inline nested jit, cut into segments
 
 
-def _inlinable(eqn: JaxprEqn) -> Jaxpr | None:
+def _inlinable(eqn: JaxprEqn) -> tuple[Jaxpr, list] | None:
     """The body of a nested ``jit`` (without consts) or ``remat2`` (checkpoint: inside a compiled
-    program the saved/recomputed split is already in the jaxpr, so its body runs as it is)."""
+    program the saved/recomputed split is already in the jaxpr, so its body runs as it is), with
+    the equation's operands its inputs take."""
     name = eqn.primitive.name
     if name == "jit" and not eqn.params["jaxpr"].consts:
-        return eqn.params["jaxpr"].jaxpr
+        return eqn.params["jaxpr"].jaxpr, eqn.invars
     if name == "remat2" and not eqn.params["jaxpr"].constvars:
-        return eqn.params["jaxpr"]
+        return eqn.params["jaxpr"], eqn.invars
     if name in ("custom_jvp_call", "custom_vjp_call"):
         # under jit only the primal computation runs (the rules were used by the transforms that
         # produced this jaxpr), so its equations fuse with their neighbours like any others
         closed = eqn.params["call_jaxpr"]  # closed-over values arrive as leading args (num_consts)
-        return closed.jaxpr if not closed.consts else None
+        return (closed.jaxpr, eqn.invars) if not closed.consts else None
+    if name == "custom_linear_solve":
+        # likewise only its ``solve`` runs (operands: the four groups of constants, then b)
+        lengths = eqn.params["const_lengths"]
+        solve = eqn.params["jaxprs"][2]
+        if solve.consts:
+            return None
+        start = lengths[0] + lengths[1]
+        return solve.jaxpr, list(eqn.invars[start : start + lengths[2]]) + list(eqn.invars[sum(lengths) :])
     return None
 
 
@@ -830,10 +839,11 @@ def _inline_jits(jaxpr: Jaxpr) -> list[JaxprEqn]:
     replaced by their bodies."""
     out: list[JaxprEqn] = []
     for eqn in jaxpr.eqns:
-        inner = _inlinable(eqn)
-        if inner is not None:
+        found = _inlinable(eqn)
+        if found is not None:
+            inner, operands = found
             sub: dict = {}
-            for iv, a in zip(inner.invars, eqn.invars):
+            for iv, a in zip(inner.invars, operands):
                 sub[iv] = a
 
             def rd(a: Any) -> Any:
