@@ -219,3 +219,34 @@ def test_getitem_and_iter_as_jax():
         np.testing.assert_array_equal(sparse.todense(m[idx]), x[idx])
     assert [r.shape for r in m] == [(4, 2)] * 3
     np.testing.assert_array_equal(np.stack([r.todense() for r in m]), x)
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(0, 1), st.integers(0, 2))
+def test_integer_array_indexing_gather(seed, n_batch, which):
+    rng = np.random.default_rng(seed)
+    x = _rand_sparse(seed, (3, 4, 2))
+    m = BCOO.fromdense(x, n_batch=n_batch)
+    i = rng.integers(-3, 3, size=int(rng.integers(1, 4)))
+    j = rng.integers(0, 4, size=i.shape)
+    idx = [(jnp.asarray(i),), (slice(None), jnp.asarray(j)), (jnp.asarray(i), jnp.asarray(j))][which]
+    ref = x[tuple(np.asarray(a) if not isinstance(a, slice) else a for a in idx)]
+    np.testing.assert_array_equal(sparse.todense(m[idx]), ref)
+    out = sparse.bcoo_gather(
+        m,
+        jnp.asarray(np.clip(i, 0, 2))[:, None],
+        fjax.lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(0,), start_index_map=(0,)),
+        (1, 4, 2),
+    )
+    np.testing.assert_array_equal(out.todense(), x[np.clip(i, 0, 2)])
+
+
+def test_gather_as_jax():
+    M = jnp.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]])
+    m = BCOO.fromdense(M)
+    r = m[jnp.array([1, 0, 1])]  # JAX 0.10.2: BCOO(float32[3, 3], nse=3, n_batch=1)
+    assert repr(r) == "BCOO(float32[3, 3], nse=3, n_batch=1)"
+    c = m[:, jnp.array([2, 0])]  # JAX 0.10.2: BCOO(float32[2, 2], nse=4)
+    assert repr(c) == "BCOO(float32[2, 2], nse=4)"
+    np.testing.assert_array_equal(c.todense(), [[0.0, 0.0], [4.0, 1.0]])
+    with pytest.raises(NotImplementedError, match="bcoo_gather: mode=.*FILL_OR_DROP.* not yet supported"):
+        sparsify(lambda a: jnp.take(a, jnp.array([1]), axis=0))(m)

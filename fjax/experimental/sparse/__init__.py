@@ -73,3 +73,4 @@ from fjax.experimental.sparse.legacy import csr_fromdense as csr_fromdense
 from fjax.experimental.sparse.legacy import csr_matmat as csr_matmat
 from fjax.experimental.sparse.legacy import csr_matvec as csr_matvec
 from fjax.experimental.sparse.legacy import csr_todense as csr_todense
+from fjax.experimental.sparse.bcoo_ops import bcoo_gather as bcoo_gather

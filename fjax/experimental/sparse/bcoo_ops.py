@@ -581,3 +581,53 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence[Any], slice_sizes: Seq
     indices = lax.dynamic_slice(indices, (*starts[:nb], zero, zero), (*sizes[:nb], mat.nse, ns))
     sp_starts = jnp.stack(starts[nb : nb + ns]) if ns else jnp.zeros(0, np.int32)
     return _slice_sparse(mat, data, indices, sp_starts, sizes[nb : nb + ns], (1,) * ns, sizes)
+
+
+def bcoo_gather(
+    operand: BCOO,
+    start_indices: Any,
+    dimension_numbers: Any,
+    slice_sizes: Shape,
+    *,
+    unique_indices: bool = False,
+    indices_are_sorted: bool = False,
+    mode: Any = None,
+    fill_value: Any = None,
+) -> BCOO:
+    """``lax.gather`` for BCOO (in-bounds mode): one dynamic slice per index, stacked by vmap."""
+    del unique_indices, indices_are_sorted, fill_value
+    mode_name = "promise_in_bounds" if mode is None else str(getattr(mode, "name", mode)).lower()
+    if mode_name not in ("promise_in_bounds", "clip", "gatherscattermode.promise_in_bounds"):
+        raise NotImplementedError(f"bcoo_gather: mode={mode!r} not yet supported.")
+    dn = dimension_numbers
+    if tuple(getattr(dn, "operand_batching_dims", ())):
+        raise NotImplementedError("bcoo_gather with operand_batching_dims")
+    start_indices = jnp.asarray(start_indices)
+    slice_sizes = tuple(operator.index(s) for s in slice_sizes)
+    out = fjax.eval_shape(
+        lambda x, i: lax.gather(x, i, dn, slice_sizes, mode=mode),
+        fjax.ShapeDtypeStruct(operand.shape, operand.dtype),
+        fjax.ShapeDtypeStruct(start_indices.shape, start_indices.dtype),
+    )
+    lead = tuple(start_indices.shape[:-1])
+    flat = start_indices.reshape((math.prod(lead), start_indices.shape[-1]))
+    collapsed = tuple(dn.collapsed_slice_dims)
+
+    def one(idx: Any) -> BCOO:
+        starts: list[Any] = [0] * operand.ndim
+        for k, d in enumerate(dn.start_index_map):
+            starts[d] = idx[k]
+        sl = bcoo_dynamic_slice(operand, starts, slice_sizes)
+        return bcoo_squeeze(sl, dimensions=collapsed)
+
+    res = fjax.vmap(one)(flat)
+    res = bcoo_reshape(res, new_sizes=lead + tuple(res.shape[1:]))
+    # gather places the slice (offset) dims at offset_dims; the stacked result has them last
+    n_out = len(out.shape)
+    batch_pos = [d for d in range(n_out) if d not in dn.offset_dims]
+    order = [*batch_pos, *dn.offset_dims]  # result axis i goes to output position order[i]
+    perm = [order.index(p) for p in range(n_out)]
+    if perm != list(range(n_out)):
+        res = bcoo_update_layout(res, n_batch=0, n_dense=0, on_inefficient=None)
+        res = bcoo_transpose(res, permutation=perm)
+    return res

@@ -22,6 +22,7 @@ from fjax.experimental.sparse.bcoo_ops import (
     bcoo_concatenate,
     bcoo_dot_general,
     bcoo_dynamic_slice,
+    bcoo_gather,
     bcoo_multiply_dense,
     bcoo_multiply_sparse,
     bcoo_reduce_sum,
@@ -164,7 +165,14 @@ def _dynamic_slice(prim: Any, params: dict, x: Any, *starts: Any) -> Any:
     return bcoo_dynamic_slice(x, starts, params["slice_sizes"])
 
 
+def _gather(prim: Any, params: dict, x: Any, idx: Any) -> Any:
+    if not _is_sparse(x) or _is_sparse(idx):
+        _no_rule("gather")
+    return bcoo_gather(x, idx, **params)
+
+
 _RULES: dict[str, Callable] = {
+    "gather": _gather,
     "integer_pow": _integer_pow,
     "mul": _mul,
     "div": _div,
@@ -300,7 +308,7 @@ def _astype(self: BCOO, *args: Any, **kwargs: Any) -> Any:
 
 
 def _getitem(self: BCOO, idx: Any) -> Any:
-    """Static indexing (ints, slices, None): the result is BCOO."""
+    """Indexing by ints, slices, None and integer arrays (in-bounds gather): the result is BCOO."""
     return sparsify(lambda x: x[idx])(self)
 
 
