@@ -250,3 +250,31 @@ def test_gather_as_jax():
     np.testing.assert_array_equal(c.todense(), [[0.0, 0.0], [4.0, 1.0]])
     with pytest.raises(NotImplementedError, match="bcoo_gather: mode=.*FILL_OR_DROP.* not yet supported"):
         sparsify(lambda a: jnp.take(a, jnp.array([1]), axis=0))(m)
+
+
+def test_sparsify_control_flow():
+    x = _rand_sparse(21, (3, 4))
+    v = np.random.default_rng(22).standard_normal(4).astype(np.float32)
+    m = BCOO.fromdense(x)
+    lax = fjax.lax
+
+    def f(a, p):
+        return lax.cond(p, lambda a: a * 2.0, lambda a: -a, a)
+
+    np.testing.assert_allclose(sparsify(f)(m, True).todense(), 2 * x)
+    np.testing.assert_allclose(fjax.jit(sparsify(f))(m, False).todense(), -x)
+    g = sparsify(lambda a: lax.fori_loop(0, 3, lambda i, c: c * 2.0, a))(m)
+    assert isinstance(g, BCOO)
+    np.testing.assert_allclose(g.todense(), 8 * x)
+    h = sparsify(lambda a: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, jnp.sin(c[1])), (0, a))[1])(m)
+    np.testing.assert_allclose(h.todense(), np.sin(np.sin(x)), rtol=1e-6)
+
+    def scan_rows(a, v):  # scan over the batch dimension of a BCOO array
+        return lax.scan(lambda c, row: (c + row @ v, row * 3.0), 0.0, a)
+
+    c, ys = sparsify(scan_rows)(BCOO.fromdense(x, n_batch=1), v)
+    np.testing.assert_allclose(c, (x @ v).sum(), rtol=1e-5)
+    assert isinstance(ys, BCOO) and ys.n_batch == 1
+    np.testing.assert_allclose(ys.todense(), 3 * x, rtol=1e-6)
+    with pytest.raises(TypeError, match="same pytree structure"):  # branches change nse
+        sparsify(lambda a: lax.cond(True, lambda a: a, lambda a: a + a, a))(m)

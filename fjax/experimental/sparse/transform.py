@@ -12,7 +12,7 @@ import functools
 from typing import Any, Callable
 
 import fjax
-from fjax import core, tree_util
+from fjax import core, lax, tree_util
 from fjax import numpy as jnp
 from fjax.experimental.sparse._base import JAXSparse
 from fjax.experimental.sparse.bcoo import BCOO, bcoo_transpose
@@ -165,6 +165,44 @@ def _dynamic_slice(prim: Any, params: dict, x: Any, *starts: Any) -> Any:
     return bcoo_dynamic_slice(x, starts, params["slice_sizes"])
 
 
+def _cond(prim: Any, params: dict, index: Any, *ops: Any) -> Any:
+    if _is_sparse(index):
+        _no_rule("cond")
+    branches = [functools.partial(_eval_closed_args, br) for br in params["branches"]]
+    return list(lax.switch(index, branches, *ops))
+
+
+def _eval_closed_args(closed: Any, *args: Any) -> list:
+    return _eval_closed(closed, list(args))
+
+
+def _while(prim: Any, params: dict, *args: Any) -> Any:
+    cn, bn = params["cond_nconsts"], params["body_nconsts"]
+    cc, bc, init = args[:cn], args[cn : cn + bn], args[cn + bn :]
+
+    def cond_fun(carry: tuple) -> Any:
+        return _eval_closed(params["cond_jaxpr"], [*cc, *carry])[0]
+
+    def body_fun(carry: tuple) -> tuple:
+        return tuple(_eval_closed(params["body_jaxpr"], [*bc, *carry]))
+
+    return list(lax.while_loop(cond_fun, body_fun, tuple(init)))
+
+
+def _scan(prim: Any, params: dict, *args: Any) -> Any:
+    nc, nk = params["num_consts"], params["num_carry"]
+    consts, init, xs = args[:nc], args[nc : nc + nk], args[nc + nk :]
+
+    def body(carry: tuple, x: tuple) -> tuple:
+        outs = _eval_closed(params["jaxpr"], [*consts, *carry, *x])
+        return tuple(outs[:nk]), tuple(outs[nk:])
+
+    carry, ys = lax.scan(
+        body, tuple(init), tuple(xs), length=params["length"], reverse=params["reverse"], unroll=params["unroll"]
+    )
+    return [*carry, *ys]
+
+
 def _gather(prim: Any, params: dict, x: Any, idx: Any) -> Any:
     if not _is_sparse(x) or _is_sparse(idx):
         _no_rule("gather")
@@ -173,6 +211,9 @@ def _gather(prim: Any, params: dict, x: Any, idx: Any) -> Any:
 
 _RULES: dict[str, Callable] = {
     "gather": _gather,
+    "cond": _cond,
+    "while": _while,
+    "scan": _scan,
     "integer_pow": _integer_pow,
     "mul": _mul,
     "div": _div,
