@@ -706,3 +706,19 @@ def test_legacy_formats_as_jax():
         _ = c @ c
     with pytest.raises(ValueError, match="ndim=2"):
         sparse.COO.fromdense(jnp.ones(3))
+
+
+def test_bcsr_structural_and_scipy():
+    x = np.array([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]], np.float32)
+    b = sparse.BCSR.fromdense(x)
+    r = sparse.bcsr_broadcast_in_dim(b, shape=(2, 2, 3), broadcast_dimensions=(1, 2))
+    assert repr(r) == "BCSR(float32[2, 2, 3], nse=3, n_batch=1)"  # as JAX 0.10.2
+    np.testing.assert_array_equal(r.todense(), np.broadcast_to(x, (2, 2, 3)))
+    np.testing.assert_array_equal(sparse.bcsr_concatenate([b, b], dimension=0).todense(), np.concatenate([x, x]))
+    np.testing.assert_array_equal(sparse.bcsr_concatenate([b, b], dimension=1).todense(), np.concatenate([x, x], 1))
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    s = scipy_sparse.random(4, 5, density=0.3, format="csr", random_state=0)
+    np.testing.assert_allclose(BCOO.from_scipy_sparse(s).todense(), s.toarray(), rtol=1e-6)
+    np.testing.assert_allclose(sparse.BCSR.from_scipy_sparse(s).todense(), s.toarray(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="nonzero n_dense/n_batch"):
+        BCOO.from_scipy_sparse(s, n_batch=1)

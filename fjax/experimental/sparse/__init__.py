@@ -74,3 +74,5 @@ from fjax.experimental.sparse.legacy import csr_matmat as csr_matmat
 from fjax.experimental.sparse.legacy import csr_matvec as csr_matvec
 from fjax.experimental.sparse.legacy import csr_todense as csr_todense
 from fjax.experimental.sparse.bcoo_ops import bcoo_gather as bcoo_gather
+from fjax.experimental.sparse.bcsr import bcsr_broadcast_in_dim as bcsr_broadcast_in_dim
+from fjax.experimental.sparse.bcsr import bcsr_concatenate as bcsr_concatenate

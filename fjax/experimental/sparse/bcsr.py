@@ -148,6 +148,11 @@ class BCSR(JAXSparse):
             unique_indices=arr.unique_indices,
         )
 
+    @classmethod
+    def from_scipy_sparse(cls, mat: Any, *, index_dtype: Any = None, n_dense: int = 0, n_batch: int = 0) -> BCSR:
+        """Create a BCSR array from a ``scipy.sparse`` array."""
+        return cls.from_bcoo(BCOO.from_scipy_sparse(mat, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch))
+
     def to_bcoo(self) -> BCOO:
         """The same array in BCOO format."""
         coo = _bcsr_to_bcoo_indices(self.indices, self.indptr, self.n_batch)
@@ -238,3 +243,22 @@ def bcsr_dot_general(
         precision=precision,
         preferred_element_type=preferred_element_type,
     )
+
+
+def bcsr_broadcast_in_dim(
+    mat: BCSR, *, shape: Sequence[int], broadcast_dimensions: Sequence[int], sharding: Any = None
+) -> BCSR:
+    """``lax.broadcast_in_dim`` for BCSR (new leading axes become batch axes)."""
+    from fjax.experimental.sparse.bcoo_ops import bcoo_broadcast_in_dim
+
+    out = bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape, broadcast_dimensions=broadcast_dimensions)
+    return BCSR.from_bcoo(out)
+
+
+def bcsr_concatenate(operands: Sequence[BCSR], *, dimension: int) -> BCSR:
+    """``lax.concatenate`` for BCSR arrays."""
+    from fjax.experimental.sparse.bcoo_ops import bcoo_concatenate
+
+    if not all(isinstance(op, BCSR) for op in operands):
+        raise ValueError(f"bcsr_concatenate: expected operands to be a sequence of BCSR arrays. Got {operands}")
+    return BCSR.from_bcoo(bcoo_concatenate([op.to_bcoo() for op in operands], dimension=dimension))
