@@ -308,8 +308,6 @@ def dot_cases(draw):
     batch = draw(st.lists(st.sampled_from(range(n_batch)), unique=True)) if n_batch else []
     cand = [d for d in range(n_batch + n_sparse) if d not in batch]
     contract = draw(st.lists(st.sampled_from(cand), unique=True)) if cand else []
-    rest = [s for d, s in enumerate(x.shape) if False]
-    del rest
     n_free_r = draw(st.integers(0, 1))
     r_shape = [x.shape[d] for d in batch] + [x.shape[d] for d in contract] + [3] * n_free_r
     order = draw(st.permutations(range(len(r_shape))))
@@ -323,7 +321,19 @@ def dot_cases(draw):
 
 
 def _np_dot_general(a, b, dn):
-    return np.asarray(fjax.lax.dot_general(jnp.asarray(a), jnp.asarray(b), dn, precision="highest"))
+    """numpy reference of lax.dot_general (einsum in float64)."""
+    (lc, rc), (lb, rb) = dn
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa, sb = [None] * a.ndim, [None] * b.ndim
+    for i, j in [*zip(lb, rb), *zip(lc, rc)]:
+        sa[i] = sb[j] = next(letters)
+    sa = [c or next(letters) for c in sa]
+    sb = [c or next(letters) for c in sb]
+    out = [sa[i] for i in lb]
+    out += [sa[i] for i in range(a.ndim) if i not in lb and i not in lc]
+    out += [sb[j] for j in range(b.ndim) if j not in rb and j not in rc]
+    spec = f"{''.join(sa)},{''.join(sb)}->{''.join(out)}"
+    return np.einsum(spec, np.asarray(a, np.float64), np.asarray(b, np.float64)).astype(np.float32)
 
 
 @given(dot_cases())
