@@ -212,9 +212,39 @@ def test_ormqr_matches_lapack(seed, dt, mn, left, transpose, k_less):
 def test_ormqr_jax_doc_example_is_q():
     # the docstring example of jax.lax.linalg.ormqr: ormqr(h.mT, taus, eye) is the complete Q
     a = jnp.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    qr, taus = _qr_raw(np.asarray(a))
-    q = L.ormqr(qr, taus, jnp.eye(3))
-    np.testing.assert_allclose(np.asarray(q), sla.qr(np.asarray(a))[0], atol=1e-12)
+    h, taus = jnp.linalg.qr(a, mode="raw")
+    q = L.ormqr(h.mT, taus, jnp.eye(3))
+    q_direct, _ = jnp.linalg.qr(a, mode="complete")
+    np.testing.assert_allclose(np.asarray(q), np.asarray(q_direct), atol=1e-12)
+
+
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    dt=st.sampled_from([np.float32, np.complex128]),
+    mn=st.sampled_from([(4, 2), (3, 3), (2, 4), (1, 3)]),
+)
+def test_qr_raw_matches_geqrf(seed, dt, mn):
+    a = _rand(np.random.default_rng(seed), mn, dt)
+    geqrf = {np.float32: lp.sgeqrf, np.complex128: lp.zgeqrf}[dt]
+    ref_h, ref_t, _, info = geqrf(a)
+    assert info == 0
+    h, t = jnp.linalg.qr(a, mode="raw")
+    _close(h, np.ascontiguousarray(ref_h.T), _TOL[dt])  # JAX returns the reflectors transposed
+    _close(t, ref_t, _TOL[dt])
+
+
+def test_qr_raw_jax_recorded():
+    # jnp.linalg.qr(a.T, mode="raw") with JAX 0.10.2, CPU, x64 (a wide matrix: min(m, n) = 3 scales)
+    a = np.array([[1.0, 2.0, 0.5], [3.0, 4.0, -1.0], [5.0, 6.0, 2.0], [0.0, 1.0, 1.0]])
+    h, t = jnp.linalg.qr(a.T, mode="raw")
+    ref_h = [
+        [-2.29128784747792, 0.6076648694013741, 0.15191621735034352],
+        [-4.58257569495584, 2.23606797749979, 0.7567223551591009],
+        [-7.855844048495726, 0.4472135954999572, 1.7566201313073593],
+        [-1.0910894511799618, -0.8944271909999156, -0.09759000729485319],
+    ]
+    np.testing.assert_allclose(np.asarray(h), ref_h, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(t), [1.4364357804719847, 1.2717559911040006, 0.0], rtol=1e-13)
 
 
 def test_ormqr_jit_vmap_grad():

@@ -178,6 +178,57 @@ def ormqr(a: Any, taus: Any, c: Any, *, left: bool = True, transpose: bool = Fal
 
 
 # ---------------------------------------------------------------------------------------------
+# geqrf (Householder QR, for jnp.linalg.qr(mode="raw"))
+
+
+def _larfg(alpha: Any, x: Any) -> tuple:
+    """LAPACK larfg for ``alpha`` and the rest ``x`` of the column (zero where not part of it):
+    ``(beta, tau, x / (alpha - beta))``; ``tau = 0`` (H = I) when ``x`` is 0 and ``alpha`` real."""
+    jnp = _jnp()
+    dt = x.dtype
+    xnorm2 = jnp.sum(jnp.real(x * jnp.conj(x)), axis=-1)
+    ar, ai = jnp.real(alpha), jnp.imag(alpha)
+    keep = (xnorm2 == 0) & (ai == 0)
+    beta = -jnp.where(ar >= 0, 1.0, -1.0).astype(ar.dtype) * jnp.sqrt(ar * ar + ai * ai + xnorm2)
+    beta = jnp.where(keep, ar, beta)
+    tau = jnp.where(keep, jnp.zeros((), dt), ((beta - alpha) / jnp.where(keep, jnp.ones_like(beta), beta)).astype(dt))
+    vtail = x / jnp.where(keep, jnp.ones_like(alpha), alpha - beta)[..., None]
+    return beta, tau, vtail
+
+
+def geqrf(a: Any) -> tuple[Any, Any]:
+    """Householder QR as LAPACK geqrf packs it: ``(r_and_reflectors, taus)`` for ``a[..., m, n]``
+    (R on and above the diagonal, the reflectors' tails below it, ``min(m, n)`` scales)."""
+    jnp, lax = _jnp(), _lax()
+    a = jnp.asarray(a)
+    _check_inexact("geqrf", 0, a)
+    _check_rank("geqrf", 0, a, 2)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    dt = a.dtype
+    r = lax.broadcasted_iota(np.int32, (m, n), 0)
+    cc = lax.broadcasted_iota(np.int32, (m, n), 1)
+    rows, cols = lax.iota(np.int32, m), lax.iota(np.int32, n)
+    zero = jnp.zeros((), dt)
+
+    def body(i: Any, state: tuple) -> tuple:
+        a, taus = state
+        col = lax.dynamic_index_in_dim(a, i, axis=-1, keepdims=False)  # [..., m]
+        alpha = lax.dynamic_index_in_dim(col, i, axis=-1, keepdims=False)
+        beta, tau, vtail = _larfg(alpha, jnp.where(rows > i, col, zero))
+        v = jnp.where(rows == i, jnp.ones((), dt), vtail)
+        # H^H = I - conj(tau) v v^H applied to the columns right of i
+        w = jnp.where(cols > i, jnp.sum(jnp.conj(v)[..., :, None] * a, axis=-2), zero)
+        a = a - (jnp.conj(tau)[..., None, None] * v[..., :, None]) * w[..., None, :]
+        stored = jnp.where(rows == i, beta.astype(dt)[..., None], vtail)
+        a = jnp.where((cc == i) & (r >= i), stored[..., :, None], a)
+        taus = jnp.where(lax.iota(np.int32, k) == i, tau[..., None], taus)
+        return a, taus
+
+    return _loop(k, body, (a, jnp.zeros(a.shape[:-2] + (k,), dt)))
+
+
+# ---------------------------------------------------------------------------------------------
 # tridiagonal
 
 
@@ -188,7 +239,6 @@ def _tridiagonal_lower(a: Any) -> tuple:
     jnp, lax = _jnp(), _lax()
     n = a.shape[-1]
     dt = a.dtype
-    rdt = np.finfo(dt).dtype
     r = lax.broadcasted_iota(np.int32, (n, n), 0)
     cc = lax.broadcasted_iota(np.int32, (n, n), 1)
     low = jnp.tril(a, -1)
@@ -203,14 +253,7 @@ def _tridiagonal_lower(a: Any) -> tuple:
         col = lax.dynamic_index_in_dim(work, i, axis=-1, keepdims=False)  # [..., n]
         alpha = lax.dynamic_index_in_dim(col, i + 1, axis=-1, keepdims=False)
         below = idx > i + 1
-        x = jnp.where(below, col, zero)
-        xnorm2 = jnp.sum(jnp.real(x * jnp.conj(x)), axis=-1)
-        ar, ai = jnp.real(alpha), jnp.imag(alpha)
-        keep = (xnorm2 == 0) & (ai == 0)  # H = I (larfg's tau = 0)
-        beta = -jnp.where(ar >= 0, 1.0, -1.0).astype(rdt) * jnp.sqrt(ar * ar + ai * ai + xnorm2)
-        beta = jnp.where(keep, ar, beta)
-        tau = jnp.where(keep, zero, ((beta - alpha) / jnp.where(keep, jnp.ones_like(beta), beta)).astype(dt))
-        vtail = x / jnp.where(keep, jnp.ones_like(alpha), alpha - beta)[..., None]
+        beta, tau, vtail = _larfg(alpha, jnp.where(below, col, zero))
         v = jnp.where(idx == i + 1, jnp.ones((), dt), vtail)  # [..., n], zero above i + 1
         # trailing block -= v w^H + w v^H with w = y - tau/2 (y^H v) v, y = tau A v (v vanishes
         # on the leading rows, so A v reads the trailing columns only; w is cut to the trailing rows)

@@ -188,15 +188,19 @@ def svdvals(x: Any, /) -> Any:
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """QR decomposition: ``QRResult(Q, R)`` (``mode`` 'reduced' or 'complete'), ``R`` for 'r'."""
+    """QR decomposition: ``QRResult(Q, R)`` (``mode`` 'reduced' or 'complete'), ``R`` for 'r';
+    'raw' gives LAPACK geqrf's packed reflectors (transposed) and scales."""
     (a,) = _prep("qr", a)
     _atleast2("qr", a, TypeError)
     if mode in ("reduced", "r"):
         full = False
     elif mode == "complete":
         full = True
-    elif mode == "raw":
-        raise NotImplementedError("The 'raw' mode of jnp.linalg.qr is not supported (as in JAX)")
+    elif mode == "raw":  # LAPACK geqrf's reflectors, transposed as JAX returns them
+        from fjax.lax._linalg_gaps import geqrf  # noqa: PLC0415
+
+        h, taus = geqrf(a)
+        return QRResult(u.T(h), taus)
     else:
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = lax_linalg.qr(a, full_matrices=full)
