@@ -167,6 +167,11 @@ class Primitive:
 placement_hook: Callable | None = None
 NOT_HANDLED = object()
 
+# Called by the eager ``while_loop`` once per iteration when set (``fjax.backends.dispatch`` sets it:
+# a tiered first call of a program with while loops gives up evaluating eagerly past a deadline
+# and waits for the compiled program instead, by raising from here).
+loop_guard: Callable | None = None
+
 
 def eval_placed(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     """Evaluate ``prim`` eagerly where its arguments are placed (``placement_hook``), else on the host."""

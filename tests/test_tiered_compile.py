@@ -163,12 +163,49 @@ def test_auto_tiers_a_cheap_new_program_then_compiles_it_synchronously_next_proc
 
 
 def test_auto_compiles_costly_programs_first(auto):
+    a = np.ones((1500, 1500), np.float32)
+    f = fjax.jit(lambda a: a @ a @ a)  # ~7e9 multiply-adds: costlier to interpret than to compile
+    e0 = dispatch._tier_stats["eager_calls"]
+    f(a)
+    assert dispatch._tier_stats["eager_calls"] == e0
+    assert f.trace(a).jaxpr.compiled["numba"][1] is not None
+
+
+def test_auto_tiers_while_loops_with_a_deadline(auto):
     x = np.zeros(4, np.float32)
     f = fjax.jit(lambda x: lax.while_loop(lambda c: c[0] < 10.0, lambda c: c + 1.0, x))
-    e0 = dispatch._tier_stats["eager_calls"]
+    e0, t0 = dispatch._tier_stats["eager_calls"], dispatch._tier_stats["eager_timeouts"]
     np.testing.assert_allclose(np.asarray(f(x)), np.full(4, 10.0))
-    assert dispatch._tier_stats["eager_calls"] == e0  # a while loop: compiled before the first call
-    assert f.trace(x).jaxpr.compiled["numba"][1] is not None
+    # a short loop: evaluated eagerly within the deadline while it compiles
+    assert dispatch._tier_stats["eager_calls"] == e0 + 1 and dispatch._tier_stats["eager_timeouts"] == t0
+    assert dispatch.wait_compiled(120)
+    np.testing.assert_allclose(np.asarray(f(x)), np.full(4, 10.0))
+
+
+def test_auto_stops_a_long_eager_while_loop_at_the_deadline(auto, monkeypatch):
+    monkeypatch.setattr(tiering, "WHILE_BUDGET_S", 0.05)
+    n = np.int32(10**7)  # far more iterations than the deadline allows eagerly
+    f = fjax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + 0.5), (0, 0.0)))
+    t0 = dispatch._tier_stats["eager_timeouts"]
+    i, s = f(n)
+    assert int(i) == 10**7 and float(s) == 5e6
+    assert dispatch._tier_stats["eager_timeouts"] == t0 + 1  # gave up eagerly, ran the compiled program
+
+
+def test_auto_compiles_while_loops_with_callbacks_first(auto):
+    seen = []
+
+    def f(x):
+        def body(c):
+            fjax.debug.callback(seen.append, c)
+            return c + 1
+
+        return lax.while_loop(lambda c: c < 3, body, x)
+
+    e0 = dispatch._tier_stats["eager_calls"]
+    assert int(fjax.jit(f)(0)) == 3
+    assert dispatch._tier_stats["eager_calls"] == e0  # a stopped evaluation would repeat the effects
+    assert [int(v) for v in seen] == [0, 1, 2]
 
 
 def test_auto_with_an_unwritable_cache_still_tiers_and_computes(auto, monkeypatch):

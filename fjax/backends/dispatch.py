@@ -14,10 +14,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
+import math
 import threading
+import time
 import weakref
 from typing import Any, Callable
 
+from fjax import core
 from fjax.backends import tiering
 from fjax.backends.backend import Backend, Capabilities
 from fjax.backends.kernel_ir import Program
@@ -132,15 +135,18 @@ _tier_pending: dict[tuple, ClosedJaxpr] = {}
 _tier_queue: list = []  # (closed, backend, generation), compiled in order by one worker thread
 _tier_wake = threading.Condition(_tier_lock)
 _tier_worker: list = []
-_tier_stats = {"queued": 0, "compiled": 0, "eager_calls": 0}
+_tier_stats = {"queued": 0, "compiled": 0, "eager_calls": 0, "eager_timeouts": 0}
 
 
 def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable | None:
     if threading.current_thread() in _tier_worker:
         return _compile_locked(closed, backend)
     key = (id(closed), backend)
-    if auto and key not in _tier_pending and not tiering.worth_tiering(closed, backend):
-        return _compile_locked(closed, backend)  # costly to interpret, or its kernels are on disk
+    deadline = math.inf
+    if auto and key not in _tier_pending:
+        deadline = tiering.tier_deadline(closed, backend)
+        if deadline is None:
+            return _compile_locked(closed, backend)  # costly to interpret, or its kernels are on disk
     with _tier_lock:
         if key in _tier_pending:
             # a later call while it compiles: wait for the compiled program (one eager call per
@@ -152,23 +158,46 @@ def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable |
             # later calls wait for the compile, which is queued when this first call returns (so
             # the eager evaluation does not share the GIL with the compiling thread)
             _tier_pending[key] = closed
-            return _FirstCall(closed, backend, _generation[0])
+            return _FirstCall(closed, backend, _generation[0], deadline)
     cache = closed.compiled or {}
     entry = cache.get(backend)
     return entry[1] if entry is not None else None
 
 
+class _TierTimeout(BaseException):
+    """Raised inside an eager first call that passed its deadline (a BaseException, so that no
+    ``except Exception`` on the way turns it into an error)."""
+
+
+def _loop_guard() -> None:
+    end = getattr(_tier, "deadline", None)
+    if end is not None and time.monotonic() > end:
+        raise _TierTimeout
+
+
+core.loop_guard = _loop_guard
+
+
 class _FirstCall:
-    """A program's first call under tiering: evaluated eagerly, then its compile is queued."""
+    """A program's first call under tiering: evaluated eagerly, then its compile is queued. With a
+    finite ``limit`` (a program with while loops) the eager evaluation stops after ``limit``
+    seconds and the call compiles the program and runs it instead."""
 
-    __slots__ = ("closed", "backend", "gen", "queued")
+    __slots__ = ("closed", "backend", "gen", "queued", "limit")
 
-    def __init__(self, closed: ClosedJaxpr, backend: str, gen: int) -> None:
-        self.closed, self.backend, self.gen, self.queued = closed, backend, gen, False
+    def __init__(self, closed: ClosedJaxpr, backend: str, gen: int, limit: float = math.inf) -> None:
+        self.closed, self.backend, self.gen, self.queued, self.limit = closed, backend, gen, False, limit
 
     def __call__(self, *args: Any) -> list:
         try:
-            return _eager_call(self.closed, *args)
+            if math.isinf(self.limit):
+                return _eager_call(self.closed, *args)
+            try:
+                return _eager_call(self.closed, *args, deadline=time.monotonic() + self.limit)
+            except _TierTimeout:
+                _tier_stats["eager_timeouts"] += 1
+                fn = _compile_locked(self.closed, self.backend)
+                return fn(*args) if fn is not None else _eager_call(self.closed, *args)
         finally:
             self._queue()
 
@@ -186,21 +215,24 @@ class _FirstCall:
             _tier_wake.notify()
 
 
-def _eager_call(closed: ClosedJaxpr, *args: Any) -> list:
+def _eager_call(closed: ClosedJaxpr, *args: Any, deadline: float | None = None) -> list:
     """``closed`` evaluated primitive by primitive on numpy arrays (what ``fjax_jit_backend =
-    "interpret"`` runs), marking the thread so nested programs do not queue compiles of their own."""
+    "interpret"`` runs), marking the thread so nested programs do not queue compiles of their own.
+    ``deadline`` (``time.monotonic()``): its while loops raise ``_TierTimeout`` past it."""
     import numpy as np  # noqa: PLC0415
-
-    from fjax import core  # noqa: PLC0415
 
     _tier_stats["eager_calls"] += 1
     _tier.depth = getattr(_tier, "depth", 0) + 1
+    outer = getattr(_tier, "deadline", None)
+    if deadline is not None:
+        _tier.deadline = deadline if outer is None else min(outer, deadline)
     try:
         ins = [core.Array(a, av.weak_type) for a, av in zip(args, closed.in_avals)]
         outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *ins)
         return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in outs]
     finally:
         _tier.depth -= 1
+        _tier.deadline = outer
 
 
 def _tier_loop() -> None:

@@ -4,10 +4,13 @@
 
 - ``"auto"`` (the default): the first call of a program evaluates it primitive by primitive (numpy)
   while one background thread compiles it, **when** (1) evaluating it that way is cheap (the cost
-  model below estimates at most ``EAGER_BUDGET_S``: no ``while_loop``, whose trip count is
-  unknown, and no collective; ``scan`` lengths times their bodies; dots and convolutions by their
-  multiply-adds) and
-  (2) this machine has not compiled the program before (a marker per program in the disk cache:
+  model below estimates at most ``EAGER_BUDGET_S``: no collective; ``scan`` lengths times their
+  bodies; dots and convolutions by their multiply-adds) and
+  (2) this machine has not compiled the program before. A ``while_loop``'s trip count is unknown:
+  a program with one (and no callback, whose effects must not run twice) is tiered with a
+  deadline, ``WHILE_BUDGET_S`` of eager evaluation, past which the eager call stops and waits for
+  the compiled program (a cold compile of such programs takes seconds: an ODE solve's first call
+  went from 11 s to 0.08 s) (a marker per program in the disk cache:
   a program whose kernels are on disk loads them in a fraction of a second, so it waits for them
   and its first call gives the compiled program's bits). Otherwise the first call compiles, as JAX.
 - ``True``: every program's first call is evaluated eagerly while it compiles.
@@ -31,6 +34,8 @@ from fjax.config import config
 # a program evaluated eagerly in at most this many (estimated) seconds is worth tiering: a cold
 # compile costs at least this much (importing numba alone takes ~0.3 s, each kernel 0.1-1 s)
 EAGER_BUDGET_S = 0.5
+# the eager evaluation of a program with while loops stops after this long (then it compiles)
+WHILE_BUDGET_S = 0.5
 _EQN_S = 5e-6  # one primitive's eager dispatch (bind, the numpy call, wrapping)
 _ITER_S = 20e-6  # one scan step's own overhead
 _ELEM_S = 2e-9  # per output element of an elementwise-like primitive
@@ -86,26 +91,42 @@ def _work(eqn: core.JaxprEqn) -> float:
     return out * _ELEM_S
 
 
-def eager_seconds(jaxpr: core.Jaxpr) -> float:
-    """A rough estimate of evaluating ``jaxpr`` primitive by primitive (inf with a while loop)."""
+def eager_seconds(jaxpr: core.Jaxpr, while_once: bool = False) -> float:
+    """A rough estimate of evaluating ``jaxpr`` primitive by primitive (inf with a while loop, or
+    with ``while_once`` its body counted once; inf with a collective, or, under ``while_once``, a
+    callback: effects that a stopped evaluation would run again)."""
     t = 0.0
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        if name == "while" or name in _COLLECTIVES or name.startswith("mpi_"):
-            # a while loop's trip count is unknown; collectives keep every process on the same path
+        if name in _COLLECTIVES or name.startswith("mpi_") or (while_once and "callback" in name):
+            # collectives keep every process on the same path
+            return math.inf
+        if name == "while" and not while_once:  # its trip count is unknown
             return math.inf
         subs = _subjaxprs(eqn.params)
         if name == "scan":
-            t += eqn.params["length"] * (_ITER_S + sum(eager_seconds(s) for s in subs))
+            t += eqn.params["length"] * (_ITER_S + sum(eager_seconds(s, while_once) for s in subs))
         elif name == "cond":
-            t += _EQN_S + max((eager_seconds(s) for s in subs), default=0.0)
+            t += _EQN_S + max((eager_seconds(s, while_once) for s in subs), default=0.0)
         elif subs:
-            t += _EQN_S + sum(eager_seconds(s) for s in subs)
+            t += _EQN_S + sum(eager_seconds(s, while_once) for s in subs)
         else:
             t += _EQN_S + _work(eqn)
         if t > 1e6:
             return t
     return t
+
+
+def tier_deadline(closed: core.ClosedJaxpr, backend: str) -> float | None:
+    """In "auto" mode: None to compile before the first call; else the first call is evaluated
+    eagerly while ``closed`` compiles, for at most this many seconds (inf: no limit)."""
+    if compiled_before(closed, backend):
+        return None
+    if eager_seconds(closed.jaxpr) <= EAGER_BUDGET_S:
+        return math.inf
+    if eager_seconds(closed.jaxpr, while_once=True) <= EAGER_BUDGET_S:
+        return WHILE_BUDGET_S
+    return None
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -155,4 +176,4 @@ def note_compiled(closed: core.ClosedJaxpr, backend: str) -> None:
 
 def worth_tiering(closed: core.ClosedJaxpr, backend: str) -> bool:
     """In "auto" mode: evaluate the first call eagerly while ``closed`` compiles?"""
-    return eager_seconds(closed.jaxpr) <= EAGER_BUDGET_S and not compiled_before(closed, backend)
+    return tier_deadline(closed, backend) is not None

@@ -61,7 +61,10 @@ def _while_impl(*args: np.ndarray, cond_jaxpr, body_jaxpr, cond_nconsts, body_nc
         core.Array(np.asarray(a), av.weak_type)
         for a, av in zip(args[cond_nconsts + body_nconsts :], avals[body_nconsts:])
     ]
+    guard = core.loop_guard
     while bool(common.eval_closed(cond_jaxpr, *cc, *carry)[0]):
+        if guard is not None:
+            guard()
         carry = common.eval_closed(body_jaxpr, *bc, *carry)
     return [o._value if isinstance(o, core.Array) else np.asarray(o) for o in carry]
 
