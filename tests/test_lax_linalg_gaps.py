@@ -398,3 +398,10 @@ def test_eig_eigvec_derivs_grad_vmap():
     np.testing.assert_allclose(g, fd, atol=1e-6)
     gb = fjax.vmap(fjax.grad(loss))(np.stack([a, a.T]))
     np.testing.assert_allclose(np.asarray(gb[0]), g, atol=1e-12)
+
+
+def test_scipy_qr_raw_mode_is_jax_value_error():
+    # JAX 0.10.2: jax.scipy.linalg.qr(a, mode='raw') -> ValueError: Unsupported QR decomposition mode 'raw'
+    a = np.ones((3, 2), np.float32)
+    with pytest.raises(ValueError, match="Unsupported QR decomposition mode 'raw'"):
+        fjax.scipy.linalg.qr(a, mode="raw")

@@ -259,7 +259,7 @@ def qr(
     """QR decomposition; ``mode`` 'full', 'economic' or 'r' (``(r,)``), ``pivoting`` appends ``p``."""
     (a,) = _prep("qr", a)
     if mode not in ("full", "economic", "r"):
-        raise NotImplementedError(f"qr: mode={mode!r} is not supported (use 'full', 'economic' or 'r')")
+        raise ValueError(f"Unsupported QR decomposition mode {mode!r}")  # JAX's error, also for 'raw'
     outs = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode == "full")
     q, r = outs[0], outs[1]
     if mode == "r":
