@@ -339,6 +339,24 @@ CORPUS = {
         ),
         (_f32(6, 8),),
     ),
+    # compare-and-swap loops on 32-bit words holding 1- and 2-byte elements (host_ops._subword_update)
+    "narrow_scatters": (
+        lambda x, b, i, u, v: (x.at[i].multiply(u), x.at[i].max(u), b.at[i].add(v), b.at[i].multiply(v)),
+        (
+            rng.integers(-9, 9, 13).astype(np.int8),
+            rng.random(13) < 0.5,
+            rng.integers(0, 13, 40).astype(np.int32),
+            rng.integers(-3, 4, 40).astype(np.int8),
+            rng.random(40) < 0.5,
+        ),
+    ),
+    # geqp3's column pivoting in the Householder kernel
+    "qr_pivoting": (lambda x: fjax.scipy.linalg.qr(x, pivoting=True, mode="economic"), (_f32(7, 5),)),
+    # custom_linear_solve inlined as its solve: conjugate gradients in a while loop
+    "linear_solve": (
+        lambda a, b: fjax.scipy.sparse.linalg.cg(a @ a.T + 6.0 * jnp.eye(6), b, tol=1e-6)[0],
+        (_f32(6, 6), _f32(6)),
+    ),
 }
 # programs needing a primitive with no CUDA form: the primitive the error must name
 UNSUPPORTED = {
