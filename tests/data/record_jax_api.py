@@ -65,6 +65,14 @@ MODULES = [
     "jax.scipy.stats.beta",
     "jax.scipy.stats.t",
     "jax.scipy.stats.poisson",
+    "jax.experimental.ode",
+    "jax.experimental.jet",
+    "jax.experimental.sparse",
+    "jax.experimental.mesh_utils",
+    "jax.experimental.multihost_utils",
+    "jax.scipy.sparse",
+    "jax.scipy.sparse.linalg",
+    "jax.lax.linalg",
 ]
 
 
