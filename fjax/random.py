@@ -734,9 +734,8 @@ for _name in [
 del _name
 
 # the gamma sampler's primitive, under JAX's name (jax.random.random_gamma_p)
-from fjax._random_dists import random_gamma_p  # noqa: E402,F401
-
 # jax.legacy_prng_key / jax.enable_custom_prng checks on the public functions (fjax/_flag_states.py)
 from fjax._flag_states import install_random_guards as _install_guards  # noqa: E402
+from fjax._random_dists import random_gamma_p  # noqa: E402,F401
 
 _install_guards(globals())
