@@ -539,12 +539,16 @@ def test_runtime_version_covers_kernel_helpers(tmp_path, monkeypatch):
     nb.mkdir(parents=True)
     (tmp_path / "interpreters").mkdir()
     files = [nb / "vmath.py", nb / "disk_cache.py", nb / "loops.py", tmp_path / "backends" / "lowering.py"]
-    for f in [*files, tmp_path / "interpreters" / "ad.py"]:
+    policy = [tmp_path / "backends" / "dispatch.py", tmp_path / "backends" / "tiering.py"]
+    for f in [*files, tmp_path / "interpreters" / "ad.py", *policy]:
         f.write_text(f"# {f.name}\n")
     monkeypatch.setattr(disk_cache, "__file__", str(nb / "disk_cache.py"))
     v0 = disk_cache._runtime_version()
     (tmp_path / "interpreters" / "ad.py").write_text("# changed\n")  # kernels never use it
     assert disk_cache._runtime_version() == v0
+    for f in policy:  # when and where programs compile, not what kernels are
+        f.write_text("# changed\n")
+        assert disk_cache._runtime_version() == v0
     for f in files:
         f.write_text("# changed\n")
         v1 = disk_cache._runtime_version()

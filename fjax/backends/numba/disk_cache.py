@@ -51,6 +51,11 @@ except ImportError:  # not POSIX: threads are still serialized, processes may co
     fcntl = None
 
 
+# backend modules that decide when and where programs compile, not what a kernel's source is: a
+# change to them leaves every cached kernel valid
+_NOT_IN_KERNELS = frozenset({"dispatch.py", "tiering.py"})
+
+
 def _runtime_version() -> str:
     """Hash of the modules generated kernels import or inline (``vm``, ``rt``, ``lp``, ...), part of
     every kernel's source: numba's disk cache keys a kernel by its own file only, so without it a
@@ -64,6 +69,8 @@ def _runtime_version() -> str:
         except OSError:
             names = []
         for f in names:
+            if f in _NOT_IN_KERNELS:
+                continue
             try:
                 with open(os.path.join(d, f), "rb") as fh:
                     h.update(fh.read())
