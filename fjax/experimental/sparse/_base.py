@@ -46,7 +46,13 @@ class JAXSparse(abc.ABC):
         return len(self.shape)
 
     def _repr_extra(self) -> str:
-        return ""
+        # the batched formats (BCOO, BCSR) name their batch and dense dims when there are any
+        extra = ""
+        if getattr(self, "n_batch", 0):
+            extra += f", n_batch={self.n_batch}"
+        if getattr(self, "n_dense", 0):
+            extra += f", n_dense={self.n_dense}"
+        return extra
 
     def __repr__(self) -> str:
         name = type(self).__name__

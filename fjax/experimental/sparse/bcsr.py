@@ -106,14 +106,6 @@ class BCSR(JAXSparse):
     def n_dense(self) -> int:
         return self.data.ndim - self.indices.ndim
 
-    def _repr_extra(self) -> str:
-        extra = ""
-        if self.n_batch:
-            extra += f", n_batch={self.n_batch}"
-        if self.n_dense:
-            extra += f", n_dense={self.n_dense}"
-        return extra
-
     @classmethod
     def fromdense(
         cls, mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, n_dense: int = 0, n_batch: int = 0

@@ -148,13 +148,12 @@ class COO(_Legacy2D):
         return _coo_matmat(self.data, self.row, self.col, B, self.shape, False)
 
 
-@tree_util.register_pytree_node_class
-class CSR(_Legacy2D):
-    """2-D CSR sparse matrix ``CSR((data, indices, indptr), shape=...)``."""
+class _Compressed(_Legacy2D):
+    """CSR and CSC: ``(data, indices, indptr)`` buffers."""
 
     def __init__(self, args: tuple, *, shape: Sequence[int]) -> None:
         self._set_bufs(*map(jnp.asarray, args))
-        super().__init__(args, shape=_check_2d("CSR", shape))
+        super().__init__(args, shape=_check_2d(type(self).__name__, shape))
 
     def _set_bufs(self, data: Any, indices: Any, indptr: Any) -> None:
         self.data, self.indices, self.indptr = data, indices, indptr
@@ -162,6 +161,11 @@ class CSR(_Legacy2D):
     @property
     def _bufs(self) -> tuple:
         return (self.data, self.indices, self.indptr)
+
+
+@tree_util.register_pytree_node_class
+class CSR(_Compressed):
+    """2-D CSR sparse matrix ``CSR((data, indices, indptr), shape=...)``."""
 
     @classmethod
     def fromdense(cls, mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32) -> CSR:
@@ -190,19 +194,8 @@ class CSR(_Legacy2D):
 
 
 @tree_util.register_pytree_node_class
-class CSC(_Legacy2D):
+class CSC(_Compressed):
     """2-D CSC sparse matrix ``CSC((data, indices, indptr), shape=...)``: the CSR layout of its transpose."""
-
-    def __init__(self, args: tuple, *, shape: Sequence[int]) -> None:
-        self._set_bufs(*map(jnp.asarray, args))
-        super().__init__(args, shape=_check_2d("CSC", shape))
-
-    def _set_bufs(self, data: Any, indices: Any, indptr: Any) -> None:
-        self.data, self.indices, self.indptr = data, indices, indptr
-
-    @property
-    def _bufs(self) -> tuple:
-        return (self.data, self.indices, self.indptr)
 
     @classmethod
     def fromdense(cls, mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32) -> CSC:
