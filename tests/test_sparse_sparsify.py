@@ -278,3 +278,28 @@ def test_sparsify_control_flow():
     np.testing.assert_allclose(ys.todense(), 3 * x, rtol=1e-6)
     with pytest.raises(TypeError, match="same pytree structure"):  # branches change nse
         sparsify(lambda a: lax.cond(True, lambda a: a, lambda a: a + a, a))(m)
+
+
+def test_sparsify_cache_follows_the_trace_context_and_threads():
+    import threading
+
+    m = sparse.BCOO.fromdense(np.eye(3, dtype=np.float32))
+    f = sparse.sparsify(lambda m, x: m @ x + 1)
+    np.testing.assert_array_equal(f(m, jnp.ones(3, jnp.int32)), [2, 2, 2])
+    # a jaxpr traced with standard promotion is not reused under strict promotion (JAX's error)
+    with fjax.numpy_dtype_promotion("strict"), pytest.raises(fjax.dtypes.TypePromotionError):
+        f(m, jnp.ones(3, jnp.int32))
+    outs, errs = [], []
+
+    def run(k):
+        try:
+            outs.append(np.asarray(f(m * float(k), jnp.full(3, float(k)))))
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errs and sorted(o[0] for o in outs) == [k * k + 1 for k in range(8)]

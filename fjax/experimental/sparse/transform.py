@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import threading
 from typing import Any, Callable
 
 import fjax
@@ -291,8 +292,10 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
     """Transform ``f`` so that it accepts BCOO arrays wherever it accepted dense arrays."""
     if use_tracer:
         raise NotImplementedError("sparsify(use_tracer=True): fjax only implements the jaxpr-based sparsify")
-    # traced jaxprs by argument structure and avals; bounded, and only jaxprs free of tracers
+    # traced jaxprs by argument structure, avals and trace context; bounded, only jaxprs free of
+    # tracers; shared by threads (a lock around the dict)
     cache: collections.OrderedDict = collections.OrderedDict()
+    lock = threading.Lock()
 
     @functools.wraps(f)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -300,11 +303,12 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
         if not any(_is_sparse(x) for x in leaves):
             return f(*args, **kwargs)
         try:
-            key = (tree, tuple(_leaf_key(x) for x in leaves), bool(fjax.config.jax_enable_x64))
+            key = (tree, tuple(_leaf_key(x) for x in leaves), core.trace_context())
             hash(key)
         except TypeError:
             key = None
-        hit = cache.get(key) if key is not None else None
+        with lock:
+            hit = cache.get(key) if key is not None else None
         if hit is None:
             stand_ins = [fjax.ShapeDtypeStruct(x.shape, x.dtype) if _is_sparse(x) else x for x in leaves]
 
@@ -315,9 +319,10 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
             closed, out_shape = fjax.make_jaxpr(flat_f, return_shape=True)(*stand_ins)
             hit = (closed, tree_util.tree_structure(out_shape))
             if key is not None and not any(isinstance(c, core.Tracer) for c in closed.consts):
-                cache[key] = hit
-                if len(cache) > 32:
-                    cache.popitem(last=False)
+                with lock:
+                    cache[key] = hit
+                    if len(cache) > 32:
+                        cache.popitem(last=False)
         closed, out_tree = hit
         outs = _eval_sparse(closed.jaxpr, closed.consts, leaves)
         return tree_util.tree_unflatten(out_tree, outs)
