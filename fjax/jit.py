@@ -415,7 +415,11 @@ class Lowered:
                 f"Lowered.compile: compiler_options {sorted(compiler_options)} (XLA options) have no meaning "
                 "for fjax's numba and CUDA backends"
             )
-        program = dispatch.compile_jaxpr(self.jaxpr, tiered=False) if self.platform == "cpu" else None
+        from fjax._devices import default_backend  # noqa: PLC0415
+
+        # the numba program now, where calls run on the host (a GPU program compiles on its first call)
+        on_host = self.platform == "cpu" and default_backend() == "cpu"
+        program = dispatch.compile_jaxpr(self.jaxpr, tiered=False) if on_host else None
         if self._sig is None:
             raise AttributeError("Lowered.compile: this Lowered was not made by jit(f).lower/trace")
         return _aot.Compiled(self, program)
