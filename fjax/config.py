@@ -95,11 +95,34 @@ def _legacy_prng_key(value: Any) -> LegacyPrngKeyState:
     return LegacyPrngKeyState(value)  # ValueError "'x' is not a valid LegacyPrngKeyState", as JAX
 
 
+class ExplicitX64Mode(enum.IntEnum):
+    """``jax_explicit_x64_dtypes``: what an explicitly requested 64-bit dtype does with x64 off."""
+
+    WARN = 1
+    ERROR = 2
+    ALLOW = 3
+
+    @classmethod
+    def _missing_(cls, value: object) -> ExplicitX64Mode | None:
+        return {"warn": cls.WARN, "error": cls.ERROR, "allow": cls.ALLOW}.get(value)  # type: ignore[arg-type]
+
+
+def _explicit_x64(value: Any) -> ExplicitX64Mode:
+    mode = ExplicitX64Mode(value)  # ValueError "'x' is not a valid ExplicitX64Mode", as JAX
+    if mode is ExplicitX64Mode.ALLOW:
+        raise NotImplementedError(
+            "jax_explicit_x64_dtypes='allow' (64-bit arrays with jax_enable_x64 off): fjax keeps 64-bit "
+            "values only with jax_enable_x64 on"
+        )
+    return mode
+
+
 # options whose values are converted on the way in (strings to enums, as JAX's enum_class_state)
 _COERCE: dict[str, Callable[[Any], Any]] = {
     "jax_numpy_dtype_promotion": _promotion,
     "jax_numpy_rank_promotion": _rank_promotion,
     "jax_legacy_prng_key": _legacy_prng_key,
+    "jax_explicit_x64_dtypes": _explicit_x64,
 }
 
 
@@ -155,6 +178,7 @@ class Config:
         # raw uint32 keys passed to fjax.random functions: "allow", "warn" or "error"; custom PRNG:
         # PRNGKey and split/fold_in of raw keys give typed keys (fjax/_flag_states.py)
         "jax_legacy_prng_key": "allow",
+        "jax_explicit_x64_dtypes": ExplicitX64Mode.WARN,
         "jax_enable_custom_prng": False,
         # jax.thread_guard: multi-process operations only from the thread inside the block
         "jax_thread_guard": False,

@@ -516,6 +516,12 @@ def warn_truncated_dtype(requested: np.dtype, fun_name: str, stacklevel: int = 2
     if frame is not None and frame.f_code.co_filename.startswith(_FJAX_PREFIX):
         return
     name = f" requested in {fun_name}" if fun_name else ""
+    if config.jax_explicit_x64_dtypes == 2:  # ExplicitX64Mode.ERROR (JAX's text, its missing space too)
+        raise ValueError(
+            f"Explicitly requested dtype {requested}{name} is not available. To enable more dtypes, set the "
+            "jax_enable_x64 or allow_explicit_x64_dtypes configuration options.See "
+            "https://github.com/jax-ml/jax#current-gotchas for more."
+        )
     msg = _X64_WARNING.format(requested, name, _canon(requested, False).name)
     warnings.warn(msg, UserWarning, stacklevel=stacklevel + 1)
 

@@ -575,3 +575,30 @@ def test_random_dtype_warnings_point_at_the_callers_line() -> None:
             call()
         hits = [x for x in w if "Explicitly requested dtype" in str(x.message)]
         assert hits and all(x.filename == __file__ for x in hits), [(x.filename, x.lineno) for x in hits]
+
+
+def test_explicit_x64_dtypes_error_mode():
+    """``jax_explicit_x64_dtypes="error"``: a truncated explicit request raises JAX 0.10.2's ValueError
+    (its text, recorded, with its missing space before "See"); "allow" is not supported."""
+    want = (
+        "Explicitly requested dtype float64 requested in zeros is not available. To enable more dtypes, set "
+        "the jax_enable_x64 or allow_explicit_x64_dtypes configuration options.See "
+        "https://github.com/jax-ml/jax#current-gotchas for more."
+    )
+    fjax.config.update("jax_explicit_x64_dtypes", "error")
+    try:
+        with pytest.raises(ValueError) as e:
+            jnp.zeros(3, jnp.float64)
+        assert str(e.value) == want
+        with pytest.raises(ValueError, match="complex128 requested in astype"):
+            jnp.ones(2).astype(np.complex128)
+        assert jnp.zeros(3).dtype == np.float32 and float(jnp.sum(jnp.linspace(0, 1, 3))) == 1.5  # internal: fine
+        with fjax.enable_x64():
+            assert jnp.zeros(3, jnp.float64).dtype == np.float64
+    finally:
+        fjax.config.update("jax_explicit_x64_dtypes", "warn")
+    with pytest.raises(ValueError, match="'bogus' is not a valid ExplicitX64Mode"):
+        fjax.config.update("jax_explicit_x64_dtypes", "bogus")
+    with pytest.raises(NotImplementedError, match="allow"):
+        fjax.config.update("jax_explicit_x64_dtypes", "allow")
+    assert fjax.config.jax_explicit_x64_dtypes == 1  # WARN
