@@ -323,7 +323,16 @@ class Lowered:
         self.consts = consts
         self.name = name
         self.platform = platform
-        self._sig = sig  # the call's signature (fjax._aot.Signature), for compile() and the properties
+        # the call's signature (fjax._aot.Signature), for compile() and the properties: computed on
+        # first use from ``sig`` when that is a function (lower() stays as cheap as a cache lookup)
+        self._sig_src = sig
+
+    @property
+    def _sig(self) -> Any:
+        s = self._sig_src
+        if callable(s):
+            s = self._sig_src = s()
+        return s
 
     def _need_sig(self, what: str) -> Any:
         if self._sig is None:
@@ -375,7 +384,7 @@ class Lowered:
             raise ValueError(
                 f"lower: unknown lowering platform {platforms[0]!r} (expected one of 'cpu', 'cuda', 'gpu')"
             )
-        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p, self._sig)
+        return Lowered(self.jaxpr, self.consts, self.name, "cuda" if p == "gpu" else p, self._sig_src)
 
     def as_text(self, dialect: str | None = None) -> str:
         """What ``jit`` compiles: ``dialect=None`` the generated source for the lowering platform
@@ -683,10 +692,13 @@ class JitWrapped:
 
         args, kwargs = self._abstract_keys(args, kwargs)
         (closed, consts, out_tree), _ = self._get(args, kwargs)
-        static_idx = self._split(args, kwargs)[0]
-        sig = _aot.signature_of(
-            self.fun, args, kwargs, static_idx, self.static_argnames, self.donate_argnums, closed, out_tree
-        )
+
+        def sig() -> Any:
+            static_idx = self._split(args, kwargs)[0]
+            return _aot.signature_of(
+                self.fun, args, kwargs, static_idx, self.static_argnames, self.donate_argnums, closed, out_tree
+            )
+
         return Lowered(closed, consts, self.name, sig=sig)
 
     def trace(self, *args: Any, **kwargs: Any) -> Lowered:
