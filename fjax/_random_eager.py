@@ -19,7 +19,10 @@ Compiling a sampler's program cold takes 1-5 s, so no call waits for it below ``
   evaluated op by op in numpy while one background thread compiles (or loads) the program for the
   next calls. Calls while it compiles keep using numpy: they never wait. With
   ``fjax_tiered_compile`` off these calls stay op-by-op, as before;
-- fewer samples: op by op (the trace alone, ~6 ms, would cost about as much as the call).
+- fewer samples: op by op on a call signature's first call (the trace alone, ~6 ms, would cost
+  about as much as the call); from its second call on (a loop drawing the same shapes), as the
+  moderate sizes above: op by op until the background compile is done, then compiled (a
+  ``random.normal(key, (3,))``: ~3 ms op by op, ~45 us compiled; JAX ~30 us).
 
 Calls under ``jax_disable_jit``, with tracer arguments (they are being traced anyway) or with
 arrays placed on a device other than the host stay op-by-op too.
@@ -176,7 +179,12 @@ def compiled_when_large(fn: Callable) -> Callable:
         if any(isinstance(x, core.Tracer) for x in leaves):
             return fn(*args, **kwargs)
         size = _size(arguments)
-        mode = "large" if size >= MIN_SIZE else _tier_mode(leaves) if size >= TIERED_MIN_SIZE else "off"
+        if size >= MIN_SIZE:
+            mode = "large"
+        elif size >= TIERED_MIN_SIZE or _repeated(fn, arguments):
+            mode = _tier_mode(leaves)
+        else:
+            mode = "off"
         if mode == "off":
             return fn(*args, **kwargs)
         dyn = {k: v for k, v in arguments.items() if _is_array(v)}
@@ -193,6 +201,32 @@ def compiled_when_large(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return sampler
+
+
+#: call signatures of small eager sampler calls seen (a bounded set: cleared when full)
+_seen: dict = {}
+_SEEN_MAX = 1024
+
+
+def _repeated(fn: Callable, arguments: dict) -> bool:
+    """Whether a call of ``fn`` with these shapes, dtypes and static values was made before (the
+    first call of a signature stays op by op; the first repeated one starts its compile)."""
+    try:
+        key = (
+            fn,
+            tuple(
+                (k, (np.shape(v), str(getattr(v, "dtype", ""))) if _is_array(v) else v) for k, v in arguments.items()
+            ),
+        )
+        hash(key)
+    except (TypeError, ValueError):
+        return False
+    if key in _seen:
+        return True
+    if len(_seen) >= _SEEN_MAX:
+        _seen.clear()
+    _seen[key] = True
+    return False
 
 
 def _tier_mode(leaves: list) -> str:

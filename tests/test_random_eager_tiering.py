@@ -191,3 +191,21 @@ def test_arrays_placed_on_the_host_device_do_not_turn_tiering_off(tiered):
     s1 = dict(_random_eager.stats)
     np.asarray(random.uniform(fjax.device_put(k, fjax.devices("cpu")[0]), (37, 53)))
     assert _delta(s1) == {"compiled_calls": 0, "loaded": 0, "numpy_calls": 0, "queued": 0}
+
+
+def test_small_calls_tier_from_their_second_call(tiered):
+    """Below ``TIERED_MIN_SIZE`` a signature's first call stays op by op (nothing queued); its second
+    call queues the compile; once compiled the calls run it, with the op-by-op bits."""
+    k = random.PRNGKey(5)
+    f = lambda: random.normal(k, (7, 3))  # noqa: E731  (21 samples: far below the threshold)
+    s0 = dict(_random_eager.stats)
+    first = np.asarray(f())
+    assert _delta(s0) == {"compiled_calls": 0, "loaded": 0, "numpy_calls": 0, "queued": 0}  # plain op by op
+    np.asarray(f())
+    assert _delta(s0)["queued"] == 1 and _delta(s0)["numpy_calls"] == 1
+    assert _random_eager.wait_compiled(120)
+    s1 = dict(_random_eager.stats)
+    again = np.asarray(f())
+    assert _delta(s1)["compiled_calls"] == 1
+    np.testing.assert_array_equal(_bits(again), _bits(first))
+    np.testing.assert_array_equal(_bits(again), _bits(_op_by_op(f)))
