@@ -39,6 +39,7 @@ Modules
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import sys
@@ -732,6 +733,19 @@ for _name in [
 ]:
     globals()[_name] = _compiled_when_large(globals()[_name])
 del _name
+
+# split and fold_in (~1 ms op by op: ~100 primitives of threefry): compiled once a call signature
+# repeats, as the small samplers (a training loop's ``key, sub = split(key)``)
+split = _compiled_when_large(split)
+_fold_in = _compiled_when_large(fold_in)
+
+
+@functools.wraps(fold_in)
+def fold_in(key: Any, data: Any) -> Any:  # noqa: F811
+    if type(data) is int and 0 <= data < 2**32:
+        data = np.asarray(data, np.uint32)  # a value, not a static argument: one program for all
+    return _fold_in(key, data)
+
 
 # the gamma sampler's primitive, under JAX's name (jax.random.random_gamma_p)
 # jax.legacy_prng_key / jax.enable_custom_prng checks on the public functions (fjax/_flag_states.py)

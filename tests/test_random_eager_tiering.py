@@ -209,3 +209,24 @@ def test_small_calls_tier_from_their_second_call(tiered):
     assert _delta(s1)["compiled_calls"] == 1
     np.testing.assert_array_equal(_bits(again), _bits(first))
     np.testing.assert_array_equal(_bits(again), _bits(_op_by_op(f)))
+
+
+def test_split_and_fold_in_run_compiled_in_a_loop(tiered):
+    """``split`` and ``fold_in`` (a training loop's key handling) tier like the small samplers; a
+    Python-int ``fold_in`` datum is a value, so a loop over steps shares one program."""
+    k = random.PRNGKey(9)
+    want = [_op_by_op(lambda i=i: random.fold_in(k, i)) for i in range(6)]
+    want_split = _op_by_op(lambda: random.split(k, 3))
+    got = [np.asarray(random.fold_in(k, i)) for i in range(3)]
+    np.asarray(random.split(k, 3))
+    np.asarray(random.split(k, 3))  # (its second call queues its compile)
+    assert _random_eager.wait_compiled(120)
+    s1 = dict(_random_eager.stats)
+    got += [np.asarray(random.fold_in(k, i)) for i in range(3, 6)]
+    got_split = np.asarray(random.split(k, 3))
+    assert _delta(s1)["compiled_calls"] == 4 and _delta(s1)["numpy_calls"] == 0
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got_split, want_split)
+    with pytest.raises(OverflowError, match="out of bounds for uint32"):
+        random.fold_in(k, 2**32)
