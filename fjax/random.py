@@ -714,8 +714,8 @@ from fjax._random_dists import __all__ as _dist_names  # noqa: E402
 
 __all__ += _dist_names
 
-# eager calls on large shapes run compiled (fjax/_random_eager.py); keys, splits and the samplers
-# built on linear algebra or sorting (choice, permutation, multivariate_normal, orthogonal) do not
+# eager calls on large shapes run compiled (fjax/_random_eager.py); keys and the samplers built on
+# linear algebra (multivariate_normal, orthogonal) do not
 from fjax._random_eager import compiled_when_large as _compiled_when_large  # noqa: E402
 
 for _name in [
@@ -734,9 +734,12 @@ for _name in [
     globals()[_name] = _compiled_when_large(globals()[_name])
 del _name
 
-# split and fold_in (~1 ms op by op: ~100 primitives of threefry): compiled once a call signature
-# repeats, as the small samplers (a training loop's ``key, sub = split(key)``)
+# split and fold_in (~1 ms op by op: ~100 primitives of threefry), permutation and choice (a
+# sort of random bits; ~2.6 ms / 0.15 ms): compiled once a call signature repeats, as the small
+# samplers (a training loop's ``key, sub = split(key)``, a shuffled epoch), the same bits
 split = _compiled_when_large(split)
+permutation = _compiled_when_large(permutation)
+choice = _compiled_when_large(choice)
 _fold_in = _compiled_when_large(fold_in)
 
 
