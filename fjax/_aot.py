@@ -231,13 +231,13 @@ class Compiled:
         self._program = program
         self._sig: Signature = lowered._sig
 
-    # the signature, as Lowered has it
-    in_tree = property(lambda self: self._sig.in_tree)
-    out_tree = property(lambda self: self._sig.out_tree)
-    donate_argnums = property(lambda self: self._sig.donate_argnums)
-    args_info = property(lambda self: args_info(self._sig))
-    out_info = property(lambda self: out_info(self._sig, self._lowered.jaxpr))
-    in_avals = property(lambda self: tu.tree_unflatten(self._sig.in_tree, list(self._sig.in_avals)))
+    # the signature: the Lowered's
+    in_tree = property(lambda self: self._lowered.in_tree)
+    out_tree = property(lambda self: self._lowered.out_tree)
+    donate_argnums = property(lambda self: self._lowered.donate_argnums)
+    args_info = property(lambda self: self._lowered.args_info)
+    out_info = property(lambda self: self._lowered.out_info)
+    in_avals = property(lambda self: self._lowered.in_avals)
 
     @property
     def input_shardings(self) -> Any:
@@ -258,7 +258,7 @@ class Compiled:
         return self._lowered.as_text()
 
     def cost_analysis(self) -> dict:
-        return cost_analysis(self._lowered.jaxpr)
+        return self._lowered.cost_analysis()
 
     def memory_analysis(self) -> CompiledMemoryStats:
         closed = self._lowered.jaxpr
