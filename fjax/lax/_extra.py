@@ -17,7 +17,8 @@ import numpy as np
 import fjax.lax as lax
 from fjax import core
 from fjax.dtypes import kind as _dkind
-from fjax.lax.lax import _const, _convert_element_type_weak
+from fjax.interpreters import ad, batching, mlir
+from fjax.lax.lax import _broadcast_shapes_rule, _const, _convert_element_type_weak
 
 __all__ = [
     "DotDimensionNumbers",
@@ -82,32 +83,74 @@ def reciprocal(x: Any) -> Any:
 # complex, tile, split, collapse, batch_matmul, dtype, empty, barriers
 
 
-def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
-    """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32)."""
-    ax, ay = core.get_aval(x), core.get_aval(y)
-    for i, a in enumerate((ax, ay)):
+def _complex_dtype_of(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.complex64 if dt == np.float32 else np.complex128)
+
+
+def _complex_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    # the parts written apart: ``x + 1j * y`` would turn an infinite y into a NaN real part (inf * 0)
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), _complex_dtype_of(np.asarray(x).dtype))
+    out.real = x
+    out.imag = y
+    return out
+
+
+def _complex_abstract(x: Any, y: Any) -> core.ShapedArray:
+    for i, a in enumerate((x, y)):
         if a.dtype not in (np.float32, np.float64):
             raise TypeError(
                 f"complex does not accept dtype {a.dtype.name} at position {i}. Accepted dtypes at position {i} "
                 "are subtypes of float32, float64."
             )
-    if ax.dtype != ay.dtype:
-        raise TypeError(
-            f"lax.complex requires arguments to have the same dtypes, got {ax.dtype.name}, {ay.dtype.name}."
-        )
-    cdt = np.dtype(np.complex64 if ax.dtype == np.float32 else np.complex128)
+    if x.dtype != y.dtype:
+        raise TypeError(f"lax.complex requires arguments to have the same dtypes, got {x.dtype.name}, {y.dtype.name}.")
+    shape = _broadcast_shapes_rule("complex", (x, y))
+    # weak when both parts are (lax.complex(1.0, 2.0) is a weak complex64, as in JAX)
+    return core.ShapedArray(shape, _complex_dtype_of(x.dtype), x.weak_type and y.weak_type)
+
+
+def _complex_composed(x: Any, y: Any) -> Any:
+    """``complex`` from fused elementwise ops: what ``jit`` compiles an equation of ``complex_p`` to
+    (registered as its ``mlir.lower_fun`` rule). Not linear in ``y`` (it selects on y's values), so
+    it is never what the transforms see: they see ``complex_p``, linear in both parts."""
+    ax, ay = core.get_aval(x), core.get_aval(y)
+    cdt = _complex_dtype_of(ax.dtype)
     re = lax.convert_element_type(x, cdt)
     im = lax.mul(lax.convert_element_type(y, cdt), core.Array(np.array(1j, cdt), True))
     # an infinite or NaN y times 1j has a NaN real part (inf * 0): take 0+-infj / 0+nanj literals there
     finite = lax.is_finite(y)
-    if not (type(finite) is core.Array and bool(np.all(finite._value))):
-        c = lambda v: lax.full_like(im, v)  # noqa: E731
-        special = lax.select(lax.gt(y, _const(y, 0)), c(builtins.complex(0, np.inf)), c(builtins.complex(0, -np.inf)))
-        special = lax.select(lax.ne(y, y), c(builtins.complex(0, np.nan)), special)
-        im = lax.select(finite, im, special)
+    c = lambda v: lax.full_like(im, v)  # noqa: E731
+    special = lax.select(lax.gt(y, _const(y, 0)), c(builtins.complex(0, np.inf)), c(builtins.complex(0, -np.inf)))
+    special = lax.select(lax.ne(y, y), c(builtins.complex(0, np.nan)), special)
+    im = lax.select(finite, im, special)
     out = lax.add(re, im)
-    # weak when both parts are (lax.complex(1.0, 2.0) is a weak complex64, as in JAX)
     return _convert_element_type_weak(out, cdt, True) if ax.weak_type and ay.weak_type else out
+
+
+def _complex_transpose(ct: Any, x: Any, y: Any) -> list:
+    # as JAX's ``deflinear2(complex_p, lambda t, *args: [real(t), imag(neg(t))])``
+    from fjax.lax.lax_elementwise import _unbroadcast  # noqa: PLC0415
+
+    if type(ct) is ad.Zero:
+        return [None, None]
+    cx = _unbroadcast(x.aval, lax.real(ct)) if ad.is_undefined_primal(x) else None
+    cy = _unbroadcast(y.aval, lax.neg(lax.imag(ct))) if ad.is_undefined_primal(y) else None
+    return [cx, cy]
+
+
+complex_p = core.Primitive("complex")
+complex_p.def_impl(_complex_impl)
+complex_p.def_abstract_eval(_complex_abstract)
+ad.deflinear(complex_p, _complex_transpose)
+batching.defbroadcasting(complex_p)
+mlir.register_lowering(complex_p, mlir.lower_fun(_complex_composed, multiple_results=False))
+
+
+def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
+    """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32): the primitive
+    ``complex_p``, linear in both parts (so it can build tangents inside a ``custom_jvp`` rule and
+    be transposed), exact for infinite and NaN parts."""
+    return core.bind1(complex_p, x, y)
 
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:
@@ -469,6 +512,7 @@ __all__ += [
     "clz_p",
     "collapse",
     "complex",
+    "complex_p",
     "composite",
     "dtype",
     "empty",

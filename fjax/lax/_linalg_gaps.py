@@ -317,8 +317,7 @@ def _eigvec_tangent(w: Any, v: Any, da: Any) -> tuple:
     duk = jnp.sum(onehot * du, axis=-2)
     c_re = -jnp.real(jnp.sum(jnp.conj(v) * du, axis=-2))
     c_im = -jnp.imag(duk) / jnp.real(vk)
-    # not lax.complex: its inf handling selects on the values, which linear_transpose refuses
-    c = c_re.astype(v.dtype) + c_im.astype(v.dtype) * jnp.asarray(1j, v.dtype)
+    c = lax.complex(c_re, c_im)  # (complex_p is linear in both parts: this tangent transposes)
     return dw, du + v * c[..., None, :]
 
 
