@@ -114,16 +114,27 @@ def _compile_job(closed: core.ClosedJaxpr, dispatch: Any) -> Callable[[], None]:
     return job
 
 
-def _tiered_call(jitted: Callable, dyn: list, mode: str, fallback: Callable[[], Any]) -> Any:
+def _tiered_call(
+    jitted: Callable,
+    dyn: list,
+    mode: str,
+    fallback: Callable[[], Any],
+    closed: core.ClosedJaxpr | None = None,
+    counters: dict | None = None,
+    tag: str = "sampler",
+) -> Any:
     """A call of ``TIERED_MIN_SIZE`` to ``MIN_SIZE`` samples with tiering on: compiled when it can
-    be without compiling now, else ``fallback()`` (op by op) while it compiles in the background."""
+    be without compiling now, else ``fallback()`` (op by op) while it compiles in the background.
+    (Also fjax/_eager_compile.py's, for composites: ``closed`` traced already, its own ``counters``.)"""
     from fjax.backends import dispatch, tiering  # noqa: PLC0415
 
-    closed = jitted.lower(*dyn).jaxpr  # traced once per signature, then jit's cache
+    count = stats if counters is None else counters
+    if closed is None:
+        closed = jitted.lower(*dyn).jaxpr  # traced once per signature, then jit's cache
     if _compiled(closed, dispatch):
-        stats["compiled_calls"] += 1
+        count["compiled_calls"] += 1
         return jitted(*dyn)
-    key = ("sampler", id(closed))  # (the queued job holds ``closed``: the id stays its own)
+    key = (tag, id(closed))  # (the queued job holds ``closed``: the id stays its own)
     queue = not kernels.is_pending(key) and _attempts.get(closed, 0) < _MAX_ATTEMPTS
     if (
         queue
@@ -134,10 +145,10 @@ def _tiered_call(jitted: Callable, dyn: list, mode: str, fallback: Callable[[], 
         try:
             _compile_job(closed, dispatch)()
         except Exception:  # noqa: BLE001 - counted by the job; this call goes op by op
-            kernels.log.warning("fjax.random: loading a compiled sampler failed", exc_info=True)
+            kernels.log.warning("fjax: loading a compiled %s failed", tag, exc_info=True)
         if _compiled(closed, dispatch):
-            stats["loaded"] += 1
-            stats["compiled_calls"] += 1
+            count["loaded"] += 1
+            count["compiled_calls"] += 1
             return jitted(*dyn)
         queue = False  # (it failed: counted; later calls queue it again)
     with kernels.compile_after():
@@ -146,10 +157,10 @@ def _tiered_call(jitted: Callable, dyn: list, mode: str, fallback: Callable[[], 
             out = fallback()
         finally:
             _local.depth -= 1
-        stats["numpy_calls"] += 1
+        count["numpy_calls"] += 1
         # queued once the op-by-op call is done, so that it does not share the GIL with the compile
         if queue and kernels.in_background(key, _compile_job(closed, dispatch)):
-            stats["queued"] += 1
+            count["queued"] += 1
     return out
 
 

@@ -346,3 +346,9 @@ __all__ += [
 ]
 from fjax.nn._more import *  # noqa: E402,F401,F403
 from fjax.nn._scaled import *  # noqa: E402,F401,F403
+
+# eager calls of composites run compiled once a call signature repeats (fjax/_eager_compile.py)
+from fjax import _eager_compile as _ec  # noqa: E402
+
+_ec.install(globals(), _ec.NN)
+del _ec

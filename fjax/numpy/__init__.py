@@ -41,3 +41,9 @@ from fjax.numpy._ufunc_class import frompyfunc, ufunc, install_builtins as _inst
 _install_ufuncs(globals())
 del _install_ufuncs
 from fjax.numpy._io_stubs import fromfile  # noqa: E402,F401
+
+# eager calls of composites run compiled once a call signature repeats (fjax/_eager_compile.py)
+from fjax import _eager_compile as _ec  # noqa: E402
+
+_ec.install(globals(), _ec.JNP)
+del _ec

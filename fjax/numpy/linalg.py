@@ -213,3 +213,9 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 
 _ = (matmul, outer, tensordot, vecdot, matrix_transpose)
+
+# eager calls run compiled once a call signature repeats (fjax/_eager_compile.py)
+from fjax import _eager_compile as _ec  # noqa: E402
+
+_ec.install(globals(), _ec.JNP_LINALG)
+del _ec

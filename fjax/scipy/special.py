@@ -541,3 +541,10 @@ def sph_harm_y(n: Any, m: Any, theta: Any, phi: Any, diff_n: int | None = None, 
     if n_max is not None and not isinstance(n, core.Tracer) and np.any(np.asarray(n) > n_max):
         raise ValueError(f"sph_harm_y: n exceeds n_max={n_max}")
     return P.sph_harm_y_p.bind(n.astype(theta.dtype), m.astype(theta.dtype), theta, phi)
+
+
+# eager calls of composites run compiled once a call signature repeats (fjax/_eager_compile.py)
+from fjax import _eager_compile as _ec  # noqa: E402
+
+_ec.install(globals(), _ec.SPECIAL)
+del _ec

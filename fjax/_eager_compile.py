@@ -1,0 +1,230 @@
+"""Eager calls of composite ``fjax.numpy`` / ``fjax.nn`` functions run compiled once a call signature repeats.
+
+Called eagerly, a composite such as ``jnp.var`` is evaluated primitive by primitive in numpy,
+~5-9 us a primitive; JAX's own functions are ``jax.jit``-decorated, so an eager call runs one
+compiled program. ``compiled_on_repeat(fn)`` gives ``fn`` the scheme fjax/_random_eager.py uses for
+small samplers:
+
+- the first call of a call signature (the array arguments' shapes, dtypes and weak types, every
+  other argument's value, the trace context: ``jax_enable_x64``, promotion modes, ...) runs op by
+  op, as before: a one-off shape costs nothing extra;
+- its second call traces ``fn`` (through ``fjax.jit``, array arguments dynamic, everything else
+  static) and queues the program's compile on the background compile thread, then runs op by op;
+  calls keep running op by op until it is compiled (they never wait), then run the compiled
+  program (or load it from disk at once when this machine compiled it before and numba is loaded).
+
+Calls stay op by op (exactly ``fn(*args, **kwargs)``) under any trace (jit, make_jaxpr, grad,
+vmap, ...: the trace state is checked, not only the arguments), under ``jax_disable_jit``, with
+``fjax_tiered_compile`` off, with arguments that are tracers, device-placed or committed arrays,
+or values of other kinds (dicts, objects), and for signatures whose trace failed (a function
+that needs concrete values raises ``ConcretizationTypeError`` under jit: remembered, not retried).
+Errors are the unwrapped function's: a call whose op-by-op evaluation raises is not recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from fjax import _random_eager as _re
+from fjax import core
+from fjax.config import config
+
+#: what wrapped calls did (as ``fjax._random_eager.stats``): ran the compiled program, loaded it
+#: from disk first, ran op by op (first call, while compiling, after a failed compile), queued a
+#: background compile; ``first_calls`` a signature's first (op-by-op) calls, ``plain`` signatures found
+#: untraceable
+stats = {"first_calls": 0, "compiled_calls": 0, "loaded": 0, "numpy_calls": 0, "queued": 0, "plain": 0}
+
+#: signatures remembered per wrapped function (the dict is cleared when full)
+MAX_SIGNATURES = 256
+
+_state = core._state
+_eval_main = core._eval_main
+_local = _re._local  # .depth: inside an op-by-op evaluation made by a tiered call (nested calls stay plain)
+_Array = core.Array
+
+
+def _depth() -> int:
+    return getattr(_local, "depth", 0)
+
+
+_PLAIN = object()  # a signature that is never compiled
+_ARR, _NP = object(), object()  # tags of array leaves in a signature
+_STATIC = frozenset({int, bool, str, type(None), complex, type(Ellipsis)})
+
+
+class _NotHandled(Exception):
+    """An argument of a kind the wrapper does not key on: the call goes op by op."""
+
+
+def _enc(x: Any, dyn: list) -> Any:
+    """``x``'s part of the call signature; its arrays are appended to ``dyn`` (the program's inputs)."""
+    t = type(x)
+    if t is _Array:
+        v = x._value
+        dyn.append(x)
+        return (_ARR, v.shape, v.dtype, x.weak_type)
+    if t in _STATIC:
+        return (t, x)
+    if t is float:  # (-0.0 == 0.0, but a different constant; nan never equals itself: never repeats)
+        return (t, x, math.copysign(1.0, x))
+    if t is tuple or t is list:
+        return (t, tuple([_enc(c, dyn) for c in x]))
+    if t is np.ndarray:
+        dyn.append(x)
+        return (_NP, x.shape, x.dtype)
+    if isinstance(x, np.generic):
+        return (t, x.tobytes())  # static: its exact bits (and its type, which sets the dtype)
+    if isinstance(x, (type, np.dtype)):
+        return (t, x)
+    raise _NotHandled
+
+
+def _rebuild(e: tuple, it: Any) -> Any:
+    tag = e[0]
+    if tag is _ARR or tag is _NP:
+        return next(it)
+    if tag is tuple:
+        return tuple([_rebuild(c, it) for c in e[1]])
+    if tag is list:
+        return [_rebuild(c, it) for c in e[1]]
+    if isinstance(tag, type) and issubclass(tag, np.generic):
+        return np.frombuffer(e[1], dtype=tag)[0]
+    return e[1]
+
+
+class _Entry:
+    """A repeated signature: its jitted program and whether this process holds it compiled."""
+
+    __slots__ = ("closed", "jitted", "ready")
+
+    def __init__(self, jitted: Any, closed: core.ClosedJaxpr) -> None:
+        self.jitted = jitted
+        self.closed = closed
+        self.ready = False
+
+
+def _make_entry(fn: Callable, key: tuple, dyn: list) -> Any:
+    """Trace ``fn`` for this signature (in the calling thread: the trace context is per thread);
+    ``_PLAIN`` when it cannot be traced (needs concrete values, returns non-arrays, ...)."""
+    from fjax.jit import jit  # noqa: PLC0415 - fjax.jit imports the backends
+
+    pos, kw = key[0], key[1]
+
+    def call(*leaves: Any) -> Any:
+        it = iter(leaves)
+        args = [_rebuild(e, it) for e in pos]
+        kwargs = {k: _rebuild(e, it) for k, e in kw} if kw else {}
+        return fn(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(fn, "__name__", "composite")
+    jitted = jit(call)
+    try:
+        closed = jitted.lower(*dyn).jaxpr
+    except Exception:  # noqa: BLE001 - any failure to trace: this signature stays op by op
+        stats["plain"] += 1
+        return _PLAIN
+    return _Entry(jitted, closed)
+
+
+def _tiered(entry: _Entry, dyn: list, mode: str, fallback: Callable[[], Any]) -> Any:
+    """The compiled program when it is (or can be loaded now), else ``fallback()`` op by op while
+    one background thread compiles it (fjax/_random_eager.py's ``_tiered_call``)."""
+    from fjax.backends import dispatch  # noqa: PLC0415
+
+    closed = entry.closed
+    if _re._compiled(closed, dispatch):
+        entry.ready = True
+        stats["compiled_calls"] += 1
+        return entry.jitted(*dyn)
+    return _re._tiered_call(entry.jitted, dyn, mode, fallback, closed=closed, counters=stats, tag="composite")
+
+
+def compiled_on_repeat(fn: Callable) -> Callable:
+    """``fn`` (a composite of fjax primitives) that, called eagerly, runs one compiled program from
+    the second call of a call signature on, once compiled in the background (module docstring)."""
+    entries: dict = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        st = _state  # (any trace, even with only constant arguments, stages the plain function)
+        if st.dynamic[-1] is not _eval_main or len(st.stack) != 1 or config.jax_disable_jit or _depth():
+            return fn(*args, **kwargs)
+        dyn: list = []
+        try:
+            key = (
+                tuple([_enc(a, dyn) for a in args]),
+                tuple([(k, _enc(v, dyn)) for k, v in kwargs.items()]) if kwargs else (),
+                core.trace_context(),
+            )
+            entry = entries.get(key)
+        except (_NotHandled, TypeError):  # (TypeError: an unhashable shape or value)
+            return fn(*args, **kwargs)
+        if entry is not None and entry.__class__ is _Entry and entry.ready and core.placement_hook is None:
+            stats["compiled_calls"] += 1
+            return entry.jitted(*dyn)
+        if entry is None:
+            if key not in entries:  # the signature's first call: op by op, then remembered
+                _local.depth = 1  # (wrapped functions it calls stay plain)
+                try:
+                    out = fn(*args, **kwargs)
+                finally:
+                    _local.depth = 0
+                if len(entries) >= MAX_SIGNATURES:
+                    entries.clear()
+                entries[key] = None
+                stats["first_calls"] += 1
+                return out
+        elif entry is _PLAIN:
+            return fn(*args, **kwargs)
+        mode = _re._tier_mode(dyn)
+        if mode == "off":
+            return fn(*args, **kwargs)
+        if entry is None:
+            entry = _make_entry(fn, key, dyn)
+            entries[key] = entry
+            if entry is _PLAIN:
+                return fn(*args, **kwargs)
+        return _tiered(entry, dyn, mode, lambda: fn(*args, **kwargs))
+
+    wrapper.__wrapped_eager__ = fn  # (the plain function, for tests and benchmarks)
+    wrapper._eager_entries = entries
+    return wrapper
+
+
+def wait_compiled(timeout: float | None = None) -> bool:
+    """Block until the background compiles (of composites and of ``fjax.random``) are done; False on timeout."""
+    return _re.wait_compiled(timeout)
+
+
+#: the exported functions wrapped (installed by fjax/numpy/__init__.py, fjax/numpy/linalg.py,
+#: fjax/nn/__init__.py, fjax/scipy/special.py): composites of several primitives whose op-by-op
+#: evaluation costs several times a compiled call (bench/bench_eager_composites.py; not: single
+#: primitives such as nn.sigmoid, special.log_ndtr, jnp.cumsum, nor jnp.convolve and nn.logsumexp,
+#: whose compiled programs were no faster)
+JNP = (
+    "linspace logspace geomspace mean var std nanmean nanvar nanstd average median triu tril take_along_axis "
+    "diff outer kron trace cross isclose allclose polyval interp cov corrcoef clip meshgrid "
+    "histogram"
+).split()
+JNP_LINALG = ("norm",)
+NN = (
+    "log_softmax softmax standardize one_hot silu swish gelu glu celu selu elu softplus "
+    "log_sigmoid hard_swish hard_silu"
+).split()
+SPECIAL = "xlogy entr logsumexp ndtr logit kl_div i0".split()
+
+
+def install(namespace: dict, names: Any) -> None:
+    """Wrap ``namespace[name]`` with ``compiled_on_repeat`` for each of ``names`` it holds."""
+    done: dict = {}  # (aliases, e.g. nn.swish and nn.silu, share one wrapper)
+    for name in names:
+        f = namespace.get(name)
+        if f is not None and callable(f) and not hasattr(f, "__wrapped_eager__"):
+            if id(f) not in done:
+                done[id(f)] = compiled_on_repeat(f)
+            namespace[name] = done[id(f)]
