@@ -158,6 +158,11 @@ class Primitive:
         self.abstract_eval = rule
         return rule
 
+    def get_bind_params(self, params: dict) -> dict:
+        """The parameters to ``bind`` this primitive again with, from an equation's (JAX's
+        interpreters re-bind equations this way; fjax's params are already bind's)."""
+        return dict(params)
+
 
 # Device placement (``fjax._placement``) sets this to a function ``(prim, args, params)`` run before
 # a primitive is evaluated eagerly: it runs computations on arrays that live on a GPU, or are

@@ -48,9 +48,20 @@ compile_hook: Callable | None = None
 cpu_precision_check: Callable | None = None
 
 
+# set by fjax.interpreters.mlir once a primitive has a ``mlir.lower_fun`` rule: (ClosedJaxpr) ->
+# ClosedJaxpr with those primitives expanded into their functions' jaxprs (cached per jaxpr)
+lowering_expander: Callable | None = None
+
+
+def _expanded(jaxpr: ClosedJaxpr) -> ClosedJaxpr:
+    return lowering_expander(jaxpr) if lowering_expander is not None else jaxpr
+
+
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     if cpu_precision_check is not None:
         cpu_precision_check(jaxpr)
+    if lowering_expander is not None:
+        jaxpr = lowering_expander(jaxpr)
     fn = compile_hook(jaxpr) if compile_hook is not None and not config.jax_disable_jit else None
     if fn is None:
         fn = functools.partial(_eval_flat, jaxpr)
@@ -394,9 +405,9 @@ class Lowered:
 
         backend = _PLATFORM_BACKENDS[self.platform]
         if dialect is None or dialect in ("numba", "cuda"):
-            return dispatch.source_for(self.jaxpr, dialect or backend)
+            return dispatch.source_for(_expanded(self.jaxpr), dialect or backend)
         if dialect == "ir":
-            return dispatch.ir_text(self.jaxpr, backend)
+            return dispatch.ir_text(_expanded(self.jaxpr), backend)
         if dialect == "jaxpr":
             return str(self.jaxpr)
         raise ValueError(
@@ -428,7 +439,7 @@ class Lowered:
 
         # the numba program now, where calls run on the host (a GPU program compiles on its first call)
         on_host = self.platform == "cpu" and default_backend() == "cpu"
-        program = dispatch.compile_jaxpr(self.jaxpr, tiered=False) if on_host else None
+        program = dispatch.compile_jaxpr(_expanded(self.jaxpr), tiered=False) if on_host else None
         if self._sig is None:
             raise AttributeError("Lowered.compile: this Lowered was not made by jit(f).lower/trace")
         return _aot.Compiled(self, program)

@@ -11,6 +11,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as _np
+
+from fjax import core as _core
 from fjax._tokens import AbstractToken, Token
 from fjax.core import (
     ClosedJaxpr,
@@ -19,7 +22,6 @@ from fjax.core import (
     JaxprEqn,
     JaxprTypeError,
     Literal,
-    Primitive,
     ShapedArray,
     Var,
     check_jaxpr,
@@ -62,6 +64,58 @@ __all__ = [
     "unsafe_get_axis_names_DO_NOT_USE",
     "valid_jaxtype",
 ]
+
+
+def _array(x: _np.ndarray) -> Any:
+    """An fjax Array over ``x`` (a read-only view: a buffer a compiled program hands to a host step
+    stays writable for the program)."""
+    v = x.view()
+    v.flags.writeable = False
+    return _core.Array(v)
+
+
+class _PrimitiveMeta(type):
+    # every primitive is a ``jax.extend.core.Primitive`` (fjax's own are ``fjax.core.Primitive``s)
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, _core.Primitive)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _core.Primitive)
+
+
+class Primitive(_core.Primitive, metaclass=_PrimitiveMeta):
+    """``jax.extend.core.Primitive``: a primitive defined outside fjax, with JAX's calling
+    conventions for its rules.
+
+    fjax's own primitives compute on numpy arrays (their ``impl`` is numpy code); an ``impl``
+    written for JAX computes with ``jax.numpy`` on arrays, so evaluating this primitive eagerly
+    hands it fjax Arrays (any other argument, such as a tracer when a library calls ``impl``
+    itself, passes through). Its abstract-eval rule always receives avals (``ShapedArray``), as
+    in JAX, also when the primitive is evaluated eagerly.
+    """
+
+    def def_impl(self, impl: Callable) -> Callable:
+        def impl_on_arrays(*args: Any, **params: Any) -> Any:
+            return impl(*[_array(x) if type(x) is _np.ndarray else x for x in args], **params)
+
+        impl_on_arrays.__wrapped__ = impl  # type: ignore[attr-defined]
+        self.impl = impl_on_arrays
+        return impl
+
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        def on_avals(*args: Any, **params: Any) -> Any:
+            return rule(*[x if isinstance(x, ShapedArray) else _core.get_aval(x) for x in args], **params)
+
+        on_avals.__wrapped__ = rule  # type: ignore[attr-defined]
+        self.abstract_eval = on_avals
+        return rule
+
+    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
+        """A rule returning ``(out_avals, effects)``: the primitive is kept by dead-code elimination
+        (fjax tracks no effect types; any effectful rule marks it effectful)."""
+        self.effectful = True
+        self.def_abstract_eval(lambda *avals, **params: rule(*avals, **params)[0])
+        return rule
 
 
 def _array_types() -> set[type]:

@@ -18,6 +18,9 @@ not_mapped = None
 
 # rule(vals, dims, **params) -> (out, out_dim) (lists for multiple results)
 primitive_batchers: dict[core.Primitive, Callable] = {}
+# rules that see the mapped axis (JAX's ``fancy_primitive_batchers``, for primitives defined outside
+# fjax): rule(axis_data, vals, dims, **params) -> (out, out_dim); ``primitive_batchers`` comes first
+fancy_primitive_batchers: dict[core.Primitive, Callable] = {}
 # collectives over the axis of this trace: rule(axis_data, vals, dims, **params) -> (out, out_dim)
 collective_rules: dict[core.Primitive, Callable] = {}
 # primitive -> params -> the tuple of axis names it communicates over
@@ -178,7 +181,13 @@ class BatchTrace(core.Trace):
             return BatchTracer(self, out, not_mapped)
         rule = primitive_batchers.get(primitive)
         if rule is None:
-            raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+            fancy = fancy_primitive_batchers.get(primitive)
+            if fancy is None:
+                raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+            out, out_dim = fancy(data, vals, dims, **params)
+            if primitive.multiple_results:
+                return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+            return BatchTracer(self, out, out_dim)
         if data.size == 0 and primitive in empty_batch_by_shape:
             return self._empty_batch(primitive, vals, dims, params)
         _axis_ctx.stack.append(data.key())
@@ -216,6 +225,31 @@ def _zeros(shape: tuple, dtype: Any) -> Any:
 empty_batch_by_shape: set = set()
 
 _needs_axis_size: set = set()
+
+
+class _AxisPrimitiveBatchers:
+    """JAX's ``batching.axis_primitive_batchers`` (kept by JAX for libraries): a rule
+    ``rule(axis_size, axis_name, trace_type, vals, dims, **params)`` set here is kept as a
+    ``fancy_primitive_batchers`` rule."""
+
+    def __setitem__(self, prim: core.Primitive, batcher: Callable) -> None:
+        def rule(axis_data: AxisData, vals: list, dims: list, **params: Any) -> Any:
+            return batcher(axis_data.size, axis_data.name, None, vals, dims, **params)
+
+        rule.batcher = batcher  # type: ignore[attr-defined]
+        fancy_primitive_batchers[prim] = rule
+
+    def __getitem__(self, prim: core.Primitive) -> Callable:
+        return fancy_primitive_batchers[prim].batcher  # type: ignore[attr-defined]
+
+    def __contains__(self, prim: Any) -> bool:
+        return hasattr(fancy_primitive_batchers.get(prim), "batcher")
+
+    def __delitem__(self, prim: core.Primitive) -> None:
+        del fancy_primitive_batchers[prim]
+
+
+axis_primitive_batchers = _AxisPrimitiveBatchers()
 
 
 def _axis_kw(rule: Callable, size: int) -> dict:

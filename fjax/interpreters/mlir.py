@@ -1,0 +1,190 @@
+"""``jax.interpreters.mlir``: lowering rules for primitives defined outside fjax.
+
+JAX lowers each primitive to MLIR (StableHLO); a library that defines its own primitive registers
+a rule with ``mlir.register_lowering(prim, rule)``, most often ``mlir.lower_fun(impl)``: "lower
+this primitive as the traced jaxpr of ``impl``". fjax has no MLIR, but that second kind of rule
+means something here too, and fjax honours it: under ``jit`` an equation of such a primitive is
+replaced by the jaxpr of ``impl`` traced at the equation's avals (``expand``), so its operations
+are compiled and fused with the rest of the program instead of running as a host step.
+
+A rule written against MLIR itself (building ``hlo`` ops from a ``LoweringRuleContext``) cannot be
+used. It is recorded (``lowerings``), and the primitive runs as it does without any rule: compiled
+programs call its ``impl`` as a host step on the CPU backend; the CUDA backend refuses it by name.
+``emit_python_callback`` likewise has no MLIR to emit into and raises ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import weakref
+from typing import Any, Callable
+
+from fjax import core
+from fjax.interpreters import partial_eval as pe
+
+__all__ = [
+    "LoweringRuleContext",
+    "emit_python_callback",
+    "expand",
+    "lower_fun",
+    "lowerings",
+    "register_lowering",
+]
+
+#: every rule registered: primitive -> {platform or None: rule}
+lowerings: dict[core.Primitive, dict[str | None, Callable]] = {}
+#: the primitives with a ``lower_fun`` rule for all platforms or the CPU/GPU: primitive -> LoweredFun
+_expandable: dict[core.Primitive, LoweredFun] = {}
+
+_PLATFORMS = (None, "cpu", "cuda", "gpu")
+
+
+class LoweringRuleContext:
+    """The type JAX's rules receive; fjax never calls an MLIR rule, so none is ever made."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("jax.interpreters.mlir.LoweringRuleContext: fjax does not lower to MLIR")
+
+
+class LoweredFun:
+    """What ``lower_fun(fun, multiple_results)`` returns: the rule "lower as ``fun``'s jaxpr"."""
+
+    __slots__ = ("fun", "multiple_results", "__weakref__")
+
+    def __init__(self, fun: Callable, multiple_results: bool) -> None:
+        self.fun = fun
+        self.multiple_results = bool(multiple_results)
+
+    def __call__(self, ctx: Any, *args: Any, **params: Any) -> Any:
+        raise NotImplementedError(
+            f"mlir.lower_fun({getattr(self.fun, '__name__', self.fun)!r}): fjax does not lower to MLIR; "
+            "under fjax.jit the primitive is expanded into the function's jaxpr instead"
+        )
+
+    def __repr__(self) -> str:
+        return f"lower_fun({getattr(self.fun, '__name__', self.fun)!r}, multiple_results={self.multiple_results})"
+
+
+def lower_fun(fun: Callable, multiple_results: bool = True) -> LoweredFun:
+    """The lowering rule "this primitive is ``fun``" (``fun(*args, **params)``, returning a list of
+    outputs when ``multiple_results``, else one output)."""
+    return LoweredFun(fun, multiple_results)
+
+
+def register_lowering(
+    prim: core.Primitive, rule: Callable, platform: str | None = None, inline: bool = True, cacheable: bool = True
+) -> Callable:
+    """Register ``rule`` as ``prim``'s lowering (on ``platform``, or on all of them). A
+    ``lower_fun`` rule makes ``jit`` expand ``prim``'s equations into the function's jaxpr."""
+    del inline, cacheable  # (MLIR-level options)
+    if not isinstance(prim, core.Primitive):
+        raise TypeError(f"register_lowering: expected a Primitive, got {type(prim).__name__}")
+    lowerings.setdefault(prim, {})[platform] = rule
+    if platform in _PLATFORMS:
+        if isinstance(rule, LoweredFun):
+            _expandable[prim] = rule
+            _install()
+        elif platform is None:
+            _expandable.pop(prim, None)
+    return rule
+
+
+def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("jax.interpreters.mlir.emit_python_callback: fjax does not lower to MLIR")
+
+
+# ---- expansion of lower_fun primitives in the programs jit compiles -------------------------------
+
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> expanded ClosedJaxpr
+_lock = threading.Lock()
+
+
+def _install() -> None:
+    jit_mod = importlib.import_module("fjax.jit")  # (``fjax.jit`` the attribute is the function)
+    jit_mod.lowering_expander = expand
+
+
+def _trace_rule(rule: LoweredFun, eqn: core.JaxprEqn) -> core.ClosedJaxpr:
+    fun, many = rule.fun, rule.multiple_results
+    params = eqn.params
+
+    def flat(*xs: Any) -> list:
+        out = fun(*xs, **params)
+        return list(out) if many else [out]
+
+    in_avals = [v.aval for v in eqn.invars]
+    jaxpr, consts, _ = pe.trace_to_jaxpr(flat, in_avals, f"lower_fun({eqn.primitive.name})")
+    return core.ClosedJaxpr(jaxpr, list(consts))
+
+
+def _expand_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr | None:
+    """``jaxpr`` with ``lower_fun`` primitives replaced by ``jit`` equations of their functions'
+    jaxprs (recursively, also in sub-jaxprs); None when nothing changed."""
+    from fjax.jit import jit_p  # noqa: PLC0415 - fjax.jit imports the interpreters
+
+    changed = False
+    eqns = []
+    for eqn in jaxpr.eqns:
+        rule = _expandable.get(eqn.primitive)
+        if rule is not None:
+            inner = _trace_rule(rule, eqn)
+            inner = expand(inner)
+            if len(inner.out_avals) != len(eqn.outvars):
+                raise TypeError(
+                    f"lower_fun rule of '{eqn.primitive.name}' returned {len(inner.out_avals)} outputs; "
+                    f"the primitive has {len(eqn.outvars)}"
+                )
+            params = {"jaxpr": inner, "name": eqn.primitive.name}
+            eqns.append(core.JaxprEqn(jit_p, list(eqn.invars), list(eqn.outvars), params))
+            changed = True
+            continue
+        new_params = _expand_params(eqn.params)
+        if new_params is not None:
+            eqns.append(core.JaxprEqn(eqn.primitive, list(eqn.invars), list(eqn.outvars), new_params))
+            changed = True
+        else:
+            eqns.append(eqn)
+    if not changed:
+        return None
+    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _expand_params(params: dict) -> dict | None:
+    new: dict | None = None
+    for k, v in params.items():
+        nv = _expand_value(v)
+        if nv is not None:
+            if new is None:
+                new = dict(params)
+            new[k] = nv
+    return new
+
+
+def _expand_value(v: Any) -> Any:
+    if isinstance(v, core.ClosedJaxpr):
+        out = expand(v)
+        return out if out is not v else None
+    if isinstance(v, core.Jaxpr):
+        return _expand_jaxpr(v)
+    if isinstance(v, (tuple, list)) and any(isinstance(x, (core.ClosedJaxpr, core.Jaxpr)) for x in v):
+        items = [_expand_value(x) for x in v]
+        if all(x is None for x in items):
+            return None
+        return type(v)(o if n is None else n for o, n in zip(v, items))
+    return None
+
+
+def expand(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+    """``closed`` with every equation of a ``lower_fun`` primitive replaced by the traced jaxpr of
+    its function (``closed`` itself when it holds none); cached per jaxpr, so the expanded program
+    keeps its compile cache."""
+    if not _expandable:
+        return closed
+    hit = _cache.get(closed)
+    if hit is not None:
+        return hit
+    new = _expand_jaxpr(closed.jaxpr)
+    out = closed if new is None else core.ClosedJaxpr(new, closed.consts)
+    with _lock:
+        return _cache.setdefault(closed, out)
