@@ -102,7 +102,7 @@ class _JaxView(types.ModuleType):
     def __dir__(self) -> list[str]:
         import fjax
 
-        return sorted(set(dir(fjax)) | set(_TOP_LEVEL_ALIASES) | {"Array", "__version__"})
+        return sorted(set(dir(fjax)) | set(_TOP_LEVEL_ALIASES) | {"Array", "__version__", "__version_info__"})
 
     @property  # type: ignore[override]
     def __dict__(self) -> dict[str, Any]:
@@ -203,6 +203,8 @@ def _make_view(fjax_module: types.ModuleType) -> _JaxView:
     if _VIEW is None:
         view = _JaxView("jax", fjax_module.__doc__)
         types.ModuleType.__setattr__(view, "__version__", JAX_API_VERSION)
+        version_info = tuple(int(p) for p in JAX_API_VERSION.split("."))
+        types.ModuleType.__setattr__(view, "__version_info__", version_info)
         types.ModuleType.__setattr__(view, "__path__", list(fjax_module.__path__))
         types.ModuleType.__setattr__(view, "__file__", fjax_module.__file__)
         _VIEW = view
