@@ -44,6 +44,8 @@ def _raise_custom_vjp_error_on_jvp(*_: Any, **__: Any) -> Any:
 
 custom_lin_p = core.Primitive("custom_lin")
 custom_lin_p.multiple_results = True
+
+_PY_SCALARS = (bool, int, float, complex)
 custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp)
 
 
@@ -339,7 +341,10 @@ class custom_vjp:
             p_out, p_tree = tu.tree_flatten(pair[0])
             p_out = [_as_value(p, f"custom_vjp {fwd_name} primal output") for p in p_out]
             res, res_tree = tu.tree_flatten(pair[1])
-            res = [_as_value(r, f"custom_vjp {fwd_name} residual") for r in res]
+            # Python scalars (a flag such as equinox's ``perturbed``) reach bwd as they are, as in JAX
+            # (where they stay literals of the linear jaxpr); only arrays are residual values
+            scalars = {i: r for i, r in enumerate(res) if type(r) in _PY_SCALARS}
+            res = [_as_value(r, f"custom_vjp {fwd_name} residual") for r in res if type(r) not in _PY_SCALARS]
             p_avals = [core.get_aval(p) for p in p_out]
             if out_store:
                 o_tree, o_avals = out_store[0]
@@ -365,12 +370,15 @@ class custom_vjp:
                     )
             else:
                 out_store.append((p_tree, p_avals))
-            res_store.append(res_tree)
+            res_store.append((res_tree, scalars))
             return res, p_out
 
         def bwd_flat(res: list, cts: list) -> list:
-            res_tree = res_store[-1]
+            res_tree, scalars = res_store[-1]
             o_tree = out_store[0][0]
+            if scalars:
+                it = iter(res)
+                res = [scalars[i] if i in scalars else next(it) for i in range(len(res) + len(scalars))]
             py_res = tu.tree_unflatten(res_tree, list(res))
             py_cts = tu.tree_unflatten(o_tree, list(cts))
             cts_in = user_bwd(*static_args, py_res, py_cts)

@@ -408,27 +408,34 @@ def checkpoint(
     Under reverse-mode differentiation only the inputs (plus whatever ``policy`` marks
     saveable, e.g. ``checkpoint_policies.dots_saveable``) are kept as residuals; the rest of the
     forward computation is re-run during the backward pass. Arguments at ``static_argnums`` are
-    passed as (hashable) Python values. ``remat`` is an alias.
+    passed as they are (Python values, hashable or not). ``remat`` is an alias.
     """
     if fun is None:
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
     if not callable(fun):
         raise TypeError(f"checkpoint: expected a function, got {fun!r} of type {type(fun).__name__}")
-    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if type(static_argnums) is int:
+        static: tuple = (static_argnums,)
+    elif type(static_argnums) is tuple and all(type(d) is int for d in static_argnums):
+        static = static_argnums
+    else:
+        raise TypeError(
+            "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` must be an int, tuple of ints or, "
+            f"bool, but got value {static_argnums}"
+        )
     name = getattr(fun, "__name__", type(fun).__name__)
 
     @functools.wraps(fun)
     def fun_remat(*args: Any, **kwargs: Any) -> Any:
         nargs = len(args)
-        st = {i % nargs for i in static if -nargs <= i < nargs}
-        for i in st:
-            try:
-                hash(args[i])
-            except TypeError:
-                raise ValueError(
-                    f"The function passed to checkpoint has static argument {i} of unhashable type "
-                    f"{type(args[i]).__name__}; static arguments must be hashable."
-                ) from None
+        if not all(-nargs <= d < nargs for d in static):
+            raise ValueError(
+                "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take integer values "
+                f"greater than or equal to `-len(args)` and less than `len(args)`, but got {static}, while "
+                f"`len(args)` = {nargs}"
+            )
+        # static arguments are passed to ``fun`` as they are, hashable or not (as JAX's)
+        st = {i % nargs for i in static}
         dyn = tuple(a for i, a in enumerate(args) if i not in st)
         flat, in_tree = tu.tree_flatten((dyn, kwargs))
         flat = [_as_value(x) for x in flat]

@@ -322,7 +322,7 @@ class custom_jvp:
                     f"length two) representing primal and tangent outputs, but got {pair}."
                 )
             p_out, p_tree = tu.tree_flatten(pair[0])
-            t_out, t_tree = tu.tree_flatten(pair[1], is_leaf=lambda x: x is None or type(x) is SymbolicZero)
+            t_out, t_tree = tu.tree_flatten(pair[1])  # (None is an empty subtree, as in JAX)
             if p_tree != t_tree:
                 raise TypeError(
                     f"Custom JVP rule {jvp_name} for function {primal_name} must produce primal and tangent outputs "
@@ -330,7 +330,7 @@ class custom_jvp:
                 )
             p_out = [_as_value(p, f"custom_jvp {jvp_name} primal output") for p in p_out]
             t_what = f"custom_jvp {jvp_name} tangent output"
-            t_out = [t if (t is None or type(t) is SymbolicZero) else _as_value(t, t_what) for t in t_out]
+            t_out = [t if type(t) is SymbolicZero else _as_value(t, t_what) for t in t_out]
             p_avals = [core.get_aval(p) for p in p_out]
             if out_store:
                 o_tree, o_avals = out_store[0]
