@@ -84,6 +84,10 @@ def short_dtype_name(dtype: np.dtype) -> str:
     return short
 
 
+def _long_name(dtype: np.dtype) -> str:
+    return "float0" if dtype == dtypes.float0 else dtype.name
+
+
 class ShapedArray:
     """The abstract value of an array: shape, dtype and whether it is weakly typed."""
 
@@ -116,6 +120,10 @@ class ShapedArray:
     def strip_weak_type(self) -> ShapedArray:
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The aval of this one's tangents: itself for inexact dtypes, ``float0`` otherwise."""
+        return self if _dkind(self.dtype) in "fc" else ShapedArray(self.shape, dtypes.float0, False)
+
     def str_short(self) -> str:
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
@@ -132,10 +140,10 @@ class ShapedArray:
 
     def __repr__(self) -> str:
         w = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
+        return f"ShapedArray({_long_name(self.dtype)}[{','.join(map(str, self.shape))}]{w})"
 
     def __str__(self) -> str:  # JAX's: the long dtype name, ``~`` marking a weak type
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        return f"{'~' if self.weak_type else ''}{_long_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     def __len__(self) -> int:
         if not self.shape:
