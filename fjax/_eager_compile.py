@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from fjax import _random_eager as _re
 from fjax import core
+from fjax._tree_lifted import tree_unflatten
 from fjax.config import config
 
 #: what wrapped calls did (as ``fjax._random_eager.stats``): ran the compiled program, loaded it
@@ -98,14 +100,41 @@ def _rebuild(e: tuple, it: Any) -> Any:
 
 
 class _Entry:
-    """A repeated signature: its jitted program and whether this process holds it compiled."""
+    """A repeated signature: its jitted program, whether this process holds it compiled, and what
+    ``_run`` needs to run it without jit's wrapper (set once compiled; None: through the wrapper)."""
 
-    __slots__ = ("closed", "jitted", "ready")
+    __slots__ = ("closed", "direct", "jitted", "ready")
 
     def __init__(self, jitted: Any, closed: core.ClosedJaxpr) -> None:
         self.jitted = jitted
         self.closed = closed
         self.ready = False
+        self.direct: tuple | None = None
+
+    def set_ready(self, dyn: list) -> None:
+        """Compiled: look up jit's cache entry once (consts, output tree) for ``_run``."""
+        try:
+            (closed, consts, out_tree), _ = self.jitted._get(tuple(dyn), {})
+            jit_mod = sys.modules["fjax.jit"]
+            consts = [core.to_array(c)._value for c in consts]
+            self.direct = (jit_mod, closed, consts, out_tree, closed.out_avals, self.jitted.name)
+        except Exception:  # noqa: BLE001 - (jit's internals changed?) calls go through jit's wrapper
+            self.direct = None
+        self.ready = True
+
+
+def _run(direct: tuple, dyn: list) -> Any:
+    """The compiled program on ``dyn`` as jit's eager fast path runs it (no placement hook, no
+    transform active: checked by the caller), less re-flattening and re-keying the arguments."""
+    jit_mod, closed, consts, out_tree, out_avals, name = direct
+    vals = [x._value if type(x) is _Array else core.to_array(x, name)._value for x in dyn]
+    outs = jit_mod._jit_impl(*consts, *vals, jaxpr=closed, name=name)
+    res = []
+    for o, a in zip(outs, out_avals):
+        if type(o) is not np.ndarray or o.dtype != a.dtype:
+            o = np.asarray(o, dtype=a.dtype)
+        res.append(_Array(o, a.weak_type))
+    return tree_unflatten(out_tree, res)
 
 
 def _make_entry(fn: Callable, key: tuple, dyn: list) -> Any:
@@ -138,7 +167,7 @@ def _tiered(entry: _Entry, dyn: list, mode: str, fallback: Callable[[], Any]) ->
 
     closed = entry.closed
     if _re._compiled(closed, dispatch):
-        entry.ready = True
+        entry.set_ready(dyn)
         stats["compiled_calls"] += 1
         return entry.jitted(*dyn)
     return _re._tiered_call(entry.jitted, dyn, mode, fallback, closed=closed, counters=stats, tag="composite")
@@ -154,6 +183,8 @@ def compiled_on_repeat(fn: Callable) -> Callable:
         st = _state  # (any trace, even with only constant arguments, stages the plain function)
         if st.dynamic[-1] is not _eval_main or len(st.stack) != 1 or config.jax_disable_jit or _depth():
             return fn(*args, **kwargs)
+        if config.fjax_tiered_compile is False:  # (the common "off"; other spellings: _tier_mode)
+            return fn(*args, **kwargs)
         dyn: list = []
         try:
             key = (
@@ -164,9 +195,10 @@ def compiled_on_repeat(fn: Callable) -> Callable:
             entry = entries.get(key)
         except (_NotHandled, TypeError):  # (TypeError: an unhashable shape or value)
             return fn(*args, **kwargs)
-        if entry is not None and entry.__class__ is _Entry and entry.ready and core.placement_hook is None:
+        if entry.__class__ is _Entry and entry.ready and core.placement_hook is None:
             stats["compiled_calls"] += 1
-            return entry.jitted(*dyn)
+            direct = entry.direct
+            return entry.jitted(*dyn) if direct is None else _run(direct, dyn)
         if entry is None:
             if key not in entries:  # the signature's first call: op by op, then remembered
                 _local.depth = 1  # (wrapped functions it calls stay plain)
