@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -177,6 +178,7 @@ def compiled_on_repeat(fn: Callable) -> Callable:
     """``fn`` (a composite of fjax primitives) that, called eagerly, runs one compiled program from
     the second call of a call signature on, once compiled in the background (module docstring)."""
     entries: dict = {}
+    lock = threading.Lock()
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -217,8 +219,10 @@ def compiled_on_repeat(fn: Callable) -> Callable:
         if mode == "off":
             return fn(*args, **kwargs)
         if entry is None:
-            entry = _make_entry(fn, key, dyn)
-            entries[key] = entry
+            with lock:  # (threads making the same signature's second call trace it once)
+                entry = entries.get(key)
+                if entry is None:
+                    entry = entries[key] = _make_entry(fn, key, dyn)
             if entry is _PLAIN:
                 return fn(*args, **kwargs)
         return _tiered(entry, dyn, mode, lambda: fn(*args, **kwargs))
