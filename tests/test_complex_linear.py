@@ -92,13 +92,20 @@ def test_lax_complex_vjp_linear_transpose_jvp_match_jax():
     _close(fjax.grad(lambda y: jnp.imag(lax.complex(a, y) * ct).sum())(2.0), _JAX["grad_bcast"])
 
 
-def test_complex_is_one_primitive_and_exact_on_special_values():
+def test_complex_is_exact_on_special_values_eager_jitted_and_as_a_tangent():
     x = jnp.array([1.0, np.inf, -np.inf, np.nan, 0.0, 2.0], jnp.float32)
     y = jnp.array([np.inf, -np.inf, np.nan, 1.0, 3.0, -np.inf], jnp.float32)
-    assert "complex " in str(fjax.make_jaxpr(lax.complex)(x, y))
+    # under differentiation the primitive (its tangent map is linear), else the fused elementwise ops
+    jvp_jaxpr = str(fjax.make_jaxpr(lambda x, y: fjax.jvp(lax.complex, (x, y), (y, x)))(x, y))
+    assert "complex " in jvp_jaxpr and "select_n" in jvp_jaxpr  # (the primal: the composition)
+    assert "complex " not in str(fjax.make_jaxpr(lax.complex)(x, y))
+    lin = fjax.linearize(lambda y: lax.complex(x, y), y)[1]
+    for t in (lin(y), fjax.jit(lin)(y)):  # the linear map (complex_p on the tangent): exact too
+        np.testing.assert_array_equal(np.asarray(t).imag, np.asarray(y))
+        np.testing.assert_array_equal(np.asarray(t).real, np.zeros(6, np.float32))
     want = np.empty(6, np.complex64)
     want.real, want.imag = np.asarray(x), np.asarray(y)
-    for got in (lax.complex(x, y), fjax.jit(lax.complex)(x, y)):  # eager: the impl; jit: the fused lower_fun
+    for got in (lax.complex(x, y), fjax.jit(lax.complex)(x, y)):
         np.testing.assert_array_equal(np.asarray(got).real, want.real)
         np.testing.assert_array_equal(np.asarray(got).imag, want.imag)
     z = lax.complex(1.0, 2.0)

@@ -138,19 +138,59 @@ def _complex_transpose(ct: Any, x: Any, y: Any) -> list:
     return [cx, cy]
 
 
+def _complex_value(x: Any, y: Any) -> Any:
+    """``complex(x, y)`` where nothing needs it to be linear: the exact impl on concrete values,
+    the fused composition when staged (so compiled programs, the CUDA lowering included, hold the
+    elementwise ops they held before ``complex_p`` existed)."""
+    if core.is_eager() and core.placement_hook is None and not _traced(x, y):
+        return core.bind1(complex_p, x, y)  # (a GPU evaluates the composition: it has no complex_p)
+    return _complex_composed(x, y)
+
+
+def _traced(*xs: Any) -> bool:
+    return any(isinstance(x, core.Tracer) for x in xs)
+
+
+def _complex_linear(x: Any, y: Any) -> Any:
+    """``complex(x, y)`` where ``x``/``y`` may be tangents being linearized: ``complex_p`` on
+    traced values (linear, transposable), the value itself on concrete ones."""
+    return core.bind1(complex_p, x, y) if _traced(x, y) else _complex_value(x, y)
+
+
+def _complex_jvp(primals: list, tangents: list) -> tuple:
+    out = _complex_value(*primals)
+    if all(type(t) is ad.Zero for t in tangents):
+        return out, ad.Zero(ad.tangent_aval(core.get_aval(out)))
+    return out, _complex_linear(*[ad.instantiate_zeros(t) for t in tangents])
+
+
 complex_p = core.Primitive("complex")
 complex_p.def_impl(_complex_impl)
 complex_p.def_abstract_eval(_complex_abstract)
 ad.deflinear(complex_p, _complex_transpose)
+ad.primitive_jvps[complex_p] = _complex_jvp
 batching.defbroadcasting(complex_p)
 mlir.register_lowering(complex_p, mlir.lower_fun(_complex_composed, multiple_results=False))
 
 
+def _under_jvp() -> bool:
+    # (as fjax.extend.core / batching read the stack) a differentiation transform is active, so
+    # the operands may be tangents, whose jaxprs are transposed: they need the linear primitive
+    return any(m.active and m.trace_type is ad.JVPTrace for m in core._state.stack)
+
+
 def complex(x: Any, y: Any) -> Any:  # noqa: A001 - jax.lax.complex
-    """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32): the primitive
-    ``complex_p``, linear in both parts (so it can build tangents inside a ``custom_jvp`` rule and
-    be transposed), exact for infinite and NaN parts."""
-    return core.bind1(complex_p, x, y)
+    """``x + 1j * y`` from real arrays of one float dtype (complex64 from float32), exact for
+    infinite and NaN parts.
+
+    Traced under differentiation it binds ``complex_p``, linear in both parts as JAX's (so a
+    ``custom_jvp`` rule can build its tangent with it and grad/vjp/linear_transpose transpose
+    it); ``jit`` expands that primitive into fused elementwise ops (its ``mlir.lower_fun`` rule).
+    Traced outside differentiation it stages those ops directly (as before ``complex_p``: the
+    CUDA lowering and a GPU's eager ops have no ``complex_p``); on concrete host values it runs
+    the primitive's exact impl."""
+    _complex_abstract(core.get_aval(x), core.get_aval(y))  # JAX's dtype errors, whichever path
+    return _complex_linear(x, y) if _under_jvp() else _complex_value(x, y)
 
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:
