@@ -72,7 +72,7 @@ def _enc(x: Any, dyn: list) -> Any:
         dyn.append(x)
         return (_ARR, v.shape, v.dtype, x.weak_type)
     if t in _STATIC:
-        return (t, x)
+        return (t, x) if t is not complex else (t, x, repr(x))  # (repr: the signs of zeros)
     if t is float:  # (-0.0 == 0.0, but a different constant; nan never equals itself: never repeats)
         return (t, x, math.copysign(1.0, x))
     if t is tuple or t is list:
@@ -80,7 +80,7 @@ def _enc(x: Any, dyn: list) -> Any:
     if t is np.ndarray:
         dyn.append(x)
         return (_NP, x.shape, x.dtype)
-    if isinstance(x, np.generic):
+    if isinstance(x, np.generic) and x.dtype.kind in "biufc":
         return (t, x.tobytes())  # static: its exact bits (and its type, which sets the dtype)
     if isinstance(x, (type, np.dtype)):
         return (t, x)
@@ -215,7 +215,10 @@ def compiled_on_repeat(fn: Callable) -> Callable:
                 return out
         elif entry is _PLAIN:
             return fn(*args, **kwargs)
-        mode = _re._tier_mode(dyn)
+        try:
+            mode = _re._tier_mode(dyn)
+        except ValueError:  # (arrays committed to different devices: the op-by-op call says so)
+            mode = "off"
         if mode == "off":
             return fn(*args, **kwargs)
         if entry is None:

@@ -97,6 +97,9 @@ def test_pytree_arguments_scalars_and_keywords(tiered):
     assert ec._enc(0.0, []) != ec._enc(-0.0, [])
     assert ec._enc(np.float32(0.0), []) != ec._enc(np.float32(-0.0), [])
     assert ec._enc(1, []) != ec._enc(1.0, []) != ec._enc(True, [])
+    assert ec._enc(complex(1, 0.0), []) != ec._enc(complex(1, -0.0), [])
+    with pytest.raises(ec._NotHandled):  # (not a number: no key; such a call goes op by op)
+        ec._enc(np.str_("a"), [])
 
 
 def test_errors_are_the_unwrapped_functions(tiered):
