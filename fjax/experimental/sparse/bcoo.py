@@ -447,11 +447,80 @@ def _bcoo_set_nse(mat: BCOO, nse: int) -> BCOO:
 # the BCOO class
 
 
-def _reconcile_shape(shape: Shape, data: Any, indices: Any) -> Shape:
-    """The shape for (data, indices) given the flattened shape ``shape``. vmap maps or stacks
-    leading batch axes of the buffers, which changes the number of batch dimensions."""
+class _BCOOAux(tuple):
+    """A BCOO's tree aux data ``(shape, indices_sorted, unique_indices)`` that also holds the shapes
+    its buffers had when flattened (``bufs``), so that unflattening buffers vmap has mapped or
+    stacked can tell which axis that was (JAX's ``register_vmappable`` handlers for BCOO). The
+    buffer shapes take part in equality (tree_util caches an unflattener per structure), so two
+    BCOO arrays of one shape but different nse or layout have different structures (in JAX they
+    compare equal)."""
+
+    bufs: tuple | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, other) and self.bufs == getattr(other, "bufs", None)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((tuple(self), self.bufs))
+
+    def __reduce__(self) -> tuple:
+        return (_make_aux, (tuple(self), self.bufs))
+
+
+def _make_aux(info: tuple, bufs: tuple | None) -> _BCOOAux:
+    aux = _BCOOAux(info)
+    aux.bufs = bufs
+    return aux
+
+
+def _drop(shape: tuple, axis: int) -> tuple:
+    return shape[:axis] + shape[axis + 1 :]
+
+
+def _mapped_shape(shape: Shape, bufs: tuple, data: Any, indices: Any) -> Shape | None:
+    """The shape of a BCOO array whose buffers had shapes ``bufs`` and now have those of ``data``
+    and ``indices`` after one axis was removed (vmap's in_axes) or inserted (out_axes); None when
+    neither fits. As JAX, only a batch axis can be mapped and a new axis must join the leading
+    block of batch axes (ValueError otherwise)."""
+    (d0, i0), d1, i1 = bufs, tuple(data.shape), tuple(indices.shape)
+    nb = len(i0) - 2
+    if len(d1) == len(d0) - 1 and len(i1) == len(i0) - 1:
+        cands = [a for a in range(min(len(d0), len(i0))) if _drop(d0, a) == d1 and _drop(i0, a) == i1]
+        valid = [a for a in cands if a < nb]
+        if valid:
+            return _drop(tuple(shape), valid[0])
+        if cands:
+            raise ValueError(
+                f"Cannot map in_axis={cands[0]} for BCOO array with n_batch={nb}. in_axes for batched BCOO "
+                "operations must correspond to a batch dimension."
+            )
+    elif len(d1) == len(d0) + 1 and len(i1) == len(i0) + 1:
+        cands = [a for a in range(min(len(d1), len(i1))) if _drop(d1, a) == d0 and _drop(i1, a) == i0]
+        valid = [a for a in cands if a <= nb]
+        if valid:
+            a = valid[0]
+            return tuple(shape[:a]) + (max(d1[a], i1[a]),) + tuple(shape[a:])
+        if cands:
+            raise ValueError(
+                f"BCOO: cannot add out_axis={cands[0]} for BCOO array with n_batch={nb}. BCOO batch axes must be a "
+                "contiguous block of leading dimensions."
+            )
+    return None
+
+
+def _reconcile_shape(shape: Shape, data: Any, indices: Any, bufs: tuple | None = None) -> Shape:
+    """The shape for (data, indices) given the flattened shape ``shape`` (and the buffer shapes
+    ``bufs`` it was flattened with). vmap maps or stacks batch axes of the buffers, which changes
+    the number of batch dimensions."""
     if not (hasattr(data, "ndim") and hasattr(indices, "ndim") and hasattr(indices, "shape")):
         return shape
+    if bufs is not None and (tuple(data.shape), tuple(indices.shape)) != bufs:
+        new = _mapped_shape(shape, bufs, data, indices)
+        if new is not None:
+            return new
     nb = indices.ndim - 2
     nd = data.ndim - 1 - nb
     if nb == -1 and len(shape) == indices.shape[-1] + data.ndim:
@@ -614,14 +683,18 @@ class BCOO(JAXSparse):
         return bcoo_transpose(self, permutation=perm)
 
     def tree_flatten(self) -> tuple:
-        return (self.data, self.indices), (self.shape, self.indices_sorted, self.unique_indices)
+        aux = _BCOOAux((self.shape, self.indices_sorted, self.unique_indices))
+        d, i = getattr(self.data, "shape", None), getattr(self.indices, "shape", None)
+        if d is not None and i is not None:
+            aux.bufs = (tuple(d), tuple(i))
+        return (self.data, self.indices), aux
 
     @classmethod
     def tree_unflatten(cls, aux_data: Any, children: Any) -> BCOO:
         obj = object.__new__(cls)
         obj.data, obj.indices = children
         shape, obj.indices_sorted, obj.unique_indices = aux_data
-        obj.shape = _reconcile_shape(tuple(shape), obj.data, obj.indices)
+        obj.shape = _reconcile_shape(tuple(shape), obj.data, obj.indices, getattr(aux_data, "bufs", None))
         return obj
 
 

@@ -9,8 +9,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import fjax
+from fjax import dtypes, random
 from fjax import numpy as jnp
-from fjax import random
 from fjax.experimental.sparse.bcoo import BCOO
 
 
@@ -43,9 +43,15 @@ def random_bcoo(
         nse = int(math.ceil(nse * sparse_size))
     nse = operator.index(nse)
     if dtype is None:
-        dtype = jnp.float64 if fjax.config.jax_enable_x64 else jnp.float32
+        # JAX's default is ``jnp.float_`` (float64): with x64 off the generator warns that it is
+        # truncated to float32, as in JAX
+        dtype = jnp.float64
     if indices_dtype is None:
         indices_dtype = jnp.int64 if fjax.config.jax_enable_x64 else jnp.int32
+    else:
+        # JAX casts the indices with ``.astype(indices_dtype)``, which warns for a truncated 64-bit
+        # request; fjax's own calls never warn, so the request is checked here, for the caller
+        indices_dtype = dtypes.canonicalize_user_dtype(indices_dtype, "astype", stacklevel=2)
     if sparse_size > np.iinfo(np.dtype(indices_dtype)).max:
         raise ValueError(
             f"{indices_dtype=} does not have enough range to generate sparse indices of size {sparse_size}."

@@ -12,8 +12,10 @@ import functools
 import threading
 from typing import Any, Callable
 
+import numpy as np
+
 import fjax
-from fjax import core, lax, tree_util
+from fjax import core, dtypes, lax, tree_util
 from fjax import numpy as jnp
 from fjax.experimental.sparse._base import JAXSparse
 from fjax.experimental.sparse.bcoo import BCOO, bcoo_transpose
@@ -240,6 +242,87 @@ for _name in _ZERO_PRESERVING_UNARY:
     _RULES[_name] = _unary
 
 
+def _sparse_tangent(primal: Any, t_leaves: list) -> Any:
+    """The tangent of ``primal`` from the tangents of its flattened buffers: a sparse primal's
+    tangent is sparse with the same indices (its data's tangent as data)."""
+    if _is_sparse(primal):
+        return _with_data(primal, t_leaves[0])
+    return t_leaves[0]
+
+
+def _data_tangent(primal: Any, t: Any) -> list:
+    """Tangents of ``primal``'s flattened buffers from a tangent value ``t`` (sparse or dense):
+    for a sparse primal, ``t``'s values at the primal's stored entries (None for the indices)."""
+    if not _is_sparse(primal):
+        return [t.todense() if _is_sparse(t) else t]
+    if _is_sparse(t) and t.indices is primal.indices and tuple(t.data.shape) == tuple(primal.data.shape):
+        data = t.data
+    else:
+        data = _dense_at_entries(primal, jnp.asarray(t.todense() if _is_sparse(t) else t))
+        data = jnp.broadcast_to(data, primal.data.shape)
+    # the indices' tangents: float0 zeros (integer buffers)
+    rest = [np.zeros(np.shape(b), dtypes.float0) for b in primal.tree_flatten()[0][1:]]
+    return [data.astype(primal.data.dtype), *rest]
+
+
+def _custom_jvp_call(params: dict, ins: list) -> list:
+    """``custom_jvp_call`` with sparse operands: a ``custom_jvp`` function over the operands' buffers
+    whose primal is the sparsified ``call_jaxpr`` and whose JVP rule is the user's rule, sparsified
+    (as JAX's ``_custom_jvp_sparse_rule``), so derivatives still use the custom rule."""
+    call_jaxpr, jvp, n_consts = params["call_jaxpr"], params["jvp"], params["num_consts"]
+    per_in = [tree_util.tree_flatten(x)[0] if _is_sparse(x) else [x] for x in ins]
+    sizes = [len(b) for b in per_in]
+    flat = [b for bs in per_in for b in bs]
+    out_trees: list = []
+
+    def split(xs: Any) -> list:
+        out, k = [], 0
+        for n in sizes:
+            out.append(list(xs[k : k + n]))
+            k += n
+        return out
+
+    def rebuild(xs: Any) -> list:
+        return [tree_util.tree_unflatten(tree_util.tree_structure(x), b) for x, b in zip(ins, split(xs))]
+
+    def flatten_outs(outs: list) -> list:
+        per_out = [tree_util.tree_flatten(o)[0] if _is_sparse(o) else [o] for o in outs]
+        out_trees.append([tree_util.tree_structure(o) if _is_sparse(o) else None for o in outs])
+        return [b for bs in per_out for b in bs]
+
+    def fun(*xs: Any) -> list:
+        return flatten_outs(_eval_closed(call_jaxpr, rebuild(xs)))
+
+    def rule(primals: tuple, tangents: tuple) -> tuple:
+        vals = rebuild(primals)
+        tans = [_sparse_tangent(v, t) for v, t in zip(vals, split(tangents))]
+        lead, prims, tans = vals[:n_consts], vals[n_consts:], tans[n_consts:]
+        n_p = len(prims)
+
+        def dense_rule(*args: Any) -> tuple:
+            po, to = jvp(list(args[:n_consts]), list(args[n_consts : n_consts + n_p]), list(args[n_consts + n_p :]))
+            return list(po), list(to)
+
+        p_out, t_out = sparsify(dense_rule)(*lead, *prims, *tans)
+        t_flat = []
+        for p, t in zip(p_out, t_out):
+            t_flat += _data_tangent(p, t)
+        return flatten_outs(p_out), t_flat
+
+    f = fjax.custom_jvp(fun)
+    f.defjvp(rule)
+    out_flat = f(*flat)
+    outs, k = [], 0
+    for tree in out_trees[-1]:
+        if tree is None:
+            outs.append(out_flat[k])
+            k += 1
+        else:
+            outs.append(tree_util.tree_unflatten(tree, out_flat[k : k + tree.num_leaves]))
+            k += tree.num_leaves
+    return outs
+
+
 def _read(env: dict, v: Any) -> Any:
     return v.as_array() if type(v) is core.Literal else env[v]
 
@@ -258,11 +341,8 @@ def _eval_sparse(jaxpr: Any, consts: Any, args: list) -> list:
         elif name in ("jit", "pjit", "closed_call", "core_call", "remat", "checkpoint"):
             inner = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
             outs = _eval_closed(inner, ins)
-        elif name in ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr"):
-            inner = eqn.params.get("call_jaxpr", eqn.params.get("fun_jaxpr"))
-            if inner is None:
-                _no_rule(name)
-            outs = _eval_closed(inner, ins)
+        elif name == "custom_jvp_call":
+            outs = _custom_jvp_call(eqn.params, ins)
         elif name in _RULES:
             outs = _RULES[name](eqn.primitive, eqn.params, *ins)
         else:
