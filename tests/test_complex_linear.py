@@ -95,14 +95,18 @@ def test_lax_complex_vjp_linear_transpose_jvp_match_jax():
 def test_complex_is_exact_on_special_values_eager_jitted_and_as_a_tangent():
     x = jnp.array([1.0, np.inf, -np.inf, np.nan, 0.0, 2.0], jnp.float32)
     y = jnp.array([np.inf, -np.inf, np.nan, 1.0, 3.0, -np.inf], jnp.float32)
-    # under differentiation the primitive (its tangent map is linear), else the fused elementwise ops
-    jvp_jaxpr = str(fjax.make_jaxpr(lambda x, y: fjax.jvp(lax.complex, (x, y), (y, x)))(x, y))
-    assert "complex " in jvp_jaxpr and "select_n" in jvp_jaxpr  # (the primal: the composition)
+    # staged outside differentiation: the fused elementwise ops, not the primitive
     assert "complex " not in str(fjax.make_jaxpr(lax.complex)(x, y))
-    lin = fjax.linearize(lambda y: lax.complex(x, y), y)[1]
-    for t in (lin(y), fjax.jit(lin)(y)):  # the linear map (complex_p on the tangent): exact too
-        np.testing.assert_array_equal(np.asarray(t).imag, np.asarray(y))
-        np.testing.assert_array_equal(np.asarray(t).real, np.zeros(6, np.float32))
+    # lax.complex on tangents in a custom_jvp rule: complex_p in the linear map, exact (eager, and
+    # under jit where it is expanded into the composition), infinite tangents included
+    xs = jnp.array([0.3, 1.2, -0.7, 2.0], jnp.float32)
+    ts = jnp.array([np.inf, -2.0, np.nan, -np.inf], jnp.float32)
+    lin = fjax.linearize(_f, xs)[1]
+    assert "complex " in str(fjax.make_jaxpr(lin)(ts))
+    c, s = np.cos(np.asarray(xs)), np.sin(np.asarray(xs))
+    for t in (lin(ts), fjax.jit(lin)(ts)):
+        np.testing.assert_array_equal(np.asarray(t).real, c * np.asarray(ts))
+        np.testing.assert_array_equal(np.asarray(t).imag, -s * np.asarray(ts))
     want = np.empty(6, np.complex64)
     want.real, want.imag = np.asarray(x), np.asarray(y)
     for got in (lax.complex(x, y), fjax.jit(lax.complex)(x, y)):
@@ -144,3 +148,19 @@ def test_vjp_is_the_transpose_of_jvp_and_jvp_matches_finite_differences(xs, cts)
             eps = 1e-6
             fd = (np.asarray(fn(x + eps * t)) - np.asarray(fn(x - eps * t))) / (2 * eps)
             np.testing.assert_allclose(np.asarray(jt), fd, rtol=1e-6, atol=1e-6)
+
+
+def test_forward_and_reverse_mode_under_jit_run_on_the_stand_in_gpu():
+    # the CUDA lowering has no complex_p: jit(jvp) and jit(grad) of lax.complex compile there
+    import _standin_gpu  # noqa: PLC0415 - tests/ is on the path
+
+    def fwd(x):
+        return fjax.jvp(lambda y: lax.complex(y, 2 * y) * lax.complex(y, -y), (x,), (x,))[1]
+
+    def rev(x):
+        return fjax.grad(lambda y: jnp.real(_g(y) * (1 + 2j)).sum())(x)
+
+    with _standin_gpu.installed():
+        for fn in (fwd, rev):
+            got, want = _standin_gpu.both(fn, _X)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
