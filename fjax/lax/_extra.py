@@ -110,9 +110,11 @@ def _complex_abstract(x: Any, y: Any) -> core.ShapedArray:
 
 
 def _complex_composed(x: Any, y: Any) -> Any:
-    """``complex`` from fused elementwise ops: what ``jit`` compiles an equation of ``complex_p`` to
-    (registered as its ``mlir.lower_fun`` rule). Not linear in ``y`` (it selects on y's values), so
-    it is never what the transforms see: they see ``complex_p``, linear in both parts."""
+    """``complex`` from fused elementwise ops: what ``lax.complex`` stages outside differentiation
+    and what ``jit`` compiles an equation of ``complex_p`` to (its ``mlir.lower_fun`` rule). Its
+    JVP is linear in the tangents (the selects' predicates read the primal ``y``), but as a
+    function of its operands it is not linear (it selects on y's values): applied to tangents it
+    could not be transposed, which is why tangents get ``complex_p``."""
     ax, ay = core.get_aval(x), core.get_aval(y)
     cdt = _complex_dtype_of(ax.dtype)
     re = lax.convert_element_type(x, cdt)
