@@ -17,6 +17,7 @@ import numpy as np
 import fjax
 from fjax import core, dtypes, lax, tree_util
 from fjax import numpy as jnp
+from fjax._custom_common import SymbolicZero
 from fjax.experimental.sparse._base import JAXSparse
 from fjax.experimental.sparse.bcoo import BCOO, bcoo_transpose
 from fjax.experimental.sparse.bcoo_ops import (
@@ -301,7 +302,9 @@ def _custom_jvp_call(params: dict, ins: list) -> list:
 
         def dense_rule(*args: Any) -> tuple:
             po, to = jvp(list(args[:n_consts]), list(args[n_consts : n_consts + n_p]), list(args[n_consts + n_p :]))
-            return list(po), list(to)
+            # a rule may answer None or a symbolic zero for a tangent: a zero array here
+            to = [jnp.zeros_like(p) if t is None or type(t) is SymbolicZero else t for p, t in zip(po, to)]
+            return list(po), to
 
         p_out, t_out = sparsify(dense_rule)(*lead, *prims, *tans)
         t_flat = []
