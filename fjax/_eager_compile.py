@@ -24,6 +24,7 @@ Errors are the unwrapped function's: a call whose op-by-op evaluation raises is 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import sys
 import threading
@@ -32,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fjax import _random_eager as _re
-from fjax import core
+from fjax import core, dtypes
 from fjax._tree_lifted import tree_unflatten
 from fjax.config import config
 
@@ -174,14 +175,47 @@ def _tiered(entry: _Entry, dyn: list, mode: str, fallback: Callable[[], Any]) ->
     return _re._tiered_call(entry.jitted, dyn, mode, fallback, closed=closed, counters=stats, tag="composite")
 
 
-def compiled_on_repeat(fn: Callable) -> Callable:
+def _dtype_position(fn: Callable) -> int | None:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for i, p in enumerate(params):
+        if p.name == "dtype":
+            return i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else None
+    return None
+
+
+def _warn_dtype(d: Any, names: tuple) -> None:
+    """The "Explicitly requested dtype ... truncated" warning (or error) that ``fn`` gives for a
+    64-bit ``dtype=`` with x64 off, at the user's line: ``fn``'s own request is made from the
+    wrapper's frame, which fjax/dtypes.py takes for an internal request and does not warn about."""
+    for name in names:
+        try:
+            dtypes.canonicalize_user_dtype(d, name, 3)  # (3: past this function and the wrapper)
+        except ValueError as e:
+            if str(e).startswith("Explicitly requested dtype"):  # jax_explicit_x64_dtypes="error"
+                raise
+            return  # (not a dtype: ``fn`` raises its own error)
+        except Exception:  # noqa: BLE001
+            return
+
+
+def compiled_on_repeat(fn: Callable, dtype_warns: tuple = ()) -> Callable:
     """``fn`` (a composite of fjax primitives) that, called eagerly, runs one compiled program from
-    the second call of a call signature on, once compiled in the background (module docstring)."""
+    the second call of a call signature on, once compiled in the background (module docstring).
+    ``dtype_warns``: the names under which ``fn`` warns about a 64-bit ``dtype=`` with x64 off
+    (``_warn_dtype``)."""
     entries: dict = {}
     lock = threading.Lock()
+    dt_pos = _dtype_position(fn) if dtype_warns else None
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if dtype_warns and not config.jax_enable_x64:
+            d = kwargs.get("dtype") if dt_pos is None or len(args) <= dt_pos else args[dt_pos]
+            if d is not None:
+                _warn_dtype(d, dtype_warns)
         st = _state  # (any trace, even with only constant arguments, stages the plain function)
         if st.dynamic[-1] is not _eval_main or len(st.stack) != 1 or config.jax_disable_jit or _depth():
             return fn(*args, **kwargs)
@@ -258,6 +292,13 @@ NN = (
 SPECIAL = "xlogy entr logsumexp ndtr logit kl_div i0".split()
 
 
+#: the functions (of those above) that warn about an explicit 64-bit ``dtype=`` with x64 off, and
+#: under which names (JAX's: nanmean's says "mean"); tests/test_eager_composites.py checks that
+#: the wrapped functions warn as the plain ones
+DTYPE_WARNS = {n: (n,) for n in "linspace logspace geomspace mean var std nanvar nanstd trace".split()}
+DTYPE_WARNS["nanmean"] = ("mean",)
+
+
 def install(namespace: dict, names: Any) -> None:
     """Wrap ``namespace[name]`` with ``compiled_on_repeat`` for each of ``names`` it holds."""
     done: dict = {}  # (aliases, e.g. nn.swish and nn.silu, share one wrapper)
@@ -265,5 +306,5 @@ def install(namespace: dict, names: Any) -> None:
         f = namespace.get(name)
         if f is not None and callable(f) and not hasattr(f, "__wrapped_eager__"):
             if id(f) not in done:
-                done[id(f)] = compiled_on_repeat(f)
+                done[id(f)] = compiled_on_repeat(f, DTYPE_WARNS.get(name, ()))
             namespace[name] = done[id(f)]

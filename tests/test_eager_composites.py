@@ -233,3 +233,52 @@ def test_shapes_agree_with_numpy(shape, name, seed):
             np.testing.assert_allclose(np.asarray(o), want, rtol=1e-5, atol=1e-5)
     finally:
         fjax.config.update("fjax_tiered_compile", old)
+
+
+def _warnings_of(f, *args, **kwargs) -> list:
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        try:
+            f(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            rec.append(e)
+    return [(type(w).__name__, str(w)) if isinstance(w, Exception) else (str(w.message), w.filename) for w in rec]
+
+
+def test_dtype_requests_warn_as_the_plain_functions(tiered):
+    """A 64-bit ``dtype=`` with x64 off warns at the caller's line under each function's own name
+    (the wrapper's frame must not hide it as an internal request); the same with x64 on: nothing."""
+    import inspect  # noqa: PLC0415
+
+    x, m = jnp.ones(6), jnp.ones((3, 3))
+    special = {"linspace": (0, 1, 3), "logspace": (0, 1, 3), "geomspace": (1, 2, 3), "trace": (m,), "one_hot": (x, 4)}
+    checked = 0
+    for mod, names in [(jnp, ec.JNP), (jnp.linalg, ec.JNP_LINALG), (fjax.nn, ec.NN), (fjax.scipy.special, ec.SPECIAL)]:
+        for name in names:
+            f = getattr(mod, name)
+            params = list(inspect.signature(f.__wrapped_eager__).parameters.values())
+            pos = [p.name for p in params]
+            if "dtype" not in pos:
+                continue
+            args = special.get(name, (x,))
+            calls = [((), {"dtype": jnp.float64}), ((), {"dtype": "int64"}), ((), {"dtype": "nonsense"})]
+            if params[pos.index("dtype")].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                fill = (None,) * (pos.index("dtype") - len(args))
+                calls.append(((*fill, np.float64), {}))
+            for extra, kw in calls:
+                want = _warnings_of(f.__wrapped_eager__, *args, *extra, **kw)
+                for _ in range(3):  # (op by op, then queued, ...)
+                    assert _warnings_of(f, *args, *extra, **kw) == want
+            checked += 1
+            with fjax.enable_x64():
+                assert _warnings_of(f, *args, dtype=jnp.float64) == []
+    assert checked >= 10
+    old = fjax.config.jax_explicit_x64_dtypes
+    fjax.config.update("jax_explicit_x64_dtypes", "error")
+    try:
+        want = _warnings_of(jnp.nanmean.__wrapped_eager__, x, dtype=jnp.float64)
+        assert want and want[0][0] == "ValueError" and _warnings_of(jnp.nanmean, x, dtype=jnp.float64) == want
+    finally:
+        fjax.config.update("jax_explicit_x64_dtypes", old)
