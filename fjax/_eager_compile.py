@@ -14,7 +14,8 @@ small samplers:
   program (or load it from disk at once when this machine compiled it before and numba is loaded).
 
 Calls stay op by op (exactly ``fn(*args, **kwargs)``) under any trace (jit, make_jaxpr, grad,
-vmap, ...: the trace state is checked, not only the arguments), under ``jax_disable_jit``, with
+vmap, ...: the trace state is checked, not only the arguments), under ``jax_disable_jit``,
+``jax_debug_nans`` or ``jax_debug_infs``, with
 ``fjax_tiered_compile`` off, with arguments that are tracers, device-placed or committed arrays,
 or values of other kinds (dicts, objects), and for signatures whose trace failed (a function
 that needs concrete values raises ``ConcretizationTypeError`` under jit: remembered, not retried).
@@ -32,8 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _debug_nans, core, dtypes
 from fjax import _random_eager as _re
-from fjax import core, dtypes
 from fjax._tree_lifted import tree_unflatten
 from fjax.config import config
 
@@ -219,7 +220,9 @@ def compiled_on_repeat(fn: Callable, dtype_warns: tuple = ()) -> Callable:
         st = _state  # (any trace, even with only constant arguments, stages the plain function)
         if st.dynamic[-1] is not _eval_main or len(st.stack) != 1 or config.jax_disable_jit or _depth():
             return fn(*args, **kwargs)
-        if config.fjax_tiered_compile is False:  # (the common "off"; other spellings: _tier_mode)
+        if config.fjax_tiered_compile is False or _debug_nans.active:
+            # (tiering "off" as most often spelled, others: _tier_mode; jax_debug_nans/infs: the
+            # op-by-op call names the primitive without re-running a compiled one)
             return fn(*args, **kwargs)
         dyn: list = []
         try:

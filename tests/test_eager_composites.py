@@ -149,6 +149,11 @@ def test_traces_disable_jit_and_tiering_off_stay_plain(tiered):
         np.testing.assert_allclose(np.asarray(fjax.vmap(f)(x[None])), plain_out[None])
         with fjax.disable_jit():
             f(*args)
+        fjax.config.update("jax_debug_nans", True)  # (errors name the primitive, as op by op)
+        try:
+            f(*args)
+        finally:
+            fjax.config.update("jax_debug_nans", False)
         assert _delta(s0) == {}
     # only constant arguments inside an outer trace: staged, no compile started
     s0 = dict(ec.stats)
