@@ -4,8 +4,9 @@ Run: ``PYTHONPATH=. /tmp/jaxenv/bin/python bench/bench_eager_composites.py [--on
 (unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE for the JAX venv). Without JAX importable it prints the
 fjax columns alone. All in one process, each function's calls one after the other.
 
-Columns (microseconds per call, best of a few repeats; fjax with ``fjax_tiered_compile`` "auto",
-the default):
+Columns (microseconds per call, the best of ``--rounds`` interleaved rounds of 3 repeats: JAX's
+timings on a shared 2-core machine swing several-fold between runs; fjax with
+``fjax_tiered_compile`` "auto", the default):
 
 - ``first``: the first call of the signature (JAX: tracing and compiling; fjax: op by op);
 - ``op-by-op``: fjax's steady state without fjax/_eager_compile.py's wrapper (the plain function);
@@ -135,7 +136,7 @@ def _sync(lib: Any, out: Any) -> Any:
 
 def _per_call_us(f: Callable, number: int) -> float:
     f()
-    return min(timeit.repeat(f, number=number, repeat=5)) / number * 1e6
+    return min(timeit.repeat(f, number=number, repeat=3)) / number * 1e6
 
 
 def _first_us(f: Callable) -> float:
@@ -148,6 +149,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--number", type=int, default=200, help="calls per timing repeat")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (the best counts)")
     ap.add_argument("--wait", type=float, default=60.0, help="longest wait for the background compiles (s)")
     a = ap.parse_args()
     fjax.config.update("fjax_tiered_compile", "auto")
@@ -177,17 +179,22 @@ def main() -> None:
         t0 = time.perf_counter()
         _eager_compile.wait_compiled(a.wait)
         waited = time.perf_counter() - t0
-        op = _per_call_us(lambda: plain(*fa, **fk), max(1, a.number // 10))
-        wrapped = _per_call_us(lambda: f(*fa, **fk), a.number)
-        jx = jfirst = None
+        jx = jfirst = jcall = None
         if jax is not None:
             try:
                 g = _resolve(jax, path)
                 ja, jk = tuple(_convert(jax, x) for x in args), {k: _convert(jax, v) for k, v in kwargs.items()}
                 jfirst = _first_us(lambda: _sync(jax, g(*ja, **jk)))
-                jx = _per_call_us(lambda: _sync(jax, g(*ja, **jk)), a.number)
+                jcall = lambda: _sync(jax, g(*ja, **jk))  # noqa: E731
             except Exception as e:  # noqa: BLE001
                 print(f"   ({name}: jax failed: {type(e).__name__}: {e})")
+        # interleaved rounds, the best of each: the machine's load shifts between them
+        op = wrapped = float("inf")
+        for _ in range(a.rounds):
+            op = min(op, _per_call_us(lambda: plain(*fa, **fk), max(1, a.number // 10)))
+            wrapped = min(wrapped, _per_call_us(lambda: f(*fa, **fk), a.number))
+            if jcall is not None:
+                jx = min(jx or float("inf"), _per_call_us(jcall, a.number))
         nan = float("nan")
         cols = f"{name:24s} {first:9.0f} {jfirst or nan:9.0f} {op:9.1f} {wrapped:8.1f} {jx or nan:7.1f}"
         if jx:
