@@ -252,9 +252,10 @@ def _warnings_of(f, *args, **kwargs) -> list:
     return [(type(w).__name__, str(w)) if isinstance(w, Exception) else (str(w.message), w.filename) for w in rec]
 
 
-def test_dtype_requests_warn_as_the_plain_functions(tiered):
+def test_dtype_requests_warn_as_the_plain_functions():
     """A 64-bit ``dtype=`` with x64 off warns at the caller's line under each function's own name
-    (the wrapper's frame must not hide it as an internal request); the same with x64 on: nothing."""
+    (the wrapper's frame must not hide it as an internal request); the same with x64 on: nothing.
+    (Tiering off here: the warning comes before that choice; the tiered calls: the next test.)"""
     import inspect  # noqa: PLC0415
 
     x, m = jnp.ones(6), jnp.ones((3, 3))
@@ -287,3 +288,13 @@ def test_dtype_requests_warn_as_the_plain_functions(tiered):
         assert want and want[0][0] == "ValueError" and _warnings_of(jnp.nanmean, x, dtype=jnp.float64) == want
     finally:
         fjax.config.update("jax_explicit_x64_dtypes", old)
+
+
+def test_dtype_request_warns_once_a_call_while_tiered(tiered):
+    x = jnp.asarray(np.arange(5.0, dtype=np.float32))
+    want = _warnings_of(jnp.std.__wrapped_eager__, x, dtype=jnp.float64)
+    assert len(want) == 1
+    got = [_warnings_of(jnp.std, x, dtype=jnp.float64) for _ in range(2)]  # op by op; traced and queued
+    assert ec.wait_compiled(120)
+    got.append(_warnings_of(jnp.std, x, dtype=jnp.float64))  # compiled
+    assert got == [want] * 3
