@@ -98,6 +98,7 @@ def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> expanded ClosedJaxpr
 _lock = threading.Lock()
+_MISSING = object()
 
 
 def _install() -> None:
@@ -181,10 +182,12 @@ def expand(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     keeps its compile cache."""
     if not _expandable:
         return closed
-    hit = _cache.get(closed)
-    if hit is not None:
-        return hit
+    hit = _cache.get(closed, _MISSING)
+    if hit is not _MISSING:
+        return closed if hit is None else hit
     new = _expand_jaxpr(closed.jaxpr)
-    out = closed if new is None else core.ClosedJaxpr(new, closed.consts)
+    # (an unchanged jaxpr is cached as None: a value referring to its key would keep it alive)
+    out = None if new is None else core.ClosedJaxpr(new, closed.consts)
     with _lock:
-        return _cache.setdefault(closed, out)
+        out = _cache.setdefault(closed, out)
+    return closed if out is None else out
