@@ -17,6 +17,7 @@ Callbacks receive ``fjax.Array`` values (copies, so a callback may keep them) as
 
 from __future__ import annotations
 
+import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -63,6 +64,17 @@ def _host_array(v: Any) -> Array:
     return Array(np.array(v), False)
 
 
+def _runtime_error(e: Exception) -> Exception:
+    """What an exception raised by a host callback becomes, as in JAX: a ``JaxRuntimeError``
+    (a ``RuntimeError``) whose message holds the callback's traceback (chained to the original)."""
+    from fjax.errors import JaxRuntimeError  # noqa: PLC0415 - errors imports core
+
+    if isinstance(e, JaxRuntimeError):
+        return e
+    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    return JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: {tb}")
+
+
 class FlatCallback:
     """Calls ``fn(*args, **kwargs)`` from the flat dynamic values (numpy arrays) of a bind."""
 
@@ -79,7 +91,10 @@ class FlatCallback:
         n = len(flat) + len(self.static)
         leaves = [self.static[i] if i in self.static else _host_array(next(it)) for i in range(n)]
         args, kwargs = tu.tree_unflatten(self.tree, leaves)
-        return self.fn(*args, **kwargs)
+        try:
+            return self.fn(*args, **kwargs)
+        except Exception as e:
+            raise _runtime_error(e) from e
 
     def __repr__(self) -> str:
         if self.label is not None:
