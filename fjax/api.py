@@ -200,19 +200,22 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
         out = fun(*tu.tree_unflatten(p_tree, list(leaves)))
         if has_aux:
             out, aux = _split_aux(out, "jvp")
-            o_flat, o_tree = tu.tree_flatten((out, aux))
-        else:
             o_flat, o_tree = tu.tree_flatten(out)
+            a_flat, a_spec = _aux_leaves(aux)
+            out_tree_box.append((o_tree, a_spec, len(o_flat)))
+            return o_flat + a_flat
+        o_flat, o_tree = tu.tree_flatten(out)
         out_tree_box.append(o_tree)
         return o_flat
 
     p_out, t_out = ad.jvp_flat(flat_fun, p_flat, tans)
     t_out = [_instantiate(t) for t in t_out]
-    out_tree = out_tree_box[0]
     if has_aux:
-        po, aux = tu.tree_unflatten(out_tree, p_out)
-        to, _ = tu.tree_unflatten(out_tree, t_out)
-        return po, to, aux
+        out_tree, a_spec, n = out_tree_box[0]
+        po = tu.tree_unflatten(out_tree, p_out[:n])
+        to = tu.tree_unflatten(out_tree, t_out[:n])
+        return po, to, _aux_rebuild(a_spec, p_out[n:])
+    out_tree = out_tree_box[0]
     return tu.tree_unflatten(out_tree, p_out), tu.tree_unflatten(out_tree, t_out)
 
 
@@ -232,6 +235,24 @@ def _describe(x: Any) -> str:
     if isinstance(x, (tuple, list)):
         return f"a {type(x).__name__} of length {len(x)}"
     return f"a value of type {type(x).__name__}"
+
+
+def _aux_leaves(aux: Any) -> tuple[list, tuple]:
+    """The array leaves of ``aux`` (arrays and tracers: they leave the trace as outputs) and how
+    to rebuild it; other leaves (strings, Python scalars, numpy arrays) come back as they are, as
+    in JAX."""
+    leaves, tree = tu.tree_flatten(aux)
+    idx = [i for i, x in enumerate(leaves) if isinstance(x, (core.Tracer, Array))]
+    static = [None if isinstance(x, (core.Tracer, Array)) else x for x in leaves]
+    return [leaves[i] for i in idx], (tree, static, idx)
+
+
+def _aux_rebuild(spec: tuple, dyn: Sequence[Any]) -> Any:
+    tree, static, idx = spec
+    leaves = list(static)
+    for i, v in zip(idx, dyn):
+        leaves[i] = v
+    return tu.tree_unflatten(tree, leaves)
 
 
 def _split_aux(out: Any, name: str) -> tuple[Any, Any]:
@@ -265,12 +286,12 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
         def flat_fun_aux(*leaves: Any) -> list:
             o = flat_fun(*leaves)
-            a_flat, a_tree = tu.tree_flatten(aux_box[-1])
-            n_box.append((len(o), a_tree))
+            a_flat, a_spec = _aux_leaves(aux_box[-1])
+            n_box.append((len(o), a_spec))
             return o + a_flat
 
         p_out_all, jaxpr, consts, diff_mask = ad.linearize_flat(flat_fun_aux, p_flat)
-        n, a_tree = n_box[0]
+        n, a_spec = n_box[0]
         p_out, aux_flat = p_out_all[:n], p_out_all[n:]
         jaxpr = pe.dce_jaxpr(core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:n], jaxpr.eqns))
     else:
@@ -286,7 +307,7 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
     po = tu.tree_unflatten(out_tree, p_out)
     if has_aux:
-        return po, f_jvp, tu.tree_unflatten(a_tree, aux_flat)
+        return po, f_jvp, _aux_rebuild(a_spec, aux_flat)
     return po, f_jvp
 
 
@@ -310,15 +331,15 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
         if has_aux:
             out, aux = _split_aux(out, "vjp")
             o_flat, o_tree = tu.tree_flatten(out)
-            a_flat, a_tree = tu.tree_flatten(aux)
-            out_tree_box.append((o_tree, a_tree, len(o_flat)))
+            a_flat, a_spec = _aux_leaves(aux)
+            out_tree_box.append((o_tree, a_spec, len(o_flat)))
             return o_flat + a_flat
         o_flat, o_tree = tu.tree_flatten(out)
         out_tree_box.append((o_tree, None, len(o_flat)))
         return o_flat
 
     p_out, lin_jaxpr, lin_consts, diff_mask = ad.linearize_flat(flat_fun, p_flat, f"vjp({_fun_name(fun)})")
-    o_tree, a_tree, n = out_tree_box[0]
+    o_tree, a_spec, n = out_tree_box[0]
     out_avals = [core.get_aval(o) for o in p_out[:n]]
     extra_avals = [ad.tangent_aval(core.get_aval(a)) for a in p_out[n:]]
     in_avals = [core.get_aval(p) for p in p_flat]
@@ -327,7 +348,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
 
     po = tu.tree_unflatten(o_tree, p_out[:n])
     if has_aux:
-        return po, vjp_fn, tu.tree_unflatten(a_tree, p_out[n:])
+        return po, vjp_fn, _aux_rebuild(a_spec, p_out[n:])
     return po, vjp_fn
 
 
@@ -576,9 +597,22 @@ def vmap(
         a_flat, a_tree = tu.tree_flatten(args)
         k_flat, k_tree = tu.tree_flatten(kwargs)
         axes_flat = _flatten_axes("in_axes", a_tree, in_axes) + [0] * len(k_flat)
-        flat = [_check_arg(x, f"vmap({name})") for x in a_flat + k_flat]
         # a key array's axes are its data's but the last (the key words): count negative ones so
         key_data = tu.lifted_leaf_mask(a_tree) + tu.lifted_leaf_mask(k_tree)
+        all_leaves = a_flat + k_flat
+        # an unmapped leaf that is no JAX value (a function, a string) passes through as it is (as in JAX)
+        static: dict = {}
+        for i, (x, ax) in enumerate(zip(all_leaves, axes_flat)):
+            if ax is None and not isinstance(x, (core.Tracer, Array)):
+                try:
+                    _check_arg(x, f"vmap({name})")
+                except TypeError:
+                    static[i] = x
+        if static:
+            keep = [i for i in range(len(all_leaves)) if i not in static]
+            axes_flat = [axes_flat[i] for i in keep]
+            key_data = [key_data[i] for i in keep]
+        flat = [_check_arg(x, f"vmap({name})") for i, x in enumerate(all_leaves) if i not in static]
         dims = []
         for x, ax, kd in zip(flat, axes_flat, key_data):
             if ax is None:
@@ -602,6 +636,7 @@ def vmap(
         if len(sizes) > 1:
             lines = []
             paths = [f"args{p}" for p in tu.leaf_paths(args)] + [f"kwargs{p}" for p in tu.leaf_paths(kwargs)]
+            paths = [p for i, p in enumerate(paths) if i not in static]
             for p, x, d in zip(paths, flat, dims):
                 if d is not None:
                     lines.append(
@@ -613,6 +648,9 @@ def vmap(
         out_tree_box: list = []
 
         def flat_fun(*leaves: Any) -> list:
+            if static:
+                it = iter(leaves)
+                leaves = [static[i] if i in static else next(it) for i in range(len(all_leaves))]
             n = len(a_flat)
             a = tu.tree_unflatten(a_tree, list(leaves[:n]))
             k = tu.tree_unflatten(k_tree, list(leaves[n:]))
