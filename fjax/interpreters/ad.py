@@ -130,6 +130,13 @@ class JVPTrace(core.Trace):
         tangents = [t.tangent for t in tracers]
         rule = primitive_jvps.get(primitive)
         if rule is None:
+            if all(type(t) is Zero for t in tangents):
+                # nothing to differentiate (JAX skips the rule here too): e.g. a library's
+                # primitive on integer or boolean inputs that defines no JVP rule
+                out = primitive.bind(*primals, **params)
+                if primitive.multiple_results:
+                    return [JVPTracer(self, o, Zero.from_value(o)) for o in out]
+                return JVPTracer(self, out, Zero.from_value(out))
             raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
         primal_out, tangent_out = rule(primals, tangents, **params)
         if primitive.multiple_results:
