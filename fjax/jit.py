@@ -684,11 +684,15 @@ class JitWrapped:
                 for o, a in zip(outs, closed.out_avals):
                     if type(o) is not np.ndarray or o.dtype != a.dtype:
                         o = np.asarray(o, dtype=a.dtype)
+                    if o.dtype.kind == "V":  # float0 (a vjp's cotangent of an integer input)
+                        res.append(np.zeros(a.shape, a.dtype))  # a numpy array, as JAX returns
+                        continue
                     res.append(core.Array(o, a.weak_type))
                 return tu.tree_unflatten(out_tree, res)
         if config.jax_no_tracing:  # JAX retraces a jitted function called under a transform
             raise _no_tracing_error(self.fun)
         outs = core.bind(jit_p, ins, dict(jaxpr=closed, name=self.name))
+        outs = [np.zeros(o.shape, o.dtype) if type(o) is core.Array and o.dtype.kind == "V" else o for o in outs]
         return tu.tree_unflatten(out_tree, outs)
 
     @staticmethod
