@@ -94,7 +94,23 @@ class Primitive(_core.Primitive, metaclass=_PrimitiveMeta):
     in JAX, also when the primitive is evaluated eagerly.
     """
 
+    _user_impl: Callable | None = None
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        st = _core._state
+        if self._user_impl is not None and st.dynamic[-1] is _core._eval_main and self.axis_main is None:
+            for x in args:
+                if isinstance(x, _core.Tracer):
+                    break
+            else:
+                # no transform is active: JAX's evaluation calls ``impl`` on the arguments as given
+                # (a Python scalar stays one) and returns what it returns
+                return self._user_impl(*args, **params)
+        return _core.bind(self, args, params)
+
     def def_impl(self, impl: Callable) -> Callable:
+        self._user_impl = impl
+
         def impl_on_arrays(*args: Any, **params: Any) -> Any:
             return impl(*[_array(x) if type(x) is _np.ndarray else x for x in args], **params)
 
