@@ -35,6 +35,8 @@ _compile_log = logging.getLogger("jax._src.dispatch")
 # restrict_backends patches that)
 compile_listeners: list[Callable[[str, str], None]] = []
 
+_FLOAT0 = dtypes.float0
+
 jit_p = core.Primitive("jit")
 jit_p.multiple_results = True
 
@@ -684,7 +686,7 @@ class JitWrapped:
                 for o, a in zip(outs, closed.out_avals):
                     if type(o) is not np.ndarray or o.dtype != a.dtype:
                         o = np.asarray(o, dtype=a.dtype)
-                    if o.dtype.kind == "V":  # float0 (a vjp's cotangent of an integer input)
+                    if o.dtype.kind == "V" and o.dtype == _FLOAT0:  # a vjp's cotangent of an integer input
                         res.append(np.zeros(a.shape, a.dtype))  # a numpy array, as JAX returns
                         continue
                     res.append(core.Array(o, a.weak_type))
@@ -692,7 +694,7 @@ class JitWrapped:
         if config.jax_no_tracing:  # JAX retraces a jitted function called under a transform
             raise _no_tracing_error(self.fun)
         outs = core.bind(jit_p, ins, dict(jaxpr=closed, name=self.name))
-        outs = [np.zeros(o.shape, o.dtype) if type(o) is core.Array and o.dtype.kind == "V" else o for o in outs]
+        outs = [np.zeros(o.shape, o.dtype) if type(o) is core.Array and o.dtype == _FLOAT0 else o for o in outs]
         return tu.tree_unflatten(out_tree, outs)
 
     @staticmethod

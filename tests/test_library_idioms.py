@@ -88,3 +88,22 @@ def test_jax_view_version_info():
         assert "__version_info__" in dir(jax)
     finally:
         compat.uninstall()
+
+
+def test_jit_float0_outputs_are_numpy_and_bfloat16_outputs_are_arrays():
+    from ml_dtypes import bfloat16
+
+    f = fjax.jit(lambda x, i: fjax.vjp(lambda x, i: x * i, x, i)[1](1.0))
+    gx, gi = f(1.5, 2)
+    assert float(gx) == 2.0
+    assert type(gi) is np.ndarray and gi.dtype == fjax.dtypes.float0 and (gi == gi).all()
+    out = fjax.jit(lambda x: x * 2)(bfloat16(1.5))  # bfloat16's numpy kind is "V" too
+    assert isinstance(out, fjax.Array) and out.dtype == jnp.bfloat16 and float(out) == 3.0
+
+
+def test_load_restores_bfloat16(tmp_path):
+    x = jnp.arange(4, dtype=jnp.bfloat16)
+    jnp.save(tmp_path / "x.npy", x)
+    y = jnp.load(tmp_path / "x.npy")
+    assert isinstance(y, fjax.Array) and y.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(y, np.float32), np.arange(4))
