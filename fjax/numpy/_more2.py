@@ -206,9 +206,18 @@ def fromfunction(function: Callable[..., Any], shape: Sequence[int], *, dtype: A
 
 
 def load(file: Any, *args: Any, **kwargs: Any) -> Any:
-    """``numpy.load``, with arrays returned as fjax arrays."""
+    """``numpy.load``, with arrays returned as fjax arrays. numpy saves ``bfloat16`` data as
+    2-byte void (``V2``), which is read back as ``bfloat16`` (as JAX's ``load``); an array of a
+    dtype fjax does not hold comes back as the numpy array."""
     out = np.load(file, *args, **kwargs)
-    return C.asarray(out) if isinstance(out, np.ndarray) and out.dtype != object else out
+    if isinstance(out, np.ndarray):
+        if out.dtype == "V2":
+            out = out.view(dtypes.bfloat16)
+        try:
+            return C.asarray(out)
+        except TypeError:
+            return out
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
