@@ -128,15 +128,18 @@ class JVPTrace(core.Trace):
     def process_primitive(self, primitive: core.Primitive, tracers: list, params: dict) -> Any:
         primals = [t.primal for t in tracers]
         tangents = [t.tangent for t in tracers]
+        for t in tangents:
+            if type(t) is not Zero:
+                break
+        else:
+            # nothing to differentiate: the rule is skipped, as in JAX (rules of libraries'
+            # primitives may assume a perturbed input; some primitives have none)
+            out = primitive.bind(*primals, **params)
+            if primitive.multiple_results:
+                return [JVPTracer(self, o, Zero.from_value(o)) for o in out]
+            return JVPTracer(self, out, Zero.from_value(out))
         rule = primitive_jvps.get(primitive)
         if rule is None:
-            if all(type(t) is Zero for t in tangents):
-                # nothing to differentiate (JAX skips the rule here too): e.g. a library's
-                # primitive on integer or boolean inputs that defines no JVP rule
-                out = primitive.bind(*primals, **params)
-                if primitive.multiple_results:
-                    return [JVPTracer(self, o, Zero.from_value(o)) for o in out]
-                return JVPTracer(self, out, Zero.from_value(out))
             raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented")
         primal_out, tangent_out = rule(primals, tangents, **params)
         if primitive.multiple_results:
