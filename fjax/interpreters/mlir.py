@@ -37,6 +37,9 @@ lowerings: dict[core.Primitive, dict[str | None, Callable]] = {}
 #: the primitives with a ``lower_fun`` rule for all platforms or the CPU/GPU: primitive -> LoweredFun
 _expandable: dict[core.Primitive, LoweredFun] = {}
 
+#: fjax's own per-equation rewrites (``register_rewrite``): primitive -> rule(eqn) -> function or None
+_rewrites: dict[core.Primitive, Callable] = {}
+
 _PLATFORMS = (None, "cpu", "cuda", "gpu")
 
 
@@ -90,6 +93,14 @@ def register_lowering(
     return rule
 
 
+def register_rewrite(prim: core.Primitive, rule: Callable[[core.JaxprEqn], Callable | None]) -> None:
+    """fjax-internal: ``rule(eqn)`` gives a function (``fun(*args, **params)``, as ``lower_fun``'s)
+    that ``jit`` expands the equation into, or None to keep it as it is (a canonical form the
+    backends compile better, decided per equation)."""
+    _rewrites[prim] = rule
+    _install()
+
+
 def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError("jax.interpreters.mlir.emit_python_callback: fjax does not lower to MLIR")
 
@@ -128,6 +139,9 @@ def _expand_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr | None:
     eqns = []
     for eqn in jaxpr.eqns:
         rule = _expandable.get(eqn.primitive)
+        if rule is None and eqn.primitive in _rewrites:
+            fun = _rewrites[eqn.primitive](eqn)
+            rule = None if fun is None else LoweredFun(fun, eqn.primitive.multiple_results)
         if rule is not None:
             inner = _trace_rule(rule, eqn)
             inner = expand(inner)
@@ -180,7 +194,7 @@ def expand(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
     """``closed`` with every equation of a ``lower_fun`` primitive replaced by the traced jaxpr of
     its function (``closed`` itself when it holds none); cached per jaxpr, so the expanded program
     keeps its compile cache."""
-    if not _expandable:
+    if not _expandable and not _rewrites:
         return closed
     hit = _cache.get(closed, _MISSING)
     if hit is not _MISSING:

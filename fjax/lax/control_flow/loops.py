@@ -29,7 +29,7 @@ from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import Zero
 from fjax.lax import lax
-from fjax.lax.control_flow import common
+from fjax.lax.control_flow import _while_inplace, common
 
 __all__ = ["fori_loop", "while_loop", "while_p"]
 
@@ -193,16 +193,8 @@ def _while_batch(vals: list, dims: list, *, cond_jaxpr, body_jaxpr, cond_nconsts
         pred = common.eval_closed(cond_b, *xs)[0]
         return [lax.reduce_or(pred, (0,))]
 
-    def new_body(*xs: Any) -> list:
-        c_consts, b_consts, carry = xs[:ncc], xs[ncc : ncc + nbc], xs[ncc + nbc :]
-        pred = common.eval_closed(cond_b, *c_consts, *carry)[0]
-        new = common.eval_closed(body_b, *b_consts, *carry)
-        outs = []
-        for old, nw in zip(carry, new):
-            shape = core.get_aval(old).shape
-            which = lax.broadcast_in_dim(pred, shape, (0,)) if len(shape) > 1 else pred
-            outs.append(lax.select_n(which, old, nw))
-        return outs
+    # (carries the body updates in place keep the update in place: _while_inplace)
+    new_body = _while_inplace.batched_pred_body(body_b, cond_b, ncc, nbc, size, common.eval_closed)
 
     cj, cj_consts = common.trace_flat(new_cond, cc_avals + carry_avals, "while_cond(vmap)")
     bj, bj_consts = common.trace_flat(new_body, cc_avals + bc_avals + carry_avals, "while_body(vmap)")
