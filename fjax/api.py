@@ -297,13 +297,8 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
     else:
         p_out, jaxpr, consts, diff_mask = ad.linearize_flat(flat_fun, p_flat)
     out_tree = out_tree_box[0]
-
-    def f_jvp(*tangents: Any) -> Any:
-        t_flat, t_tree = tu.tree_flatten(tangents)
-        if t_tree != p_tree:
-            raise TypeError(f"linearized function called with tangent structure {t_tree}, expected {p_tree}")
-        ts = [t for t, d in zip(t_flat, diff_mask) if d]
-        return tu.tree_unflatten(out_tree, core.eval_jaxpr(jaxpr, consts, *ts))
+    # a tree_util.Partial whose leaves are the residuals (as JAX's): it can leave a jit or vmap
+    f_jvp = tu.Partial(_LinearizedFun(jaxpr, diff_mask, p_tree, out_tree), list(consts))
 
     po = tu.tree_unflatten(out_tree, p_out)
     if has_aux:
@@ -350,6 +345,21 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     if has_aux:
         return po, vjp_fn, _aux_rebuild(a_spec, p_out[n:])
     return po, vjp_fn
+
+
+class _LinearizedFun:
+    """The static part of ``linearize``'s function: called with the residuals (the ``Partial``'s
+    leaves) and the input tangents."""
+
+    def __init__(self, jaxpr: core.Jaxpr, diff_mask: list, p_tree: Any, out_tree: Any) -> None:
+        self.jaxpr, self.diff_mask, self.p_tree, self.out_tree = jaxpr, diff_mask, p_tree, out_tree
+
+    def __call__(self, consts: list, *tangents: Any) -> Any:
+        t_flat, t_tree = tu.tree_flatten(tangents)
+        if t_tree != self.p_tree:
+            raise TypeError(f"linearized function called with tangent structure {t_tree}, expected {self.p_tree}")
+        ts = [t for t, d in zip(t_flat, self.diff_mask) if d]
+        return tu.tree_unflatten(self.out_tree, core.eval_jaxpr(self.jaxpr, consts, *ts))
 
 
 class _VjpFun:
