@@ -39,6 +39,8 @@ _expandable: dict[core.Primitive, LoweredFun] = {}
 
 #: fjax's own per-equation rewrites (``register_rewrite``): primitive -> rule(eqn) -> function or None
 _rewrites: dict[core.Primitive, Callable] = {}
+_body_rewrites: dict[core.Primitive, Callable] = {}  # only inside loop and branch bodies
+_CONTROL = frozenset({"while", "scan", "cond"})
 
 _PLATFORMS = (None, "cpu", "cuda", "gpu")
 
@@ -93,11 +95,15 @@ def register_lowering(
     return rule
 
 
-def register_rewrite(prim: core.Primitive, rule: Callable[[core.JaxprEqn], Callable | None]) -> None:
+def register_rewrite(
+    prim: core.Primitive, rule: Callable[[core.JaxprEqn], Callable | None], bodies_only: bool = False
+) -> None:
     """fjax-internal: ``rule(eqn)`` gives a function (``fun(*args, **params)``, as ``lower_fun``'s)
     that ``jit`` expands the equation into, or None to keep it as it is (a canonical form the
-    backends compile better, decided per equation)."""
-    _rewrites[prim] = rule
+    backends compile better, decided per equation). ``bodies_only``: only inside the bodies of
+    ``while``/``scan``/``cond``, which compile as a whole or not at all (outside them the
+    primitive's own host step may be the better form)."""
+    (_body_rewrites if bodies_only else _rewrites)[prim] = rule
     _install()
 
 
@@ -108,6 +114,7 @@ def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
 # ---- expansion of lower_fun primitives in the programs jit compiles -------------------------------
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> expanded ClosedJaxpr
+_body_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # the same, as a loop/branch body
 _lock = threading.Lock()
 _MISSING = object()
 
@@ -130,21 +137,26 @@ def _trace_rule(rule: LoweredFun, eqn: core.JaxprEqn) -> core.ClosedJaxpr:
     return core.ClosedJaxpr(jaxpr, list(consts))
 
 
-def _expand_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr | None:
+def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False) -> core.Jaxpr | None:
     """``jaxpr`` with ``lower_fun`` primitives replaced by ``jit`` equations of their functions'
-    jaxprs (recursively, also in sub-jaxprs); None when nothing changed."""
+    jaxprs (recursively, also in sub-jaxprs); None when nothing changed. ``body``: ``jaxpr`` is
+    (inside) the body of a loop or branch, where the rewrites registered for bodies apply too."""
     from fjax.jit import jit_p  # noqa: PLC0415 - fjax.jit imports the interpreters
 
     changed = False
     eqns = []
     for eqn in jaxpr.eqns:
         rule = _expandable.get(eqn.primitive)
-        if rule is None and eqn.primitive in _rewrites:
-            fun = _rewrites[eqn.primitive](eqn)
-            rule = None if fun is None else LoweredFun(fun, eqn.primitive.multiple_results)
+        if rule is None:
+            for table in (_rewrites, _body_rewrites) if body else (_rewrites,):
+                if eqn.primitive in table:
+                    fun = table[eqn.primitive](eqn)
+                    if fun is not None:
+                        rule = LoweredFun(fun, eqn.primitive.multiple_results)
+                        break
         if rule is not None:
             inner = _trace_rule(rule, eqn)
-            inner = expand(inner)
+            inner = expand(inner, body)
             if len(inner.out_avals) != len(eqn.outvars):
                 raise TypeError(
                     f"lower_fun rule of '{eqn.primitive.name}' returned {len(inner.out_avals)} outputs; "
@@ -154,7 +166,7 @@ def _expand_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr | None:
             eqns.append(core.JaxprEqn(jit_p, list(eqn.invars), list(eqn.outvars), params))
             changed = True
             continue
-        new_params = _expand_params(eqn.params)
+        new_params = _expand_params(eqn.params, body or eqn.primitive.name in _CONTROL)
         if new_params is not None:
             eqns.append(core.JaxprEqn(eqn.primitive, list(eqn.invars), list(eqn.outvars), new_params))
             changed = True
@@ -165,10 +177,10 @@ def _expand_jaxpr(jaxpr: core.Jaxpr) -> core.Jaxpr | None:
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
-def _expand_params(params: dict) -> dict | None:
+def _expand_params(params: dict, body: bool) -> dict | None:
     new: dict | None = None
     for k, v in params.items():
-        nv = _expand_value(v)
+        nv = _expand_value(v, body)
         if nv is not None:
             if new is None:
                 new = dict(params)
@@ -176,32 +188,33 @@ def _expand_params(params: dict) -> dict | None:
     return new
 
 
-def _expand_value(v: Any) -> Any:
+def _expand_value(v: Any, body: bool) -> Any:
     if isinstance(v, core.ClosedJaxpr):
-        out = expand(v)
+        out = expand(v, body)
         return out if out is not v else None
     if isinstance(v, core.Jaxpr):
-        return _expand_jaxpr(v)
+        return _expand_jaxpr(v, body)
     if isinstance(v, (tuple, list)) and any(isinstance(x, (core.ClosedJaxpr, core.Jaxpr)) for x in v):
-        items = [_expand_value(x) for x in v]
+        items = [_expand_value(x, body) for x in v]
         if all(x is None for x in items):
             return None
         return type(v)(o if n is None else n for o, n in zip(v, items))
     return None
 
 
-def expand(closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
+def expand(closed: core.ClosedJaxpr, body: bool = False) -> core.ClosedJaxpr:
     """``closed`` with every equation of a ``lower_fun`` primitive replaced by the traced jaxpr of
     its function (``closed`` itself when it holds none); cached per jaxpr, so the expanded program
-    keeps its compile cache."""
-    if not _expandable and not _rewrites:
+    keeps its compile cache. ``body``: ``closed`` is the body of a loop or branch."""
+    if not _expandable and not _rewrites and not _body_rewrites:
         return closed
-    hit = _cache.get(closed, _MISSING)
+    cache = _body_cache if body else _cache
+    hit = cache.get(closed, _MISSING)
     if hit is not _MISSING:
         return closed if hit is None else hit
-    new = _expand_jaxpr(closed.jaxpr)
+    new = _expand_jaxpr(closed.jaxpr, body)
     # (an unchanged jaxpr is cached as None: a value referring to its key would keep it alive)
     out = None if new is None else core.ClosedJaxpr(new, closed.consts)
     with _lock:
-        out = _cache.setdefault(closed, out)
+        out = cache.setdefault(closed, out)
     return closed if out is None else out
