@@ -117,9 +117,16 @@ _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -
 _body_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # the same, as a loop/branch body
 _lock = threading.Lock()
 _MISSING = object()
+_EXPANDED = "mlir.expand"  # the key of a jaxpr's expansion in its ``compiled`` dict
+_UNCHANGED = object()
+_generation = [0]
 
 
 def _install() -> None:
+    # a rule registered after a jaxpr was expanded: expansions are made again
+    _generation[0] += 1
+    _cache.clear()
+    _body_cache.clear()
     jit_mod = importlib.import_module("fjax.jit")  # (``fjax.jit`` the attribute is the function)
     jit_mod.lowering_expander = expand
 
@@ -208,6 +215,11 @@ def expand(closed: core.ClosedJaxpr, body: bool = False) -> core.ClosedJaxpr:
     keeps its compile cache. ``body``: ``closed`` is the body of a loop or branch."""
     if not _expandable and not _rewrites and not _body_rewrites:
         return closed
+    if not body:  # (jit's per-call lookup: a key in the jaxpr's own compile cache, no weak reference)
+        comp = closed.compiled
+        hit = comp.get(_EXPANDED) if comp is not None else None
+        if hit is not None and hit[0] == _generation[0]:
+            return closed if hit[1] is _UNCHANGED else hit[1]
     cache = _body_cache if body else _cache
     hit = cache.get(closed, _MISSING)
     if hit is not _MISSING:
@@ -217,4 +229,8 @@ def expand(closed: core.ClosedJaxpr, body: bool = False) -> core.ClosedJaxpr:
     out = None if new is None else core.ClosedJaxpr(new, closed.consts)
     with _lock:
         out = cache.setdefault(closed, out)
+        if not body:
+            if closed.compiled is None:
+                closed.compiled = {}
+            closed.compiled[_EXPANDED] = (_generation[0], _UNCHANGED if out is None else out)
     return closed if out is None else out
