@@ -41,6 +41,7 @@ from fjax import _devices, core
 from fjax.config import config
 from fjax.core import Array
 from fjax.dtypes import float0
+from fjax.interpreters import mlir
 
 __all__ = ["GpuArray", "put", "rearm"]
 
@@ -405,6 +406,8 @@ def _run_on_gpu(prim: core.Primitive, args: Sequence[Any], params: dict, device:
         closed, consts = params["jaxpr"], []
     else:
         closed, consts = _prim_jaxpr(prim, args, params)
+    # primitives with a ``mlir.lower_fun`` rule (libraries' own, ``complex_p``) run as their jaxprs
+    closed = mlir.expand(closed, own=False)
     rt = runtime()
     with rt.device(device.local_hardware_id):
         bufs = [_buffer_for(x, device) for x in list(consts) + list(args)]

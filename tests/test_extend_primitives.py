@@ -185,3 +185,22 @@ def test_to_tangent_aval(dtype, want):
     t = ShapedArray((2,), dtype).to_tangent_aval()
     assert str(t) == want and repr(t) == f"ShapedArray({want})"
     assert ShapedArray((), np.float32, True).to_tangent_aval().weak_type
+
+
+def test_lower_fun_primitives_run_on_the_standin_gpu():
+    import _standin_gpu  # noqa: PLC0415  (tests/ is on the path)
+
+    from fjax.backends.cuda import emulate  # noqa: PLC0415
+
+    if emulate.compiler() is None:
+        pytest.skip("the CUDA emulator needs a C++ compiler")
+    p = _make("ext_gpu", True)
+    x = np.array([0.5, 1.0, -2.0], np.float32)
+    with _standin_gpu.installed():
+        got, want = _standin_gpu.both(lambda x: p.bind(x, k=3.0) + 1, x)
+        # eagerly on a GPU array: the one-primitive program is expanded too
+        on_gpu = fjax.device_put(x, fjax.devices("gpu")[0])
+        eager = np.asarray(fjax.lax.add(p.bind(on_gpu * 1.0, k=3.0), 0.0))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, _ref(x, 3.0) + 1, rtol=1e-6)
+    np.testing.assert_allclose(eager, _ref(x, 3.0), rtol=1e-6)

@@ -115,6 +115,7 @@ def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> expanded ClosedJaxpr
 _body_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # the same, as a loop/branch body
+_lf_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # lower_fun rules only (CUDA)
 _lock = threading.Lock()
 _MISSING = object()
 _EXPANDED = "mlir.expand"  # the key of a jaxpr's expansion in its ``compiled`` dict
@@ -127,6 +128,7 @@ def _install() -> None:
     _generation[0] += 1
     _cache.clear()
     _body_cache.clear()
+    _lf_cache.clear()
     jit_mod = importlib.import_module("fjax.jit")  # (``fjax.jit`` the attribute is the function)
     jit_mod.lowering_expander = expand
 
@@ -144,17 +146,18 @@ def _trace_rule(rule: LoweredFun, eqn: core.JaxprEqn) -> core.ClosedJaxpr:
     return core.ClosedJaxpr(jaxpr, list(consts))
 
 
-def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False) -> core.Jaxpr | None:
+def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False, own: bool = True) -> core.Jaxpr | None:
     """``jaxpr`` with ``lower_fun`` primitives replaced by ``jit`` equations of their functions'
     jaxprs (recursively, also in sub-jaxprs); None when nothing changed. ``body``: ``jaxpr`` is
-    (inside) the body of a loop or branch, where the rewrites registered for bodies apply too."""
+    (inside) the body of a loop or branch, where the rewrites registered for bodies apply too.
+    ``own=False``: only the ``lower_fun`` rules, not fjax's own rewrites."""
     from fjax.jit import jit_p  # noqa: PLC0415 - fjax.jit imports the interpreters
 
     changed = False
     eqns = []
     for eqn in jaxpr.eqns:
         rule = _expandable.get(eqn.primitive)
-        if rule is None:
+        if rule is None and own:
             for table in (_rewrites, _body_rewrites) if body else (_rewrites,):
                 if eqn.primitive in table:
                     fun = table[eqn.primitive](eqn)
@@ -163,7 +166,7 @@ def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False) -> core.Jaxpr | None:
                         break
         if rule is not None:
             inner = _trace_rule(rule, eqn)
-            inner = expand(inner, body)
+            inner = expand(inner, body, own)
             if len(inner.out_avals) != len(eqn.outvars):
                 raise TypeError(
                     f"lower_fun rule of '{eqn.primitive.name}' returned {len(inner.out_avals)} outputs; "
@@ -173,7 +176,7 @@ def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False) -> core.Jaxpr | None:
             eqns.append(core.JaxprEqn(jit_p, list(eqn.invars), list(eqn.outvars), params))
             changed = True
             continue
-        new_params = _expand_params(eqn.params, body or eqn.primitive.name in _CONTROL)
+        new_params = _expand_params(eqn.params, body or eqn.primitive.name in _CONTROL, own)
         if new_params is not None:
             eqns.append(core.JaxprEqn(eqn.primitive, list(eqn.invars), list(eqn.outvars), new_params))
             changed = True
@@ -184,10 +187,10 @@ def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False) -> core.Jaxpr | None:
     return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
 
 
-def _expand_params(params: dict, body: bool) -> dict | None:
+def _expand_params(params: dict, body: bool, own: bool) -> dict | None:
     new: dict | None = None
     for k, v in params.items():
-        nv = _expand_value(v, body)
+        nv = _expand_value(v, body, own)
         if nv is not None:
             if new is None:
                 new = dict(params)
@@ -195,24 +198,34 @@ def _expand_params(params: dict, body: bool) -> dict | None:
     return new
 
 
-def _expand_value(v: Any, body: bool) -> Any:
+def _expand_value(v: Any, body: bool, own: bool) -> Any:
     if isinstance(v, core.ClosedJaxpr):
-        out = expand(v, body)
+        out = expand(v, body, own)
         return out if out is not v else None
     if isinstance(v, core.Jaxpr):
-        return _expand_jaxpr(v, body)
+        return _expand_jaxpr(v, body, own)
     if isinstance(v, (tuple, list)) and any(isinstance(x, (core.ClosedJaxpr, core.Jaxpr)) for x in v):
-        items = [_expand_value(x, body) for x in v]
+        items = [_expand_value(x, body, own) for x in v]
         if all(x is None for x in items):
             return None
         return type(v)(o if n is None else n for o, n in zip(v, items))
     return None
 
 
-def expand(closed: core.ClosedJaxpr, body: bool = False) -> core.ClosedJaxpr:
+def expand(closed: core.ClosedJaxpr, body: bool = False, own: bool = True) -> core.ClosedJaxpr:
     """``closed`` with every equation of a ``lower_fun`` primitive replaced by the traced jaxpr of
     its function (``closed`` itself when it holds none); cached per jaxpr, so the expanded program
-    keeps its compile cache. ``body``: ``closed`` is the body of a loop or branch."""
+    keeps its compile cache. ``body``: ``closed`` is the body of a loop or branch. ``own=False``:
+    the ``lower_fun`` rules only (the CUDA backend, which compiles fjax's own forms itself)."""
+    if not own:
+        if not _expandable:
+            return closed
+        hit = _lf_cache.get(closed, _MISSING)
+        if hit is _MISSING:
+            new = _expand_jaxpr(closed.jaxpr, body, False)
+            with _lock:
+                hit = _lf_cache.setdefault(closed, None if new is None else core.ClosedJaxpr(new, closed.consts))
+        return closed if hit is None else hit
     if not _expandable and not _rewrites and not _body_rewrites:
         return closed
     if not body:  # (jit's per-call lookup: a key in the jaxpr's own compile cache, no weak reference)
