@@ -225,6 +225,20 @@ class Array:
     def copy_to_host_async(self) -> None:
         return None
 
+    # -- deletion (``x.delete()``, and buffers donated to ``jit``)
+    def is_deleted(self) -> bool:
+        return False
+
+    def delete(self) -> None:
+        """Free this array's buffer: any later use raises ``RuntimeError`` (its shape and dtype
+        stay readable), as JAX's ``Array.delete``."""
+        v = self._value
+        Array._value.__set__(self, np.broadcast_to(np.zeros((), v.dtype), v.shape))  # (no data)
+        self.__class__ = DeletedArray
+
+    def unsafe_buffer_pointer(self) -> int:
+        return int(self._value.ctypes.data)
+
     def item(self, *args) -> Any:
         return self._value.item(*args)
 
@@ -498,3 +512,42 @@ class Tracer:
 
     def block_until_ready(self) -> Tracer:
         return self
+
+
+class DeletedArray(Array):
+    """An ``Array`` whose buffer was deleted (``delete()``, or donated to ``jit``): reading its
+    values raises JAX's ``RuntimeError``; ``shape``/``dtype`` still answer."""
+
+    __slots__ = ()
+
+    @property
+    def _value(self) -> np.ndarray:
+        v = Array._value.__get__(self)
+        raise RuntimeError(f"Array has been deleted with shape={_long_name(v.dtype)}[{','.join(map(str, v.shape))}].")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return Array._value.__get__(self).shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return Array._value.__get__(self).dtype
+
+    @property
+    def ndim(self) -> int:
+        return Array._value.__get__(self).ndim
+
+    @property
+    def size(self) -> int:
+        return Array._value.__get__(self).size
+
+    @property
+    def aval(self) -> ShapedArray:
+        v = Array._value.__get__(self)
+        return ShapedArray(v.shape, v.dtype, self.weak_type)
+
+    def is_deleted(self) -> bool:
+        return True
+
+    def delete(self) -> None:
+        return None

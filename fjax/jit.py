@@ -13,6 +13,7 @@ import logging
 import operator
 import sys
 import threading
+import warnings
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
@@ -96,6 +97,45 @@ def _check_execution(name: str) -> None:
 
 
 _jit_impl_plain = _jit_impl
+
+
+# ---- buffer donation -------------------------------------------------------------------------
+
+_donation_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> usable flags
+
+
+def _donate(args: tuple, donate_argnums: tuple, closed: ClosedJaxpr) -> None:
+    """After an eager call: delete the donated argument arrays an output of the same shape and
+    dtype could take over (as XLA aliases them; a later use raises JAX's ``RuntimeError``), and
+    warn once per program about the ones no output could use, with JAX's message."""
+    leaves = [x for i in donate_argnums if i < len(args) for x in tu.tree_leaves(args[i])]
+    donated = [x for x in leaves if type(x) is core.Array]
+    if not donated:
+        return
+    plan = _donation_plans.get(closed)
+    if plan is None or len(plan) != len(donated):
+        free: dict = {}
+        for a in closed.out_avals:
+            free[(a.shape, a.dtype)] = free.get((a.shape, a.dtype), 0) + 1
+        plan, unused = [], []
+        for x in donated:
+            key = (x.shape, x.dtype)
+            ok = free.get(key, 0) > 0
+            if ok:
+                free[key] -= 1
+            else:
+                unused.append(str(x.aval))
+            plan.append(ok)
+        _donation_plans[closed] = plan
+        if unused:
+            warnings.warn(
+                f"Some donated buffers were not usable: {', '.join(unused)}.\n"
+                "See an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                stacklevel=3,
+            )
+    for x, ok in zip(donated, plan):
+        if ok:
+            x.delete()
 
 
 def _jit_impl_guarded(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
@@ -690,6 +730,8 @@ class JitWrapped:
                         res.append(np.zeros(a.shape, a.dtype))  # a numpy array, as JAX returns
                         continue
                     res.append(core.Array(o, a.weak_type))
+                if self.donate_argnums:
+                    _donate(args, self.donate_argnums, closed)
                 return tu.tree_unflatten(out_tree, res)
         if config.jax_no_tracing:  # JAX retraces a jitted function called under a transform
             raise _no_tracing_error(self.fun)

@@ -96,7 +96,6 @@ def install_more(cls: type) -> None:
         extras = {
             "tobytes": _tobytes,
             "is_ready": lambda self: True,
-            "is_deleted": lambda self: False,
             "is_fully_addressable": property(lambda self: True),
             "committed": property(lambda self: False),
             "platform": lambda self: "cpu",
