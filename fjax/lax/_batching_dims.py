@@ -29,50 +29,45 @@ def _with_iotas(indices: Any, batch_dims: tuple) -> Any:
     return lax.concatenate([indices, *cols], indices.ndim - 1)
 
 
-def _gather_rewrite(eqn: core.JaxprEqn) -> Callable | None:
-    dn = eqn.params["dimension_numbers"]
-    if not dn.operand_batching_dims or eqn.invars[1].aval.ndim == 0:
-        return None
-    new_dn = GatherDimensionNumbers(
+def gather_index_form(dn: GatherDimensionNumbers) -> GatherDimensionNumbers:
+    """``dn`` with each batching dimension made an indexed (collapsed) dimension."""
+    return GatherDimensionNumbers(
         offset_dims=dn.offset_dims,
         collapsed_slice_dims=tuple(sorted(dn.collapsed_slice_dims + dn.operand_batching_dims)),
         start_index_map=dn.start_index_map + dn.operand_batching_dims,
-        operand_batching_dims=(),
-        start_indices_batching_dims=(),
     )
-    sib = dn.start_indices_batching_dims
-
-    def fun(operand: Any, indices: Any, **params: Any) -> Any:
-        params = dict(params, dimension_numbers=new_dn, indices_are_sorted=False)
-        return slicing.gather_p.bind(operand, _with_iotas(indices, sib), **params)
-
-    return fun
 
 
-def _scatter_rewrite(prim: core.Primitive) -> Callable[[core.JaxprEqn], Callable | None]:
+def scatter_index_form(dn: ScatterDimensionNumbers) -> ScatterDimensionNumbers:
+    """``dn`` with each batching dimension made an indexed (inserted) dimension."""
+    return ScatterDimensionNumbers(
+        update_window_dims=dn.update_window_dims,
+        inserted_window_dims=tuple(sorted(dn.inserted_window_dims + dn.operand_batching_dims)),
+        scatter_dims_to_operand_dims=dn.scatter_dims_to_operand_dims + dn.operand_batching_dims,
+    )
+
+
+def _rewrite(prim: core.Primitive, index_form: Callable) -> Callable[[core.JaxprEqn], Callable | None]:
+    """The rewrite of a gather (operands: operand, indices) or scatter (operand, indices, updates)
+    with batching dimensions into its index form."""
+
     def rewrite(eqn: core.JaxprEqn) -> Callable | None:
         dn = eqn.params["dimension_numbers"]
         if not dn.operand_batching_dims or eqn.invars[1].aval.ndim == 0:
             return None
-        new_dn = ScatterDimensionNumbers(
-            update_window_dims=dn.update_window_dims,
-            inserted_window_dims=tuple(sorted(dn.inserted_window_dims + dn.operand_batching_dims)),
-            scatter_dims_to_operand_dims=dn.scatter_dims_to_operand_dims + dn.operand_batching_dims,
-            operand_batching_dims=(),
-            scatter_indices_batching_dims=(),
-        )
-        sib = dn.scatter_indices_batching_dims
+        new_dn = index_form(dn)
+        sib = dn[-1]  # start_indices_batching_dims / scatter_indices_batching_dims
 
-        def fun(operand: Any, indices: Any, updates: Any, **params: Any) -> Any:
+        def fun(operand: Any, indices: Any, *rest: Any, **params: Any) -> Any:
             params = dict(params, dimension_numbers=new_dn, indices_are_sorted=False)
-            return prim.bind(operand, _with_iotas(indices, sib), updates, **params)
+            return prim.bind(operand, _with_iotas(indices, sib), *rest, **params)
 
         return fun
 
     return rewrite
 
 
-mlir.register_rewrite(slicing.gather_p, _gather_rewrite)
+mlir.register_rewrite(slicing.gather_p, _rewrite(slicing.gather_p, gather_index_form))
 for _p in (
     slicing_scatter.scatter_p,
     slicing_scatter.scatter_add_p,
@@ -80,4 +75,4 @@ for _p in (
     slicing_scatter.scatter_min_p,
     slicing_scatter.scatter_max_p,
 ):
-    mlir.register_rewrite(_p, _scatter_rewrite(_p))
+    mlir.register_rewrite(_p, _rewrite(_p, scatter_index_form))

@@ -111,7 +111,7 @@ def batched_pred_body(
 
 
 def _update(e: core.JaxprEqn, kind: str, ax: int, old: Any, args: list, pred: Any) -> Any:
-    from fjax.lax import slicing, slicing_scatter  # noqa: PLC0415
+    from fjax.lax import _batching_dims, slicing, slicing_scatter  # noqa: PLC0415
 
     if kind == "dus":
         upd, idx = args[0], args[1:]
@@ -139,16 +139,9 @@ def _update(e: core.JaxprEqn, kind: str, ax: int, old: Any, args: list, pred: An
             live = lax.broadcast_in_dim(pred, shape, (ib,))
             pos = lax.select_n(live, lax.full(shape, D[0], ia.dtype), pos)
         cols.append(pos)
-    new_dn = slicing.ScatterDimensionNumbers(
-        update_window_dims=dn.update_window_dims,
-        inserted_window_dims=tuple(sorted(dn.inserted_window_dims + dn.operand_batching_dims)),
-        scatter_dims_to_operand_dims=dn.scatter_dims_to_operand_dims + dn.operand_batching_dims,
-        operand_batching_dims=(),
-        scatter_indices_batching_dims=(),
-    )
     params = dict(
         e.params,
-        dimension_numbers=new_dn,
+        dimension_numbers=_batching_dims.scatter_index_form(dn),
         mode=slicing.GatherScatterMode.FILL_OR_DROP,
         indices_are_sorted=False,
     )
