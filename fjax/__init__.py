@@ -170,7 +170,7 @@ from fjax._multihost import make_array_from_process_local_data  # noqa: E402
 def __getattr__(name: str):
     # fjax.scipy and fjax.image load scipy.signal/stats (~0.5 s): imported on first use, as attributes;
     # so is fjax.export (jax.export), which few programs use
-    if name in ("scipy", "image", "export"):
+    if name in ("scipy", "image", "export", "api_util"):
         import importlib
 
         return importlib.import_module(f"fjax.{name}")
@@ -178,7 +178,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), "scipy", "image", "export"])
+    return sorted([*globals(), "scipy", "image", "export", "api_util"])
 
 
 from fjax import tree, typing  # noqa: E402

@@ -48,7 +48,12 @@ float0 = dtypes.float0
 
 
 def typeof(x: Any) -> core.ShapedArray:
-    """The abstract value (shape, dtype, weak type) of ``x``, e.g. ``float32[3]``."""
+    """The abstract value (shape, dtype, weak type) of ``x``, e.g. ``float32[3]``; a key array's
+    is ``key<fry>[...]``."""
+    from fjax._prng import PRNGKeyArray
+
+    if isinstance(x, PRNGKeyArray):
+        return x.aval
     return core.get_aval(x)
 
 

@@ -88,7 +88,14 @@ def _long_name(dtype: np.dtype) -> str:
     return "float0" if dtype == dtypes.float0 else dtype.name
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base of abstract values (JAX's ``core.AbstractValue``): ``ShapedArray``, the token's
+    and a ref's abstract types."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and whether it is weakly typed."""
 
     __slots__ = ("shape", "dtype", "weak_type")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from fjax import _tree_register
+from fjax._core_values import AbstractValue
 
 __all__ = ["AbstractToken", "Token", "after_all", "create_token"]
 
@@ -27,7 +28,7 @@ class Token:
     __slots__ = ()
 
 
-class AbstractToken:
+class AbstractToken(AbstractValue):
     """The abstract type of a ``Token`` (printed ``Tok`` in JAX's jaxprs)."""
 
     shape: tuple = ()

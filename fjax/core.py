@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Sequence
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from fjax import dtypes
 from fjax._core_values import (  # noqa: F401 - the values are imported from fjax.core
+    AbstractValue,
     Array,
     ConcretizationTypeError,
     JAXIndexError,
@@ -232,7 +234,7 @@ def _wrap_out(out: Any, aval: ShapedArray) -> Array:
 class MainTrace:
     """One active transform on the trace stack."""
 
-    __slots__ = ("level", "trace_type", "global_data", "active", "debug_info")
+    __slots__ = ("level", "trace_type", "global_data", "active", "debug_info", "opaque", "__weakref__")
 
     def __init__(self, level: int, trace_type: type, global_data: Any = None, debug_info: str = ""):
         self.level = level
@@ -240,6 +242,7 @@ class MainTrace:
         self.global_data = global_data
         self.active = True
         self.debug_info = debug_info
+        self.opaque: OpaqueTraceState | None = None
 
     def __repr__(self) -> str:
         return f"MainTrace({self.level},{self.trace_type.__name__})"
@@ -390,6 +393,34 @@ def cache_in_context(maxsize: int) -> Callable[[Callable], Callable]:
         return in_context
 
     return deco
+
+
+class OpaqueTraceState:
+    """Which transform is innermost in this thread now (``get_opaque_trace_state``): equal to
+    another only when taken under the same transform (also after it ended). Holds it weakly."""
+
+    __slots__ = ("_main",)
+
+    def __init__(self, main: MainTrace) -> None:
+        self._main = weakref.ref(main)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpaqueTraceState) and self._main is other._main
+
+    def __hash__(self) -> int:
+        return id(self._main)
+
+    def __repr__(self) -> str:
+        return f"OpaqueTraceState({self._main()!r})"
+
+
+def get_opaque_trace_state(convention: Any = None) -> OpaqueTraceState:
+    """An opaque token for the innermost active transform of this thread (JAX's "current
+    trace"): libraries (flax) compare two to tell whether code runs under the same transform."""
+    main = _state.stack[-1]
+    if main.opaque is None:
+        main.opaque = OpaqueTraceState(main)
+    return main.opaque
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from fjax import core, dtypes
 __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get", "new_ref", "set", "swap"]
 
 
-class AbstractRef:
+class AbstractRef(core.AbstractValue):
     """The abstract value of a :class:`Ref`: the aval of its contents (``inner_aval``)."""
 
     __slots__ = ("inner_aval", "memory_space", "kind")

@@ -27,6 +27,7 @@ from fjax.core import (
     check_jaxpr,
     concrete_or_error,
     find_top_trace,
+    get_opaque_trace_state,
     jaxpr_as_fun,
 )
 from fjax.dtypes import kind as _dkind
@@ -36,6 +37,7 @@ __all__ = [
     "AbstractToken",
     "ClosedJaxpr",
     "DropVar",
+    "Effect",
     "InconclusiveDimensionOperation",
     "Jaxpr",
     "JaxprEqn",
@@ -50,6 +52,7 @@ __all__ = [
     "concrete_or_error",
     "find_top_trace",
     "gensym",
+    "get_opaque_trace_state",
     "jaxpr_as_fun",
     "jaxprs_in_params",
     "mapped_aval",
@@ -64,6 +67,12 @@ __all__ = [
     "unsafe_get_axis_names_DO_NOT_USE",
     "valid_jaxtype",
 ]
+
+
+class Effect:
+    """The base of side effects a primitive can declare (JAX's ``core.Effect``); libraries
+    subclass it to name their own (flax's variable effect). fjax tracks an equation's effects
+    by its primitive, so an ``Effect`` subclass is a name only."""
 
 
 def _array(x: _np.ndarray) -> Any:

@@ -360,3 +360,69 @@ def instantiate_const(trace: StagingTrace, x: Any) -> StagingTracer:
 def is_known(x: StagingTracer) -> bool:
     """Whether a tracer of a linearize-time staging trace stands for a known constant."""
     return x.const is not _no_const
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX's partial-value interface (``pe.PartialVal``, ``pe.trace_to_jaxpr_nounits``), for libraries
+# that split a function into what is known now and what is not (flax's ``lazy_init``, ``nn.scan``)
+
+
+class PartialVal(tuple):
+    """A value that is known (``(None, const)``) or only abstract (``(aval, None)``)."""
+
+    def __new__(cls, xs: tuple[Any, Any]) -> PartialVal:
+        return tuple.__new__(cls, xs)
+
+    @classmethod
+    def known(cls, const: Any) -> PartialVal:
+        return cls((None, const))
+
+    @classmethod
+    def unknown(cls, aval: ShapedArray) -> PartialVal:
+        return cls((aval, None))
+
+    def is_known(self) -> bool:
+        return self[0] is None
+
+    def get_known(self) -> Any:
+        """The known value, or None."""
+        return self[1] if self[0] is None else None
+
+    def get_aval(self) -> ShapedArray:
+        return core.get_aval(self[1]) if self[0] is None else self[0]
+
+
+def trace_to_jaxpr_nounits(
+    fun: Any, pvals: Sequence[PartialVal], instantiate: bool | Sequence[bool] = False
+) -> tuple[Jaxpr, list[PartialVal], list]:
+    """Run ``fun`` (a ``WrappedFun`` or callable of flat arguments) with the known ``pvals`` as
+    values and the unknown ones abstract: what depends only on known values is computed now, the
+    rest is staged. Returns ``(jaxpr, out_pvals, consts)``; the jaxpr takes the unknown inputs
+    (after ``consts``) and gives the unknown outputs (and those ``instantiate`` forces)."""
+    call = fun.call_wrapped if hasattr(fun, "call_wrapped") else fun
+    builder = JaxprBuilder()
+    with core.new_main(StagingTrace, builder, "trace_to_jaxpr_nounits") as main:
+        trace = StagingTrace(main)
+        args, in_tracers = [], []
+        for pv in pvals:
+            if pv.is_known():
+                args.append(pv.get_known())
+            else:
+                t = trace.new_arg(pv[0])
+                in_tracers.append(t)
+                args.append(t)
+        outs = list(call(*args))
+        insts = [instantiate] * len(outs) if isinstance(instantiate, bool) else list(instantiate)
+        out_pvals, out_tracers = [], []
+        for o, inst in core.safe_zip(outs, insts):
+            own = _is_own(o, main)
+            if own and is_known(o) and not inst:
+                out_pvals.append(PartialVal.known(o.const))
+            elif own or inst:
+                t = instantiate_const(trace, o)
+                out_tracers.append(t)
+                out_pvals.append(PartialVal.unknown(t.aval))
+            else:
+                out_pvals.append(PartialVal.known(o))
+        jaxpr, consts = builder.build(in_tracers, out_tracers)
+    return jaxpr, out_pvals, consts

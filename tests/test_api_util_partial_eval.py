@@ -1,0 +1,122 @@
+"""``jax.api_util``, ``partial_eval.PartialVal``/``trace_to_jaxpr_nounits``, the opaque trace
+state and the small APIs flax builds on (``typeof`` of key arrays, ``experimental.layout``)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fjax
+import fjax.numpy as jnp
+from fjax import api_util, core, tree_util
+from fjax.experimental import layout
+from fjax.extend import core as jex_core
+from fjax.extend import linear_util as lu
+from fjax.interpreters import partial_eval as pe
+
+
+@given(st.floats(-3, 3), st.floats(-3, 3))
+def test_trace_to_jaxpr_nounits_splits_known_from_unknown(a, b):
+    calls = []
+
+    def f(x, y):
+        k = jnp.sin(x) * 2.0  # known: computed now
+        calls.append(k)
+        return k, k * y + jnp.cos(y), x + 1.0
+
+    pvals = [pe.PartialVal.known(jnp.float32(a)), pe.PartialVal.unknown(core.ShapedArray((), np.float32))]
+    jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(lu.wrap_init(f), pvals)
+    assert [pv.is_known() for pv in out_pvals] == [True, False, True]
+    np.testing.assert_allclose(out_pvals[0].get_known(), 2 * np.sin(np.float32(a)), rtol=1e-6)
+    np.testing.assert_allclose(out_pvals[2].get_known(), np.float32(a) + 1, rtol=1e-6)
+    assert out_pvals[1][0] == core.ShapedArray((), np.float32)
+    assert len(jaxpr.invars) == 1 and len(jaxpr.outvars) == 1
+    (out,) = core.eval_jaxpr(jaxpr, consts, jnp.float32(b))
+    expect = 2 * np.sin(np.float32(a)) * np.float32(b) + np.cos(np.float32(b))
+    np.testing.assert_allclose(out, expect, rtol=1e-5, atol=1e-6)
+    assert not isinstance(calls[0], core.Tracer)  # the known part ran eagerly
+
+
+def test_trace_to_jaxpr_nounits_instantiate_and_callable():
+    def f(x):
+        return [x * 3.0]
+
+    jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(f, [pe.PartialVal.known(2.0)], instantiate=True)
+    assert not out_pvals[0].is_known() and len(jaxpr.invars) == 0
+    np.testing.assert_allclose(core.eval_jaxpr(jaxpr, consts)[0], 6.0)
+
+
+def test_partial_val_accessors():
+    k = pe.PartialVal.known(np.ones(3, np.float32))
+    u = pe.PartialVal.unknown(core.ShapedArray((2,), np.int32))
+    assert k.is_known() and not u.is_known() and u.get_known() is None
+    assert k.get_aval().shape == (3,) and u.get_aval() == core.ShapedArray((2,), np.int32)
+    assert k[0] is None and u[1] is None
+
+
+def test_flatten_fun_and_debug_info():
+    def f(a, b, *, c):
+        return {"s": a["x"] + b, "c": c * 2}
+
+    args, kwargs = ({"x": 1.0}, 2.0), {"c": 3.0}
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    dbg = api_util.debug_info("test", f, args, kwargs)
+    assert dbg.traced_for == "test" and dbg.func_name == "f"
+    assert dbg.arg_names == ("a['x']", "b", "c")
+    flat, out_tree = api_util.flatten_fun(lu.wrap_init(f, debug_info=dbg), tree)
+    out = flat.call_wrapped(*leaves)
+    assert tree_util.tree_unflatten(out_tree(), out) == {"s": 3.0, "c": 6.0}
+    flat2, out_tree2 = api_util.flatten_fun_nokwargs(
+        lu.wrap_init(lambda a, b: (b, a)), tree_util.tree_structure((1, 2))
+    )
+    assert flat2.call_wrapped(5, 6) == [6, 5] and out_tree2() == tree_util.tree_structure((0, 0))
+
+
+def test_argnums_partial_donation_and_rebase():
+    f = lu.wrap_init(lambda a, b, c: a * 100 + b * 10 + c)
+    g, dyn = api_util.argnums_partial(f, (0, 2), (1, 2, 3))
+    assert dyn == (1, 3) and g.call_wrapped(4, 5) == 425
+    tree = tree_util.tree_structure(((1.0, (2.0, 3.0)), {"k": 4.0}))
+    assert api_util.donation_vector((1,), ("k",), tree) == (False, True, True, True)
+    assert api_util.rebase_donate_argnums((3, 5), (0, 4)) == (2, 3)
+    with pytest.raises(ValueError):
+        api_util.rebase_donate_argnums((1,), (1,))
+    assert api_util.shaped_abstractify(fjax.ShapeDtypeStruct((2, 3), np.float32)) == core.ShapedArray(
+        (2, 3), np.float32
+    )
+    assert api_util.shaped_abstractify(jnp.ones(4, jnp.int32)) == core.ShapedArray((4,), np.int32)
+
+
+def test_opaque_trace_state_tells_transforms_apart():
+    top = jex_core.get_opaque_trace_state()
+    assert top == jex_core.get_opaque_trace_state(convention="flax")
+    seen = {}
+
+    def f(x):
+        seen["in"] = jex_core.get_opaque_trace_state()
+        seen["again"] = jex_core.get_opaque_trace_state()
+        return x * 2
+
+    for transform in (fjax.jit, fjax.grad, fjax.vmap):
+        seen.clear()
+        transform(f)(jnp.ones(()) if transform is fjax.grad else jnp.ones(3))
+        assert seen["in"] == seen["again"]
+        assert seen["in"] != top
+    assert jex_core.get_opaque_trace_state() == top
+
+
+def test_typeof_key_arrays():
+    k = fjax.random.key(0)
+    assert repr(fjax.typeof(k)) == "ShapedArray(key<fry>[])"
+    ks = fjax.random.split(k, 3)
+    a = fjax.typeof(ks)
+    assert a.shape == (3,) and a.dtype == k.dtype and a.str_short() == "key<fry>[3]"
+    assert isinstance(a, core.AbstractValue) and isinstance(fjax.typeof(jnp.ones(2)), core.AbstractValue)
+
+
+def test_layout_is_recorded_and_changes_no_value():
+    x = jnp.arange(6.0).reshape(2, 3)
+    lay = layout.Layout(major_to_minor=(1, 0))
+    fmt = layout.Format(lay, None)
+    assert fmt == layout.Format(layout.Layout((1, 0)), None) and fmt != layout.Format(layout.Layout((0, 1)))
+    np.testing.assert_array_equal(layout.with_layout_constraint(x, lay), x)
