@@ -13,6 +13,7 @@ import warnings
 
 from numpy.exceptions import ComplexWarning
 
+from fjax import _out_sharding
 from fjax.lax._dot_algorithms import canonicalize_precision, check_accuracy
 from fjax.lax.lax import *  # noqa: F403 - the primitives, rules and imports these wrappers use
 from fjax.lax.lax import (  # noqa: F401
@@ -388,19 +389,29 @@ def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
 
 
 def dot_general(
-    lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None, preferred_element_type: Any = None
+    lhs: Any,
+    rhs: Any,
+    dimension_numbers: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    *,
+    out_sharding: Any = None,
 ) -> Any:
     """General tensor contraction: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
     The output has the batch dims, then lhs free dims, then rhs free dims. ``precision`` is kept
     on the equation in JAX's canonical form (``_dot_algorithms.canonicalize_precision``; None
     takes config ``jax_default_matmul_precision``); the CPU computes every accepted one alike.
+    ``out_sharding``: the result's sharding (fjax/_out_sharding.py).
     """
+    if out_sharding is not None:
+        _out_sharding.canonicalize(out_sharding, "dot_general")
     if preferred_element_type is None:
         lhs, rhs = _dot_operands_common_dtype(lhs, rhs)
     else:
         preferred_element_type = dtypes.canonicalize_user_dtype(_np_type(preferred_element_type), "dot")
-    return _dot_general(lhs, rhs, dimension_numbers, canonicalize_precision(precision), preferred_element_type)
+    out = _dot_general(lhs, rhs, dimension_numbers, canonicalize_precision(precision), preferred_element_type)
+    return out if out_sharding is None else _out_sharding.apply(out, out_sharding, "dot_general")
 
 
 def _dot_type_rank(dt: np.dtype) -> tuple:
@@ -440,8 +451,19 @@ def _dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any, pre
     )
 
 
-def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """Vector/matrix dot product (contracting lhs's last dim with rhs's first)."""
+def dot(
+    lhs: Any,
+    rhs: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    *,
+    dimension_numbers: Any = None,
+    out_sharding: Any = None,
+) -> Any:
+    """Vector/matrix dot product (contracting lhs's last dim with rhs's first), or the general
+    contraction ``dimension_numbers`` (as ``dot_general``) when given."""
+    if dimension_numbers is not None:
+        return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type, out_sharding=out_sharding)
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
     # ValueError, as JAX's lax.dot raises for anything but a plain matrix/vector product
     if la.ndim not in (1, 2) or ra.ndim not in (1, 2) or la.shape[-1] != ra.shape[0]:
@@ -451,7 +473,8 @@ def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any =
         )
     if preferred_element_type is not None:
         preferred_element_type = dtypes.canonicalize_user_dtype(_np_type(preferred_element_type), "dot")
-    return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision, preferred_element_type)
+    dn = (((la.ndim - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dn, precision, preferred_element_type, out_sharding=out_sharding)
 
 
 def stop_gradient(x: Any) -> Any:

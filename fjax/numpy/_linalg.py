@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -61,6 +61,7 @@ def _mul(x: Any, y: Any) -> Any:
     return lax.mul(_util.broadcast_to_shape(x, shp), _util.broadcast_to_shape(y, shp))
 
 
+@_out_sharding.takes_out_sharding("matmul")
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Matrix product with numpy's rules: 1-D operands are promoted to matrices (and the added
     dimension removed), leading dimensions broadcast as batch dimensions."""
@@ -112,6 +113,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     return out
 
 
+@_out_sharding.takes_out_sharding("dot")
 def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """numpy.dot: scalars multiply; otherwise contract the last axis of ``a`` with the last
     (for 1-D ``b``) or second-to-last axis of ``b``."""
@@ -197,6 +199,7 @@ def _axes_list(fn: str, ax: Any, nd: int) -> tuple[int, ...]:
     return tuple(_util.canonicalize_axis(operator.index(i), nd, fn) for i in ax)
 
 
+@_out_sharding.takes_out_sharding("tensordot")
 def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``.
 
@@ -394,6 +397,7 @@ def _sum_labels(x: Any, labels: str, drop: set) -> tuple[Any, str]:
     return x, "".join(c for c in labels if c not in drop)
 
 
+@_out_sharding.takes_out_sharding("einsum")
 def einsum(
     subscripts: Any,
     /,
