@@ -190,13 +190,18 @@ del _dt
 
 
 class _ArrayMeta(type):
-    """``isinstance(x, jnp.ndarray)`` is true for fjax Arrays and for tracers, as in JAX."""
+    """``isinstance(x, jnp.ndarray)`` is true for fjax Arrays, for tracers and for typed key
+    arrays (arrays of a key dtype), as in JAX."""
 
     def __instancecheck__(cls, instance: Any) -> builtins.bool:
-        return isinstance(instance, (Array, Tracer))
+        from fjax._prng import PRNGKeyArray
+
+        return isinstance(instance, (Array, Tracer, PRNGKeyArray))
 
     def __subclasscheck__(cls, subclass: type) -> builtins.bool:
-        return cls is subclass or issubclass(subclass, (Array, Tracer))
+        from fjax._prng import PRNGKeyArray
+
+        return cls is subclass or issubclass(subclass, (Array, Tracer, PRNGKeyArray))
 
 
 class ndarray(metaclass=_ArrayMeta):
