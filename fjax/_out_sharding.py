@@ -12,9 +12,7 @@ sharding requires), a traced one is checked against it and passes unchanged (as 
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any, Callable
+from typing import Any
 
 from fjax import core
 
@@ -93,6 +91,8 @@ def apply(x: Any, sharding: Any, api_name: str) -> Any:
     s = canonicalize(sharding, api_name)
     if s is None:
         return x
+    if isinstance(x, (tuple, list)):  # (several results, as lax.reduce of several operands)
+        return type(x)(apply(v, sharding, api_name) for v in x)
     shape = tuple(core.get_aval(x).shape)
     if isinstance(s, tuple):  # a spec over an abstract mesh: nothing to place it on
         mesh, spec = s
@@ -119,47 +119,18 @@ def check_device_and_sharding(device: Any, out_sharding: Any) -> None:
     """JAX's error when both ``device=`` and ``out_sharding=`` are given (``jnp.zeros`` and co)."""
     if device is not None and out_sharding is not None:
         raise ValueError(
-            f"Only one of `device` or `out_sharding` can be set. Got device={device} and out_sharding={out_sharding}"
+            "Only one of `device` or `out_sharding` can be set. "
+            f"Got device={device!r} and out_sharding={out_sharding!r}"
         )
 
 
-def takes_out_sharding(api_name: str, name: str = "out_sharding", positional: bool = False) -> Callable:
-    """Decorator: ``fn`` gains the parameter ``name`` (keyword-only, or, with ``positional``, the
-    last positional one, as JAX's ``conv_general_dilated`` / ``lax.reduce`` have it); its result is
-    laid out with the sharding given (``apply``). ``inspect.signature`` shows the parameter."""
+def place(x: Any, sharding: Any, api_name: str) -> Any:
+    """``lax.full``'s ``sharding=``: an eager result is put with any concrete sharding (as
+    ``device_put``); a traced one is returned as it is (JAX ignores the sharding under ``jit``)."""
+    if sharding is None or isinstance(x, core.Tracer):
+        return x
+    from fjax._devices import _is_sharding, device_put  # noqa: PLC0415
 
-    def deco(fn: Callable) -> Callable:
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())
-        kinds = [p.kind for p in params]
-        if positional:
-            n_pos = sum(k in (_POS_ONLY, _POS_OR_KW) for k in kinds)
-            new = inspect.Parameter(name, _POS_OR_KW, default=None)
-            params.insert(n_pos, new)
-        else:
-            new = inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
-            at = len(params) - (kinds[-1] == inspect.Parameter.VAR_KEYWORD if kinds else 0)
-            params.insert(at, new)
-            n_pos = None
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            s = kwargs.pop(name, None)
-            if n_pos is not None and len(args) > n_pos:
-                if s is not None:
-                    raise TypeError(f"{api_name}() got multiple values for argument '{name}'")
-                s = args[n_pos]
-                args = args[:n_pos] + args[n_pos + 1 :]
-            if s is None:
-                return fn(*args, **kwargs)
-            canonicalize(s, api_name)  # (its errors before any work)
-            return apply(fn(*args, **kwargs), s, api_name)
-
-        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-        return wrapper
-
-    return deco
-
-
-_POS_ONLY = inspect.Parameter.POSITIONAL_ONLY
-_POS_OR_KW = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    if not _is_sharding(sharding):
+        raise TypeError(f"{api_name}: sharding must be a jax.sharding.Sharding, got {sharding!r}")
+    return device_put(x, sharding)

@@ -45,6 +45,38 @@ _SHARDED = [
     ("jnp.matmul", lambda s: jnp.matmul(_A, _B, out_sharding=s), _A @ _B),
     ("jnp.tensordot", lambda s: jnp.tensordot(_A, _B, 1, out_sharding=s), _A @ _B),
     ("jnp.einsum", lambda s: jnp.einsum("ij,jk->ik", _A, _B, out_sharding=s), _A @ _B),
+    ("lax.broadcast", lambda s: lax.broadcast(_B[0], (4,), out_sharding=s), np.broadcast_to(_B[0], (4, 2))),
+    (
+        "lax.broadcast_in_dim",
+        lambda s: lax.broadcast_in_dim(_A[:, 0], (4, 5), (0,), out_sharding=s),
+        np.broadcast_to(_A[:, :1], (4, 5)),
+    ),
+    (
+        "lax.broadcasted_iota",
+        lambda s: lax.broadcasted_iota(np.int32, (4, 3), 1, out_sharding=s),
+        np.broadcast_to(np.arange(3, dtype=np.int32), (4, 3)),
+    ),
+    ("lax.reduce_sum", lambda s: lax.reduce_sum(_A, (1,), out_sharding=s), _A.sum(1)),
+    ("lax.reduce", lambda s: lax.reduce(_A, np.float32(0), lax.add, (1,), s), _A.sum(1)),
+    ("lax.reshape", lambda s: lax.reshape(_A, (6, 2), out_sharding=s), _A.reshape(6, 2)),
+    ("lax.empty", lambda s: lax.empty((4, 3), np.float32, out_sharding=s), np.zeros((4, 3), np.float32)),
+    (
+        "lax.conv_general_dilated",
+        lambda s: lax.conv_general_dilated(
+            _A[:, None, None], np.ones((1, 1, 1, 2), np.float32), (1, 1), "VALID", out_sharding=s
+        ),  # fmt: skip
+        (_A[:, :-1] + _A[:, 1:])[:, None, None],
+    ),
+    ("jnp.zeros", lambda s: jnp.zeros((4, 3), out_sharding=s), np.zeros((4, 3))),
+    ("jnp.ones", lambda s: jnp.ones(4, np.int32, out_sharding=s), np.ones(4)),
+    ("jnp.empty", lambda s: jnp.empty((2, 2), out_sharding=s), np.zeros((2, 2))),
+    ("jnp.full", lambda s: jnp.full((4,), 7.0, out_sharding=s), np.full(4, 7.0)),
+    ("jnp.zeros_like", lambda s: jnp.zeros_like(_A, out_sharding=s), 0 * _A),
+    ("jnp.ones_like", lambda s: jnp.ones_like(_A, out_sharding=s), 0 * _A + 1),
+    ("jnp.full_like", lambda s: jnp.full_like(_A, 3, out_sharding=s), 0 * _A + 3),
+    ("jnp.arange", lambda s: jnp.arange(1, 9, 2, out_sharding=s), np.arange(1, 9, 2)),
+    ("jnp.array", lambda s: jnp.array([[1, 2], [3, 4]], out_sharding=s), np.array([[1, 2], [3, 4]])),
+    ("jnp.asarray", lambda s: jnp.asarray(_A, out_sharding=s), _A),
 ]
 
 
@@ -62,7 +94,8 @@ def test_out_sharding(mesh, name, f, want):
     assert not isinstance(r.sharding, NamedSharding)
     # traced: the value passes unchanged
     np.testing.assert_allclose(np.asarray(fjax.jit(lambda: f(s))()), want, rtol=1e-6)
-    assert "out_sharding" in inspect.signature(eval(name.split()[0], {"lax": lax, "jnp": jnp})).parameters
+    fn = eval(name.split()[0], {"lax": lax, "jnp": jnp})
+    assert "out_sharding" in inspect.signature(fn).parameters
 
 
 def test_out_sharding_errors(mesh):
@@ -86,3 +119,54 @@ def test_out_sharding_grad_vmap(mesh):
     np.testing.assert_allclose(np.asarray(g), np.broadcast_to(_B.sum(1), (4, 3)), rtol=1e-6)
     v = fjax.vmap(lambda a: jnp.einsum("ij,jk->ik", a, _B, out_sharding=s))(np.stack([_A, 2 * _A]))
     np.testing.assert_allclose(np.asarray(v), np.stack([_A @ _B, 2 * _A @ _B]), rtol=1e-6)
+
+
+def test_lax_full_sharding(mesh):
+    s = NamedSharding(mesh, P("x"))
+    r = lax.full((4,), 2.0, sharding=s)
+    assert r.sharding == s and np.array_equal(np.asarray(r), np.full(4, 2.0))
+    d1 = fjax.sharding.SingleDeviceSharding(fjax.devices()[1])
+    assert lax.full((3,), 1, np.int32, sharding=d1).sharding == d1  # any concrete sharding, as device_put
+    r = lax.full_like(_A, 5.0, None, None, s)
+    assert r.sharding == s and np.array_equal(np.asarray(r), np.full((4, 3), 5.0))
+    # a sharded x passes its sharding on (x strongly typed, same shape), as JAX
+    x = fjax.device_put(jnp.arange(4.0), s)
+    assert lax.full_like(x, 1.0).sharding == s
+    assert not isinstance(lax.full_like(_A, 1.0).sharding, NamedSharding)
+    # traced: ignored (as JAX's docstring says)
+    np.testing.assert_array_equal(np.asarray(fjax.jit(lambda: lax.full((4,), 2.0, sharding=s))()), np.full(4, 2.0))
+    with pytest.raises(ValueError, match="Only one of `device` or `out_sharding`"):
+        jnp.zeros(4, device=fjax.devices()[0], out_sharding=s)
+
+
+# ---------------------------------------------------------------------------------------------
+# keywords with values
+
+
+def test_lax_mul_out_dtype():
+    a = np.array([100, -100, 7], np.int8)
+    b = np.array([100, 3, -2], np.int16)
+    r = lax.mul(a, a, out_dtype=np.int32)
+    assert r.dtype == np.int32 and np.array_equal(np.asarray(r), a.astype(np.int32) ** 2)
+    r = lax.mul(a, b, out_dtype=np.float32)  # different operand dtypes are converted first
+    assert r.dtype == np.float32 and np.array_equal(np.asarray(r), a.astype(np.float32) * b)
+    assert lax.mul(a, a).dtype == np.int8
+    g = fjax.grad(lambda x: lax.mul(x, x, out_dtype=np.float32))(np.float16(3.0))
+    assert g.dtype == np.float16 and float(g) == 6.0
+
+
+def test_renamed_parameters():
+    x, y = np.array([7.0, -7.5, 3.0], np.float32), np.array([2.0, 2.0, -0.5], np.float32)
+    for name, ref in [("divide", np.divide), ("true_divide", np.true_divide), ("floor_divide", np.floor_divide),
+                      ("mod", np.mod), ("remainder", np.remainder), ("fmod", np.fmod), ("power", np.power),
+                      ("pow", np.power), ("fmax", np.fmax), ("fmin", np.fmin), ("hypot", np.hypot)]:  # fmt: skip
+        f = getattr(jnp, name)
+        assert list(inspect.signature(f).parameters)[:2] == ["x1", "x2"], name
+        np.testing.assert_allclose(np.asarray(f(x, y)), ref(x, y), rtol=1e-6, err_msg=name)
+    q, r = jnp.divmod(x, y)
+    np.testing.assert_allclose(np.asarray(q), np.floor_divide(x, y))
+    np.testing.assert_allclose(np.asarray(r), np.mod(x, y))
+    assert list(inspect.signature(jnp.right_shift).parameters) == ["x1", "x2"]
+    assert np.array_equal(np.asarray(jnp.right_shift(np.int32(-64), 3)), np.right_shift(-64, 3))
+    assert list(inspect.signature(jnp.nextafter).parameters) == ["x", "y"]
+    assert float(lax.nextafter(x1=np.float32(1), x2=np.float32(2))) == np.nextafter(np.float32(1), np.float32(2))

@@ -15,7 +15,7 @@ from typing import Any, Union
 import numpy as np
 
 import fjax.lax as lax
-from fjax import core
+from fjax import _out_sharding, core
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching, mlir
 from fjax.lax.lax import _broadcast_shapes_rule, _const, _convert_element_type_weak
@@ -267,11 +267,15 @@ def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:
     return dtypes.canonicalize_dtype(dt) if canonicalize else dt
 
 
-def empty(dtype: Any) -> Any:  # noqa: F811
-    """A scalar of ``dtype`` whose value must not be relied on (fjax gives 0)."""
+def empty(shape: Any, dtype: Any, *, out_sharding: Any = None) -> Any:  # noqa: F811
+    """An array of ``shape`` and ``dtype`` whose values must not be relied on (fjax gives zeros);
+    ``out_sharding``: its sharding (fjax/_out_sharding.py)."""
     from fjax import dtypes
 
-    return core.Array(np.zeros((), dtypes.canonicalize_dtype(dtype)), False)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    dt = dtypes.canonicalize_user_dtype(dtype, "empty")
+    out = lax.broadcast_in_dim(core.Array(np.zeros((), dt), False), shape, ())
+    return _out_sharding.apply(out, out_sharding, "empty")
 
 
 def optimization_barrier(operand: Any) -> Any:
@@ -349,13 +353,17 @@ def _call(computation: Any, a: list[Any], b: list[Any]) -> list[Any]:
     return list(out)
 
 
-def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequence[int]) -> Any:
+def reduce(
+    operands: Any, init_values: Any, computation: Any, dimensions: Sequence[int], out_sharding: Any = None
+) -> Any:
     """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from ``init_values``.
 
     ``computation`` must be associative and commutative (as JAX requires); it is applied to
     whole arrays, so any function of fjax ops works, with every transform. Several operands
     (a tuple) are reduced together, ``computation`` taking and returning tuples.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(reduce(operands, init_values, computation, dimensions), out_sharding, "reduce")
     from fjax import _tree_lifted as tu
 
     flat_ops, tree = tu.tree_flatten(operands)

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Primitive, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -611,6 +611,7 @@ def conv_general_dilated(
     batch_group_count: int = 1,
     precision: Any = None,
     preferred_element_type: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
     """General n-dimensional convolution with strides, padding, input (lhs) and kernel (rhs)
     dilation, feature groups and batch groups, following ``jax.lax.conv_general_dilated``.
@@ -619,6 +620,24 @@ def conv_general_dilated(
     crop). ``dimension_numbers`` is None (NCHW / OIHW / NCHW), a ``ConvDimensionNumbers`` or three
     spec strings like ``('NHWC', 'HWIO', 'NHWC')``.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            conv_general_dilated(
+                lhs,
+                rhs,
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dimension_numbers,
+                feature_group_count,
+                batch_group_count,
+                precision,
+                preferred_element_type,
+            ),
+            out_sharding,
+            "conv_general_dilated",
+        )
     preferred_element_type = _user_pet(preferred_element_type)
     la, ra = core.get_aval(lhs), core.get_aval(rhs)
     dnums = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)

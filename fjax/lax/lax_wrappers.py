@@ -148,14 +148,30 @@ def _mk_binary(prim: Primitive, doc: str, check: Callable | None = None) -> Call
 
 add = _mk_binary(add_p, "Elementwise addition x + y.")
 sub = _mk_binary(sub_p, "Elementwise subtraction x - y.")
-mul = _mk_binary(mul_p, "Elementwise multiplication x * y.")
+
+
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    """Elementwise multiplication x * y; with ``out_dtype``, both operands are converted to it first
+    (so operands of different dtypes are accepted then), as JAX does on the CPU."""
+    if out_dtype is not None:
+        dt = dtypes.canonicalize_user_dtype(_np_type(out_dtype), "mul")
+        x, y = convert_element_type(x, dt), convert_element_type(y, dt)
+    return _bind(mul_p, x, y)
+
+
 div = _mk_binary(div_p, "Elementwise division x / y (integer division rounds toward zero).")
 rem = _mk_binary(rem_p, "Elementwise remainder with the sign of the dividend (C fmod).")
 pow = _mk_binary(pow_p, "Elementwise power x**y.")  # noqa: A001
 max = _mk_binary(max_p, "Elementwise maximum (NaN-propagating).")  # noqa: A001
 min = _mk_binary(min_p, "Elementwise minimum (NaN-propagating).")  # noqa: A001
 atan2 = _mk_binary(atan2_p, "Elementwise arctangent of x / y, in the right quadrant.")
-nextafter = _mk_binary(nextafter_p, "Next representable value after x in the direction of y.")
+
+
+def nextafter(x1: Any, x2: Any) -> Any:
+    """Next representable value after x1 in the direction of x2."""
+    return _bind(nextafter_p, x1, x2)
+
+
 eq = _mk_binary(eq_p, "Elementwise x == y.")
 ne = _mk_binary(ne_p, "Elementwise x != y.")
 # the ordering comparisons without the operand check below: fjax's own callers (jnp.less,
@@ -252,20 +268,26 @@ def _convert_element_type_weak(operand: Any, new_dtype: Any, weak_type: bool) ->
     return _bind(convert_element_type_p, operand, new_dtype=new_dtype, weak_type=weak_type)
 
 
-def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> Any:
-    """Broadcast ``operand`` to ``shape``, operand dim i going to ``broadcast_dimensions[i]``."""
+def broadcast_in_dim(
+    operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int], *, out_sharding: Any = None
+) -> Any:
+    """Broadcast ``operand`` to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
+    (``out_sharding``: the result's sharding, fjax/_out_sharding.py)."""
     shape = tuple(int(s) for s in shape)
     bd = tuple(int(d) for d in broadcast_dimensions)
     if core.get_aval(operand).shape == shape and bd == tuple(range(len(shape))):
-        return operand
-    return _bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
+        out = operand
+    else:
+        out = _bind(broadcast_in_dim_p, operand, shape=shape, broadcast_dimensions=bd)
+    return out if out_sharding is None else _out_sharding.apply(out, out_sharding, "broadcast_in_dim")
 
 
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Add leading dimensions of the given sizes."""
     nd = core.get_aval(operand).ndim
     sizes = tuple(sizes)
-    return broadcast_in_dim(operand, sizes + core.get_aval(operand).shape, tuple(range(len(sizes), len(sizes) + nd)))
+    out = broadcast_in_dim(operand, sizes + core.get_aval(operand).shape, tuple(range(len(sizes), len(sizes) + nd)))
+    return out if out_sharding is None else _out_sharding.apply(out, out_sharding, "broadcast")
 
 
 def broadcast_to_rank(x: Any, rank: int) -> Any:
@@ -273,14 +295,18 @@ def broadcast_to_rank(x: Any, rank: int) -> Any:
     return x if nd == rank else broadcast(x, (1,) * (rank - nd))
 
 
-def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+def reshape(
+    operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *, out_sharding: Any = None
+) -> Any:
     """Reshape (after transposing by ``dimensions`` if given)."""
     new_sizes = tuple(int(s) for s in new_sizes)
     aval = core.get_aval(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
     if aval.shape == new_sizes and dims is None:
-        return operand
-    return _bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
+        out = operand
+    else:
+        out = _bind(reshape_p, operand, new_sizes=new_sizes, dimensions=dims)
+    return out if out_sharding is None else _out_sharding.apply(out, out_sharding, "reshape")
 
 
 def transpose(operand: Any, permutation: Sequence[int]) -> Any:
@@ -328,8 +354,11 @@ def iota(dtype: Any, size: int) -> Any:
     return broadcasted_iota(dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"), (int(size),), 0)
 
 
-def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sharding: Any = None) -> Any:
     """An array of ``shape`` whose values count along ``dimension``."""
+    if out_sharding is not None:
+        out = broadcasted_iota(dtype, shape, dimension)
+        return _out_sharding.apply(out, out_sharding, "broadcasted_iota")
     return core.bind(
         iota_p,
         (),
@@ -341,9 +370,10 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
     )
 
 
-def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
     """Sum over ``axes``."""
-    return _bind(reduce_sum_p, operand, axes=tuple(int(a) for a in axes))
+    out = _bind(reduce_sum_p, operand, axes=tuple(int(a) for a in axes))
+    return out if out_sharding is None else _out_sharding.apply(out, out_sharding, "reduce_sum")
 
 
 def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
@@ -490,8 +520,11 @@ def stop_gradient(x: Any) -> Any:
     return tree_util.tree_map(stop, x)
 
 
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``."""
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: Any = None) -> Any:
+    """An array of ``shape`` filled with ``fill_value``; an eager result is placed with ``sharding``
+    (any sharding, as ``device_put``), which is ignored under ``jit`` (as JAX's documentation says)."""
+    if sharding is not None:
+        return _out_sharding.place(full(shape, fill_value, dtype), sharding, "lax.full")
     shape = tuple(int(s) for s in shape)
     if dtype is None:
         fv = fill_value if isinstance(fill_value, (core.Tracer, core.Array)) else core.to_array(fill_value, "lax.full")
@@ -511,8 +544,21 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     return broadcast_in_dim(core.Array(val, weak), shape, ())
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None) -> Any:
-    """An array like ``x`` (shape and dtype, weak type kept) filled with ``fill_value``."""
+def full_like(
+    x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None, sharding: Any = None
+) -> Any:
+    """An array like ``x`` (shape and dtype, weak type kept) filled with ``fill_value``; placed with
+    ``sharding`` as ``full`` (none given: with ``x``'s mesh sharding when ``x`` has one and the
+    shape is ``x``'s, as JAX)."""
+    if sharding is None and isinstance(x, core.Array) and shape is None:
+        xs = getattr(x, "_sharding", None)  # (a ShardedArray's)
+        if xs is not None and hasattr(xs, "mesh") and not x.weak_type:
+            sharding = xs
+    out = _full_like(x, fill_value, dtype, shape)
+    return out if sharding is None else _out_sharding.place(out, sharding, "lax.full_like")
+
+
+def _full_like(x: Any, fill_value: Any, dtype: Any, shape: Sequence[int] | None) -> Any:
     aval = core.get_aval(x)
     if dtype is None:
         dt = aval.dtype

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
@@ -292,12 +292,18 @@ def array(
     ndmin: int = 0,
     *,
     device: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
     """Create an fjax array from an array, a Python scalar or a nested list/tuple of them.
 
     Python scalars give weakly typed arrays (as JAX); lists and tuples give strongly typed
     arrays of the promoted dtype of their elements; ``dtype`` forces (and strengthens) a dtype.
+    ``out_sharding``: the result's sharding (fjax/_out_sharding.py).
     """
+    if out_sharding is not None:
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        out = array(object, dtype, copy, order, ndmin)
+        return _out_sharding.apply(out, out_sharding, "jnp.array")
     del device
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
@@ -372,9 +378,19 @@ def _replace_leaves(obj: Any, it: Any) -> Any:
 
 
 def asarray(
-    a: Any, dtype: Any = None, order: str | None = None, *, copy: builtins.bool | None = None, device: Any = None
+    a: Any,
+    dtype: Any = None,
+    order: str | None = None,
+    *,
+    copy: builtins.bool | None = None,
+    device: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
     """Convert ``a`` to an fjax array without copying when it already is one."""
+    if out_sharding is not None:
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        out = asarray(a, dtype, order, copy=copy)
+        return _out_sharding.apply(out, out_sharding, "jnp.asarray")
     if type(a) is Array or isinstance(a, Tracer):
         if dtype is None:
             return a
@@ -415,23 +431,35 @@ def _default_dtype(dt: Any, default: np.dtype, fn: str) -> np.dtype:
     return default if dt is None else _canon_dtype_arg(dt, fn, 3)
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of zeros (float32 by default)."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(zeros(shape, dtype, device=device), out_sharding, "jnp.zeros")
     return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def ones(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of ones (float32 by default)."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(ones(shape, dtype, device=device), out_sharding, "jnp.ones")
     return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of the given shape; fjax fills it with zeros."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(empty(shape, dtype, device=device), out_sharding, "jnp.empty")
     return zeros(shape, _canon_dtype_arg(dtype, "empty"))
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (which may be an array broadcast to it)."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(full(shape, fill_value, dtype, device=device), out_sharding, "jnp.full")
     shape = _shape_arg(shape, "full")
     check_arraylike("full", fill_value)
     dt = _canon_dtype_arg(dtype, "full")
@@ -472,13 +500,19 @@ def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
     return lax.broadcast_in_dim(Array(val, weak), shp, ())
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """Zeros with the shape and dtype of ``a`` (weak type kept when ``dtype`` is not given)."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(zeros_like(a, dtype, shape, device=device), out_sharding, "jnp.zeros_like")
     return _like_fill(a, 0, dtype, shape, "zeros_like")
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """Ones with the shape and dtype of ``a``."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(ones_like(a, dtype, shape, device=device), out_sharding, "jnp.ones_like")
     return _like_fill(a, 1, dtype, shape, "ones_like")
 
 
@@ -487,8 +521,13 @@ def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: 
     return _like_fill(prototype, 0, dtype, shape, "empty_like")
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+def full_like(
+    a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None
+) -> Any:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(full_like(a, fill_value, dtype, shape, device=device), out_sharding, "jnp.full_like")
     check_arraylike("full_like", fill_value)
     return _like_fill(a, fill_value, dtype, shape, "full_like")
 
@@ -508,12 +547,17 @@ def _concrete_scalar(x: Any, fn: str) -> Any:
     return v
 
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None) -> Any:
+def arange(
+    start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None, out_sharding: Any = None
+) -> Any:
     """Evenly spaced values in [start, stop) (numpy semantics; arguments must be concrete).
 
     The default dtype is the JAX promotion of the arguments: int32 for Python ints, float32
     as soon as one is a float.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        _out_sharding.check_device_and_sharding(device, out_sharding)
+        return _out_sharding.apply(arange(start, stop, step, dtype, device=device), out_sharding, "jnp.arange")
     args = [a for a in (start, stop, step) if a is not None]
     for a in args:
         check_arraylike("arange", a)

@@ -61,10 +61,15 @@ def _mul(x: Any, y: Any) -> Any:
     return lax.mul(_util.broadcast_to_shape(x, shp), _util.broadcast_to_shape(y, shp))
 
 
-@_out_sharding.takes_out_sharding("matmul")
-def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def matmul(
+    a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None, out_sharding: Any = None
+) -> Any:
     """Matrix product with numpy's rules: 1-D operands are promoted to matrices (and the added
     dimension removed), leading dimensions broadcast as batch dimensions."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            matmul(a, b, precision=precision, preferred_element_type=preferred_element_type), out_sharding, "matmul"
+        )
     (x, y), dt = _promote("matmul", a, b, preferred_element_type=preferred_element_type)
     for i, z in enumerate((x, y)):
         if z.ndim == 0:
@@ -113,10 +118,13 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     return out
 
 
-@_out_sharding.takes_out_sharding("dot")
-def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """numpy.dot: scalars multiply; otherwise contract the last axis of ``a`` with the last
     (for 1-D ``b``) or second-to-last axis of ``b``."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            dot(a, b, precision=precision, preferred_element_type=preferred_element_type), out_sharding, "dot"
+        )
     (x, y), dt = _promote("dot", a, b, preferred_element_type=preferred_element_type)
     if x.ndim == 0 or y.ndim == 0:
         if x.dtype != dt:
@@ -199,13 +207,26 @@ def _axes_list(fn: str, ax: Any, nd: int) -> tuple[int, ...]:
     return tuple(_util.canonicalize_axis(operator.index(i), nd, fn) for i in ax)
 
 
-@_out_sharding.takes_out_sharding("tensordot")
-def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def tensordot(
+    a: Any,
+    b: Any,
+    axes: Any = 2,
+    *,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    out_sharding: Any = None,
+) -> Any:
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``.
 
     ``axes`` is an int N (last N axes of ``a`` with first N of ``b``) or a pair of axis
     sequences; the result has the free axes of ``a`` then those of ``b``.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            tensordot(a, b, axes, precision=precision, preferred_element_type=preferred_element_type),
+            out_sharding,
+            "tensordot",
+        )
     (x, y), dt = _promote("tensordot", a, b, preferred_element_type=preferred_element_type)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
@@ -397,7 +418,6 @@ def _sum_labels(x: Any, labels: str, drop: set) -> tuple[Any, str]:
     return x, "".join(c for c in labels if c not in drop)
 
 
-@_out_sharding.takes_out_sharding("einsum")
 def einsum(
     subscripts: Any,
     /,
@@ -407,6 +427,7 @@ def einsum(
     precision: Any = None,
     preferred_element_type: Any = None,
     _dot_general: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
     """Einstein summation, e.g. ``einsum('ij,jk->ik', a, b)``.
 
@@ -415,6 +436,20 @@ def einsum(
     interleaved ``einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])`` form. Operands are
     promoted to a common dtype and contracted pairwise with ``lax.dot_general`` (greedy order).
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            einsum(
+                subscripts,
+                *operands,
+                out=out,
+                optimize=optimize,
+                precision=precision,
+                preferred_element_type=preferred_element_type,
+                _dot_general=_dot_general,
+            ),
+            out_sharding,
+            "einsum",
+        )
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):

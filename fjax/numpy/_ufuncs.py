@@ -329,13 +329,13 @@ def multiply(x: Any, y: Any, /) -> Any:
     return lax.mul(x, y)
 
 
-def true_divide(x: Any, y: Any, /) -> Any:
+def true_divide(x1: Any, x2: Any, /) -> Any:
     """Elementwise x / y; integer inputs are promoted to float."""
-    xp, yp = _promote2("true_divide", x, y)
+    xp, yp = _promote2("true_divide", x1, x2)
     if _dkind(xp.dtype) in "fc":
         return lax.div(xp, yp)
     # integer operands go to float directly (through their common integer dtype they could wrap)
-    return lax.div(*_promote_inexact_n("true_divide", x, y))
+    return lax.div(*_promote_inexact_n("true_divide", x1, x2))
 
 
 divide = true_divide
@@ -351,55 +351,55 @@ def _float_divmod(x: Any, y: Any) -> tuple[Any, Any]:
     return lax.round(div, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
-def floor_divide(x: Any, y: Any, /) -> Any:
+def floor_divide(x1: Any, x2: Any, /) -> Any:
     """Elementwise floor(x / y), with numpy's semantics for integers and floats."""
-    x, y = _promote_numeric_n("floor_divide", x, y)
-    dt = x.dtype
+    x1, x2 = _promote_numeric_n("floor_divide", x1, x2)
+    dt = x1.dtype
     if _dkind(dt) == "u":
-        return lax.div(x, y)
+        return lax.div(x1, x2)
     if _dkind(dt) == "i":
-        q = lax.div(x, y)
-        r = lax.rem(x, y)
-        adjust = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(r, _const(r, 0)))
+        q = lax.div(x1, x2)
+        r = lax.rem(x1, x2)
+        adjust = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)), lax.ne(r, _const(r, 0)))
         return lax.select(adjust, lax.sub(q, _const(q, 1)), q)
     if _dkind(dt) == "c":
         raise TypeError("floor_divide does not support complex-valued inputs")
-    return _float_divmod(x, y)[0]
+    return _float_divmod(x1, x2)[0]
 
 
-def remainder(x: Any, y: Any, /) -> Any:
+def remainder(x1: Any, x2: Any, /) -> Any:
     """Elementwise remainder with the sign of the divisor (numpy's ``%``)."""
-    x, y = _promote_numeric_n("remainder", x, y)
-    if _dkind(x.dtype) == "c":
+    x1, x2 = _promote_numeric_n("remainder", x1, x2)
+    if _dkind(x1.dtype) == "c":
         raise TypeError("remainder does not support complex-valued inputs")
-    y = _nonzero_int_divisor(y)
-    r = lax.rem(x, y)
-    if _dkind(x.dtype) == "u":
+    x2 = _nonzero_int_divisor(x2)
+    r = lax.rem(x1, x2)
+    if _dkind(x1.dtype) == "u":
         return r
     zero = _const(r, 0)
-    fix_ = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, _const(y, 0))))
-    return lax.select(fix_, lax.add(r, y), r)
+    fix_ = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(x2, _const(x2, 0))))
+    return lax.select(fix_, lax.add(r, x2), r)
 
 
 mod = remainder
 
 
-def divmod(x: Any, y: Any, /) -> tuple[Any, Any]:  # noqa: A001
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:  # noqa: A001
     """(floor_divide(x, y), remainder(x, y))."""
-    x, y = _promote_numeric_n("divmod", x, y)
-    if _dkind(x.dtype) == "f":
-        return _float_divmod(x, y)
-    return floor_divide(x, y), remainder(x, y)
+    x1, x2 = _promote_numeric_n("divmod", x1, x2)
+    if _dkind(x1.dtype) == "f":
+        return _float_divmod(x1, x2)
+    return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def fmod(x: Any, y: Any, /) -> Any:
+def fmod(x1: Any, x2: Any, /) -> Any:
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
-    check_arraylike("fmod", x, y)
+    check_arraylike("fmod", x1, x2)
     # as JAX: only an integer common dtype has its zero divisors replaced; booleans are promoted to
     # int32 after that check, so fmod(True, False) is lax.rem(1, 0) == 1
-    int_args = _dkind(dtypes.result_type(x, y)) in "iu"
-    x, y = _promote_numeric_n("fmod", x, y)
-    return lax.rem(x, _nonzero_int_divisor(y) if int_args else y)
+    int_args = _dkind(dtypes.result_type(x1, x2)) in "iu"
+    x1, x2 = _promote_numeric_n("fmod", x1, x2)
+    return lax.rem(x1, _nonzero_int_divisor(x2) if int_args else x2)
 
 
 def _nonzero_int_divisor(y: Any) -> Any:
@@ -424,19 +424,21 @@ def _pow_int_int(x: Any, y: Any) -> Any:
     return acc
 
 
-def power(x: Any, y: Any, /) -> Any:
+def power(x1: Any, x2: Any, /) -> Any:
     """Elementwise x ** y. A concrete integer exponent uses ``lax.integer_pow`` (exact
     repeated multiplication, as JAX does for ``x ** 2``); integer ** integer stays integer."""
-    check_arraylike("power", x, y)
-    if not isinstance(y, Tracer) and (
-        type(y) is int or isinstance(y, np.integer) or (type(y) is Array and y.ndim == 0 and _dkind(y.dtype) in "iu")
+    check_arraylike("power", x1, x2)
+    if not isinstance(x2, Tracer) and (
+        type(x2) is int
+        or isinstance(x2, np.integer)
+        or (type(x2) is Array and x2.ndim == 0 and _dkind(x2.dtype) in "iu")
     ):
-        x = promote_dtypes_numeric("power", x)[0]
-        return lax.integer_pow(x, int(y))
-    x, y = _promote_numeric_n("power", x, y)
-    if _dkind(x.dtype) in "iu":
-        return _pow_int_int(x, y)
-    return lax.pow(x, y)
+        x1 = promote_dtypes_numeric("power", x1)[0]
+        return lax.integer_pow(x1, int(x2))
+    x1, x2 = _promote_numeric_n("power", x1, x2)
+    if _dkind(x1.dtype) in "iu":
+        return _pow_int_int(x1, x2)
+    return lax.pow(x1, x2)
 
 
 pow = power  # noqa: A001
@@ -460,22 +462,22 @@ def minimum(x: Any, y: Any, /) -> Any:
     return lax.min(x, y)
 
 
-def fmax(x: Any, y: Any, /) -> Any:
+def fmax(x1: Any, x2: Any, /) -> Any:
     """Elementwise maximum, ignoring NaNs (NaN only if both are NaN)."""
-    x, y = _promote_n("fmax", x, y)
-    if _dkind(x.dtype) not in "fc":
-        return lax.max(x, y)
-    pick_x = lax.bitwise_or(lax._gt(x, y), isnan(y))  # unchecked: complex compares lexicographically
-    return _select_bcast(pick_x, x, y)
+    x1, x2 = _promote_n("fmax", x1, x2)
+    if _dkind(x1.dtype) not in "fc":
+        return lax.max(x1, x2)
+    pick_x = lax.bitwise_or(lax._gt(x1, x2), isnan(x2))  # unchecked: complex compares lexicographically
+    return _select_bcast(pick_x, x1, x2)
 
 
-def fmin(x: Any, y: Any, /) -> Any:
+def fmin(x1: Any, x2: Any, /) -> Any:
     """Elementwise minimum, ignoring NaNs (NaN only if both are NaN)."""
-    x, y = _promote_n("fmin", x, y)
-    if _dkind(x.dtype) not in "fc":
-        return lax.min(x, y)
-    pick_x = lax.bitwise_or(lax._lt(x, y), isnan(y))
-    return _select_bcast(pick_x, x, y)
+    x1, x2 = _promote_n("fmin", x1, x2)
+    if _dkind(x1.dtype) not in "fc":
+        return lax.min(x1, x2)
+    pick_x = lax.bitwise_or(lax._lt(x1, x2), isnan(x2))
+    return _select_bcast(pick_x, x1, x2)
 
 
 def _select_bcast(pred: Any, on_true: Any, on_false: Any) -> Any:
@@ -531,17 +533,17 @@ def clip(
 
 
 @_debug_nans.as_unit("hypot")
-def hypot(x: Any, y: Any, /) -> Any:
+def hypot(x1: Any, x2: Any, /) -> Any:
     """Elementwise sqrt(x**2 + y**2), without overflow for large inputs."""
-    x, y = _promote_inexact_n("hypot", x, y)
-    if _dkind(x.dtype) == "c":
+    x1, x2 = _promote_inexact_n("hypot", x1, x2)
+    if _dkind(x1.dtype) == "c":
         raise ValueError(
             "jnp.hypot is not well defined for complex-valued inputs. "
             "Please convert to real values first, such as by using abs(x)"
         )
-    x, y = _abs(x), _abs(y)
-    idx_inf = lax.bitwise_or(isposinf(x), isposinf(y))
-    hi, lo = lax.max(x, y), lax.min(x, y)
+    x1, x2 = _abs(x1), _abs(x2)
+    idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+    hi, lo = lax.max(x1, x2), lax.min(x1, x2)
     zero = lax.eq(hi, _const(hi, 0))
     safe_hi = lax.select(zero, _ones_like(hi), hi)
     r = lax.mul(hi, lax.sqrt(lax.add(_const(hi, 1), lax.square(lax.div(lo, safe_hi)))))
@@ -685,10 +687,10 @@ def copysign(x1: Any, x2: Any, /) -> Any:
     return _select_bcast(signbit(x2), lax.neg(a), a)
 
 
-def nextafter(x1: Any, x2: Any, /) -> Any:
+def nextafter(x: Any, y: Any, /) -> Any:
     """The next representable value after x1 in the direction of x2."""
-    x1, x2 = _promote_inexact_n("nextafter", x1, x2)
-    return lax.nextafter(x1, x2)
+    x, y = _promote_inexact_n("nextafter", x, y)
+    return lax.nextafter(x, y)
 
 
 def ldexp(x1: Any, x2: Any, /) -> Any:

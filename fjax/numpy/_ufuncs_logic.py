@@ -104,13 +104,13 @@ def left_shift(x: Any, y: Any, /) -> Any:
     return lax.shift_left(x, y)
 
 
-def right_shift(x: Any, y: Any, /) -> Any:
+def right_shift(x1: Any, x2: Any, /) -> Any:
     """Elementwise x >> y (arithmetic for signed, logical for unsigned integers)."""
-    x, y = _promote_numeric_n("right_shift", x, y)
-    _check_intb("right_shift", x)
-    if _dkind(x.dtype) == "u":
-        return lax.shift_right_logical(x, y)
-    return lax.shift_right_arithmetic(x, y)
+    x1, x2 = _promote_numeric_n("right_shift", x1, x2)
+    _check_intb("right_shift", x1)
+    if _dkind(x1.dtype) == "u":
+        return lax.shift_right_logical(x1, x2)
+    return lax.shift_right_arithmetic(x1, x2)
 
 
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
