@@ -565,7 +565,7 @@ def _full_like(x: Any, fill_value: Any, dtype: Any, shape: Sequence[int] | None)
     elif hasattr(dtype, "_np_type"):  # a jnp scalar type: JAX's full_like does not warn for these
         dt = dtypes.canonicalize_dtype(dtype)
     else:  # sic: JAX's full_like names "dtype" in its x64 truncation warning
-        dt = dtypes.canonicalize_user_dtype(dtype, "dtype")
+        dt = dtypes.canonicalize_user_dtype(dtype, "dtype", 3)
     shp = aval.shape if shape is None else tuple(shape)
     val = core.Array(
         np.asarray(fill_value, dtype=dt) if not isinstance(fill_value, core.Array) else fill_value._value.astype(dt),
