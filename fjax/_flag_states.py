@@ -90,8 +90,8 @@ def _guard(name: str, fn: Callable, ns: dict) -> Callable:
 
 def _prng_key(fn: Callable, ns: dict) -> Callable:
     @functools.wraps(fn)
-    def wrapped(seed: Any) -> Any:
-        out = fn(seed)
+    def wrapped(seed: Any, *, impl: Any = None) -> Any:
+        out = fn(seed, impl=impl)
         return ns["PRNGKeyArray"](out) if config.jax_enable_custom_prng else out
 
     return wrapped
