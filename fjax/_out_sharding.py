@@ -12,7 +12,9 @@ sharding requires), a traced one is checked against it and passes unchanged (as 
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from typing import Any, Callable
 
 from fjax import core
 
@@ -134,3 +136,23 @@ def place(x: Any, sharding: Any, api_name: str) -> Any:
     if not _is_sharding(sharding):
         raise TypeError(f"{api_name}: sharding must be a jax.sharding.Sharding, got {sharding!r}")
     return device_put(x, sharding)
+
+
+def with_out_sharding(fn: Callable, api_name: str) -> Callable:
+    """``fn`` with a keyword-only ``out_sharding=`` (shown by ``inspect.signature``) laying out its
+    result (``apply``). For functions whose warnings find the user's frame themselves (the
+    ``fjax.random`` samplers); elsewhere the parameter is written out, so as not to add a frame."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = len(params) - (1 if params and params[-1].kind == inspect.Parameter.VAR_KEYWORD else 0)
+    params.insert(at, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None))
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+        if out_sharding is None:
+            return fn(*args, **kwargs)
+        canonicalize(out_sharding, api_name)  # (its errors before any work)
+        return apply(fn(*args, **kwargs), out_sharding, api_name)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return wrapper

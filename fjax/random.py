@@ -261,20 +261,42 @@ def _make_key(name: str, seed: Any) -> Any:
     return _seed_to_key(_asarray(seed) if not isinstance(seed, Tracer) else seed)
 
 
-def PRNGKey(seed: Any) -> Any:  # noqa: N802
+def _resolve_impl(impl: Any) -> None:
+    """JAX's resolve_prng_impl for fjax's one implementation: None, ``"threefry2x32"`` or its key
+    dtype (``key_dtype()``, ``key(0).dtype``); another name is a ValueError, another type a TypeError."""
+    if impl is None or impl is dtypes.KEY_DTYPE or impl == "threefry2x32":
+        return
+    if isinstance(impl, dtypes.KeyDtype):  # (fjax has only the threefry key dtype)
+        return
+    if type(impl) is str:
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+    raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation.")
+
+
+def _impl_or_dtype(name: str, impl: Any, dtype: Any) -> Any:
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to jax.random.{name}")
+        impl = dtype
+    _resolve_impl(impl)
+
+
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802
     """A PRNG key (uint32[2]) from an integer seed: (high 32 bits, low 32 bits) of the seed.
 
     With x64 off a Python int seed is taken modulo 2**32 as a signed 32-bit value (so
-    ``PRNGKey(-1)`` is ``[0, 4294967295]``), as in JAX.
+    ``PRNGKey(-1)`` is ``[0, 4294967295]``), as in JAX. ``impl``: the implementation (only
+    ``"threefry2x32"``).
     """
+    _resolve_impl(impl)
     return _make_key("PRNGKey", seed)
 
 
-def key(seed: Any, *, impl: Any = None) -> Any:
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> Any:
     """A typed PRNG key (``dtype=key<fry>``, shape ``()``) from an integer seed; its data is
-    ``PRNGKey(seed)``'s."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+    ``PRNGKey(seed)``'s. ``impl`` or ``dtype`` (a key dtype or its name) choose the implementation
+    (only ``"threefry2x32"``)."""
+    _impl_or_dtype("key", impl, dtype)
     return PRNGKeyArray(_make_key("key", seed))
 
 
@@ -283,10 +305,9 @@ def key_data(keys: Any) -> Any:
     return _check_key("key_data", keys, allow_batched=True)
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
-    """Typed keys from uint32 data of shape ``(..., 2)``."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> Any:
+    """Typed keys from uint32 data of shape ``(..., 2)`` (``impl`` / ``dtype`` as in ``key``)."""
+    _impl_or_dtype("wrap_key_data", impl, dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data: the argument is already a typed key array")
     return PRNGKeyArray(_check_key("wrap_key_data", key_bits_array, allow_batched=True))
@@ -749,6 +770,18 @@ def fold_in(key: Any, data: Any) -> Any:  # noqa: F811
         data = np.asarray(data, np.uint32)  # a value, not a static argument: one program for all
     return _fold_in(key, data)
 
+
+# out_sharding= on the samplers JAX 0.10 gives it (the result laid out: fjax/_out_sharding.py)
+from fjax import _out_sharding  # noqa: E402
+
+for _name in [
+    "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "dirichlet", "exponential", "f",
+    "gamma", "generalized_normal", "geometric", "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+    "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint",
+    "rayleigh", "t", "triangular", "truncated_normal", "uniform", "wald",
+]:  # fmt: skip
+    globals()[_name] = _out_sharding.with_out_sharding(globals()[_name], _name)
+del _name
 
 # the gamma sampler's primitive, under JAX's name (jax.random.random_gamma_p)
 # jax.legacy_prng_key / jax.enable_custom_prng checks on the public functions (fjax/_flag_states.py)

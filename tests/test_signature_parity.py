@@ -77,6 +77,28 @@ _SHARDED = [
     ("jnp.arange", lambda s: jnp.arange(1, 9, 2, out_sharding=s), np.arange(1, 9, 2)),
     ("jnp.array", lambda s: jnp.array([[1, 2], [3, 4]], out_sharding=s), np.array([[1, 2], [3, 4]])),
     ("jnp.asarray", lambda s: jnp.asarray(_A, out_sharding=s), _A),
+    ("jnp.reshape", lambda s: jnp.reshape(_A, (2, 6), out_sharding=s), _A.reshape(2, 6)),
+    ("jnp.ravel", lambda s: jnp.ravel(_A, out_sharding=s), _A.ravel()),
+    ("jnp.broadcast_to", lambda s: jnp.broadcast_to(_B[0], (4, 2), out_sharding=s), np.broadcast_to(_B[0], (4, 2))),
+    ("jnp.repeat", lambda s: jnp.repeat(_B[0], 2, out_sharding=s), np.repeat(_B[0], 2)),
+    ("jnp.bincount", lambda s: jnp.bincount(np.array([0, 1, 1, 3]), out_sharding=s), np.array([1, 2, 0, 1])),
+    ("jnp.percentile", lambda s: jnp.percentile(_A, 50.0, axis=1, out_sharding=s), np.percentile(_A, 50.0, axis=1)),
+    ("jnp.linalg.tensordot", lambda s: jnp.linalg.tensordot(_A, _B, axes=1, out_sharding=s), _A @ _B),
+    (
+        "fjax.random.normal",
+        lambda s: fjax.random.normal(fjax.random.key(1), (4, 3), out_sharding=s),
+        np.asarray(fjax.random.normal(fjax.random.key(1), (4, 3))),
+    ),
+    (
+        "fjax.random.permutation",
+        lambda s: fjax.random.permutation(fjax.random.key(2), 6, out_sharding=s),
+        np.asarray(fjax.random.permutation(fjax.random.key(2), 6)),
+    ),
+    (
+        "fjax.random.randint",
+        lambda s: fjax.random.randint(fjax.random.key(3), (4,), 0, 9, out_sharding=s),
+        np.asarray(fjax.random.randint(fjax.random.key(3), (4,), 0, 9)),
+    ),
 ]
 
 
@@ -94,7 +116,7 @@ def test_out_sharding(mesh, name, f, want):
     assert not isinstance(r.sharding, NamedSharding)
     # traced: the value passes unchanged
     np.testing.assert_allclose(np.asarray(fjax.jit(lambda: f(s))()), want, rtol=1e-6)
-    fn = eval(name.split()[0], {"lax": lax, "jnp": jnp})
+    fn = eval(name.split()[0], {"lax": lax, "jnp": jnp, "fjax": fjax})
     assert "out_sharding" in inspect.signature(fn).parameters
 
 
@@ -170,3 +192,56 @@ def test_renamed_parameters():
     assert np.array_equal(np.asarray(jnp.right_shift(np.int32(-64), 3)), np.right_shift(-64, 3))
     assert list(inspect.signature(jnp.nextafter).parameters) == ["x", "y"]
     assert float(lax.nextafter(x1=np.float32(1), x2=np.float32(2))) == np.nextafter(np.float32(1), np.float32(2))
+
+
+_JAX_SAMPLERS_WITH_OUT_SHARDING = (
+    "ball bernoulli beta bits categorical cauchy chisquare dirichlet exponential f gamma generalized_normal "
+    "geometric gumbel laplace loggamma logistic lognormal maxwell multivariate_normal normal orthogonal pareto "
+    "permutation poisson rademacher randint rayleigh t triangular truncated_normal uniform wald"
+).split()
+
+
+def test_random_samplers_take_out_sharding(mesh):
+    for name in _JAX_SAMPLERS_WITH_OUT_SHARDING:
+        p = inspect.signature(getattr(fjax.random, name)).parameters["out_sharding"]
+        assert p.kind == p.KEYWORD_ONLY and p.default is None, name
+    s = NamedSharding(mesh, P(None, "x"))
+    k = fjax.random.key(0)
+    r = fjax.random.gamma(k, np.float32(2.0), (3, 4), out_sharding=s)
+    assert r.sharding == s
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(fjax.random.gamma(k, np.float32(2.0), (3, 4))))
+    with pytest.raises(ValueError, match="must divide evenly"):
+        fjax.random.uniform(k, (3, 3), out_sharding=s)
+
+
+def test_random_key_impl_and_dtype():
+    k = fjax.random.key(7)
+    for kw in (
+        {"dtype": k.dtype},
+        {"dtype": "threefry2x32"},
+        {"impl": "threefry2x32"},
+        {"dtype": fjax.random.key_dtype()},
+    ):
+        k2 = fjax.random.key(7, **kw)
+        assert k2.dtype == k.dtype and bool(k2 == k)
+        assert bool(fjax.random.wrap_key_data(fjax.random.key_data(k), **kw) == k)
+    np.testing.assert_array_equal(
+        np.asarray(fjax.random.PRNGKey(7, impl="threefry2x32")), np.asarray(fjax.random.PRNGKey(7))
+    )
+    with pytest.raises(ValueError, match="Cannot specify both `impl` and `dtype` arguments to jax.random.key"):
+        fjax.random.key(0, impl="threefry2x32", dtype="threefry2x32")
+    with pytest.raises(ValueError, match='unrecognized PRNG implementation "nope"'):
+        fjax.random.wrap_key_data(fjax.random.key_data(k), dtype="nope")
+    with pytest.raises(TypeError, match="unrecognized type"):
+        fjax.random.PRNGKey(0, impl=3)
+
+
+def test_linalg_array_api_names():
+    x1, x2 = np.arange(3.0, dtype=np.float32), np.arange(1.0, 3.0, dtype=np.float32)
+    assert list(inspect.signature(jnp.linalg.outer).parameters) == ["x1", "x2"]
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.outer(x1, x2)), np.outer(x1, x2))
+    with pytest.raises(ValueError, match="must be one-dimensional"):
+        jnp.linalg.outer(_A, x1)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.matmul(_A, _B)), _A @ _B)
+    assert list(inspect.signature(jnp.linalg.matmul).parameters)[:2] == ["x1", "x2"]
+    np.testing.assert_allclose(np.asarray(jnp.linalg.tensordot(x1, x2, axes=0)), np.multiply.outer(x1, x2))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core, dtypes, lax
+from fjax import _out_sharding, core, dtypes, lax
 from fjax.numpy import _creation as C
 from fjax.numpy import _reductions as R
 from fjax.numpy import _shape as S
@@ -269,13 +269,17 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
 # counting and histograms
 
 
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None) -> Any:
+def bincount(
+    x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None, out_sharding: Any = None
+) -> Any:
     """Counts (or sums of ``weights``) of each value of the non-negative integer array ``x``.
 
     Under tracing give ``length`` (the output size); otherwise it is ``max(x) + 1`` computed
     from the concrete input, at least ``minlength``. Negative values count in bin 0 and values
     past ``length`` are dropped, as in JAX.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(bincount(x, weights, minlength, length=length), out_sharding, "jnp.bincount")
     x = _arr(x, "bincount")
     if not np.issubdtype(x.dtype, np.integer):
         raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")

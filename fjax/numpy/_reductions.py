@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import _debug_nans, dtypes
+from fjax import _debug_nans, _out_sharding, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -785,8 +785,15 @@ def percentile(
     keepdims: bool = False,
     *,
     interpolation: Any = None,
+    out_sharding: Any = None,
 ) -> Any:
     """The ``q``-th percentiles (q in [0, 100]) over ``axis``."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            percentile(a, q, axis, out, overwrite_input, method, keepdims, interpolation=interpolation),
+            out_sharding,
+            "jnp.percentile",
+        )
     _check_out(out, "percentile")
     from fjax.numpy._util import promote_dtypes_inexact  # noqa: PLC0415
 

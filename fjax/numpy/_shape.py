@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -163,12 +163,14 @@ def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple
     return new
 
 
-def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None) -> Any:
+def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None, out_sharding: Any = None) -> Any:
     """Give ``a`` a new shape with the same number of elements; one entry may be -1.
 
     ``order='F'`` reads and writes elements in column-major order (``'A'`` means ``'C'`` for
     fjax arrays, which are always C-ordered).
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(reshape(a, shape, order, copy=copy), out_sharding, "jnp.reshape")
     a = _arr("reshape", a)
     if order not in ("C", "F", "A"):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
@@ -182,10 +184,12 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = 
     return lax.reshape(a, new)
 
 
-def ravel(a: Any, order: str = "C") -> Any:
+def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
     """Flatten ``a`` to 1-D, reading in C (row-major) or ``order='F'`` (column-major) order.
 
     As JAX, ``order='K'`` and ``'A'`` raise NotImplementedError."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(ravel(a, order), out_sharding, "jnp.ravel")
     a = _arr("ravel", a)
     return _ravel_order(a, order)
 
@@ -301,8 +305,10 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     return _util.broadcast_shapes("broadcast_shapes", *shps)
 
 
-def broadcast_to(array: Any, shape: Any) -> Any:
+def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
     """Broadcast ``array`` to ``shape`` with numpy's rules."""
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(broadcast_to(array, shape), out_sharding, "jnp.broadcast_to")
     a = _arr("broadcast_to", array)
     shp = _shape_tuple("broadcast_to", shape)
     ok = len(shp) >= a.ndim and all(s == 1 or s == t for s, t in zip(a.shape[::-1], shp[::-1]))
@@ -573,12 +579,18 @@ def tile(A: Any, reps: Any) -> Any:
     return lax.reshape(b, tuple(r * s for r, s in zip(reps_t, shp)))
 
 
-def repeat(a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length: int | None = None) -> Any:
+def repeat(
+    a: Any, repeats: Any, axis: int | None = None, *, total_repeat_length: int | None = None, out_sharding: Any = None
+) -> Any:
     """Repeat each element of ``a`` (an int, or per-element counts along ``axis``).
 
     Array ``repeats`` must be concrete unless ``total_repeat_length`` (the static output length
     along ``axis``) is given; extra output positions repeat the last element, as in JAX.
     """
+    if out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.apply(
+            repeat(a, repeats, axis, total_repeat_length=total_repeat_length), out_sharding, "jnp.repeat"
+        )
     a = _arr("repeat", a)
     if axis is None:
         a = lax.reshape(a, (a.size,))

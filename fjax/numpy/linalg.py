@@ -16,7 +16,10 @@ from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
 from fjax.numpy._linalg import cross as _cross
-from fjax.numpy._linalg import matmul, outer, tensordot, vecdot
+from fjax.numpy._linalg import matmul as _matmul
+from fjax.numpy._linalg import outer as _outer
+from fjax.numpy._linalg import tensordot as _tensordot
+from fjax.numpy._linalg import vecdot
 from fjax.numpy._linalg_decomp import *  # noqa: E402, F403
 from fjax.numpy._linalg_decomp import __all__ as _decomp_all
 from fjax.numpy._linalg_decomp import svdvals as _svdvals
@@ -212,7 +215,36 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     return _cross(x1, x2, axis=axis)
 
 
-_ = (matmul, outer, tensordot, vecdot, matrix_transpose)
+def matmul(x1: Any, x2: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """The array API's ``matmul`` (``jnp.matmul`` with positional-only operands)."""
+    return _matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def outer(x1: Any, x2: Any, /) -> Any:
+    """The outer product of two 1-D arrays (other ranks raise ValueError, as JAX)."""
+    n1, n2 = np.ndim(x1), np.ndim(x2)
+    if n1 != 1 or n2 != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={n1} x2.ndim={n2}")
+    return _outer(x1, x2)
+
+
+def tensordot(
+    x1: Any,
+    x2: Any,
+    /,
+    *,
+    axes: Any = 2,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    out_sharding: Any = None,
+) -> Any:
+    """The array API's ``tensordot``: ``axes`` is keyword-only."""
+    return _tensordot(
+        x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type, out_sharding=out_sharding
+    )
+
+
+_ = (vecdot, matrix_transpose)
 
 # eager calls run compiled once a call signature repeats (fjax/_eager_compile.py)
 from fjax import _eager_compile as _ec  # noqa: E402
