@@ -190,11 +190,13 @@ def nanquantile(
     overwrite_input: bool = False,
     method: str = "linear",
     keepdims: bool = False,
+    *,
+    weights: Any = None,
 ) -> Any:
-    """``quantile`` ignoring NaNs."""
+    """``quantile`` ignoring NaNs (``weights``: with method ``inverted_cdf``, as ``quantile``'s)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanquantile is not supported.")
-    return R._quantile(a, q, axis, method, keepdims, True, "nanquantile")
+    return R._quantile(a, q, axis, method, keepdims, True, "nanquantile", weights)
 
 
 def nanpercentile(
@@ -205,10 +207,12 @@ def nanpercentile(
     overwrite_input: bool = False,
     method: str = "linear",
     keepdims: bool = False,
+    *,
+    weights: Any = None,
 ) -> Any:
     """``percentile`` ignoring NaNs."""
     (q,) = _util.promote_dtypes_inexact("nanpercentile", q)
-    return nanquantile(a, U.divide(q, 100), axis, out, overwrite_input, method, keepdims)
+    return nanquantile(a, U.divide(q, 100), axis, out, overwrite_input, method, keepdims, weights=weights)
 
 
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
@@ -268,9 +272,11 @@ def _poly_arg(p: Any, name: str) -> Any:
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     """Value of the polynomial with coefficients ``p`` (highest first) at ``x`` (Horner)."""
     p, x = _util.promote_dtypes("polyval", p, x)
-    if p.ndim != 1:
-        raise ValueError(f"polyval: p must be rank 1; got shape {p.shape}")
-    out = lax.full_like(x, 0, x.dtype)  # strongly typed, as JAX's (so the result is not weak)
+    if p.ndim == 0:
+        raise ValueError("polyval: p must have at least one dimension (the coefficients); got a scalar")
+    # a p of rank > 1 holds one polynomial per trailing index (JAX and numpy broadcast p[i] with x)
+    shape = lax.broadcast_shapes(p.shape[1:], x.shape)
+    out = lax.full_like(x, 0, x.dtype, shape)  # strongly typed, as JAX's (so the result is not weak)
     for i in range(p.shape[0]):
         out = U.add(U.multiply(out, x), p[i])
     return out
