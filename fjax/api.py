@@ -134,16 +134,31 @@ def make_jaxpr(
             out = fun(*full, **kw)
             out_flat, out_tree = tu.tree_flatten(out)
             out_tree_box.append(out_tree)
-            return out_flat
+            # a ShapeDtypeStruct returned as it is (lineax's ``eval_shape(lambda: struct)``) is an
+            # abstract output, as in JAX: zeros of its shape in the jaxpr, the struct itself as shape
+            out_structs.extend(o if isinstance(o, ShapeDtypeStruct) else None for o in out_flat)
+            return [_struct_placeholder(o) if isinstance(o, ShapeDtypeStruct) else o for o in out_flat]
 
+        out_structs: list = []
         jaxpr, consts, outs = pe.trace_to_jaxpr(flat_fun, in_avals, f"make_jaxpr({_fun_name(fun)})", dce=False)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
-            shapes = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype, weak_type=o.aval.weak_type) for o in outs]
+            shapes = [
+                s if s is not None else ShapeDtypeStruct(o.aval.shape, o.aval.dtype, weak_type=o.aval.weak_type)
+                for o, s in zip(outs, out_structs)
+            ]
             return closed, shapes_of_keys(tu.tree_unflatten(out_tree_box[0], shapes))
         return closed
 
     return make_jaxpr_f
+
+
+def _struct_placeholder(s: ShapeDtypeStruct) -> Any:
+    if isinstance(s.dtype, dtypes.KeyDtype):
+        raise NotImplementedError("make_jaxpr/eval_shape: a function returning a ShapeDtypeStruct of a key dtype")
+    from fjax import lax  # noqa: PLC0415
+
+    return lax.full(s.shape, 0, s.dtype)
 
 
 def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
