@@ -71,7 +71,11 @@ def linear_transpose(fun: Callable, *primals: Any, reduce_axes: tuple = ()) -> C
     The returned function maps an output cotangent to a tuple of input cotangents.
     """
     leaves, tree = tu.tree_flatten(primals)
-    avals = [core.get_aval(x) for x in leaves]
+    # only the primals' shapes matter: ShapeDtypeStructs stand for them, as in JAX
+    avals = [
+        core.ShapedArray(x.shape, x.dtype, x.weak_type) if isinstance(x, ShapeDtypeStruct) else core.get_aval(x)
+        for x in leaves
+    ]
     for a in avals:
         if _dkind(a.dtype) not in "fc":
             raise TypeError(f"linear_transpose only supports [float or complex] -> [float or complex], got {a.dtype}")
