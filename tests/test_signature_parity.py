@@ -3,9 +3,13 @@
 against numpy / closed forms; the real features also with hypothesis."""
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fjax
 import fjax.numpy as jnp
@@ -245,3 +249,98 @@ def test_linalg_array_api_names():
     np.testing.assert_allclose(np.asarray(jnp.linalg.matmul(_A, _B)), _A @ _B)
     assert list(inspect.signature(jnp.linalg.matmul).parameters)[:2] == ["x1", "x2"]
     np.testing.assert_allclose(np.asarray(jnp.linalg.tensordot(x1, x2, axes=0)), np.multiply.outer(x1, x2))
+
+
+# ---------------------------------------------------------------------------------------------
+# real features, against numpy
+
+
+_small_arrays = hnp.arrays(
+    np.float64,
+    hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    elements=st.integers(-6, 6).map(float),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_small_arrays, st.data())
+def test_var_std_mean_matches_numpy(a, data):
+    axis = data.draw(st.sampled_from([None, *range(a.ndim)]))
+    n = a.size if axis is None else a.shape[axis]
+    ddof = data.draw(st.integers(0, 1)) if n > 1 else 0  # (n <= ddof: numpy gives inf, JAX NaN)
+    shift = data.draw(st.sampled_from([0.0, 1.5]))
+    m = np.mean(a, axis=axis, keepdims=True) + shift
+    with np.errstate(all="ignore"):
+        for jf, nf in [(jnp.var, np.var), (jnp.std, np.std), (jnp.nanvar, np.nanvar), (jnp.nanstd, np.nanstd)]:
+            want = nf(a, axis=axis, ddof=ddof, mean=m)
+            got = jf(a.astype(np.float32), axis=axis, ddof=ddof, mean=m.astype(np.float32))
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=1e-5, err_msg=jf.__name__)
+    with pytest.raises(TypeError, match="same number of dimensions"):
+        jnp.var(np.ones((2, 3)), axis=1, mean=np.ones(2))
+
+
+def test_nanvar_mean_skips_nans():
+    b = np.arange(12.0).reshape(3, 4)
+    b[0, 0] = np.nan
+    m = np.nanmean(b, 1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(jnp.nanvar(b, axis=1, mean=m)), np.nanvar(b, axis=1, mean=m), rtol=1e-6)
+    # where/mean positional, as JAX's nanvar
+    np.testing.assert_allclose(
+        np.asarray(jnp.nanstd(b, 1, None, None, 0, False, None, m)), np.nanstd(b, axis=1, mean=m), rtol=1e-6
+    )
+    g = fjax.grad(lambda mm: jnp.var(b[1:], axis=1, mean=mm).sum())(m[1:].astype(np.float32))
+    np.testing.assert_allclose(np.asarray(g), -2 * (b[1:] - m[1:]).mean(1, keepdims=True), atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+        elements=st.one_of(st.integers(-5, 5).map(float), st.just(np.nan)),
+    ),  # fmt: skip
+    st.data(),
+)
+def test_quantile_weights_match_numpy(a, data):
+    axis = data.draw(st.sampled_from([None, *range(a.ndim)]))
+    full_w = axis is None or data.draw(st.booleans())
+    wshape = a.shape if full_w else (a.shape[axis],)
+    w = data.draw(hnp.arrays(np.float32, wshape, elements=st.integers(0, 3).map(float)))
+    q = data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, np.array([0.1, 0.75], np.float32)]))
+    keepdims = data.draw(st.booleans())
+    ww = w if full_w else np.expand_dims(w, tuple(i for i in range(a.ndim) if i != axis)) * np.ones_like(a)
+    pairs = [(jnp.quantile, np.quantile, 1), (jnp.nanquantile, np.nanquantile, 1)]
+    pairs += [(jnp.percentile, np.percentile, 100), (jnp.nanpercentile, np.nanpercentile, 100)]
+    for jf, nf, scale in pairs:
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = nf(a, np.asarray(q) * scale, axis=axis, method="inverted_cdf", weights=ww, keepdims=keepdims)
+        except ValueError:  # numpy refuses all-zero weights; JAX takes the first value
+            continue
+        got = jf(a, np.asarray(q) * scale, axis=axis, method="inverted_cdf", weights=w, keepdims=keepdims)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, err_msg=jf.__name__)
+    # unweighted inverted_cdf too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.quantile(a, q, axis=axis, method="inverted_cdf")
+    np.testing.assert_allclose(np.asarray(jnp.quantile(a, q, axis=axis, method="inverted_cdf")), want)
+
+
+def test_quantile_weights_errors_and_transforms():
+    a = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+    w = np.array([1.0, 1.0, 4.0, 1.0, 1.0], np.float32)
+    with pytest.raises(NotImplementedError, match="Only method 'inverted_cdf' supports weights"):
+        jnp.quantile(a, 0.5, axis=1, weights=w)
+    with pytest.raises(ValueError, match="Weights shape must match 'a' shape when axis is None"):
+        jnp.quantile(a, 0.5, method="inverted_cdf", weights=w)
+    with pytest.raises(ValueError, match=r"Weights shape \(3,\) must match reduction axes \(5,\)"):
+        jnp.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=w[:3])
+    want = np.array([2.0, 7.0], np.float32)  # the heavy middle value
+    f = fjax.jit(lambda a, w: jnp.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=w))
+    np.testing.assert_array_equal(np.asarray(f(a, w)), want)
+    v = fjax.vmap(lambda r: jnp.quantile(r, 0.5, method="inverted_cdf", weights=w))(a)
+    np.testing.assert_array_equal(np.asarray(v), want)
+    assert float(jnp.quantile(a[0], 0.5, method="inverted_cdf", weights=-w)) != float(jnp.quantile(a[0], 0.5))
+    assert np.isnan(float(jnp.quantile(a[0], 0.5, method="inverted_cdf", weights=-w)))

@@ -359,6 +359,20 @@ def mean(
     return _strong(lax.div(s, n), dt)
 
 
+_mean = mean  # (var's parameter ``mean`` shadows the function)
+
+
+def _given_mean(m: Any, a: Any, comp: np.dtype, name: str) -> Any:
+    """A precomputed ``mean=`` of ``var``-like functions: a scalar, or an array of ``a``'s rank
+    (broadcast over size-1 dimensions, as JAX's ``lax.sub`` takes it)."""
+    m = _strong(_arr(m, name), comp)
+    if m.ndim not in (0, a.ndim):
+        raise TypeError(f"sub: arrays must have the same number of dimensions, got {{{m.ndim}, {a.ndim}}}")
+    if m.shape != a.shape:
+        m = broadcast_to_shape(m, a.shape)
+    return m
+
+
 def _real(dt: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
 
@@ -373,9 +387,11 @@ def var(
     keepdims: bool = False,
     *,
     where: Any = None,
+    mean: Any = None,
     correction: Any = None,
 ) -> Any:
-    """Variance over ``axis`` with ``ddof`` (or ``correction``) degrees of freedom removed."""
+    """Variance over ``axis`` with ``ddof`` (or ``correction``) degrees of freedom removed;
+    ``mean``: the mean to center with (computed with ``keepdims=True`` when given), else computed."""
     _check_out(out, "var")
     dtype = _user_dtype(dtype, "var", stacklevel=3)  # 3: var is wrapped by _debug_nans.as_unit
     if correction is None:
@@ -392,8 +408,11 @@ def var(
         comp = _inexact_dtype(out_dt) if _dkind(a.dtype) != "c" else dtypes.result_type(a.dtype, out_dt)
     comp = _upcast_f16(comp)
     a = _strong(a, comp)
-    m = mean(a, axis=axes, keepdims=True, where=where)
-    c = lax.sub(a, broadcast_to_shape(m, a.shape) if m.shape != a.shape else m)
+    if mean is None:
+        m = _mean(a, axis=axes, keepdims=True, where=where)
+        c = lax.sub(a, broadcast_to_shape(m, a.shape) if m.shape != a.shape else m)
+    else:
+        c = lax.sub(a, _given_mean(mean, a, comp, "var"))
     if _dkind(comp) == "c":
         sq = lax.real(lax.mul(c, lax.conj(c)))
     else:
@@ -420,12 +439,15 @@ def std(
     keepdims: bool = False,
     *,
     where: Any = None,
+    mean: Any = None,
     correction: Any = None,
 ) -> Any:
     """Standard deviation over ``axis`` (square root of ``var``)."""
     _check_out(out, "std")
     dtype = _user_dtype(dtype, "std")
-    return lax.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
+    return lax.sqrt(
+        var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean, correction=correction)
+    )
 
 
 def _arg(a: Any, axis: Any, keepdims: Any, name: str, op: Callable) -> Any:
@@ -669,11 +691,12 @@ def nanvar(
     out: Any = None,
     ddof: int = 0,
     keepdims: bool = False,
-    *,
     where: Any = None,
+    mean: Any = None,
+    *,
     correction: Any = None,
 ) -> Any:
-    """Variance of the non-NaN elements."""
+    """Variance of the non-NaN elements (``mean``: the mean to center with, as ``var``'s)."""
     _check_out(out, "nanvar")
     dtype = _user_dtype(dtype, "nanvar")
     a = _arr(a, "nanvar")
@@ -681,7 +704,7 @@ def nanvar(
         where = _not_nan(a, where)
         # the NaNs are masked out, and zeroed so that no NaN * 0 reaches the gradient (as JAX's)
         a = lax.select(lax.ne(a, a), lax.full_like(a, 0), a)
-    return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
+    return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean, correction=correction)
 
 
 def nanstd(
@@ -691,15 +714,14 @@ def nanstd(
     out: Any = None,
     ddof: int = 0,
     keepdims: bool = False,
-    *,
     where: Any = None,
+    mean: Any = None,
+    *,
     correction: Any = None,
 ) -> Any:
     """Standard deviation of the non-NaN elements."""
     dtype = _user_dtype(dtype, "nanstd")
-    return lax.sqrt(
-        nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where, correction=correction)
-    )
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction=correction))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -767,12 +789,14 @@ def quantile(
     method: str = "linear",
     keepdims: bool = False,
     *,
+    weights: Any = None,
     interpolation: Any = None,
 ) -> Any:
     """The ``q``-th quantiles (q in [0, 1]) over ``axis``; methods linear, lower, higher,
-    nearest and midpoint."""
+    nearest, midpoint and inverted_cdf (the one that takes ``weights``, fjax/numpy/_quantile_icdf.py)."""
     _check_out(out, "quantile")
-    return _quantile(a, q, axis, method if interpolation is None else interpolation, keepdims, False, "quantile")
+    method = method if interpolation is None else interpolation
+    return _quantile(a, q, axis, method, keepdims, False, "quantile", weights)
 
 
 def percentile(
@@ -784,13 +808,16 @@ def percentile(
     method: str = "linear",
     keepdims: bool = False,
     *,
-    interpolation: Any = None,
+    weights: Any = None,
     out_sharding: Any = None,
+    interpolation: Any = None,
 ) -> Any:
-    """The ``q``-th percentiles (q in [0, 100]) over ``axis``."""
+    """The ``q``-th percentiles (q in [0, 100]) over ``axis`` (``weights``: as ``quantile``'s)."""
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         return _out_sharding.apply(
-            percentile(a, q, axis, out, overwrite_input, method, keepdims, interpolation=interpolation),
+            percentile(
+                a, q, axis, out, overwrite_input, method, keepdims, weights=weights, interpolation=interpolation
+            ),
             out_sharding,
             "jnp.percentile",
         )
@@ -799,7 +826,8 @@ def percentile(
 
     (qq,) = promote_dtypes_inexact("percentile", q)
     qq = lax.div(qq, _const(qq, 100))
-    return _quantile(a, qq, axis, method if interpolation is None else interpolation, keepdims, False, "percentile")
+    method = method if interpolation is None else interpolation
+    return _quantile(a, qq, axis, method, keepdims, False, "percentile", weights)
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: bool = False) -> Any:
@@ -828,15 +856,23 @@ def _take_last(s: Any, idx: Any) -> Any:
 
 
 @_debug_nans.as_unit("quantile")
-def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool, name: str) -> Any:
+def _quantile(
+    a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool, name: str, weights: Any = None
+) -> Any:
+    from fjax.numpy import _quantile_icdf  # noqa: PLC0415
     from fjax.numpy._util import promote_dtypes_inexact  # noqa: PLC0415
 
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf"):
         raise ValueError(f"{name}: method {method!r} is not supported")
     a = _arr(a, name)
     # ``a`` to its inexact dtype on its own first (as JAX: an int4 array's median is float32,
     # where promoting int4 with the Python float ``q`` is refused)
     (a,) = promote_dtypes_inexact(name, a)
+    if weights is not None:
+        weights = _arr(weights, name)
+        if _dkind(weights.dtype) != "c":
+            a, weights = _quantile_icdf.promote_with_weights(name, a, weights)
+        weights = _quantile_icdf.check_weights(a, weights, axis, method)
     a, q = promote_dtypes_inexact(name, a, q)
     a, q = _strong(a, a.dtype), _strong(q, q.dtype)
     if _dkind(a.dtype) == "c":
@@ -848,6 +884,14 @@ def _quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan
     for i in axes:
         n *= a.shape[i]
     x = lax.reshape(lax.transpose(a, keep + list(axes)), tuple(a.shape[i] for i in keep) + (n,))
+    if method == "inverted_cdf":
+        w = None
+        if weights is not None:
+            w = lax.reshape(lax.transpose(weights, keep + list(axes)), x.shape)
+        res = _quantile_icdf.inverted_cdf(x, w, q, ignore_nan)
+        if keepdims:
+            res = lax.expand_dims(res, tuple(q.ndim + i for i in axes)) if axes else res
+        return res
     from fjax.numpy._ufuncs import isnan  # noqa: PLC0415
 
     nan_mask = isnan(x)
