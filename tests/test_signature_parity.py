@@ -344,3 +344,69 @@ def test_quantile_weights_errors_and_transforms():
     np.testing.assert_array_equal(np.asarray(v), want)
     assert float(jnp.quantile(a[0], 0.5, method="inverted_cdf", weights=-w)) != float(jnp.quantile(a[0], 0.5))
     assert np.isnan(float(jnp.quantile(a[0], 0.5, method="inverted_cdf", weights=-w)))
+
+
+def test_take_along_axis_wrap_negative_indices():
+    a = np.arange(10.0, 16.0).reshape(2, 3)
+    i = np.array([[-1, 0, 3], [2, -4, 1]])
+    nan = np.nan
+    # JAX 0.10.2's results
+    want = {
+        (None, None): [[12.0, 10.0, nan], [15.0, nan, 14.0]],
+        (None, False): [[nan, 10.0, nan], [15.0, nan, 14.0]],
+        ("clip", True): [[12.0, 10.0, 12.0], [15.0, 13.0, 14.0]],
+        ("clip", False): [[10.0, 10.0, 12.0], [15.0, 13.0, 14.0]],
+        ("promise_in_bounds", None): [[10.0, 10.0, 12.0], [15.0, 13.0, 14.0]],
+        ("promise_in_bounds", True): [[12.0, 10.0, 12.0], [15.0, 13.0, 14.0]],
+    }
+    for (mode, wrap), w in want.items():
+        got = jnp.take_along_axis(a, i, axis=1, mode=mode, wrap_negative_indices=wrap)
+        np.testing.assert_array_equal(np.asarray(got), np.array(w), err_msg=f"{mode} {wrap}")
+    got = fjax.jit(lambda a, i: jnp.take_along_axis(a, i, 1, wrap_negative_indices=False))(a, i)
+    np.testing.assert_array_equal(np.asarray(got), np.array(want[(None, False)]))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    hnp.arrays(np.int8, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), elements=st.sampled_from([0, 1, 2])),
+    st.data(),
+)
+def test_trim_zeros_axis_matches_numpy(a, data):
+    axis = data.draw(st.sampled_from([None, *range(a.ndim), *range(-a.ndim, 0), tuple(range(a.ndim))]))
+    trim = data.draw(st.sampled_from(["fb", "f", "b", "F"]))
+    want = np.trim_zeros(a, trim.lower(), axis=axis)
+    got = jnp.trim_zeros(a, trim, axis=axis)
+    assert got.shape == want.shape and np.array_equal(np.asarray(got), want)
+
+
+def test_numpy_keywords_with_values():
+    x = np.array([3.0, 1.0, 2.0, 1.0])
+    r = jnp.argsort(x, dtype=np.int16)
+    assert r.dtype == np.int16 and np.array_equal(np.asarray(r), np.argsort(x, stable=True))
+    r = jnp.argsort(x, descending=True, dtype=np.uint8)
+    assert r.dtype == np.uint8 and np.array_equal(np.asarray(r), [0, 2, 1, 3])
+    m = np.random.default_rng(0).normal(size=(3, 6)).astype(np.float32)
+    c = jnp.cov(m, dtype=np.complex64)
+    assert c.dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(c), np.cov(m, dtype=np.complex64), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.corrcoef(m, dtype=np.float32)), np.corrcoef(m), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="dtype must be a subclass of float or complex"):
+        jnp.corrcoef(m, dtype=np.int32)
+    r = jnp.ravel_multi_index((np.array([1, 2]), np.array([0, 3])), (3, 4), dtype=np.int16)
+    assert r.dtype == np.int16 and np.array_equal(np.asarray(r), np.ravel_multi_index(([1, 2], [0, 3]), (3, 4)))
+    with pytest.raises(ValueError, match="not large enough"):
+        jnp.ravel_multi_index((np.array([1]), np.array([0])), (300, 300), dtype=np.int8)
+    h = np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 0.0]])
+    assert int(jnp.linalg.matrix_rank(h, hermitian=True)) == np.linalg.matrix_rank(h, hermitian=True) == 2
+    assert int(jnp.linalg.matrix_rank(-h, hermitian=True)) == 2  # negative eigenvalues count too
+    for f in (lambda: jnp.isposinf(x, out=x), lambda: jnp.isneginf(x, out=x)):
+        with pytest.raises(NotImplementedError, match="The 'out' argument to isneginf/isposinf is not supported"):
+            f()
+    assert np.array_equal(np.asarray(jnp.isneginf(np.array([-np.inf, 1.0]), out=None)), [True, False])
+    with pytest.raises(NotImplementedError, match="The 'out' argument to jnp.compress is not supported"):
+        jnp.compress(np.array([True]), x, out=x)
+    assert jnp.isdtype(dtype=np.float32, kind="real floating") and not jnp.isdtype(np.int8, kind="real floating")
+    ops = (np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5)))
+    path, _ = jnp.einsum_path("ij,jk,kl->il", *ops)
+    assert sorted(map(len, path)) == [2, 2]  # two pairwise contractions
+    np.testing.assert_allclose(np.asarray(jnp.einsum("ij,jk,kl->il", *ops, optimize=path)), 12.0 * np.ones((2, 5)))

@@ -104,17 +104,17 @@ _isdtype_kinds = {
 }  # fmt: skip
 
 
-def isdtype(dt: Any, kind: Any) -> builtins.bool:
-    """Array-API ``isdtype``: is ``dt`` of ``kind`` (a dtype, a kind name, or a tuple of them)."""
-    dt = np.dtype(_unwrap_type(dt))
+def isdtype(dtype: Any, kind: Any) -> builtins.bool:
+    """Array-API ``isdtype``: is ``dtype`` of ``kind`` (a dtype, a kind name, or a tuple of them)."""
+    dtype = np.dtype(_unwrap_type(dtype))
     kinds = kind if isinstance(kind, tuple) else (kind,)
     for k in kinds:
         if isinstance(k, str):
             if k not in _isdtype_kinds:
                 raise ValueError(f"Unrecognized kind: {k!r}")
-            if _dkind(dt) in _isdtype_kinds[k]:
+            if _dkind(dtype) in _isdtype_kinds[k]:
                 return True
-        elif dt == np.dtype(_unwrap_type(k)):
+        elif dtype == np.dtype(_unwrap_type(k)):
             return True
     return False
 

@@ -536,7 +536,17 @@ def einsum(
     return x
 
 
-def einsum_path(subscripts: str, *operands: Any, optimize: Any = "greedy") -> tuple[list, str]:
-    """A trivial contraction path (left to right); provided for API compatibility."""
-    n = len(operands)
-    return [(0, 1)] * max(n - 1, 0), subscripts
+def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "auto") -> tuple[list, str]:
+    """A contraction order for ``einsum(subscripts, *operands)``: the list of operand pairs and a
+    report. JAX returns opt_einsum's path and ``PathInfo``; fjax, without opt_einsum, numpy's path
+    (``optimize``: ``"auto"``/``"greedy"``, ``"optimal"``/True, or False: left to right) and report."""
+    if optimize is False:
+        n = len(operands) if isinstance(subscripts, str) else (len(operands) + 1) // 2
+        return [(0, 1)] * max(n - 1, 0), "unoptimized (left to right)"
+    how = {"auto": "greedy", True: "optimal"}.get(optimize, optimize) if not isinstance(optimize, list) else optimize
+
+    def shaped(o: Any) -> Any:  # (an operand's shape and dtype are all a path needs; sublists pass)
+        return np.empty(np.shape(o), getattr(o, "dtype", np.float32)) if hasattr(o, "shape") else o
+
+    path, info = np.einsum_path(shaped(subscripts), *[shaped(o) for o in operands], optimize=how)
+    return [tuple(p) for p in path[1:]], info

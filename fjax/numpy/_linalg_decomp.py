@@ -473,8 +473,9 @@ def matrix_power(a: Any, n: int) -> Any:
     return result
 
 
-def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
-    """Number of singular values above ``rtol * s_max`` (default ``max(m, n) * eps``)."""
+def matrix_rank(M: Any, rtol: Any = None, *, hermitian: bool = False, tol: Any = None) -> Any:
+    """Number of singular values above ``rtol * s_max`` (default ``max(m, n) * eps``); ``hermitian``:
+    ``M`` is Hermitian, its singular values are the absolute eigenvalues (``eigvalsh``)."""
     (M,) = _prep("matrix_rank", M)
     jnp = _jnp()
     if tol is not None:
@@ -483,7 +484,7 @@ def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None) -> Any:
         rtol = tol
     if M.ndim < 2:
         return jnp.any(M != 0).astype(np.int32)
-    S = svd(M, full_matrices=False, compute_uv=False)
+    S = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if rtol is None:
         thresh = jnp.max(S, axis=-1, initial=0.0) * (max(M.shape[-2:]) * _finfo(S.dtype).eps)
     elif tol is not None:

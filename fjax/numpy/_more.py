@@ -11,6 +11,7 @@ concrete input, as in JAX.
 from __future__ import annotations
 
 import builtins
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -287,12 +288,27 @@ def unravel_index(indices: Any, shape: Sequence[int]) -> tuple[Any, ...]:
     return tuple(reversed(out))
 
 
-def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise", order: str = "C") -> Any:
+def ravel_multi_index(
+    multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise", order: str = "C", *, dtype: Any = None
+) -> Any:
     """Flat indices of the coordinates ``multi_index`` into an array of shape ``dims``.
 
-    ``mode`` is ``"raise"`` (needs concrete indices), ``"wrap"`` or ``"clip"``.
+    ``mode`` is ``"raise"`` (needs concrete indices), ``"wrap"`` or ``"clip"``; ``dtype``: the
+    result's integer dtype (default: the indices' promoted with int), large enough for ``prod(dims)``.
     """
     dims = tuple(int(d) for d in dims)
+    if dtype is not None:
+        from fjax import dtypes  # noqa: PLC0415
+
+        dtype = dtypes.canonicalize_user_dtype(dtype, "ravel_multi_index")
+        if not np.issubdtype(dtype, np.integer):
+            raise ValueError(f"dtype={dtype!r} is not an integer type.")
+        if math.prod(dims) - 1 > np.iinfo(dtype).max:
+            raise ValueError(
+                f"jnp.ravel_multi_index: dtype={dtype!r} not large enough to hold flattened index for dims={dims}. "
+                "Use the dtype argument to pass a suitable dtype (e.g. dtype=np.min_scalar_type(prod(dims)))."
+            )
+        return ravel_multi_index([C.asarray(i) for i in multi_index], dims, mode, order).astype(dtype)
     if len(multi_index) != len(dims):
         raise ValueError(f"ravel_multi_index: parameter multi_index must be a sequence of length {len(dims)}")
     idx = [C.asarray(i) for i in multi_index]
@@ -627,8 +643,12 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     return out
 
 
-def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None, fill_value: Any = 0) -> Any:
+def compress(
+    condition: Any, a: Any, axis: int | None = None, *, size: int | None = None, fill_value: Any = 0, out: None = None
+) -> Any:
     """The slices of ``a`` along ``axis`` where ``condition`` is true."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     cond = _arr(condition, "compress")
     a = _arr(a, "compress")
     if cond.ndim != 1:

@@ -24,6 +24,7 @@ from fjax.numpy import _shape as S
 from fjax.numpy import _sorting as SO
 from fjax.numpy import _ufuncs as U
 from fjax.numpy import _util
+from fjax.numpy._linalg import einsum_path  # noqa: F401 - exported from here
 from fjax.numpy._setops import intersect1d, setdiff1d, setxor1d  # noqa: F401 - re-exported
 
 __all__ = [
@@ -109,7 +110,6 @@ object_ = np.object_
 get_printoptions = np.get_printoptions
 printoptions = np.printoptions
 set_printoptions = np.set_printoptions
-einsum_path = np.einsum_path
 iterable = np.iterable
 save = np.save
 savez = np.savez

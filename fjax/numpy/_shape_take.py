@@ -275,11 +275,21 @@ def _wrap_idx(idx: Any, n: int) -> Any:
     return lax.select(lax.lt(r, Array(np.array(0, _INDEX_DTYPE), False)), lax.add(r, nn), r)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None, fill_value: Any = None) -> Any:
+def take_along_axis(
+    arr: Any,
+    indices: Any,
+    axis: int | None = -1,
+    mode: str | None = None,
+    fill_value: Any = None,
+    *,
+    wrap_negative_indices: bool | None = None,
+) -> Any:
     """Pick values along ``axis`` at ``indices`` (same ndim as ``arr``; other dims broadcast).
 
     Default ``mode="fill"`` gives ``fill_value`` (NaN for inexact dtypes) for out-of-bounds
-    indices; ``"clip"`` clamps them.
+    indices; ``"clip"`` clamps them. ``wrap_negative_indices``: whether negative indices count from
+    the end (default: yes, unless ``mode="promise_in_bounds"``, as JAX); when not, they are out of
+    bounds (filled, or clamped to 0).
     """
     x = _arr("take_along_axis", arr)
     _util.check_arraylike("take_along_axis", indices)
@@ -295,6 +305,10 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
         raise ValueError(f"indices and arr must have the same number of dimensions; {idx.ndim} vs. {x.ndim}")
     ax = _axis("take_along_axis", axis, x.ndim)
     m = "fill" if mode is None else mode
+    if wrap_negative_indices is None:
+        wrap_negative_indices = m != "promise_in_bounds"
+    if m != "wrap" and _dkind(idx.dtype) == "i":
+        idx = _negative_indices(idx, x.shape[ax], m, bool(wrap_negative_indices))
     if m == "wrap":
         idx = _wrap_idx(idx, x.shape[ax])
         m = "promise_in_bounds"
@@ -322,6 +336,22 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
             shp[d] = x.shape[d]
             full_idx.append(np.arange(x.shape[d], dtype=_INDEX_DTYPE).reshape(shp))
     return getitem(x, tuple(full_idx), mode=m, fill_value=fill_value)
+
+
+def _negative_indices(idx: Any, n: int, mode: str, wrap: bool) -> Any:
+    """``take_along_axis``'s negative indices: counted from the end once (``wrap``, as JAX: -n-1 stays
+    negative); those left are out of bounds: clamped to 0 (``clip``, and ``promise_in_bounds`` as
+    XLA's CPU gather does) or filled."""
+    if np.iinfo(idx.dtype).max < n:
+        idx = lax.convert_element_type(idx, np.int32)
+    zero = lax.full((), 0, idx.dtype)
+    neg = lax.lt(idx, lax.full(idx.shape, 0, idx.dtype))
+    if wrap:
+        idx = lax.select(neg, lax.add(idx, lax.full(idx.shape, n, idx.dtype)), idx)
+        neg = lax.lt(idx, lax.full(idx.shape, 0, idx.dtype))
+    if mode in ("clip", "promise_in_bounds"):
+        return lax.max(idx, zero)
+    return lax.select(neg, lax.full(idx.shape, n, idx.dtype), idx)  # (out of bounds: filled)
 
 
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:

@@ -58,25 +58,33 @@ def sort(
 
 
 def argsort(
-    a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None, stable: bool = True, descending: bool = False
+    a: Any,
+    axis: int | None = -1,
+    *,
+    kind: Any = None,
+    order: Any = None,
+    stable: bool = True,
+    descending: bool = False,
+    dtype: Any = None,
 ) -> Any:
-    """Indices (int32) that sort ``a`` along ``axis``; with ``stable`` ties keep their order, also
-    when ``descending``."""
+    """Indices (int32, or ``dtype``) that sort ``a`` along ``axis``; with ``stable`` ties keep their
+    order, also when ``descending``."""
     if order is not None:
         raise ValueError("The 'order' argument to argsort is not supported.")
+    idt = _index_dtype() if dtype is None else dtypes.canonicalize_user_dtype(dtype, "argsort")
     x, ax = _prep("argsort", a, axis)
     if x.ndim == 0:
-        return Array(np.zeros((), _index_dtype()), False)
+        return Array(np.zeros((), idt), False)
     n = x.shape[ax]
     if descending:
         x = lax.rev(x, (ax,))
-    iota = lax.broadcasted_iota(_index_dtype(), tuple(x.shape), ax)
+    iota = lax.broadcasted_iota(idt, tuple(x.shape), ax)
     if n <= 1:
         idx = iota
     else:
         _, idx = _lax_sort([x, iota], ax, stable, 1)
     if descending:
-        idx = lax.sub(Array(np.array(n - 1, _index_dtype()), False), lax.rev(idx, (ax,)))
+        idx = lax.sub(Array(np.array(n - 1, idt), False), lax.rev(idx, (ax,)))
     return idx
 
 

@@ -95,11 +95,15 @@ def cov(
     ddof: int | None = None,
     fweights: Any = None,
     aweights: Any = None,
+    dtype: Any = None,
 ) -> Any:
-    """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (and ``y``)."""
+    """Covariance matrix of the variables in the rows (``rowvar``) of ``m`` (and ``y``), computed in
+    ``dtype`` (an inexact dtype) when given."""
     (m,) = _util.promote_dtypes_inexact("cov", m)
     if m.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
+    if dtype is not None and _dkind_of(dtype) not in "fc":
+        raise ValueError(f"cov: dtype must be a subclass of float or complex; got dtype={dtype}")
     x = S.atleast_2d(m)
     if not rowvar and x.shape[0] != 1:
         x = x.T
@@ -112,6 +116,8 @@ def cov(
             y = y.T
         x, y = _util.promote_dtypes_inexact("cov", x, y)
         x = S.concatenate([x, y], axis=0)
+    if dtype is not None:
+        x = x.astype(dtype)
     if ddof is None:
         ddof = 0 if bias else 1
     w = None
@@ -139,9 +145,18 @@ def cov(
     return S.squeeze(c)
 
 
-def corrcoef(x: Any, y: Any = None, rowvar: bool = True) -> Any:
-    """Pearson correlation coefficients (``cov`` normalized, real parts clipped to [-1, 1])."""
-    c = cov(x, y, rowvar)
+def _dkind_of(dtype: Any) -> str:
+    from fjax import dtypes  # noqa: PLC0415
+
+    return dtypes.kind(dtypes.dtype(dtype))
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """Pearson correlation coefficients (``cov`` normalized, real parts clipped to [-1, 1]; computed
+    in ``dtype`` when given)."""
+    if dtype is not None and _dkind_of(dtype) not in "fc":
+        raise ValueError(f"corrcoef: dtype must be a subclass of float or complex; got dtype={dtype}")
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return U.divide(c, c)
     d = C.diagonal(c)
@@ -386,16 +401,34 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     return U.power(x[:, None], powers[None, :])
 
 
-def trim_zeros(filt: Any, trim: str = "fb") -> Any:
-    """``filt`` (1-D, concrete) without leading (``f``) and/or trailing (``b``) zeros."""
+def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
+    """``filt`` (concrete) without its leading (``f``) and/or trailing (``b``) all-zero slices along
+    ``axis`` (an int, a tuple, or None: every axis), as numpy 2."""
     filt = _arr(filt, "trim_zeros")
     c = _concrete(filt, "jnp.trim_zeros(): the result size depends on the values")
-    nz = np.nonzero(c)[0]
-    if nz.size == 0:
-        return filt[:0]
-    start = int(nz[0]) if "f" in trim.lower() else 0
-    end = int(nz[-1]) + 1 if "b" in trim.lower() else c.shape[0]
-    return filt[start:end]
+    nd = c.ndim
+    if axis is None:
+        axes = set(range(nd))
+    else:
+        axes = {
+            _util.canonicalize_axis(int(a), nd, "trim_zeros")
+            for a in (axis if isinstance(axis, (tuple, list)) else (axis,))
+        }
+    t = trim.lower()
+    if not axes or ("f" not in t and "b" not in t):
+        return filt
+    idx = []
+    for ax in range(nd):
+        if ax not in axes:
+            idx.append(slice(None))
+            continue
+        mask = np.any(c != 0, axis=tuple(i for i in range(nd) if i != ax))
+        nz = np.nonzero(mask)[0]
+        if nz.size == 0:
+            idx.append(slice(0, 0))
+            continue
+        idx.append(slice(int(nz[0]) if "f" in t else None, int(nz[-1]) + 1 if "b" in t else None))
+    return filt[tuple(idx)]
 
 
 # ---------------------------------------------------------------------------------------------

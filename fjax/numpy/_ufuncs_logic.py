@@ -169,8 +169,10 @@ def isfinite(x: Any, /) -> Any:
     return _bool_full(x, True)
 
 
-def isposinf(x: Any, /) -> Any:
+def isposinf(x: Any, /, out: None = None) -> Any:
     """Elementwise test for +inf."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
     x = _one("isposinf", x)
     if _dkind(x.dtype) == "c":
         raise ValueError("isposinf does not support complex-valued inputs")
@@ -179,8 +181,10 @@ def isposinf(x: Any, /) -> Any:
     return lax.eq(x, _const(x, np.inf))
 
 
-def isneginf(x: Any, /) -> Any:
+def isneginf(x: Any, /, out: None = None) -> Any:
     """Elementwise test for -inf."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
     x = _one("isneginf", x)
     if _dkind(x.dtype) == "c":
         raise ValueError("isneginf does not support complex-valued inputs")
