@@ -88,6 +88,14 @@ def _long_name(dtype: np.dtype) -> str:
     return "float0" if dtype == dtypes.float0 else dtype.name
 
 
+def _aval_dtype(dtype: Any) -> Any:
+    # a numpy dtype, or the key dtype (the type of a key array, ``typeof(random.key(0))``; such
+    # values are staged as their uint32 data, see ``fjax._prng``)
+    if isinstance(dtype, dtypes.KeyDtype):
+        return dtype
+    return np.dtype(dtype)
+
+
 class AbstractValue:
     """The base of abstract values (JAX's ``core.AbstractValue``): ``ShapedArray``, the token's
     and a ref's abstract types."""
@@ -101,9 +109,13 @@ class ShapedArray(AbstractValue):
     __slots__ = ("shape", "dtype", "weak_type")
     array_abstraction_level = 1
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    def __init__(
+        self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *, sharding: Any = None, vma: Any = None
+    ):
+        # ``sharding``/``vma`` (JAX's sharding-in-types and varying manual axes) are accepted and not
+        # kept: every fjax type is unsharded
         self.shape = tuple(shape)
-        self.dtype = dtype if type(dtype) is np.dtype else np.dtype(dtype)
+        self.dtype = dtype if type(dtype) is np.dtype else _aval_dtype(dtype)
         self.weak_type = bool(weak_type)
 
     @property

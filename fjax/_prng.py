@@ -24,33 +24,6 @@ __all__ = ["KeyDtype", "PRNGKeyArray", "extended", "prng_key"]
 from fjax.dtypes import KEY_DTYPE, KeyDtype, extended, prng_key  # noqa: E402,F401
 
 
-class KeyShapedArray(core.AbstractValue):
-    """The abstract value of a key array (``jax.typeof(random.key(0))``): its shape and the key
-    dtype, printed as JAX prints it, ``ShapedArray(key<fry>[2])``."""
-
-    __slots__ = ("shape",)
-    weak_type = False
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.shape = tuple(shape)
-
-    dtype = property(lambda self: KEY_DTYPE)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-
-    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
-        return f"{KEY_DTYPE}[{','.join(map(str, self.shape))}]"
-
-    def __repr__(self) -> str:
-        return f"ShapedArray({self.str_short()})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeyShapedArray) and other.shape == self.shape
-
-    def __hash__(self) -> int:
-        return hash(("key", self.shape))
-
-
 class PRNGKeyArray:
     """An array of typed PRNG keys (``dtype=key<fry>``), wrapping uint32 data of shape ``(*shape, 2)``."""
 
@@ -64,8 +37,9 @@ class PRNGKeyArray:
         return tuple(core.get_aval(self._base).shape[:-1])
 
     @property
-    def aval(self) -> KeyShapedArray:
-        return KeyShapedArray(self.shape)
+    def aval(self) -> core.ShapedArray:
+        """The abstract value: this shape, of the key dtype (``key<fry>[...]``)."""
+        return core.ShapedArray(self.shape, KEY_DTYPE)
 
     @property
     def ndim(self) -> int:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import itertools
 import os
+import sys
 import threading
 from typing import Any, Callable, Iterator
 
@@ -234,6 +236,7 @@ class Config:
         # overrides open per option, all threads together
         self._n_open: dict[str, int] = {}
         self._lock = threading.RLock()
+        self._absl_parsed = False
 
     def _check(self, name: str, value: Any, what: str) -> Any:
         """``value`` validated and converted for option ``name``."""
@@ -305,6 +308,34 @@ class Config:
                     delattr(type(self), name)
                 for fn in self._override_listeners:
                     fn(name)
+
+    def parse_flags_with_absl(self) -> None:
+        """Set options from the command line's ``--jax_NAME=VALUE`` / ``--jax_NAME`` /
+        ``--nojax_NAME`` arguments (before a ``--``), as JAX's does with absl (test suites call
+        it at import); other arguments are left alone. Parsed once per process."""
+        if self._absl_parsed:
+            return
+        object.__setattr__(self, "_absl_parsed", True)
+        for arg in itertools.takewhile(lambda a: a != "--", sys.argv[1:]):
+            if not (arg.startswith("--jax") or arg.startswith("--nojax")):
+                continue
+            name, eq, raw = arg[2:].partition("=")
+            negated = name.startswith("no") and not eq
+            if negated:
+                name = name[2:]
+            if name not in self._defaults:
+                continue
+            default = self._defaults[name]
+            value: Any = raw
+            if isinstance(default, bool):
+                value = (not negated) if not eq else raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, int) and eq:
+                value = int(raw)
+            elif isinstance(default, float) and eq:
+                value = float(raw)
+            self.update(name, value)
+
+    config_with_absl = parse_flags_with_absl
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):

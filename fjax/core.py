@@ -114,9 +114,15 @@ def default_sharding() -> Any:
     raise RuntimeError("fjax._devices is not imported")
 
 
+def aval_sharding(ndim: int) -> Any:
+    """The sharding in the type of an ``ndim``-dimensional value; set by ``fjax.sharding``."""
+    raise RuntimeError("fjax.sharding is not imported")
+
+
 def _shaped_array_sharding(self: ShapedArray) -> Any:
-    """Where values of this type live: the default device (``SingleDeviceSharding``)."""
-    return default_sharding()
+    """The sharding in the type, as JAX's: ``NamedSharding`` of an empty ``AbstractMesh`` with
+    nothing sharded (``P(None, ...)``). Where a value lives is ``Array.sharding``."""
+    return aval_sharding(len(self.shape))
 
 
 # attached here, so that it calls the hook this module holds (which ``fjax._devices`` rebinds)

@@ -82,6 +82,27 @@ class Sharding:
         return {d: i for d, i in self.devices_indices_map(global_shape).items() if d.process_index == me}
 
 
+class _UnconstrainedPartition:
+    """``P.UNCONSTRAINED``: the dimension's partitioning is left to the compiler (fjax keeps the
+    dimension whole, as ``None``)."""
+
+    _instance = None
+
+    def __new__(cls) -> _UnconstrainedPartition:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNCONSTRAINED"
+
+    def __reduce__(self) -> tuple:
+        return (_UnconstrainedPartition, ())
+
+
+_UNCONSTRAINED = _UnconstrainedPartition()
+
+
 class PartitionSpec(tuple):
     """How each array dimension is split over mesh axes: ``P('x', None, ('y', 'z'))``.
 
@@ -92,6 +113,8 @@ class PartitionSpec(tuple):
     def __new__(cls, *partitions: Any) -> PartitionSpec:
         parts = tuple(tuple(p) if isinstance(p, list) else p for p in partitions)
         return super().__new__(cls, parts)
+
+    UNCONSTRAINED = _UNCONSTRAINED
 
     def __repr__(self) -> str:
         # JAX 0.10 prints a spec as its tuple after ``P``: P('x',), P('x', None), P()
@@ -105,7 +128,7 @@ class PartitionSpec(tuple):
             raise ValueError(f"PartitionSpec {self!r} has {len(self)} entries for an array of rank {ndim}")
         out = []
         for p in tuple(self) + (None,) * (ndim - len(self)):
-            out.append(() if p is None else (p if isinstance(p, tuple) else (p,)))
+            out.append(() if p is None or p is _UNCONSTRAINED else (p if isinstance(p, tuple) else (p,)))
         return tuple(out)
 
 
@@ -240,13 +263,13 @@ class NamedSharding(Sharding):
     """The layout ``spec`` of an array over ``mesh`` (``jax.sharding.NamedSharding``)."""
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind: str | None = None):
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"NamedSharding: expected a Mesh, got {type(mesh).__name__}")
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
+            raise TypeError(f"NamedSharding: expected a Mesh or AbstractMesh, got {type(mesh).__name__}")
         if not isinstance(spec, PartitionSpec):
             spec = PartitionSpec(*spec) if isinstance(spec, (tuple, list)) else spec
         used: list = []
         for p in spec:
-            for name in () if p is None else (p if isinstance(p, tuple) else (p,)):
+            for name in () if p is None or p is _UNCONSTRAINED else (p if isinstance(p, tuple) else (p,)):
                 if name not in mesh.axis_names:
                     raise ValueError(
                         f"Resource axis: {name} of {spec!r} is not found in mesh: {tuple(mesh.axis_names)}."
@@ -260,13 +283,22 @@ class NamedSharding(Sharding):
         self.mesh = mesh
         self.spec = spec
 
+    def update(self, **kwargs: Any) -> NamedSharding:
+        """This sharding with ``mesh``, ``spec`` or ``memory_kind`` replaced."""
+        bad = set(kwargs) - {"mesh", "spec", "memory_kind"}
+        if bad:
+            raise TypeError(f"NamedSharding.update: unexpected arguments {sorted(bad)}")
+        return NamedSharding(kwargs.get("mesh", self.mesh), kwargs.get("spec", self.spec))
+
     @property
     def device_set(self) -> set[Device]:
+        if isinstance(self.mesh, AbstractMesh):
+            raise ValueError("NamedSharding over an AbstractMesh has no devices")
         return set(self.mesh.devices.flat)
 
     @property
     def is_fully_replicated(self) -> bool:
-        return all(p is None or p == () for p in self.spec)
+        return all(p is None or p == () or p is _UNCONSTRAINED for p in self.spec)
 
     def devices_indices_map(self, global_shape: tuple) -> dict:
         global_shape = tuple(global_shape)
@@ -302,6 +334,8 @@ class NamedSharding(Sharding):
         return hash((self.mesh, tuple(self.spec)))
 
     def __repr__(self) -> str:
+        if isinstance(self.mesh, AbstractMesh):  # no memory: JAX prints no memory kind
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
 
@@ -628,6 +662,18 @@ class AbstractMesh:
 
 
 _EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def _aval_sharding(ndim: int) -> NamedSharding:
+    # the sharding in an abstract value's type, as JAX's: nothing sharded over an empty mesh
+    s = _aval_shardings.get(ndim)
+    if s is None:
+        s = _aval_shardings[ndim] = NamedSharding(_EMPTY_ABSTRACT_MESH, PartitionSpec(*[None] * ndim))
+    return s
+
+
+_aval_shardings: dict[int, NamedSharding] = {}
+core.aval_sharding = _aval_sharding
 # [mesh set with jax.set_mesh (process-wide, as JAX's set_mesh called as a function)]
 _set_mesh_state: list = [None]
 

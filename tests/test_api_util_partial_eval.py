@@ -120,3 +120,65 @@ def test_layout_is_recorded_and_changes_no_value():
     fmt = layout.Format(lay, None)
     assert fmt == layout.Format(layout.Layout((1, 0)), None) and fmt != layout.Format(layout.Layout((0, 1)))
     np.testing.assert_array_equal(layout.with_layout_constraint(x, lay), x)
+
+
+def test_parse_flags_with_absl_reads_jax_flags_before_double_dash():
+    import subprocess
+    import sys
+
+    code = (
+        "import fjax; fjax.config.parse_flags_with_absl(); c = fjax.config; "
+        "print(c.jax_enable_x64, c.jax_numpy_rank_promotion, c.jax_debug_nans, c.jax_debug_infs)"
+    )
+    argv = [
+        "--jax_enable_x64",
+        "--other=1",
+        "--jax_numpy_rank_promotion=warn",
+        "--nojax_debug_nans",
+        "--",
+        "--jax_debug_infs",
+    ]
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "warn", "False", "False"]
+
+
+def test_key_arrays_are_jnp_ndarrays():
+    assert isinstance(fjax.random.key(0), jnp.ndarray) and isinstance(jnp.ones(2), jnp.ndarray)
+    assert not isinstance(np.ones(2), jnp.ndarray)
+
+
+def test_aval_sharding_is_unsharded_named_sharding():
+    a = fjax.typeof(jnp.ones((3, 2)))
+    s = a.sharding
+    assert repr(s).startswith("NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None, None)")
+    assert s.mesh.empty and tuple(s.update(spec=fjax.sharding.PartitionSpec(None)).spec) == (None,)
+    assert core.ShapedArray((2,), np.float32, sharding=s) == core.ShapedArray((2,), np.float32)
+
+
+def test_trace_to_jaxpr_nounits_with_key_arrays():
+    def f(k, x):
+        k1, k2 = fjax.random.split(k)
+        return [fjax.random.normal(k1, (2,)) + x, k2]
+
+    key_aval = fjax.typeof(fjax.random.key(3))
+    assert key_aval == core.ShapedArray((), key_aval.dtype)  # a key-typed ShapedArray
+    pvals = [pe.PartialVal.unknown(key_aval), pe.PartialVal.unknown(core.ShapedArray((2,), np.float32))]
+    jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(f, pvals)
+    assert [pv.is_known() for pv in out_pvals] == [False, False]
+    assert out_pvals[1][0] == key_aval
+    data = fjax.random.key_data(fjax.random.key(3))
+    y, k2 = core.eval_jaxpr(jaxpr, consts, data, jnp.zeros(2, jnp.float32))
+    e1, e2 = fjax.random.split(fjax.random.key(3))
+    np.testing.assert_allclose(y, fjax.random.normal(e1, (2,)), rtol=1e-6)
+    np.testing.assert_array_equal(k2, fjax.random.key_data(e2))
+    known = pe.trace_to_jaxpr_nounits(f, [pe.PartialVal.known(fjax.random.key(3)), pvals[1]])[1]
+    assert known[1].is_known() and known[1].get_known().dtype == key_aval.dtype
+
+
+def test_partition_spec_unconstrained():
+    P = fjax.sharding.PartitionSpec
+    assert repr(P(P.UNCONSTRAINED, None)) == "P(UNCONSTRAINED, None)"
+    mesh = fjax.sharding.Mesh(np.array(fjax.devices()[:1]), ("x",))
+    s = fjax.sharding.NamedSharding(mesh, P("x", P.UNCONSTRAINED))
+    x = fjax.device_put(jnp.ones((2, 3)), s)
+    np.testing.assert_array_equal(x, np.ones((2, 3)))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import (
     Array,
     ClosedJaxpr,
@@ -403,10 +403,16 @@ def trace_to_jaxpr_nounits(
     builder = JaxprBuilder()
     with core.new_main(StagingTrace, builder, "trace_to_jaxpr_nounits") as main:
         trace = StagingTrace(main)
+        from fjax._prng import PRNGKeyArray  # key arrays are staged as their uint32 data
+
         args, in_tracers = [], []
         for pv in pvals:
             if pv.is_known():
                 args.append(pv.get_known())
+            elif isinstance(pv[0].dtype, dtypes.KeyDtype):
+                t = trace.new_arg(ShapedArray((*pv[0].shape, 2), np.uint32))
+                in_tracers.append(t)
+                args.append(PRNGKeyArray(t))
             else:
                 t = trace.new_arg(pv[0])
                 in_tracers.append(t)
@@ -415,13 +421,15 @@ def trace_to_jaxpr_nounits(
         insts = [instantiate] * len(outs) if isinstance(instantiate, bool) else list(instantiate)
         out_pvals, out_tracers = [], []
         for o, inst in core.safe_zip(outs, insts):
-            own = _is_own(o, main)
-            if own and is_known(o) and not inst:
-                out_pvals.append(PartialVal.known(o.const))
+            key = isinstance(o, PRNGKeyArray)
+            x = o._base if key else o
+            own = _is_own(x, main)
+            if own and is_known(x) and not inst:
+                out_pvals.append(PartialVal.known(PRNGKeyArray(x.const) if key else x.const))
             elif own or inst:
-                t = instantiate_const(trace, o)
+                t = instantiate_const(trace, x)
                 out_tracers.append(t)
-                out_pvals.append(PartialVal.unknown(t.aval))
+                out_pvals.append(PartialVal.unknown(o.aval if key else t.aval))
             else:
                 out_pvals.append(PartialVal.known(o))
         jaxpr, consts = builder.build(in_tracers, out_tracers)
