@@ -130,16 +130,31 @@ class PRNGKeyArray:
         from fjax import numpy as jnp
 
         if not isinstance(other, PRNGKeyArray):
+            if isinstance(other, (int, float, complex, bool, np.ndarray, np.generic, core.Array, core.Tracer)):
+                raise TypeError(f"equal does not accept dtypes {KEY_DTYPE}, {_dtype_name(other)}.")
             return NotImplemented
         return jnp.all(jnp.equal(self._base, other._base), axis=-1)
 
     def __ne__(self, other: object) -> Any:
         from fjax import numpy as jnp
 
+        if not isinstance(other, PRNGKeyArray) and isinstance(
+            other, (int, float, complex, bool, np.ndarray, np.generic, core.Array, core.Tracer)
+        ):
+            raise TypeError(f"not_equal does not accept dtypes {KEY_DTYPE}, {_dtype_name(other)}.")
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else jnp.logical_not(eq)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _dtype_name(x: Any) -> str:
+    from fjax import dtypes
+
+    try:
+        return str(dtypes.result_type(x))
+    except Exception:  # noqa: BLE001 - only for the message
+        return type(x).__name__
 
 
 # a leaf for users (as in JAX); fjax's transforms see through it to the data (fjax/_tree_lifted.py)

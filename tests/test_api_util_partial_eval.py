@@ -182,3 +182,15 @@ def test_partition_spec_unconstrained():
     s = fjax.sharding.NamedSharding(mesh, P("x", P.UNCONSTRAINED))
     x = fjax.device_put(jnp.ones((2, 3)), s)
     np.testing.assert_array_equal(x, np.ones((2, 3)))
+
+
+def test_key_array_comparisons_as_jax():
+    a, b = fjax.random.key(0), fjax.random.key(1)
+    assert bool(jnp.allclose(a, a)) and not bool(jnp.allclose(a, b))
+    np.testing.assert_array_equal(jnp.isclose(fjax.random.split(a), fjax.random.split(a)), [True, True])
+    with pytest.raises(TypeError, match="isclose does not accept dtypes key<fry>, float32"):
+        jnp.isclose(a, 1.0)
+    with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>, float32"):
+        a == 1.0  # noqa: B015
+    with pytest.raises(TypeError, match="not_equal does not accept dtypes key<fry>"):
+        a != jnp.ones(2)  # noqa: B015

@@ -83,7 +83,16 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: boo
     """Elementwise ``a == b or (isfinite(b) and |a - b| <= atol + rtol * |b|)``.
 
     As JAX, the common dtype is moved to an inexact one before subtracting, so integers do not
-    overflow (``isclose(INT_MIN, 0)`` is False)."""
+    overflow (``isclose(INT_MIN, 0)`` is False). Key arrays are close when they are equal."""
+    from fjax._prng import PRNGKeyArray
+
+    if isinstance(a, PRNGKeyArray) or isinstance(b, PRNGKeyArray):
+        if not (isinstance(a, PRNGKeyArray) and isinstance(b, PRNGKeyArray)):
+            names = ", ".join(
+                str(x.dtype) if isinstance(x, PRNGKeyArray) else str(_util.to_fjax(x, "isclose").dtype) for x in (a, b)
+            )
+            raise TypeError(f"isclose does not accept dtypes {names}.")
+        return a == b
     a, b = _util.promote_dtypes("isclose", a, b)
     a, b = _util.promote_dtypes_inexact("isclose", a, b)
     a, b = broadcast_lax_style("isclose", a, b)
