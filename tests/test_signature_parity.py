@@ -88,6 +88,8 @@ _SHARDED = [
     ("jnp.bincount", lambda s: jnp.bincount(np.array([0, 1, 1, 3]), out_sharding=s), np.array([1, 2, 0, 1])),
     ("jnp.percentile", lambda s: jnp.percentile(_A, 50.0, axis=1, out_sharding=s), np.percentile(_A, 50.0, axis=1)),
     ("jnp.linalg.tensordot", lambda s: jnp.linalg.tensordot(_A, _B, axes=1, out_sharding=s), _A @ _B),
+    ("fjax.nn.initializers.zeros", lambda s: fjax.nn.initializers.zeros(None, (4, 2), np.float32, s), np.zeros((4, 2))),
+    ("fjax.nn.initializers.ones", lambda s: fjax.nn.initializers.ones(None, (4,), out_sharding=s), np.ones(4)),
     (
         "fjax.random.normal",
         lambda s: fjax.random.normal(fjax.random.key(1), (4, 3), out_sharding=s),
@@ -410,3 +412,91 @@ def test_numpy_keywords_with_values():
     path, _ = jnp.einsum_path("ij,jk,kl->il", *ops)
     assert sorted(map(len, path)) == [2, 2]  # two pairwise contractions
     np.testing.assert_allclose(np.asarray(jnp.einsum("ij,jk,kl->il", *ops, optimize=path)), 12.0 * np.ones((2, 5)))
+
+
+def _attention_ref(q, k, v, bias=None, mask=None, scale=None, causal=False, window=None, qlen=None, kvlen=None):
+    """numpy attention over (B, T, N, H) with grouped heads and JAX's masking (-0.7 * float32 max)."""
+    B, T, N, H = q.shape
+    S, K = k.shape[1], k.shape[2]
+    G = N // K
+    kk, vv = np.repeat(k, G, axis=2), np.repeat(v, G, axis=2)  # query head n uses key head n // G
+    logits = np.einsum("btnh,bsnh->bnts", q, kk).astype(np.float64) * (1 / np.sqrt(H) if scale is None else scale)
+    if bias is not None:
+        logits = logits + bias
+    keep = np.ones(logits.shape, bool) if mask is None else np.broadcast_to(mask, logits.shape).copy()
+    t, s_ = np.arange(T)[:, None], np.arange(S)[None, :]
+    if causal:
+        keep &= t >= s_
+    if window is not None:
+        keep &= (t <= s_ + window[0]) & (t >= s_ - window[1])
+    if qlen is not None:
+        keep &= np.arange(T)[None, None, :, None] < qlen[:, None, None, None]
+    if kvlen is not None:
+        keep &= np.arange(S)[None, None, None, :] < kvlen[:, None, None, None]
+    logits = np.where(keep, logits, -0.7 * np.finfo(np.float32).max)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    lse = np.log(e.sum(-1)) + logits.max(-1)
+    p = e / e.sum(-1, keepdims=True)
+    out = np.einsum("bnts,bsnh->btnh", p, vv)
+    if qlen is not None:
+        out = out * (np.arange(T)[None, :] < qlen[:, None])[:, :, None, None]
+    return out, np.transpose(lse, (0, 2, 1))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data())
+def test_dot_product_attention_matches_numpy(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    B, T, S, K, G, H = (data.draw(st.integers(1, 3)) for _ in range(6))
+    N = K * G
+    q = rng.normal(size=(B, T, N, H)).astype(np.float32)
+    k = rng.normal(size=(B, S, K, H)).astype(np.float32)
+    v = rng.normal(size=(B, S, K, H)).astype(np.float32)
+    kw, ref = {}, {}
+    if data.draw(st.booleans()):
+        kw["bias"] = ref["bias"] = rng.normal(size=(1, N, T, S)).astype(np.float32)
+    if data.draw(st.booleans()):
+        kw["mask"] = ref["mask"] = rng.random(size=(B, 1, T, S)) > 0.3
+    if data.draw(st.booleans()):
+        kw["is_causal"] = ref["causal"] = True
+    if data.draw(st.booleans()):
+        w = data.draw(st.one_of(st.integers(0, 2), st.tuples(st.integers(0, 2), st.integers(0, 2))))
+        kw["local_window_size"] = w
+        ref["window"] = (w, w) if isinstance(w, int) else w
+    if data.draw(st.booleans()):
+        kw["query_seq_lengths"] = ref["qlen"] = rng.integers(1, T + 1, size=B).astype(np.int32)
+    if data.draw(st.booleans()):
+        kw["key_value_seq_lengths"] = ref["kvlen"] = rng.integers(1, S + 1, size=B).astype(np.int32)
+    want, want_lse = _attention_ref(q, k, v, **ref)
+    out, lse = fjax.nn.dot_product_attention(q, k, v, return_residual=True, implementation="xla", **kw)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(lse), want_lse, rtol=2e-4, atol=2e-4)
+    assert lse.shape == (B, T, N)
+
+
+def test_dot_product_attention_options():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(5, 2, 3)).astype(np.float32)  # 3-D: batch 1
+    out = fjax.nn.dot_product_attention(q, q, q, is_causal=True, local_window_size=1)
+    want, _ = _attention_ref(q[None], q[None], q[None], causal=True, window=(1, 1))
+    np.testing.assert_allclose(np.asarray(out), want[0], rtol=2e-5, atol=2e-6)
+    with pytest.raises(NotImplementedError, match="cudnn"):
+        fjax.nn.dot_product_attention(q, q, q, implementation="cudnn")
+    with pytest.raises(ValueError, match="Unsupported implementation option"):
+        fjax.nn.dot_product_attention(q, q, q, implementation="other")
+    with pytest.raises(ValueError, match="query_seq_lengths dtype should be int32"):
+        fjax.nn.dot_product_attention(q, q, q, query_seq_lengths=np.array([1.0]))
+    ql = np.array([3], np.int32)
+    k = rng.normal(size=(1, 4, 2, 3)).astype(np.float32)
+    g = fjax.grad(lambda q: fjax.nn.dot_product_attention(q, k, k, query_seq_lengths=ql).sum())(q[None])
+    assert np.all(np.asarray(g)[0, 3:] == 0) and np.any(np.asarray(g)[0, :3] != 0)  # padded queries: zeros
+
+
+@settings(max_examples=15, deadline=None)
+@given(hnp.arrays(np.float64, (3, 5), elements=st.floats(-100, 100)), st.sampled_from(["fast", "stable"]))
+def test_standardize_algorithm(x, algorithm):
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    got = fjax.nn.standardize(x.astype(np.float32), algorithm=algorithm)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-3, atol=2e-2 if algorithm == "fast" else 2e-3)
+    with pytest.raises(ValueError, match="Unknown algorithm 'slow'"):
+        fjax.nn.standardize(x, algorithm="slow")

@@ -244,56 +244,27 @@ def standardize(
     variance: Any = None,
     epsilon: float = 1e-5,
     where: Any = None,
+    *,
+    algorithm: str = "fast",
 ) -> Any:
-    """(x - mean) / sqrt(variance + epsilon), statistics over ``axis`` unless given."""
+    """(x - mean) / sqrt(variance + epsilon), statistics over ``axis`` unless given. ``algorithm``:
+    the variance as ``mean(x**2) - mean**2`` clipped at 0 (``"fast"``) or ``mean((x - mean)**2)``
+    (``"stable"``)."""
     x = _float(x)
     if mean is None:
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
-        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(jnp.subtract(x, mean)), axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+            variance = jnp.clip(variance, 0)  # (the fast form can go negative by rounding)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 
-def dot_product_attention(
-    query: Any,
-    key: Any,
-    value: Any,
-    bias: Any = None,
-    mask: Any = None,
-    *,
-    scale: float | None = None,
-    is_causal: bool = False,
-) -> Any:
-    """Scaled dot-product attention over (batch..., seq, heads, head_dim) arrays (``BTNH``).
-
-    ``mask`` is boolean, broadcastable to (batch..., heads, q_len, k_len), True where attention
-    is allowed; ``bias`` is added to the logits; ``is_causal`` masks keys after each query.
-    Returns an array shaped like ``query`` (with value's head_dim).
-    """
-    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
-    q_ndim = query.ndim
-    if min(query.ndim, key.ndim, value.ndim) < 3:  # as JAX: missing leading (seq) dims are size 1
-        query, key, value = (
-            jnp.reshape(t, (1,) * (3 - t.ndim) + t.shape) if t.ndim < 3 else t for t in (query, key, value)
-        )
-        out = dot_product_attention(query, key, value, bias, mask, scale=scale, is_causal=is_causal)
-        return jnp.reshape(out, out.shape[out.ndim - q_ndim :]) if q_ndim < out.ndim else out
-    head_dim = query.shape[-1]
-    if scale is None:
-        scale = 1.0 / float(np.sqrt(head_dim))
-    logits = jnp.einsum("...qhd,...khd->...hqk", query, key) * scale
-    if bias is not None:
-        logits = logits + bias
-    q_len, k_len = query.shape[-3], key.shape[-3]
-    if is_causal:
-        causal = jnp.tril(jnp.ones((q_len, k_len), dtype=bool))
-        mask = causal if mask is None else jnp.logical_and(mask, causal)
-    if mask is not None:
-        big_neg = np.array(_finfo(np.dtype(logits.dtype)).min, logits.dtype)
-        logits = jnp.where(mask, logits, big_neg)
-    weights = softmax(logits, axis=-1)
-    return jnp.einsum("...hqk,...khd->...qhd", weights, value)
-
+from fjax.nn._attention import dot_product_attention  # noqa: E402
 
 from fjax.nn import initializers  # noqa: E402
 from fjax.nn.layers import (  # noqa: E402

@@ -62,14 +62,14 @@ def _dtype(dtype: Any) -> Any:
     return jnp.float32 if dtype is None else dtype
 
 
-def zeros(key: Any, shape: Any, dtype: Any = None) -> Any:
-    """An array of zeros (``key`` is ignored)."""
-    return jnp.zeros(_shape(shape), _dtype(dtype))
+def zeros(key: Any, shape: Any, dtype: Any = None, out_sharding: Any = None) -> Any:
+    """An array of zeros (``key`` is ignored; ``out_sharding``: its sharding, as ``jnp.zeros``'s)."""
+    return jnp.zeros(_shape(shape), _dtype(dtype), out_sharding=out_sharding)
 
 
-def ones(key: Any, shape: Any, dtype: Any = None) -> Any:
-    """An array of ones (``key`` is ignored)."""
-    return jnp.ones(_shape(shape), _dtype(dtype))
+def ones(key: Any, shape: Any, dtype: Any = None, out_sharding: Any = None) -> Any:
+    """An array of ones (``key`` is ignored; ``out_sharding``: its sharding, as ``jnp.ones``'s)."""
+    return jnp.ones(_shape(shape), _dtype(dtype), out_sharding=out_sharding)
 
 
 def constant(value: Any, dtype: Any = None) -> Initializer:
