@@ -40,6 +40,8 @@ _expandable: dict[core.Primitive, LoweredFun] = {}
 #: fjax's own per-equation rewrites (``register_rewrite``): primitive -> rule(eqn) -> function or None
 _rewrites: dict[core.Primitive, Callable] = {}
 _body_rewrites: dict[core.Primitive, Callable] = {}  # only inside loop and branch bodies
+#: fjax's own whole-body rewrites (``register_body_pass``): jaxpr -> rewritten jaxpr or None
+_body_passes: list[Callable[[core.Jaxpr], core.Jaxpr | None]] = []
 _CONTROL = frozenset({"while", "scan", "cond"})
 
 _PLATFORMS = (None, "cpu", "cuda", "gpu")
@@ -107,6 +109,15 @@ def register_rewrite(
     _install()
 
 
+def register_body_pass(fn: Callable[[core.Jaxpr], core.Jaxpr | None]) -> None:
+    """fjax-internal: ``fn(jaxpr)`` gives a rewritten ``jaxpr`` (same inputs and outputs), or None
+    to keep it; run on every loop and branch body before the per-equation rewrites, for forms that
+    span several equations (``fjax/lax/_select_fold.py``)."""
+    if fn not in _body_passes:
+        _body_passes.append(fn)
+    _install()
+
+
 def emit_python_callback(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError("jax.interpreters.mlir.emit_python_callback: fjax does not lower to MLIR")
 
@@ -154,6 +165,11 @@ def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False, own: bool = True) -> co
     from fjax.jit import jit_p  # noqa: PLC0415 - fjax.jit imports the interpreters
 
     changed = False
+    if body and own:
+        for fn in _body_passes:
+            new = fn(jaxpr)
+            if new is not None:
+                jaxpr, changed = new, True
     eqns = []
     for eqn in jaxpr.eqns:
         rule = _expandable.get(eqn.primitive)
@@ -226,7 +242,7 @@ def expand(closed: core.ClosedJaxpr, body: bool = False, own: bool = True) -> co
             with _lock:
                 hit = _lf_cache.setdefault(closed, None if new is None else core.ClosedJaxpr(new, closed.consts))
         return closed if hit is None else hit
-    if not _expandable and not _rewrites and not _body_rewrites:
+    if not _expandable and not _rewrites and not _body_rewrites and not _body_passes:
         return closed
     if not body:  # (jit's per-call lookup: a key in the jaxpr's own compile cache, no weak reference)
         comp = closed.compiled

@@ -127,3 +127,4 @@ def _gather_rewrite(eqn: core.JaxprEqn) -> Callable | None:
 mlir.register_rewrite(lax_reductions.argmax_p, _arg_rewrite(True), bodies_only=True)
 mlir.register_rewrite(lax_reductions.argmin_p, _arg_rewrite(False), bodies_only=True)
 mlir.register_rewrite(slicing.gather_p, _gather_rewrite, bodies_only=True)
+from fjax.lax import _select_fold  # noqa: E402, F401  (selects around indexed updates in bodies)
