@@ -602,8 +602,11 @@ def vmap(
     axis_name: Any = None,
     axis_size: int | None = None,
     spmd_axis_name: Any = None,
+    sum_match: bool = False,
 ) -> Callable:
-    """Vectorize ``fun`` over the axes ``in_axes`` of its arguments, stacking outputs at ``out_axes``."""
+    """Vectorize ``fun`` over the axes ``in_axes`` of its arguments, stacking outputs at ``out_axes``
+    (``sum_match``: an output with ``out_axes`` None that varies along the mapped axis is summed
+    over it, instead of raising)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(in_axes)):  # TypeError, as in JAX
@@ -690,7 +693,7 @@ def vmap(
             return [a - 1 if kd and isinstance(a, int) and a < 0 else a for a, kd in zip(axes, key_data)]
 
         data = batching.AxisData(size, axis_name, spmd_axis_name)
-        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data)
+        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data, sum_match=sum_match)
         return tu.tree_unflatten(out_tree_box[0], outs)
 
     return vmap_f

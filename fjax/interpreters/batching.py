@@ -269,9 +269,11 @@ def vmap_flat(
     args: Sequence[Any],
     out_dims_thunk: Callable,
     axis_data: Any = _INHERIT,
+    sum_match: bool = False,
 ) -> list:
     """Batch ``fun`` over flat ``args`` mapped at ``in_dims``; outputs are moved to the dims
-    returned by ``out_dims_thunk(n_outputs)`` (None means unmapped: the output must not vary).
+    returned by ``out_dims_thunk(n_outputs)`` (None means unmapped: the output must not vary, or,
+    with ``sum_match`` (``vmap(sum_match=True)``), a varying one is summed over the mapped axis).
 
     ``axis_data`` (an ``AxisData``) names the axis; by default a batching rule's re-batching
     inherits the axis of the rule's trace, and a top-level call maps an unnamed axis."""
@@ -284,12 +286,16 @@ def vmap_flat(
         vals_out = [t.val for t in tracers_out]
         bdims_out = [t.batch_dim for t in tracers_out]
     out_dims = out_dims_thunk(len(vals_out))
-    return [move_batch_axis(axis_size, bd, od, v) for v, bd, od in zip(vals_out, bdims_out, out_dims)]
+    return [move_batch_axis(axis_size, bd, od, v, sum_match) for v, bd, od in zip(vals_out, bdims_out, out_dims)]
 
 
-def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any) -> Any:
+def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any, sum_match: bool = False) -> Any:
     if src is dst or src == dst:
         return x
+    if dst is not_mapped and sum_match:
+        from fjax import lax  # noqa: PLC0415
+
+        return lax.reduce_sum(x, (src,))
     if dst is not_mapped:
         raise ValueError(
             "vmap has mapped output but out_axes is None: the output varies along the mapped axis, so it "
