@@ -18,6 +18,7 @@ Policies are called as ``policy(primitive, *in_avals, **params) -> bool`` (True 
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -396,22 +397,44 @@ pe.dce_rules[remat_p] = _remat_dce
 # the user-facing wrapper
 
 
+class _DeprecatedArg:
+    """The default of ``checkpoint``'s removed ``concrete`` option (JAX's ``DeprecatedArg``)."""
+
+    def __repr__(self) -> str:
+        return "Deprecated"
+
+
+_DEPRECATED = _DeprecatedArg()
+
+
 def checkpoint(
     fun: Callable | None = None,
     *,
     prevent_cse: bool = True,
     policy: Callable | None = None,
     static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    concrete: Any = _DEPRECATED,
 ) -> Callable:
     """Make ``fun`` recompute its internal values on the backward pass instead of storing them.
 
     Under reverse-mode differentiation only the inputs (plus whatever ``policy`` marks
     saveable, e.g. ``checkpoint_policies.dots_saveable``) are kept as residuals; the rest of the
-    forward computation is re-run during the backward pass. Arguments at ``static_argnums`` are
-    passed as they are (Python values, hashable or not). ``remat`` is an alias.
+    forward computation is re-run during the backward pass. Arguments at ``static_argnums``, and
+    those named in ``static_argnames`` (by keyword or position), are passed as they are (Python
+    values, hashable or not). ``concrete`` was removed in JAX 0.10: passing it raises, as there.
+    ``remat`` is an alias.
     """
+    if concrete is not _DEPRECATED:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and removed in JAX v0.10.0. "
+            "In its place please use `static_argnums`; for details refer to "
+            "https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html."
+        )
     if fun is None:
-        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+        return lambda f: checkpoint(
+            f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums, static_argnames=static_argnames
+        )
     if not callable(fun):
         raise TypeError(f"checkpoint: expected a function, got {fun!r} of type {type(fun).__name__}")
     if type(static_argnums) is int:
@@ -424,9 +447,20 @@ def checkpoint(
             f"bool, but got value {static_argnums}"
         )
     name = getattr(fun, "__name__", type(fun).__name__)
+    static_names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    if static_names:  # a name of a positional parameter makes its position static too
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        name_pos = {i for i, p in enumerate(params) if p.kind in kinds and p.name in static_names}
+    else:
+        name_pos = set()
 
     @functools.wraps(fun)
     def fun_remat(*args: Any, **kwargs: Any) -> Any:
+        static_kw = {k: kwargs.pop(k) for k in [k for k in kwargs if k in static_names]}
         nargs = len(args)
         if not all(-nargs <= d < nargs for d in static):
             raise ValueError(
@@ -435,7 +469,7 @@ def checkpoint(
                 f"`len(args)` = {nargs}"
             )
         # static arguments are passed to ``fun`` as they are, hashable or not (as JAX's)
-        st = {i % nargs for i in static}
+        st = {i % nargs for i in static} | {i for i in name_pos if i < nargs}
         dyn = tuple(a for i, a in enumerate(args) if i not in st)
         flat, in_tree = tu.tree_flatten((dyn, kwargs))
         flat = [_as_value(x) for x in flat]
@@ -445,7 +479,7 @@ def checkpoint(
             d, kw = tu.tree_unflatten(in_tree, list(leaves))
             it = iter(d)
             full = [args[i] if i in st else next(it) for i in range(nargs)]
-            out = fun(*full, **kw)
+            out = fun(*full, **kw, **static_kw)
             o_flat, o_tree = tu.tree_flatten(out)
             out_tree_box.append(o_tree)
             return [_as_value(o) for o in o_flat]
