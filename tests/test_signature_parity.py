@@ -500,3 +500,38 @@ def test_standardize_algorithm(x, algorithm):
     np.testing.assert_allclose(np.asarray(got), want, rtol=2e-3, atol=2e-2 if algorithm == "fast" else 2e-3)
     with pytest.raises(ValueError, match="Unknown algorithm 'slow'"):
         fjax.nn.standardize(x, algorithm="slow")
+
+
+def test_transform_keywords():
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    s, b = fjax.vmap(lambda a, b: (a * 2, b), in_axes=(0, None), out_axes=None, sum_match=True)(x, np.ones(2))
+    np.testing.assert_array_equal(np.asarray(s), 2 * x.sum(0))  # mapped: summed
+    np.testing.assert_array_equal(np.asarray(b), np.ones(2))  # unmapped: as it is
+    with pytest.raises(ValueError, match="out_axes is None"):
+        fjax.vmap(lambda a: a, out_axes=None)(x)
+
+    def f(x, n, *, mode="a"):
+        for _ in range(n):
+            x = jnp.sin(x)
+        return x * (2.0 if mode == "a" else 3.0)
+
+    g = fjax.checkpoint(f, static_argnames=("n", "mode"))
+    want = 3.0 * np.cos(np.sin(np.sin(1.0))) * np.cos(np.sin(1.0)) * np.cos(1.0)
+    for h in (lambda x: g(x, 3, mode="b"), lambda x: g(x, n=3, mode="b"), fjax.jit(lambda x: g(x, 3, mode="b"))):
+        np.testing.assert_allclose(float(fjax.grad(h)(1.0)), want, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="The `concrete` option to `jax.checkpoint` was deprecated"):
+        fjax.remat(f, concrete=False)
+
+
+def test_ufunc_signature_and_all_gather_to():
+    for name in ("add", "multiply", "negative", "logaddexp", "bitwise_and", "maximum"):
+        assert list(inspect.signature(getattr(jnp, name)).parameters) == ["args", "out", "where"], name
+    with pytest.raises(NotImplementedError, match="out argument of"):
+        jnp.add(1.0, 2.0, out=np.zeros(()))
+    assert "to" in inspect.signature(lax.all_gather).parameters
+    f = fjax.vmap(lambda v: lax.all_gather(v, "i", to="varying"), axis_name="i")
+    np.testing.assert_array_equal(np.asarray(f(np.arange(3.0))), np.tile(np.arange(3.0), (3, 1)))
+    with pytest.raises(ValueError, match="Got unexpected `to` value"):
+        fjax.vmap(lambda v: lax.all_gather(v, "i", to="nope"), axis_name="i")(np.arange(3.0))
+    with pytest.raises(NotImplementedError, match="invarying"):
+        fjax.vmap(lambda v: lax.all_gather(v, "i", to="invarying"), axis_name="i")(np.arange(3.0))

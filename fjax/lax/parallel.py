@@ -576,10 +576,21 @@ def _norm_axis(fn: str, axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0, tiled: bool = False) -> Any:
+def all_gather(
+    x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0, tiled: bool = False, to: str = "varying"
+) -> Any:
     """Gather ``x`` (a pytree) from every member of the named axis: a new axis ``axis`` of the
     axis size (``tiled=True``: concatenated along ``axis``). A tuple of names gathers over their
-    product, the first name major."""
+    product, the first name major. ``to``: the result's manual-axis type; fjax does not track
+    shard_map's varying/invariant types, so only ``'varying'`` (the default) is supported."""
+    allowed = {"varying", "reduced", "invarying"}
+    if to not in allowed:
+        raise ValueError(f"Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` values are: {allowed}")
+    if to != "varying":
+        raise NotImplementedError(
+            f"lax.all_gather(to={to!r}) (JAX's all_gather_invariant / all_gather_reduced): fjax does not track "
+            "shard_map's varying, invariant and reduced value types; use to='varying'"
+        )
     if axis_index_groups is not None:
         return _grouped_gather(x, axis_name, axis_index_groups, axis, tiled)
     axes = _names(axis_name)

@@ -471,8 +471,9 @@ def _builtin(fn: Callable, nin: int, identity: Any = None, **impls: Any) -> ufun
         },
     )
     u = cls(fn, nin, 1, name=name, identity=identity, call=fn, **impls)
-    # inspect.signature would otherwise read the staticmethod as a bound method (dropping ``x``)
-    u.__signature__ = inspect.signature(fn)
+    # JAX's: a ufunc's call signature, ``(*args, out=None, where=None)`` (set here: inspect.signature
+    # would otherwise read the staticmethod as a bound method)
+    u.__signature__ = inspect.signature(call)
     return u
 
 
