@@ -174,11 +174,29 @@ def effects_barrier() -> None:
     """Wait for pending effects (callbacks); fjax runs them synchronously, so there are none."""
 
 
-@contextlib.contextmanager
-def default_device(device: Any) -> Iterator[None]:
-    """Context in which computations on uncommitted arrays (and new arrays) go to ``device`` (a
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "<NoDefault>"
+
+
+_NO_DEFAULT = _NoDefault()
+
+
+def default_device(new_val: Any = _NO_DEFAULT) -> contextlib.AbstractContextManager:
+    """Context in which computations on uncommitted arrays (and new arrays) go to ``new_val`` (a
     ``Device``, a platform name such as ``"cpu"``, or None for the default backend's first
-    device), as ``jax.default_device``; per thread, overriding ``jax_default_device``."""
+    device), as ``jax.default_device``; per thread, overriding ``jax_default_device``. The value
+    is required (JAX's TypeError without one)."""
+    if new_val is _NO_DEFAULT:
+        raise TypeError(
+            "Context manager for jax_default_device config option requires an argument representing the new "
+            "value for the config option."
+        )
+    return _default_device(new_val)
+
+
+@contextlib.contextmanager
+def _default_device(device: Any) -> Iterator[None]:
     from fjax import _devices, _placement
 
     if device is not None and not isinstance(device, (_devices.Device, str)):
