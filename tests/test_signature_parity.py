@@ -535,3 +535,17 @@ def test_ufunc_signature_and_all_gather_to():
         fjax.vmap(lambda v: lax.all_gather(v, "i", to="nope"), axis_name="i")(np.arange(3.0))
     with pytest.raises(NotImplementedError, match="invarying"):
         fjax.vmap(lambda v: lax.all_gather(v, "i", to="invarying"), axis_name="i")(np.arange(3.0))
+
+
+def test_array_positional_copy_order_ndmin_deprecated():
+    assert list(inspect.signature(jnp.array).parameters)[:3] == ["object", "dtype", "args"]
+    with pytest.warns(DeprecationWarning, match="positionally is deprecated"):
+        r = jnp.array([1, 2], None, True, "K", 2)
+    assert r.shape == (1, 2)
+    with pytest.raises(TypeError, match="got multiple values for argument 'copy'"):
+        jnp.array([1], None, False, copy=False)
+    with pytest.raises(TypeError, match="takes at most 5 positional arguments"):
+        jnp.array([1], None, True, "K", 0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jnp.array([1, 2], ndmin=3).shape == (1, 1, 2)

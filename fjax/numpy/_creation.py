@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -287,10 +288,10 @@ def _array_from_nested(obj: Any, dt: np.dtype) -> Any:
 def array(
     object: Any,
     dtype: Any = None,
+    *args: Any,
     copy: builtins.bool = True,
     order: str | None = "K",  # noqa: A002
     ndmin: int = 0,
-    *,
     device: Any = None,
     out_sharding: Any = None,
 ) -> Any:
@@ -298,11 +299,25 @@ def array(
 
     Python scalars give weakly typed arrays (as JAX); lists and tuples give strongly typed
     arrays of the promoted dtype of their elements; ``dtype`` forces (and strengthens) a dtype.
-    ``out_sharding``: the result's sharding (fjax/_out_sharding.py).
+    ``out_sharding``: the result's sharding (fjax/_out_sharding.py). ``copy``, ``order`` and
+    ``ndmin`` given positionally still work, with JAX's DeprecationWarning.
     """
+    if args:
+        if len(args) > 3:
+            raise TypeError(f"array() takes at most 5 positional arguments but {len(args) + 2} were given")
+        for i, name in enumerate(["copy", "order", "ndmin"]):
+            if i < len(args) and [copy, order, ndmin][i] != [True, "K", 0][i]:
+                raise TypeError(f"array() got multiple values for argument '{name}'")
+        copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args) :])[:3]
+        warnings.warn(
+            "Passing the copy, order, and ndmin arguments to jnp.array positionally is deprecated. Use keyword "
+            "arguments instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     if out_sharding is not None:
         _out_sharding.check_device_and_sharding(device, out_sharding)
-        out = array(object, dtype, copy, order, ndmin)
+        out = array(object, dtype, copy=copy, order=order, ndmin=ndmin)
         return _out_sharding.apply(out, out_sharding, "jnp.array")
     del device
     if order not in (None, "K", "C", "A"):
