@@ -850,19 +850,36 @@ def _explain_miss(key: tuple, cache: dict) -> str:
 def jit(
     fun: Callable | None = None,
     *,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Sequence[str] | None = None,
     donate_argnums: int | Sequence[int] | None = None,
-    **kwargs: Any,
+    donate_argnames: str | Sequence[str] | None = None,
+    keep_unused: bool = False,
+    device: Any = None,
+    backend: str | None = None,
+    inline: bool = False,
+    compiler_options: dict[str, Any] | None = None,
 ) -> Any:
     """Compile ``fun``: trace once per signature (pytree structure, shapes, dtypes, weak types and
-    static argument values), then run the compiled function on later calls."""
+    static argument values), then run the compiled function on later calls. ``donate_argnames``
+    adds the positions of those parameters to ``donate_argnums``. ``keep_unused``, ``inline``,
+    ``device`` and ``compiler_options`` (XLA's options) change nothing in fjax's compiler."""
+    kwargs = dict(in_shardings=in_shardings, out_shardings=out_shardings, backend=backend)
     if fun is None:
         return lambda f: jit(
-            f, static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums, **kwargs
+            f,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            **kwargs,
         )
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
+    if donate_argnames is not None:
+        donate_argnums = _donate_names(fun, donate_argnames, donate_argnums)
     sn, sa, dn = _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums)
     in_sh, out_sh = kwargs.get("in_shardings"), kwargs.get("out_shardings")
     if in_sh is not None or out_sh is not None:
@@ -873,6 +890,27 @@ def jit(
     if kwargs.get("backend") is not None:
         wrapped._backend = str(kwargs["backend"])
     return wrapped
+
+
+def _donate_names(fun: Callable, names: Any, donate_argnums: Any) -> tuple:
+    """``donate_argnums`` with the positions of the parameters named in ``donate_argnames`` (JAX's
+    ValueError for a name the function does not take)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    nums = _index_tuple(donate_argnums)
+    try:
+        params = inspect.signature(fun).parameters
+    except (TypeError, ValueError):
+        return nums
+    kinds = [p.kind for p in params.values()]
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        named = {k for k, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+        if bad := set(names) - named:
+            raise ValueError(
+                f"Jitted function has invalid argnames {bad} in donate_argnames. Function does not take these args."
+            )
+    pk = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    pos = tuple(i for i, (k, p) in enumerate(params.items()) if p.kind == pk and k in names)
+    return tuple(dict.fromkeys(nums + pos))
 
 
 def _index_tuple(x: Any) -> tuple:
