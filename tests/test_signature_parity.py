@@ -549,3 +549,19 @@ def test_array_positional_copy_order_ndmin_deprecated():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert jnp.array([1, 2], ndmin=3).shape == (1, 1, 2)
+
+
+def test_jit_keywords():
+    def f(x, y):
+        return x + 1, y * 2
+
+    a, b = jnp.ones(3), jnp.ones(3)
+    out = fjax.jit(f, donate_argnames="y")(a, b)
+    np.testing.assert_array_equal(np.asarray(out[1]), 2 * np.ones(3))
+    assert not a.is_deleted() and b.is_deleted()
+    with pytest.raises(ValueError, match=r"invalid argnames \{'z'\} in donate_argnames"):
+        fjax.jit(f, donate_argnames="z")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        fjax.jit(f, foo=1)
+    r = fjax.jit(f, keep_unused=True, inline=True, compiler_options={})(1.0, 2.0)
+    assert (float(r[0]), float(r[1])) == (2.0, 4.0)
