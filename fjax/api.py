@@ -113,9 +113,22 @@ def _argnums_tuple(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
 
 
 def make_jaxpr(
-    fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False, abstracted_axes: Any = None
+    fun: Callable,
+    static_argnums: int | Sequence[int] = (),
+    axis_env: Sequence[tuple[Any, int]] | None = None,
+    return_shape: bool = False,
+    abstracted_axes: Any = None,
 ) -> Callable:
-    """Return a function that traces ``fun`` on its arguments and gives its ClosedJaxpr."""
+    """Return a function that traces ``fun`` on its arguments and gives its ClosedJaxpr.
+
+    ``axis_env`` (``[(name, size), ...]``, JAX's way to trace collectives over axis names bound
+    outside) is not supported: fjax binds axis names only under vmap/pmap/shard_map, where its
+    collectives are evaluated, so it has no jaxpr equation with a free axis name."""
+    if axis_env:
+        raise NotImplementedError(
+            f"make_jaxpr(axis_env={list(axis_env)!r}): fjax cannot trace collectives over axis names bound "
+            "outside the function; trace the vmap/pmap/shard_map that binds them instead"
+        )
     static = _argnums_tuple(static_argnums)
 
     @functools.wraps(fun, updated=())
