@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,54 +216,51 @@ def test_select_of_other_value_is_left_alone():
 # ---- compiled loops -------------------------------------------------------------------------
 
 
-def _loop(kind: str, order: bool):
-    def f(p, x, v):
+def _loop():
+    """A vmapped while loop updating four buffers, one per form (one compile for all)."""
+
+    def f(p, xs, v):
         def body(c):
-            i, x = c
-            if kind == "set":
-                new = x.at[2 * i - 1].set(v * i)  # from -1: a negative index first, then past the end
-            elif kind == "add":
-                new = x.at[jnp.stack([i, i])].add(v)  # duplicates
-            elif kind == "dus":
-                new = lax.dynamic_update_slice(x, jnp.full((2,), v), (i,))
-            else:  # the read-back form, one element per member
-                x = x.at[i].set(jnp.where(p, v * i, x[i]) if order else jnp.where(p, x[i], v * i))
-                return i + 1, x
-            return i + 1, (jnp.where(p, new, x) if order else jnp.where(~p, x, new))
+            i, (a, b, d, r) = c
+            a = jnp.where(p, a.at[2 * i - 1].set(v * i), a)  # from -1: negative first, then past the end
+            b = jnp.where(~p, b, b.at[jnp.stack([i, i])].add(v))  # duplicates; the other case order
+            d = jnp.where(p, lax.dynamic_update_slice(d, jnp.full((2,), v), (i,)), d)
+            r = r.at[i].set(jnp.where(p, r[i], v * i))  # the read-back form, one element per member
+            return i + 1, (a, b, d, r)
 
-        return lax.while_loop(lambda c: c[0] < 5, body, (jnp.int32(0), x))
+        return lax.while_loop(lambda c: c[0] < 5, body, (jnp.int32(0), xs))
 
-    return fjax.vmap(f)
+    return fjax.vmap(f, in_axes=(0, (0, 0, 0, 0), 0))
 
 
-@pytest.mark.parametrize("kind,order", [("set", True), ("add", False), ("dus", True), ("read_back", False)])
-def test_compiled_loop_matches_eager(kind, order):
-    g = _loop(kind, order)
-    args = (jnp.asarray([True, False, True]), jnp.arange(24.0).reshape(3, 8) - 5.0, jnp.asarray([1.5, -2.0, 0.5]))
+def _args(n: int):
+    x = jnp.arange(3 * n, dtype=jnp.float32).reshape(3, n) - 5.0
+    return jnp.asarray([True, False, True]), (x, x + 1, x + 2, x + 3), jnp.asarray([1.5, -2.0, 0.5])
+
+
+def test_compiled_loop_matches_eager():
+    g, args = _loop(), _args(8)
     got = fjax.jit(g)(*args)
     with fjax.disable_jit():
         want = g(*args)
-    for w, o in zip(want, got):
+    for w, o in zip(fjax.tree_util.tree_leaves(want), fjax.tree_util.tree_leaves(got)):
         np.testing.assert_array_equal(np.asarray(w), np.asarray(o))
 
 
-def _while_body(g, *args) -> core.Jaxpr:
+def test_compiled_loop_updates_in_place():
+    """The body keeps no whole-buffer select and reads no buffer but by its scatter, and each
+    compiled scatter writes into the carry itself (``o = c``), not into a copy of it."""
+    g, args = _loop(), _args(64)
     cj = mlir.expand(fjax.make_jaxpr(g)(*args))
     (w,) = [e for e in cj.jaxpr.eqns if e.primitive.name == "while"]
-    return w.params["body_jaxpr"].jaxpr
-
-
-@pytest.mark.parametrize("kind", ["set", "read_back"])
-def test_compiled_loop_updates_in_place(kind):
-    """The body keeps no whole-buffer select, and the compiled scatter writes into the carry
-    itself (``o = c``), not into a copy of it."""
-    g = _loop(kind, True)
-    args = (jnp.asarray([True, False]), jnp.zeros((2, 64)), jnp.asarray([1.5, -2.0]))
-    body = _while_body(g, *args)
-    assert not any(e.primitive.name == "select_n" and e.outvars[0].aval.shape == (2, 64) for e in body.eqns), body
-    text = fjax.jit(g).lower(*args).as_text()
-    lines = text.splitlines()
-    at = [k for k, ln in enumerate(lines) if ln.strip().startswith("# scatter[")]
-    assert at, text
+    body = w.params["body_jaxpr"].jaxpr
+    for x in body.invars[-4:]:
+        assert [e.primitive.name for e in body.eqns if x in e.invars] == [
+            "scatter" if x is not body.invars[-3] else "scatter-add"
+        ], body
+    assert not any(e.primitive.name == "select_n" and e.outvars[0].aval.shape == (3, 64) for e in body.eqns), body
+    lines = fjax.jit(g).lower(*args).as_text().splitlines()
+    at = [k for k, ln in enumerate(lines) if re.match(r"# scatter(-add)?\[", ln.strip())]
+    assert len(at) == 4, "\n".join(lines)
     for k in at:
         assert re.fullmatch(r"o\d+ = c\d+", lines[k + 1].strip()), "\n".join(lines[k - 2 : k + 6])

@@ -531,10 +531,14 @@ def fold_body(jaxpr: Jaxpr) -> Jaxpr | None:
     producer = {v: e for e in eqns for v in e.outvars}
     changed = False
     k = 0
+    pos = {id(q): j for j, q in enumerate(eqns)}
     while k < len(eqns):
         e = eqns[k]
-        pos = {id(q): j for j, q in enumerate(eqns)}
-        f = _match_select(e, pos, producer, uses) or _match_read_back(e, pos, producer, uses)
+        f = None
+        if e.primitive is lax.select_n_p:
+            f = _match_select(e, pos, producer, uses)
+        elif e.primitive is slicing_scatter.scatter_p or e.primitive is slicing.dynamic_update_slice_p:
+            f = _match_read_back(e, pos, producer, uses)
         new = None if f is None else _inline(f, e.outvars[0])
         if new is None:
             k += 1
@@ -554,6 +558,7 @@ def fold_body(jaxpr: Jaxpr) -> Jaxpr | None:
             for v in q.outvars:
                 producer[v] = q
         eqns = [q for j, q in enumerate(eqns[:k]) if j not in gone] + new + eqns[k + 1 :]
+        pos = {id(q): j for j, q in enumerate(eqns)}
         k = k - len(gone) + len(new)
         changed = True
     if not changed:
