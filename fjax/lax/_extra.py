@@ -410,8 +410,8 @@ def reduce_window(
     init_value: Any,
     computation: Any,
     window_dimensions: Sequence[int],
-    window_strides: Sequence[int],
-    padding: Any,
+    window_strides: Sequence[int] | None = None,
+    padding: Any = "VALID",
     base_dilation: Sequence[int] | None = None,
     window_dilation: Sequence[int] | None = None,
 ) -> Any:
@@ -424,7 +424,7 @@ def reduce_window(
     aval = core.get_aval(operand)
     nd = aval.ndim
     window = tuple(int(w) for w in window_dimensions)
-    strides = tuple(int(s) for s in window_strides)
+    strides = (1,) * len(window) if window_strides is None else tuple(int(s) for s in window_strides)
     if len(window) != nd or len(strides) != nd:
         raise TypeError(
             f"reduce_window: window_dimensions {window} and window_strides {strides} must have one entry per "

@@ -669,7 +669,7 @@ def nanmin(
 
 
 def nanmean(
-    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = None
+    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None
 ) -> Any:
     """Mean of the non-NaN elements."""
     _check_out(out, "nanmean")

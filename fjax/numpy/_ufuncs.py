@@ -247,7 +247,7 @@ def ceil(x: Any, /) -> Any:
     return lax.ceil(x)
 
 
-def trunc(x: Any, /) -> Any:
+def trunc(x: Any) -> Any:
     """Elementwise rounding toward zero (integers are returned unchanged)."""
     x = _one("trunc", x)
     if _dkind(x.dtype) not in "fc":
@@ -462,7 +462,7 @@ def minimum(x: Any, y: Any, /) -> Any:
     return lax.min(x, y)
 
 
-def fmax(x1: Any, x2: Any, /) -> Any:
+def fmax(x1: Any, x2: Any) -> Any:
     """Elementwise maximum, ignoring NaNs (NaN only if both are NaN)."""
     x1, x2 = _promote_n("fmax", x1, x2)
     if _dkind(x1.dtype) not in "fc":
@@ -471,7 +471,7 @@ def fmax(x1: Any, x2: Any, /) -> Any:
     return _select_bcast(pick_x, x1, x2)
 
 
-def fmin(x1: Any, x2: Any, /) -> Any:
+def fmin(x1: Any, x2: Any) -> Any:
     """Elementwise minimum, ignoring NaNs (NaN only if both are NaN)."""
     x1, x2 = _promote_n("fmin", x1, x2)
     if _dkind(x1.dtype) not in "fc":
@@ -752,7 +752,7 @@ def _gcd_loop(a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
-def gcd(x1: Any, x2: Any, /) -> Any:
+def gcd(x1: Any, x2: Any) -> Any:
     """Elementwise greatest common divisor of integers."""
     x1, x2 = _promote_numeric_n("gcd", x1, x2)
     if _dkind(x1.dtype) not in "iu":
@@ -764,7 +764,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
     return _gcd_loop(a, b)[0]
 
 
-def lcm(x1: Any, x2: Any, /) -> Any:
+def lcm(x1: Any, x2: Any) -> Any:
     """Elementwise least common multiple of integers."""
     x1, x2 = _promote_numeric_n("lcm", x1, x2)
     if _dkind(x1.dtype) not in "iu":
