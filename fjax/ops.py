@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from fjax import core
+from fjax import _out_sharding, core
 from fjax import numpy as jnp
 
 __all__ = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
@@ -41,25 +41,33 @@ def _min_ident(dt: Any) -> Any:
 
 
 def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None, indices_are_sorted: bool = False,
-                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None) -> Any:  # fmt: skip
+                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:  # fmt: skip
     """Sum of the rows of ``data`` in each segment (``segment_ids[i]`` is row i's segment);
     ids outside ``[0, num_segments)`` are dropped."""
-    return _segment("segment_sum", data, segment_ids, num_segments, mode, "add", lambda dt: 0)
+    out = _segment("segment_sum", data, segment_ids, num_segments, mode, "add", lambda dt: 0)
+    return _out_sharding.apply(out, out_sharding, "segment_sum")
 
 
 def segment_prod(data: Any, segment_ids: Any, num_segments: int | None = None, indices_are_sorted: bool = False,
-                 unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None) -> Any:  # fmt: skip
+                 unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:  # fmt: skip
     """Product of the rows of ``data`` in each segment (1 for empty segments)."""
-    return _segment("segment_prod", data, segment_ids, num_segments, mode, "multiply", lambda dt: 1)
+    out = _segment("segment_prod", data, segment_ids, num_segments, mode, "multiply", lambda dt: 1)
+    return _out_sharding.apply(out, out_sharding, "segment_prod")
 
 
 def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None, indices_are_sorted: bool = False,
-                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None) -> Any:  # fmt: skip
+                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:  # fmt: skip
     """Maximum of the rows of ``data`` in each segment (-inf, or the dtype's minimum, for empty ones)."""
-    return _segment("segment_max", data, segment_ids, num_segments, mode, "max", _max_ident)
+    out = _segment("segment_max", data, segment_ids, num_segments, mode, "max", _max_ident)
+    return _out_sharding.apply(out, out_sharding, "segment_max")
 
 
 def segment_min(data: Any, segment_ids: Any, num_segments: int | None = None, indices_are_sorted: bool = False,
-                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None) -> Any:  # fmt: skip
+                unique_indices: bool = False, bucket_size: int | None = None, mode: Any = None,
+                out_sharding: Any = None) -> Any:  # fmt: skip
     """Minimum of the rows of ``data`` in each segment (+inf, or the dtype's maximum, for empty ones)."""
-    return _segment("segment_min", data, segment_ids, num_segments, mode, "min", _min_ident)
+    out = _segment("segment_min", data, segment_ids, num_segments, mode, "min", _min_ident)
+    return _out_sharding.apply(out, out_sharding, "segment_min")
