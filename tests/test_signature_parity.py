@@ -88,6 +88,11 @@ _SHARDED = [
     ("jnp.bincount", lambda s: jnp.bincount(np.array([0, 1, 1, 3]), out_sharding=s), np.array([1, 2, 0, 1])),
     ("jnp.percentile", lambda s: jnp.percentile(_A, 50.0, axis=1, out_sharding=s), np.percentile(_A, 50.0, axis=1)),
     ("jnp.linalg.tensordot", lambda s: jnp.linalg.tensordot(_A, _B, axes=1, out_sharding=s), _A @ _B),
+    (
+        "fjax.ops.segment_sum",
+        lambda s: fjax.ops.segment_sum(_A, np.array([0, 0, 1, 3]), 4, out_sharding=s),
+        np.stack([_A[0] + _A[1], _A[2], 0 * _A[0], _A[3]]),
+    ),
     ("fjax.nn.initializers.zeros", lambda s: fjax.nn.initializers.zeros(None, (4, 2), np.float32, s), np.zeros((4, 2))),
     ("fjax.nn.initializers.ones", lambda s: fjax.nn.initializers.ones(None, (4,), out_sharding=s), np.ones(4)),
     (
@@ -565,3 +570,13 @@ def test_jit_keywords():
         fjax.jit(f, foo=1)
     r = fjax.jit(f, keep_unused=True, inline=True, compiler_options={})(1.0, 2.0)
     assert (float(r[0]), float(r[1])) == (2.0, 4.0)
+
+
+def test_positional_and_keyword_parity():
+    x = np.arange(5.0, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(lax.reduce_window(x, 0.0, lax.add, (2,))), x[:-1] + x[1:])
+    assert float(jnp.fmax(x1=1.0, x2=np.nan)) == 1.0 and float(jnp.fmin(x1=np.nan, x2=2.0)) == 2.0
+    assert int(jnp.gcd(x1=12, x2=8)) == 4 and int(jnp.lcm(x1=4, x2=6)) == 12 and float(jnp.trunc(x=-1.5)) == -1.0
+    a = np.array([1.0, np.nan, 3.0, 5.0])
+    where = np.array([True, True, False, True])
+    assert float(jnp.nanmean(a, 0, None, None, False, where)) == 3.0
