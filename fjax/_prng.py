@@ -118,6 +118,17 @@ class PRNGKeyArray:
             "if you wish to extract the underlying integer array."
         )
 
+    def copy(self) -> PRNGKeyArray:
+        """A copy of these keys (``jnp.array(keys, copy=True)``)."""
+        from fjax import numpy as jnp
+
+        return PRNGKeyArray(jnp.array(self._base, copy=True))
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo: Any) -> PRNGKeyArray:
+        return self.copy()
+
     def block_until_ready(self) -> PRNGKeyArray:
         return self
 

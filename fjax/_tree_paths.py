@@ -101,9 +101,9 @@ def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
 
 
 def _flatten_with_path(
-    x: Any, path: tuple, out: list[tuple[KeyPath, Any]], is_leaf: Callable[[Any], bool] | None
+    x: Any, path: tuple, out: list[tuple[KeyPath, Any]], is_leaf: Callable[..., bool] | None, takes_path: bool = False
 ) -> Any:
-    if is_leaf is not None and is_leaf(x):
+    if is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x)):
         out.append((path, x))
         return None
     t = type(x)
@@ -125,35 +125,42 @@ def _flatten_with_path(
         keyed = [(GetAttrKey(f), c) for f, c in zip(t._fields, x)]
     else:
         keyed, aux = _custom_children_with_keys(_registry[t], x)
-    return (t, aux, tuple([_flatten_with_path(c, path + (k,), out, is_leaf) for k, c in keyed]))
+    return (t, aux, tuple([_flatten_with_path(c, path + (k,), out, is_leaf, takes_path) for k, c in keyed]))
 
 
 def tree_flatten_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``.
 
     Key entries are :class:`SequenceKey` for tuple/list children, :class:`DictKey` for dict
     children, :class:`GetAttrKey` for namedtuple and dataclass fields, and
     :class:`FlattenedIndexKey` for custom nodes registered without keys.
+    ``is_leaf_takes_path``: ``is_leaf`` is called as ``is_leaf(key_path, node)``.
     """
     out: list[tuple[KeyPath, Any]] = []
-    spec = _flatten_with_path(tree, (), out, is_leaf)
+    spec = _flatten_with_path(tree, (), out, is_leaf, is_leaf_takes_path)
     if spec is None:
         return out, _LEAF_TREEDEF
     return out, PyTreeDef(spec, len(out))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[tuple[KeyPath, Any]]:
+def tree_leaves_with_path(
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
+) -> list[tuple[KeyPath, Any]]:
     """The ``(key_path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(
-    f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None
+    f: Callable[..., Any],
+    tree: Any,
+    *rest: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
 ) -> Any:
     """Like :func:`tree_map`, but ``f`` is called as ``f(key_path, leaf, *others)``."""
-    keyed, treedef = tree_flatten_with_path(tree, is_leaf)
+    keyed, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     all_leaves = [[x for _, x in keyed], *_flatten_rest(treedef, rest, "tree_map_with_path")]
     paths = [p for p, _ in keyed]
     return treedef.unflatten([f(p, *xs) for p, *xs in zip(paths, *all_leaves)])

@@ -14,6 +14,7 @@ import contextlib
 import enum
 import functools
 import math
+import operator
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Sequence
@@ -153,7 +154,33 @@ def current_mesh() -> Mesh | None:
     return _set_mesh_state[0]
 
 
-class Mesh:
+class _AxisTypeQueries:
+    """``are_all_axes_auto/explicit/manual`` of a mesh with ``axis_types``."""
+
+    axis_types: tuple
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return all(t == AxisType.Auto for t in self.axis_types)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return all(t == AxisType.Explicit for t in self.axis_types)
+
+    @property
+    def are_all_axes_manual(self) -> bool:
+        return all(t == AxisType.Manual for t in self.axis_types)
+
+    @property
+    def _are_all_axes_auto_or_manual(self) -> bool:
+        return all(t in (AxisType.Auto, AxisType.Manual) for t in self.axis_types)
+
+    @property
+    def _are_all_axes_explicit_or_manual(self) -> bool:
+        return all(t in (AxisType.Explicit, AxisType.Manual) for t in self.axis_types)
+
+
+class Mesh(_AxisTypeQueries):
     """Devices in a grid with named axes (``jax.sharding.Mesh(devices, axis_names)``); usable as a
     context manager (``with mesh:``) as JAX's."""
 
@@ -238,19 +265,26 @@ class Mesh:
 def make_mesh(
     axis_shapes: Sequence[int],
     axis_names: Sequence[str],
+    axis_types: Any = None,
     *,
     devices: Sequence[Device] | None = None,
-    axis_types: Any = None,
 ) -> Mesh:
-    """A mesh of ``axis_shapes`` named ``axis_names`` over ``devices`` (default: all devices;
-    their count must equal the mesh size), as ``jax.make_mesh``: its axes are ``Explicit`` unless
+    """A mesh of ``axis_shapes`` named ``axis_names`` over the first ``prod(axis_shapes)`` of
+    ``devices`` (default: all devices), as ``jax.make_mesh``: its axes are ``Explicit`` unless
     ``axis_types`` says otherwise (``jax.sharding.Mesh``'s default is ``Auto``)."""
     from fjax import _devices  # noqa: PLC0415
 
     devs = list(devices) if devices is not None else _devices.devices()
+    try:
+        axis_shapes = tuple(int(operator.index(s)) for s in axis_shapes)
+    except TypeError:
+        raise ValueError(
+            f"`axis_shapes` passed to `make_mesh` should be a sequence of ints. Got {axis_shapes}"
+        ) from None
     n = math.prod(axis_shapes)
-    if n != len(devs):
-        raise ValueError(f"Number of devices {len(devs)} must equal the product of mesh_shape {tuple(axis_shapes)}")
+    if n > len(devs):
+        raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape {axis_shapes}")
+    devs = devs[:n]
     arr = np.empty(len(devs), dtype=object)
     for i, d in enumerate(devs):
         arr[i] = d
@@ -605,7 +639,7 @@ def _axis_types(fn: str, axis_types: Any, n: int) -> tuple:
     return out
 
 
-class AbstractMesh:
+class AbstractMesh(_AxisTypeQueries):
     """Axis names, sizes and types of a mesh, without devices (``jax.sharding.AbstractMesh``)."""
 
     def __init__(

@@ -194,3 +194,35 @@ def test_key_array_comparisons_as_jax():
         a == 1.0  # noqa: B015
     with pytest.raises(TypeError, match="not_equal does not accept dtypes key<fry>"):
         a != jnp.ones(2)  # noqa: B015
+
+
+def test_is_leaf_takes_path():
+    tree = {"a": (1, 2), "b": [3, (4, 5)]}
+    leaves, td = tree_util.tree_flatten_with_path(tree, is_leaf=lambda p, x: len(p) == 1, is_leaf_takes_path=True)
+    assert [x for _, x in leaves] == [(1, 2), [3, (4, 5)]]
+    out = tree_util.tree_map_with_path(
+        lambda p, x: len(p), tree, is_leaf=lambda p, x: isinstance(x, tuple) and len(p) == 2, is_leaf_takes_path=True
+    )
+    assert out == {"a": (2, 2), "b": [2, 2]}
+    assert fjax.tree.leaves_with_path(tree, is_leaf=lambda p, x: False, is_leaf_takes_path=True) == (
+        tree_util.tree_leaves_with_path(tree)
+    )
+
+
+def test_make_mesh_takes_the_first_devices_and_axis_types_queries():
+    from fjax.sharding import AxisType, Mesh
+
+    m = fjax.make_mesh((1,), ("x",), (AxisType.Auto,))
+    assert m.are_all_axes_auto and not m.are_all_axes_explicit
+    assert fjax.make_mesh((1,), ("x",)).abstract_mesh.are_all_axes_explicit
+    assert Mesh(m.devices, ("x",), axis_types=(AxisType.Manual,)).are_all_axes_manual
+    with pytest.raises(ValueError, match="must be >= the product of mesh_shape"):
+        fjax.make_mesh((len(fjax.devices()) + 1,), ("x",))
+
+
+def test_key_copy():
+    import copy
+
+    k = fjax.random.split(fjax.random.key(0), 2)
+    for c in (k.copy(), copy.copy(k), copy.deepcopy(k)):
+        assert c.dtype == k.dtype and bool(jnp.all(c == k)) and c is not k
