@@ -156,3 +156,13 @@ def with_out_sharding(fn: Callable, api_name: str) -> Callable:
 
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return wrapper
+
+
+def on_device(x: Any, device: Any) -> Any:
+    """The result ``x`` of a creation function given ``device=`` (a ``Device`` or a sharding): put
+    there as ``jax.device_put`` puts it (committed), as JAX does; traced values pass unchanged."""
+    if device is None or isinstance(x, core.Tracer):
+        return x
+    from fjax._devices import device_put  # noqa: PLC0415
+
+    return device_put(x, device)

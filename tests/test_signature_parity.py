@@ -580,3 +580,28 @@ def test_positional_and_keyword_parity():
     a = np.array([1.0, np.nan, 3.0, 5.0])
     where = np.array([True, True, False, True])
     assert float(jnp.nanmean(a, 0, None, None, False, where)) == 3.0
+
+
+def test_creation_device_places_the_result(mesh):
+    d1 = fjax.devices()[1]
+    x = jnp.ones(2)
+    cases = [
+        (lambda d: jnp.zeros(3, device=d), np.zeros(3)),
+        (lambda d: jnp.full((2,), 4.0, device=d), np.full(2, 4.0)),
+        (lambda d: jnp.array([1, 2], device=d), np.array([1, 2])),
+        (lambda d: jnp.asarray(np.ones(2), device=d), np.ones(2)),
+        (lambda d: jnp.arange(3, device=d), np.arange(3)),
+        (lambda d: jnp.eye(2, device=d), np.eye(2)),
+        (lambda d: jnp.empty_like(np.ones(2), device=d), np.zeros(2)),
+        (lambda d: jnp.linspace(0.0, 1.0, 3, device=d), np.linspace(0.0, 1.0, 3)),
+        (lambda d: x.astype(np.int32, device=d), np.ones(2)),
+        (lambda d: jnp.fft.rfftfreq(4, device=d), np.fft.rfftfreq(4)),
+    ]
+    for f, want in cases:
+        for d in (d1, fjax.sharding.SingleDeviceSharding(d1)):
+            r = f(d)
+            assert r.devices() == {d1} and r.committed
+            np.testing.assert_allclose(np.asarray(r), want)
+        assert f(None).devices() == {fjax.devices()[0]}
+    # traced: the device is not applied inside jit (as JAX)
+    np.testing.assert_array_equal(np.asarray(fjax.jit(lambda: jnp.zeros(3, device=d1))()), np.zeros(3))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -167,6 +167,8 @@ def _mT(self: Any) -> Any:
 
 
 def _astype(self: Any, dtype: Any, copy: bool = False, device: Any = None) -> Any:
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(_astype(self, dtype, copy), device)
     dt = dtypes.canonicalize_user_dtype(_creation._unwrap_type(dtype), "astype")
     if _dkind(core.get_aval(self).dtype) == "c" and _dkind(dt) != "c":
         if dt == np.bool_:

@@ -319,6 +319,8 @@ def array(
         _out_sharding.check_device_and_sharding(device, out_sharding)
         out = array(object, dtype, copy=copy, order=order, ndmin=ndmin)
         return _out_sharding.apply(out, out_sharding, "jnp.array")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(array(object, dtype, copy=copy, order=order, ndmin=ndmin), device)
     del device
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
@@ -406,6 +408,8 @@ def asarray(
         _out_sharding.check_device_and_sharding(device, out_sharding)
         out = asarray(a, dtype, order, copy=copy)
         return _out_sharding.apply(out, out_sharding, "jnp.asarray")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(asarray(a, dtype, order, copy=copy, device=None, out_sharding=None), device)
     if type(a) is Array or isinstance(a, Tracer):
         if dtype is None:
             return a
@@ -451,6 +455,8 @@ def zeros(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: An
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(zeros(shape, dtype, device=device), out_sharding, "jnp.zeros")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(zeros(shape, dtype, device=None, out_sharding=None), device)
     return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
@@ -459,6 +465,8 @@ def ones(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(ones(shape, dtype, device=device), out_sharding, "jnp.ones")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(ones(shape, dtype, device=None, out_sharding=None), device)
     return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
@@ -467,6 +475,8 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: An
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(empty(shape, dtype, device=device), out_sharding, "jnp.empty")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(empty(shape, dtype, device=None, out_sharding=None), device)
     return zeros(shape, _canon_dtype_arg(dtype, "empty"))
 
 
@@ -475,6 +485,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(full(shape, fill_value, dtype, device=device), out_sharding, "jnp.full")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(full(shape, fill_value, dtype, device=None, out_sharding=None), device)
     shape = _shape_arg(shape, "full")
     check_arraylike("full", fill_value)
     dt = _canon_dtype_arg(dtype, "full")
@@ -520,6 +532,8 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = No
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(zeros_like(a, dtype, shape, device=device), out_sharding, "jnp.zeros_like")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(zeros_like(a, dtype, shape, device=None, out_sharding=None), device)
     return _like_fill(a, 0, dtype, shape, "zeros_like")
 
 
@@ -528,11 +542,15 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = Non
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(ones_like(a, dtype, shape, device=device), out_sharding, "jnp.ones_like")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(ones_like(a, dtype, shape, device=None, out_sharding=None), device)
     return _like_fill(a, 1, dtype, shape, "ones_like")
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
     """An array like ``prototype``; fjax fills it with zeros."""
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(empty_like(prototype, dtype, shape, device=None), device)
     return _like_fill(prototype, 0, dtype, shape, "empty_like")
 
 
@@ -543,6 +561,8 @@ def full_like(
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(full_like(a, fill_value, dtype, shape, device=device), out_sharding, "jnp.full_like")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(full_like(a, fill_value, dtype, shape, device=None, out_sharding=None), device)
     check_arraylike("full_like", fill_value)
     return _like_fill(a, fill_value, dtype, shape, "full_like")
 
@@ -573,6 +593,8 @@ def arange(
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         _out_sharding.check_device_and_sharding(device, out_sharding)
         return _out_sharding.apply(arange(start, stop, step, dtype, device=device), out_sharding, "jnp.arange")
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(arange(start, stop, step, dtype, device=None, out_sharding=None), device)
     args = [a for a in (start, stop, step) if a is not None]
     for a in args:
         check_arraylike("arange", a)
@@ -607,6 +629,8 @@ def linspace(
     device: Any = None,
 ) -> Any:
     """``num`` evenly spaced samples over [start, stop] (stop excluded if ``endpoint=False``)."""
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(linspace(start, stop, num, endpoint, retstep, dtype, axis, device=None), device)
     num = operator.index(core.concrete_or_error(num, "num argument of jnp.linspace"))
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -718,6 +742,8 @@ def _tri_mask(n: int, m: int, k: int, upper: builtins.bool = False) -> Any:
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Any:
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
+    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
+        return _out_sharding.on_device(eye(N, M, k, dtype, device=None), device)
     n = operator.index(core.concrete_or_error(N, "N argument of jnp.eye"))
     m = n if M is None else operator.index(core.concrete_or_error(M, "M argument of jnp.eye"))
     k = operator.index(core.concrete_or_error(k, "k argument of jnp.eye"))

@@ -166,7 +166,8 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
     """``x`` converted to ``dtype`` (the Array-API function form of ``x.astype``)."""
     if getattr(x, "dtype", None) is dtypes.KEY_DTYPE and hasattr(x, "_base"):
         return x.astype(dtype)  # a typed key array: only the key dtype itself
-    return _arr(x, "astype").astype(dtypes.canonicalize_user_dtype(C._unwrap_type(dtype), "astype"))
+    out = _arr(x, "astype").astype(dtypes.canonicalize_user_dtype(C._unwrap_type(dtype), "astype"))
+    return _out_sharding.on_device(out, device)
 
 
 def array_repr(arr: Any, max_line_width: Any = None, precision: Any = None, suppress_small: Any = None) -> str:

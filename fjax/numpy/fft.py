@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fjax import core, dtypes
+from fjax import _out_sharding, core, dtypes
 from fjax.core import Array
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax, slicing
@@ -250,13 +250,13 @@ def fftfreq(n: int, d: Any = 1.0, *, dtype: Any = None, device: Any = None) -> A
     """Sample frequencies of an ``n``-point FFT with sample spacing ``d``."""
     n = operator.index(n)
     ints = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)]) if n > 0 else np.zeros(0)
-    return _freq("fftfreq", ints, n, d, dtype)
+    return _out_sharding.on_device(_freq("fftfreq", ints, n, d, dtype), device)
 
 
 def rfftfreq(n: int, d: Any = 1.0, *, dtype: Any = None, device: Any = None) -> Any:
     """Sample frequencies of an ``n``-point rfft (the non-negative ones)."""
     n = operator.index(n)
-    return _freq("rfftfreq", np.arange(0, n // 2 + 1), n, d, dtype)
+    return _out_sharding.on_device(_freq("rfftfreq", np.arange(0, n // 2 + 1), n, d, dtype), device)
 
 
 def _shift(name: str, x: Any, axes: Any, sign: int) -> Any:
