@@ -72,3 +72,60 @@ def test_jax_src_ad_util_stop_gradient_p_is_fjax_primitive():
 
     jaxpr = fjax.make_jaxpr(lax.stop_gradient)(jnp.ones(2))
     assert jaxpr.jaxpr.eqns[0].primitive is ad_util.stop_gradient_p
+
+
+def _assert_compiled(f, *args):
+    ir = f.lower(*args).as_text("ir")
+    assert "host" not in ir and "nothing to compile" not in ir, ir
+
+
+def _special_values(dt):
+    fi = np.finfo(dt)
+    v = [0.0, -0.0, 1.0, -1.0, fi.tiny, -fi.tiny, fi.smallest_subnormal, -fi.smallest_subnormal, fi.max, -fi.max]
+    return np.array(v + [np.inf, -np.inf, np.nan, 2.5, -3.75, 1e-30], dt)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_nextafter_compiles_and_matches_numpy_bit_for_bit(dt):
+    # diffrax calls eqxi.nextafter in each solver step: a host step made its whole loop run eagerly
+    sp = _special_values(dt)
+    x, y = (a.ravel() for a in np.meshgrid(sp, sp))
+    with fjax.enable_x64(dt == np.float64):
+        f = fjax.jit(lax.nextafter)
+        _assert_compiled(f, jnp.asarray(x), jnp.asarray(y))
+        got = np.asarray(f(jnp.asarray(x), jnp.asarray(y)))
+        loop = fjax.jit(lambda a, b: lax.fori_loop(0, 2, lambda i, c: lax.nextafter(c, b), a))
+        _assert_compiled(loop, jnp.asarray(x), jnp.asarray(y))
+        got2 = np.asarray(loop(jnp.asarray(x), jnp.asarray(y)))
+    with np.errstate(all="ignore"):
+        want = np.nextafter(x, y)
+        want2 = np.nextafter(want, y)
+    it = np.int64 if dt == np.float64 else np.int32
+    for g, w in ((got, want), (got2, want2)):
+        assert g.dtype == dt
+        same = (g.view(it) == w.view(it)) | (np.isnan(g) & np.isnan(w))
+        assert same.all(), (x[~same], y[~same], g[~same], w[~same])
+
+
+def test_float64_erf_inv_compiles_with_the_host_values():
+    import scipy.special
+
+    x = np.concatenate([np.linspace(-1, 1, 401), [-1.5, 2.0, np.nan, 1 - 1e-16, -1 + 1e-16, 1e-300, 0.0, -0.0]])
+    with fjax.enable_x64(True):
+        xs = jnp.asarray(x)
+        f = fjax.jit(lax.erf_inv)
+        _assert_compiled(f, xs)
+        got, eager = np.asarray(f(xs)), np.asarray(lax.erf_inv(xs))
+        # inside a loop body (diffrax's VirtualBrownianTree draws float64 normals in its bisection loop)
+        g = fjax.jit(lambda v: lax.fori_loop(0, 2, lambda i, c: lax.erf_inv(c * 0.5), v))
+        _assert_compiled(g, xs)
+        got2, eager2 = np.asarray(g(xs)), np.asarray(lax.erf_inv(lax.erf_inv(xs * 0.5) * 0.5))
+    assert got.dtype == np.float64
+    # the same algorithm; exp/log may round differently from numpy's by an ulp
+    np.testing.assert_allclose(got, eager, rtol=5e-16, atol=0)
+    np.testing.assert_allclose(got2, eager2, rtol=1e-15, atol=0)
+    with np.errstate(all="ignore"):
+        ref = scipy.special.erfinv(x)
+    # (within 1e-15 of +-1 the host algorithm itself is off: erf(r) rounds to 1 before r is right)
+    tail = np.abs(x) > 1 - 1e-15
+    np.testing.assert_allclose(got[~tail], ref[~tail], rtol=1e-13, atol=1e-300)
