@@ -359,6 +359,14 @@ def array_from_python_scalar(x: Any) -> Array:
     return Array(np.array(x, dtype=dtype), True)
 
 
+def array_method(x: Any) -> Any:
+    """The ``__jax_array__`` (or ``__fjax_array__``) method of an array-like object that is not
+    an array itself (flax's ``nnx.Variable``), or None: what jnp functions convert it with."""
+    t = type(x)
+    m = getattr(t, "__jax_array__", None) or getattr(t, "__fjax_array__", None)
+    return None if m is None else m.__get__(x, t)
+
+
 def to_array(x: Any, fn_name: str = "fjax") -> Array:
     """Convert an argument of a primitive to an ``Array`` (Python scalars become weakly typed)."""
     t = type(x)
@@ -377,8 +385,10 @@ def to_array(x: Any, fn_name: str = "fjax") -> Array:
         return Array(v, False)
     if isinstance(x, Array):
         return x
-    if hasattr(x, "__fjax_array__"):
-        return to_array(x.__fjax_array__(), fn_name)
+    conv = array_method(x)
+    if conv is not None:
+        v = conv()
+        return v if isinstance(v, Tracer) else to_array(v, fn_name)
     if isinstance(x, Tracer):
         raise TypeError("to_array: got a Tracer")  # callers handle tracers before this
     raise TypeError(

@@ -42,6 +42,7 @@ from fjax._core_values import (  # noqa: F401 - the values are imported from fja
     _rebuild_array,
     _short_names,
     array_from_python_scalar,
+    array_method,
     concrete_or_error,
     get_aval,
     is_arraylike,

@@ -244,8 +244,8 @@ def _list_dtype(leaves: list) -> np.dtype:
             keys.setdefault((x.dtype, x.weak_type), x)
         elif isinstance(x, (np.ndarray, np.generic)):
             keys.setdefault(x.dtype, x.dtype)
-        elif hasattr(x, "__fjax_array__"):
-            a = x.__fjax_array__()
+        elif core.array_method(x) is not None:
+            a = core.array_method(x)()
             keys.setdefault((a.dtype, a.weak_type), a)
         else:
             raise TypeError(f"jnp.array: unsupported leaf of type {type(x).__name__} ({x!r})")
@@ -361,7 +361,7 @@ def array(
         else:
             conc = [x._value if type(x) is Array else x for x in leaves]
             if any(type(x) is not type(y) for x, y in zip(conc, leaves)) or any(
-                hasattr(x, "__fjax_array__") for x in leaves
+                core.array_method(x) is not None for x in leaves
             ):
                 obj = _replace_leaves(object, iter(conc))
             else:
@@ -371,8 +371,8 @@ def array(
             except OverflowError as err:
                 raise OverflowError(f"jnp.array: {err}") from None
             out = Array(val)
-    elif hasattr(object, "__fjax_array__"):
-        return array(object.__fjax_array__(), dtype=dtype, copy=copy, ndmin=ndmin)
+    elif core.array_method(object) is not None:
+        return array(core.array_method(object)(), dtype=dtype, copy=copy, ndmin=ndmin)
     elif hasattr(object, "__array__") or hasattr(object, "__array_interface__"):
         return array(np.asarray(object), dtype=dtype, copy=copy, ndmin=ndmin)
     elif object is None:
@@ -388,8 +388,8 @@ def _replace_leaves(obj: Any, it: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_replace_leaves(o, it) for o in obj]
     v = next(it)
-    if hasattr(v, "__fjax_array__"):
-        v = v.__fjax_array__()
+    if core.array_method(v) is not None:
+        v = core.array_method(v)()
         v = v._value if type(v) is Array else v
     return v
 

@@ -49,6 +49,8 @@ def check_arraylike(fn_name: str, *args: Any) -> None:
     for i, x in enumerate(args):
         if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in _scalar_types:
             continue
+        if core.array_method(x) is not None:  # ``__jax_array__``
+            continue
         if isinstance(x, (list, tuple)):
             raise TypeError(
                 f"{fn_name} requires ndarray or scalar arguments, got {type(x).__name__} at position {i}. "
@@ -61,7 +63,7 @@ def to_fjax(x: Any, fn_name: str = "fjax.numpy") -> Any:
     """An Array or Tracer for an array-like argument (Python scalars stay weakly typed)."""
     if isinstance(x, (Array, Tracer)):
         return x
-    return core.to_array(x, fn_name)
+    return core.to_array(x, fn_name)  # (objects with ``__jax_array__`` too, whose value may be traced)
 
 
 def promote_dtypes(fn_name: str, *args: Any) -> list:

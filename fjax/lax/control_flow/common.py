@@ -41,7 +41,7 @@ def as_value(x: Any, fn_name: str = "control flow") -> Any:
         return x
     if type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic)):
         return core.to_array(x, fn_name)
-    if hasattr(x, "__fjax_array__"):
+    if core.array_method(x) is not None:  # ``__jax_array__``
         return core.to_array(x, fn_name)
     raise TypeError(
         f"{fn_name}: value {x!r} of type {type(x).__name__} is not a valid JAX type "

@@ -1,0 +1,63 @@
+"""Objects with ``__jax_array__`` (flax's ``nnx.Variable``, equinox-style wrappers) are accepted by
+``jnp`` functions as the array they convert to, also when that array is traced."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import fjax
+import fjax.numpy as jnp
+from fjax import tree_util
+
+
+@tree_util.register_pytree_node_class
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def __jax_array__(self):
+        return self.value
+
+    def tree_flatten(self):
+        return (self.value,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+arrays = hnp.arrays(
+    np.float32, hnp.array_shapes(min_dims=1, max_dims=2, max_side=4), elements=st.floats(-3, 3, width=32)
+)
+
+
+@given(arrays)
+def test_jnp_functions_convert_jax_array_objects(x):
+    b = Box(jnp.asarray(x))
+    np.testing.assert_allclose(jnp.sin(b), np.sin(x), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(jnp.add(b, 1.0), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(jnp.asarray(b), x)
+    np.testing.assert_allclose(jnp.array([b, b]), np.stack([x, x]))
+    np.testing.assert_allclose(jnp.sum(b), x.sum(), rtol=1e-5, atol=1e-5)
+
+
+@given(arrays)
+def test_traced_values_inside_jax_array_objects(x):
+    # under jit/grad/vmap the box holds a tracer: jnp functions take it from there
+    out = fjax.jit(lambda b: jnp.sin(b) * 2)(Box(jnp.asarray(x)))
+    np.testing.assert_allclose(out, 2 * np.sin(x), rtol=1e-5, atol=1e-6)
+    g = fjax.grad(lambda b: jnp.sum(jnp.sin(b)))(Box(jnp.asarray(x)))
+    np.testing.assert_allclose(g.value, np.cos(x), rtol=1e-5, atol=1e-6)
+    v = fjax.vmap(lambda b: jnp.dot(b, b))(Box(jnp.asarray(x.reshape(x.shape[0], -1))))
+    np.testing.assert_allclose(v, (x.reshape(x.shape[0], -1) ** 2).sum(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_objects_without_the_protocol_are_refused():
+    import pytest
+
+    class NotArray:
+        pass
+
+    with pytest.raises(TypeError, match="sin requires ndarray or scalar arguments, got NotArray"):
+        jnp.sin(NotArray())
