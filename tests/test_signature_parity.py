@@ -313,7 +313,8 @@ def test_quantile_weights_match_numpy(a, data):
     full_w = axis is None or data.draw(st.booleans())
     wshape = a.shape if full_w else (a.shape[axis],)
     w = data.draw(hnp.arrays(np.float32, wshape, elements=st.integers(0, 3).map(float)))
-    q = data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, np.array([0.1, 0.75], np.float32)]))
+    # (q=0 left out: with zero weights first, numpy skips them, JAX (whose value fjax gives) does not)
+    q = data.draw(st.sampled_from([0.3, 0.5, 1.0, np.array([0.1, 0.75], np.float32)]))
     keepdims = data.draw(st.booleans())
     ww = w if full_w else np.expand_dims(w, tuple(i for i in range(a.ndim) if i != axis)) * np.ones_like(a)
     pairs = [(jnp.quantile, np.quantile, 1), (jnp.nanquantile, np.nanquantile, 1)]
@@ -344,6 +345,8 @@ def test_quantile_weights_errors_and_transforms():
         jnp.quantile(a, 0.5, method="inverted_cdf", weights=w)
     with pytest.raises(ValueError, match=r"Weights shape \(3,\) must match reduction axes \(5,\)"):
         jnp.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=w[:3])
+    # q=0 with a zero weight first: JAX 0.10.2's value (numpy gives 0.0, skipping the zero-weight value)
+    assert float(jnp.quantile(np.array([0.0, -1.0]), 0.0, method="inverted_cdf", weights=np.array([1.0, 0.0]))) == -1
     want = np.array([2.0, 7.0], np.float32)  # the heavy middle value
     f = fjax.jit(lambda a, w: jnp.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=w))
     np.testing.assert_array_equal(np.asarray(f(a, w)), want)
