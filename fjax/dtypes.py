@@ -558,6 +558,8 @@ def _dtype_and_weak_slow(x: Any) -> tuple[np.dtype, bool]:
             return info
         return _as_np_dtype(x), False
     dt = getattr(x, "dtype", None)
+    if isinstance(dt, KeyDtype) or isinstance(x, KeyDtype):  # key arrays, their avals and dtype
+        return KEY_DTYPE, False
     if isinstance(dt, np.dtype):
         if isinstance(x, (np.ndarray, np.generic)):
             _type_kinds[type(x)] = _STRONG_ARRAY
@@ -600,6 +602,10 @@ def _compute_result(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool, strict:
     """Uncached result_type on (dtype, weak) pairs; see the module docstring for the rules."""
     if not pairs:
         raise ValueError("fjax.dtypes.result_type: at least one array or dtype is required")
+    if any(isinstance(dt, KeyDtype) for dt, _ in pairs):  # key arrays: only with one another
+        if all(isinstance(dt, KeyDtype) for dt, _ in pairs):
+            return KEY_DTYPE, False
+        raise ValueError(f"dtype={KEY_DTYPE} is not a valid dtype for JAX type promotion.")
     canon = [(_canon(_checked(dt), x64), weak) for dt, weak in pairs]
     if any(dt == float0 for dt, _ in canon):
         if all(dt == float0 for dt, _ in canon):

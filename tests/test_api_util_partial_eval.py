@@ -226,3 +226,11 @@ def test_key_copy():
     k = fjax.random.split(fjax.random.key(0), 2)
     for c in (k.copy(), copy.copy(k), copy.deepcopy(k)):
         assert c.dtype == k.dtype and bool(jnp.all(c == k)) and c is not k
+
+
+def test_result_type_of_key_arrays():
+    k = fjax.random.split(fjax.random.key(0), 4)
+    assert jnp.result_type(k) == k.dtype and fjax.dtypes.result_type(k, k.dtype) == k.dtype
+    assert fjax.dtypes.result_type(fjax.typeof(k)) == k.dtype
+    with pytest.raises(ValueError, match="is not a valid dtype for JAX type promotion"):
+        jnp.result_type(k, 1.0)
