@@ -45,6 +45,7 @@ __all__ = [
     "Literal",
     "Primitive",
     "Token",
+    "TraceTag",
     "Var",
     "array_types",
     "call_impl",
@@ -60,7 +61,9 @@ __all__ = [
     "nonempty_axis_env_DO_NOT_USE",
     "primal_dtype_to_tangent_dtype",
     "primitives",
+    "set_current_trace",
     "subjaxprs",
+    "take_current_trace",
     "unmapped_aval",
     "unsafe_am_i_under_a_jit_DO_NOT_USE",
     "unsafe_am_i_under_a_vmap_DO_NOT_USE",
@@ -248,6 +251,29 @@ def unsafe_get_axis_names_DO_NOT_USE() -> list:
 def nonempty_axis_env_DO_NOT_USE() -> bool:
     """Whether any named axis is bound in this thread."""
     return bool(unsafe_get_axis_names_DO_NOT_USE())
+
+
+_NO_TRACE_CONTEXTS = (
+    "{} (JAX's trace contexts, for interpreters written as Trace subclasses, as haiku's hk.to_dot) "
+    "is not supported by fjax: its transforms keep their own trace stack"
+)
+
+
+def take_current_trace() -> Any:
+    """JAX's context manager yielding the current trace; not supported (raises NotImplementedError)."""
+    raise NotImplementedError(_NO_TRACE_CONTEXTS.format("jax.extend.core.take_current_trace"))
+
+
+def set_current_trace(trace: Any, check_leaks: bool = False) -> Any:
+    """JAX's context manager making ``trace`` current; not supported (raises NotImplementedError)."""
+    raise NotImplementedError(_NO_TRACE_CONTEXTS.format("jax.extend.core.set_current_trace"))
+
+
+class TraceTag:
+    """JAX's identity of a user-defined trace; not supported (constructing one raises NotImplementedError)."""
+
+    def __init__(self) -> None:
+        raise NotImplementedError(_NO_TRACE_CONTEXTS.format("jax.extend.core.TraceTag"))
 
 
 from fjax.extend import _primitives as primitives  # noqa: E402
