@@ -105,6 +105,9 @@ class _Printer:
             nim = self.emit("negate", outs[0].aval.update(dtype=_finfo(outs[0].aval.dtype).dtype), [im])
             self.names[outs[0]] = self.emit("complex", outs[0].aval, [re, nim])
             return
+        if name == "dot_general":
+            self.names[outs[0]] = self.emit("dot", outs[0].aval, args, _dot_attrs(eqn.params))
+            return
         opcode = _OPCODES.get(name, name.replace("_", "-"))
         attrs = ", ".join(f"{k}={_attr(v)}" for k, v in sorted(eqn.params.items()) if not _is_jaxpr(v))
         if len(outs) == 1:
@@ -133,6 +136,20 @@ class _Printer:
             one = self.emit("constant", aval, ["1"])
             acc = self.emit("divide", aval, [one, acc])
         return acc
+
+
+def _dot_attrs(params: dict) -> str:
+    """XLA's dot attributes as JAX's lowering writes them: the batch and contracting dimensions,
+    and ``operand_precision`` unless both operands use the default precision."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    dims = {"lhs_batch_dims": lb, "lhs_contracting_dims": lc, "rhs_batch_dims": rb, "rhs_contracting_dims": rc}
+    parts = [f"{k}={{{','.join(map(str, v))}}}" for k, v in dims.items() if len(v) or "contracting" in k]
+    precision = params.get("precision")
+    if precision is not None:
+        names = [getattr(p, "name", str(p)).lower() for p in precision]
+        if any(n != "default" for n in names):
+            parts.append(f"operand_precision={{{','.join(names)}}}")
+    return ", ".join(parts)
 
 
 def _is_jaxpr(v: Any) -> bool:
