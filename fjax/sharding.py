@@ -334,8 +334,25 @@ class NamedSharding(Sharding):
     def is_fully_replicated(self) -> bool:
         return all(p is None or p == () or p is _UNCONSTRAINED for p in self.spec)
 
+    def check_shape(self, global_shape: tuple) -> None:
+        """ValueError unless each dimension of ``global_shape`` divides by the mesh axes that
+        split it (a mesh without devices, ``AbstractMesh``, too)."""
+        global_shape = tuple(global_shape)
+        parts = self.spec._normalized(len(global_shape))
+        sizes = self.mesh.shape
+        for dim, names in zip(global_shape, parts):
+            k = math.prod(sizes[n] for n in names)
+            if names and dim % k:
+                raise ValueError(
+                    f"One of device_put args was given the sharding of {self!r}, which implies that the global "
+                    f"size of its dimension is divisible by {k}, but it is equal to {dim} (full shape: "
+                    f"{global_shape})"
+                )
+
     def devices_indices_map(self, global_shape: tuple) -> dict:
         global_shape = tuple(global_shape)
+        if isinstance(self.mesh, AbstractMesh):
+            raise ValueError(f"devices_indices_map: {self!r} is over an AbstractMesh, which has no devices")
         parts = self.spec._normalized(len(global_shape))
         sizes = self.mesh.shape
         out = {}

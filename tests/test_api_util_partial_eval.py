@@ -234,3 +234,17 @@ def test_result_type_of_key_arrays():
     assert fjax.dtypes.result_type(fjax.typeof(k)) == k.dtype
     with pytest.raises(ValueError, match="is not a valid dtype for JAX type promotion"):
         jnp.result_type(k, 1.0)
+
+
+def test_with_sharding_constraint_under_set_mesh():
+    from fjax.sharding import AxisType
+    from fjax.sharding import PartitionSpec as P
+
+    mesh = fjax.make_mesh((1, 1), ("in", "out"), axis_types=(AxisType.Auto,) * 2)
+    x = jnp.arange(8.0).reshape(2, 4)
+    with fjax.set_mesh(mesh):
+        np.testing.assert_array_equal(fjax.lax.with_sharding_constraint(x, P("in", "out")), x)
+        np.testing.assert_array_equal(fjax.jit(lambda y: fjax.lax.with_sharding_constraint(y * 2, P("in")))(x), 2 * x)
+    am = fjax.sharding.AbstractMesh((2,), ("a",))
+    with pytest.raises(ValueError, match="divisible by 2"):
+        fjax.sharding.NamedSharding(am, P("a")).check_shape((3,))

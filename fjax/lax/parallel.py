@@ -947,8 +947,10 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
             if mesh is None:
                 raise ValueError("with_sharding_constraint: a bare PartitionSpec needs a mesh (use `with mesh:`)")
             s = sh.NamedSharding(mesh, s)
-        if s is not None and hasattr(s, "devices_indices_map"):
-            s.devices_indices_map(core.get_aval(leaf).shape)  # divisibility, as JAX checks
+        if isinstance(s, sh.NamedSharding):
+            s.check_shape(core.get_aval(leaf).shape)  # divisibility, as JAX checks
+        elif s is not None and hasattr(s, "devices_indices_map"):
+            s.devices_indices_map(core.get_aval(leaf).shape)
         return leaf
 
     if (
