@@ -55,3 +55,30 @@ def test_hlo_text_dot_attributes_as_jax(precision, expected):
     assert line == dims + expected
     line = _dot_line(precision, a[0], b[0], (((1,), (0,)), ((), ())))
     assert line == "lhs_contracting_dims={1}, rhs_contracting_dims={0}" + expected
+
+
+def test_deflinear_rule_gets_only_the_cotangent_as_jax():
+    # JAX: deflinear's transpose rule is called as rule(ct, **params); deflinear2's as
+    # rule(ct, *args, **params) (haiku's stateful_test defines a primitive with deflinear)
+    import numpy as np
+
+    import fjax
+    from fjax.extend.core import Primitive
+    from fjax.interpreters import ad
+
+    calls = []
+    p1 = Primitive("hk_scale3")
+    p1.def_impl(lambda x, *, k: x * k)
+    p1.def_abstract_eval(lambda x, *, k: x)
+    ad.deflinear(p1, lambda ct, *, k: calls.append("lin") or [ct * k])
+    p2 = Primitive("hk_scale3_2")
+    p2.def_impl(lambda x, *, k: x * k)
+    p2.def_abstract_eval(lambda x, *, k: x)
+    ad.deflinear2(p2, lambda ct, x, *, k: calls.append(type(x).__name__) or [ct * k])
+    x = np.float32(1.5)
+    for p in (p1, p2):
+        f = lambda x, p=p: fjax.numpy.sin(p.bind(x, k=3.0))  # noqa: E731
+        np.testing.assert_allclose(fjax.grad(f)(x), 3.0 * np.cos(4.5), rtol=1e-6)
+        y, t = fjax.jvp(f, (x,), (np.float32(2.0),))
+        np.testing.assert_allclose(t, 6.0 * np.cos(4.5), rtol=1e-6)
+    assert calls == ["lin", "UndefinedPrimal"]

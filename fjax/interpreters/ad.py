@@ -335,7 +335,23 @@ def defzero(prim: core.Primitive) -> None:
 def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
     """A primitive linear in all of its (array) inputs: its JVP applies it to the tangents.
 
-    ``transpose_rule(ct, *invals, **params)`` returns cotangents for every input.
+    As JAX's: ``transpose_rule(ct, **params)`` returns cotangents for every input (it is not given
+    the inputs; ``deflinear2``'s rule is). A symbolic-zero cotangent gives zero cotangents.
+    """
+
+    def transpose(ct: Any, *invals: Any, **params: Any) -> Any:
+        if type(ct) is Zero:
+            return [Zero(tangent_aval(x.aval)) if is_undefined_primal(x) else None for x in invals]
+        return transpose_rule(ct, **params)
+
+    deflinear2(prim, transpose)
+
+
+def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
+    """A primitive linear in all of its (array) inputs: its JVP applies it to the tangents.
+
+    ``transpose_rule(ct, *invals, **params)`` returns cotangents for every input (as JAX's
+    ``deflinear2``; the inputs being transposed are ``UndefinedPrimal``s carrying their avals).
     """
 
     def jvp(primals: list, tangents: list, **params: Any) -> tuple[Any, Any]:

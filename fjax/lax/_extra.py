@@ -181,7 +181,7 @@ def _complex_jvp(primals: list, tangents: list) -> tuple:
 complex_p = core.Primitive("complex")
 complex_p.def_impl(_complex_impl)
 complex_p.def_abstract_eval(_complex_abstract)
-ad.deflinear(complex_p, _complex_transpose)
+ad.deflinear2(complex_p, _complex_transpose)
 ad.primitive_jvps[complex_p] = _complex_jvp
 batching.defbroadcasting(complex_p)
 mlir.register_lowering(complex_p, mlir.lower_fun(_complex_composed, multiple_results=False))

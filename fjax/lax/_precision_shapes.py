@@ -86,7 +86,7 @@ def _reduce_precision_abstract(x: core.ShapedArray, *, exponent_bits: int, manti
 reduce_precision_p = core.Primitive("reduce_precision")
 reduce_precision_p.def_impl(_reduce_precision_impl)
 reduce_precision_p.def_abstract_eval(_reduce_precision_abstract)
-ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+ad.deflinear2(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
 batching.defvectorized(reduce_precision_p)
 
 

@@ -146,7 +146,7 @@ def _fft_batch(vals: list, dims: list, *, fft_type: FftType, fft_lengths: tuple)
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
 
 
-ad.deflinear(fft_p, _fft_transpose)
+ad.deflinear2(fft_p, _fft_transpose)
 batching.primitive_batchers[fft_p] = _fft_batch
 
 

@@ -419,7 +419,7 @@ def _broadcast_in_dim_batch(vals: list, dims: list, shape: tuple, broadcast_dime
     return broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_bdims), new_d
 
 
-ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
@@ -464,7 +464,7 @@ def _reshape_batch(vals: list, dims: list, new_sizes: tuple, dimensions: tuple |
     return reshape_p.bind(x, new_sizes=(size,) + tuple(new_sizes), dimensions=None), 0
 
 
-ad.deflinear(reshape_p, _reshape_transpose)
+ad.deflinear2(reshape_p, _reshape_transpose)
 batching.primitive_batchers[reshape_p] = _reshape_batch
 
 
@@ -494,7 +494,7 @@ def _transpose_batch(vals: list, dims: list, permutation: tuple) -> tuple:
     return transpose_p.bind(x, permutation=tuple(perm)), d
 
 
-ad.deflinear(transpose_p, _transpose_transpose)
+ad.deflinear2(transpose_p, _transpose_transpose)
 batching.primitive_batchers[transpose_p] = _transpose_batch
 
 
@@ -521,7 +521,7 @@ def _squeeze_batch(vals: list, dims: list, dimensions: tuple) -> tuple:
 
 
 # the cotangent gets the squeezed dims back by expand_dims (a broadcast_in_dim), as JAX's
-ad.deflinear(squeeze_p, lambda ct, x, dimensions: [expand_dims(ct, dimensions)])
+ad.deflinear2(squeeze_p, lambda ct, x, dimensions: [expand_dims(ct, dimensions)])
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
 
 
@@ -538,7 +538,7 @@ rev_p = Primitive("rev")
 rev_p.def_impl(lambda x, dimensions: np.flip(x, dimensions) if dimensions else x)
 rev_p.def_abstract_eval(_rev_abstract)
 register_lowering(rev_p, INDEXING)
-ad.deflinear(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
+ad.deflinear2(rev_p, lambda ct, x, dimensions: [rev(ct, dimensions)])
 batching.primitive_batchers[rev_p] = lambda vals, dims, dimensions: (
     rev_p.bind(vals[0], dimensions=tuple(a if a < dims[0] else a + 1 for a in dimensions)),
     dims[0],

@@ -37,7 +37,7 @@ def _real_dtype(dt: np.dtype) -> np.dtype:
 
 neg_p = standard_unop("neg", np.negative, _num)
 register_lowering(neg_p, ELEMENTWISE)
-ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.deflinear2(neg_p, lambda ct, x: [neg(ct)])
 
 
 def _sign_impl(x: np.ndarray) -> np.ndarray:
@@ -317,11 +317,11 @@ ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
 real_p = standard_unop("real", np.real, _complex, _real_dtype)
 register_lowering(real_p, ELEMENTWISE)  # real/imag/conj: backends holding complex dtypes (CUDA)
-ad.deflinear(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])
+ad.deflinear2(real_p, lambda ct, x: [convert_element_type(ct, x.aval.dtype)])
 
 imag_p = standard_unop("imag", np.imag, _complex, _real_dtype)
 register_lowering(imag_p, ELEMENTWISE)
-ad.deflinear(
+ad.deflinear2(
     imag_p,
     lambda ct, x: [mul(convert_element_type(ct, x.aval.dtype), _const(core.Array(np.zeros((), x.aval.dtype)), -1j))],
 )
@@ -334,7 +334,7 @@ def _complex_dtype(dt: np.dtype) -> np.dtype:
 # as JAX: conj of a real (float32/float64) array is complex
 conj_p = standard_unop("conj", lambda x: np.conj(x).astype(_complex_dtype(x.dtype)), _fc, _complex_dtype)
 register_lowering(conj_p, ELEMENTWISE)
-ad.deflinear(conj_p, lambda ct, x: [conj(ct) if _dkind(x.aval.dtype) == "c" else real(ct)])
+ad.deflinear2(conj_p, lambda ct, x: [conj(ct) if _dkind(x.aval.dtype) == "c" else real(ct)])
 
 # ---------------------------------------------------------------------------------------------
 # binary elementwise

@@ -83,7 +83,7 @@ def _reduce_sum_transpose(ct: Any, x: Any, axes: tuple, out_sharding: Any = None
     return [broadcast_in_dim(ct, shape, kept)]
 
 
-ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
 
 
 def _empty_reduce(fn: Callable, ident_fn: Callable) -> Callable:

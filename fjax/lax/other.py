@@ -140,7 +140,7 @@ def _cumsum_transpose(ct: Any, x: Any, *, axis: int, reverse: bool) -> list:
     return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 
 
-ad.deflinear(cumsum_p, _cumsum_transpose)
+ad.deflinear2(cumsum_p, _cumsum_transpose)
 
 cumprod_p = _cumulative_primitive("cumprod", np.multiply, "iufc", "number")
 

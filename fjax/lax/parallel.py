@@ -299,7 +299,7 @@ def _psum_transpose(ct: Any, x: Any, *, axes: tuple) -> list:
     return [psum_p.bind(ct, axes=axes)]
 
 
-ad.deflinear(psum_p, _psum_transpose)
+ad.deflinear2(psum_p, _psum_transpose)
 
 
 def _pminmax_jvp(prim: core.Primitive):  # noqa: ANN202
@@ -566,8 +566,8 @@ def _scatter_transpose(ct: Any, x: Any, *, axes: tuple, scatter_dimension: int, 
     return [all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, tiled=tiled, axis_size=axis_size)]
 
 
-ad.deflinear(all_gather_p, _gather_transpose)
-ad.deflinear(psum_scatter_p, _scatter_transpose)
+ad.deflinear2(all_gather_p, _gather_transpose)
+ad.deflinear2(psum_scatter_p, _scatter_transpose)
 
 
 def _norm_axis(fn: str, axis: int, ndim: int) -> int:
@@ -755,7 +755,7 @@ def _a2a_transpose(
     ]
 
 
-ad.deflinear(all_to_all_p, _a2a_transpose)
+ad.deflinear2(all_to_all_p, _a2a_transpose)
 
 
 def all_to_all(
@@ -848,7 +848,7 @@ def _ppermute_transpose(ct: Any, x: Any, *, axes: tuple, perm: tuple) -> list:
     return [ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
 
 
-ad.deflinear(ppermute_p, _ppermute_transpose)
+ad.deflinear2(ppermute_p, _ppermute_transpose)
 
 
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:

@@ -238,7 +238,7 @@ def _allgather_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
     return [mpi_reduce_scatter_p.bind(ct, nprocs=nprocs)]
 
 
-ad.deflinear(mpi_allgather_p, _allgather_transpose)
+ad.deflinear2(mpi_allgather_p, _allgather_transpose)
 
 
 def _allgather_batch(vals: list, dims: list, *, nprocs: int) -> tuple:
@@ -280,7 +280,7 @@ def _alltoall_impl(x: np.ndarray) -> np.ndarray:
 mpi_alltoall_p.def_impl(_alltoall_impl)
 mpi_alltoall_p.def_abstract_eval(lambda x: core.ShapedArray(x.shape, x.dtype, x.weak_type))
 # the exchange is a transposition of (rank, block): its own inverse and adjoint
-ad.deflinear(mpi_alltoall_p, lambda ct, x: [None if type(ct) is Zero else mpi_alltoall_p.bind(ct)])
+ad.deflinear2(mpi_alltoall_p, lambda ct, x: [None if type(ct) is Zero else mpi_alltoall_p.bind(ct)])
 
 
 def _alltoall_batch(vals: list, dims: list) -> tuple:
@@ -332,7 +332,7 @@ def _ppermute_impl(x: np.ndarray, *, perm: tuple, local_size: int) -> np.ndarray
 
 mpi_ppermute_p.def_impl(_ppermute_impl)
 mpi_ppermute_p.def_abstract_eval(lambda x, *, perm, local_size: core.ShapedArray(x.shape, x.dtype, x.weak_type))
-ad.deflinear(
+ad.deflinear2(
     mpi_ppermute_p,
     lambda ct, x, *, perm, local_size: [
         None
@@ -384,7 +384,7 @@ def _reduce_scatter_abstract(x: core.ShapedArray, *, nprocs: int) -> core.Shaped
 
 mpi_reduce_scatter_p.def_impl(_reduce_scatter_impl)
 mpi_reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract)
-ad.deflinear(
+ad.deflinear2(
     mpi_reduce_scatter_p,
     lambda ct, x, *, nprocs: [None if type(ct) is Zero else mpi_allgather_p.bind(ct, nprocs=nprocs)],
 )
@@ -433,7 +433,7 @@ def _local_block_abstract(x: core.ShapedArray, *, nprocs: int, rank: int) -> cor
 mpi_local_block_p.def_impl(_local_block_impl)
 mpi_local_block_p.def_abstract_eval(_local_block_abstract)
 # the blocks of a replicated value: its cotangent gathers every process's block cotangents
-ad.deflinear(
+ad.deflinear2(
     mpi_local_block_p,
     lambda ct, x, *, nprocs, rank: [None if type(ct) is Zero else mpi_gather_replicated_p.bind(ct, nprocs=nprocs)],
 )
@@ -450,7 +450,7 @@ def _gather_replicated_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
     return [mpi_local_block_p.bind(ct, nprocs=nprocs, rank=distributed.state.process_id)]
 
 
-ad.deflinear(mpi_gather_replicated_p, _gather_replicated_transpose)
+ad.deflinear2(mpi_gather_replicated_p, _gather_replicated_transpose)
 
 mpi_replicated_p.def_impl(lambda x, *, nprocs: x)
 mpi_replicated_p.def_abstract_eval(lambda x, *, nprocs: core.ShapedArray(x.shape, x.dtype, x.weak_type))
@@ -466,7 +466,7 @@ def _replicated_transpose(ct: Any, x: Any, *, nprocs: int) -> list:
     return [L.div(ct, L.convert_element_type(nprocs, core.get_aval(ct).dtype))]
 
 
-ad.deflinear(mpi_replicated_p, _replicated_transpose)
+ad.deflinear2(mpi_replicated_p, _replicated_transpose)
 
 
 def _front_batch(prim: core.Primitive):  # noqa: ANN202

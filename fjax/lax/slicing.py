@@ -142,7 +142,7 @@ def _slice_batch(vals: list, dims: list, *, start_indices: tuple, limit_indices:
     return slice_p.bind(x, start_indices=si, limit_indices=li, strides=st), d
 
 
-ad.deflinear(slice_p, _slice_transpose)
+ad.deflinear2(slice_p, _slice_transpose)
 batching.primitive_batchers[slice_p] = _slice_batch
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _pad_batch(vals: list, dims: list, *, padding_config: tuple, axis_size: int)
     return lax.select(mask, padded, pvb), 0
 
 
-ad.deflinear(pad_p, _pad_transpose)
+ad.deflinear2(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = batching.wants_axis_size(_pad_batch)
 
 # ---------------------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ def _concatenate_batch(vals: list, dims: list, *, dimension: int) -> tuple:
     return concatenate_p.bind(*xs, dimension=dimension + 1 if dimension >= d else dimension), d
 
 
-ad.deflinear(concatenate_p, _concatenate_transpose)
+ad.deflinear2(concatenate_p, _concatenate_transpose)
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
 
 # ---------------------------------------------------------------------------------------------
