@@ -61,3 +61,12 @@ def test_objects_without_the_protocol_are_refused():
 
     with pytest.raises(TypeError, match="sin requires ndarray or scalar arguments, got NotArray"):
         jnp.sin(NotArray())
+
+
+def test_shape_functions_take_their_array_by_keyword():
+    # the key-array pass-through wrapper of jnp's shape functions kept the array positional only
+    x = jnp.ones(2, bool)
+    assert jnp.broadcast_to(array=x, shape=(3, 2)).shape == (3, 2)
+    k = fjax.random.split(fjax.random.key(0), 2)
+    bk = jnp.broadcast_to(array=k, shape=(3, 2))
+    assert bk.shape == (3, 2) and bool(jnp.all(bk[1] == k))

@@ -11,6 +11,7 @@ are stacked back into keys. ``install`` wraps the public functions in place.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable
 
 JNP_FUNCTIONS = (
@@ -87,12 +88,24 @@ def through_keys(fn: Callable) -> Callable:
     if getattr(fn, "__fjax_keys_through__", False):
         return fn
 
+    try:
+        first = next(iter(inspect.signature(fn).parameters))  # the array, also passed by keyword
+    except (TypeError, ValueError, StopIteration):
+        first = None
+
     @functools.wraps(fn)
-    def wrapper(x: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            x, rest = args[0], args[1:]
+        elif first is not None and first in kwargs:
+            kwargs = dict(kwargs)
+            x, rest = kwargs.pop(first), ()
+        else:
+            return fn(*args, **kwargs)
         if isinstance(x, _key_class()):
             base = x._base
-            return _rejoin(fn(base[..., 0], *args, **kwargs), fn(base[..., 1], *args, **kwargs))
-        return fn(x, *args, **kwargs)
+            return _rejoin(fn(base[..., 0], *rest, **kwargs), fn(base[..., 1], *rest, **kwargs))
+        return fn(x, *rest, **kwargs)
 
     wrapper.__fjax_keys_through__ = True
     return wrapper
