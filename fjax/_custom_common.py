@@ -4,6 +4,7 @@ and the trace checks both use."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable, Sequence
 
@@ -64,9 +65,25 @@ def _fun_name(f: Any) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
+@functools.lru_cache(maxsize=4096)
+def _n_positional(fun: Callable) -> int:
+    # how many positional parameters ``fun`` has (beyond them no default can be filled in)
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 def _resolve_kwargs(fun: Callable, args: tuple, kwargs: dict, what: str) -> tuple:
+    """``args`` and ``kwargs`` as positional arguments of ``fun``, defaults filled in (as JAX's
+    ``resolve_kwargs``: ``nondiff_argnums`` may name a parameter left at its default)."""
     if not kwargs:
-        return args
+        try:
+            if len(args) >= _n_positional(fun):
+                return args
+        except TypeError:  # an unhashable callable
+            pass
     try:
         ba = inspect.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:

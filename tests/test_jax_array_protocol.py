@@ -70,3 +70,19 @@ def test_shape_functions_take_their_array_by_keyword():
     k = fjax.random.split(fjax.random.key(0), 2)
     bk = jnp.broadcast_to(array=k, shape=(3, 2))
     assert bk.shape == (3, 2) and bool(jnp.all(bk[1] == k))
+
+
+def test_custom_jvp_nondiff_argnums_name_parameters_left_at_their_defaults():
+    import functools
+
+    @functools.partial(fjax.custom_jvp, nondiff_argnums=(1, 2))
+    def f(x, scale=2.0, power=None):
+        return x * scale
+
+    @f.defjvp
+    def f_jvp(scale, power, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x, scale, power), t * scale * 10  # a rule distinguishable from autodiff
+
+    assert float(f(3.0)) == 6.0
+    assert float(fjax.grad(f)(3.0)) == 20.0 and float(fjax.grad(lambda x: f(x, 4.0))(1.0)) == 40.0
