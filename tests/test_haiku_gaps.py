@@ -82,3 +82,37 @@ def test_deflinear_rule_gets_only_the_cotangent_as_jax():
         y, t = fjax.jvp(f, (x,), (np.float32(2.0),))
         np.testing.assert_allclose(t, 6.0 * np.cos(4.5), rtol=1e-6)
     assert calls == ["lin", "UndefinedPrimal"]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_cond_switch_trace_a_function_given_twice_once(n):
+    # as JAX: lax.cond/switch trace each distinct branch function once (haiku's stateful_test
+    # checks hk.cond/hk.switch against these counts); the shared jaxpr gives the right values
+    import numpy as np
+
+    import fjax
+
+    witness = []
+    y = fjax.numpy.float32(0.5)  # closed over: a constant the branches share
+
+    def f(x):
+        witness.append("f")
+        return x**2 + y
+
+    def g(x):
+        witness.append("g")
+        return fjax.numpy.sin(x) * y
+
+    assert float(fjax.lax.cond(False, f, f, 3.0)) == 9.5 and witness == ["f"]
+    witness.clear()
+    fns = [f, g] * n
+    outs = [float(fjax.lax.switch(i, fns, 2.0)) for i in range(2 * n)]
+    np.testing.assert_allclose(outs, [4.5, np.sin(2.0) * 0.5] * n, rtol=1e-6)
+    assert witness == ["f", "g"] * (2 * n)
+
+    def h(i, x):
+        return fjax.lax.switch(i, fns, x)
+
+    xs = np.linspace(-1, 1, 2 * n).astype(np.float32)
+    grads = fjax.jit(fjax.vmap(fjax.grad(h, argnums=1)))(np.arange(2 * n), xs)
+    np.testing.assert_allclose(grads, np.where(np.arange(2 * n) % 2 == 0, 2 * xs, np.cos(xs) * 0.5), rtol=1e-5)

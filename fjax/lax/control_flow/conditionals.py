@@ -324,11 +324,15 @@ def _cond_internal(index: Any, funs: Sequence[Callable], names: Sequence[str], o
     leaves, in_tree = tu.tree_flatten(operands)
     leaves = [common.as_value(x, api) for x in leaves]
     avals = [core.get_aval(x) for x in leaves]
-    traced, trees = [], []
-    for f, name in zip(funs, names):
-        closed, consts, out_tree = common.trace_fn_to_jaxpr(f, in_tree, avals, f"{api}({name})")
-        traced.append((closed, consts))
-        trees.append(out_tree)
+    # a function given for several branches is traced once (as JAX's), they share its jaxpr
+    first: dict[int, int] = {}
+    which = [first.setdefault(id(f), len(first)) for f in funs]
+    unique: list = []
+    for k, (f, name) in enumerate(zip(funs, names)):
+        if which[k] == len(unique):
+            unique.append(common.trace_fn_to_jaxpr(f, in_tree, avals, f"{api}({name})"))
+    traced = [(unique[i][0], unique[i][1]) for i in which]
+    trees = [unique[i][2] for i in which]
     # report mismatches against the first reported branch (true_fun for cond, branch 0 for switch)
     ref = len(funs) - 1 if api == "cond" else 0
     for k in range(len(funs)):
@@ -344,7 +348,8 @@ def _cond_internal(index: Any, funs: Sequence[Callable], names: Sequence[str], o
                 trees[k],
                 traced[k][0].out_avals,
             )
-    branches, consts = common.merge_consts(traced)
+    merged, consts = common.merge_consts([(closed, cs) for closed, cs, _ in unique])
+    branches = tuple(merged[i] for i in which)
     outs = _bind_cond(index, [*consts, *leaves], branches)
     return tu.tree_unflatten(trees[0], outs)
 
