@@ -337,6 +337,10 @@ pe.dce_rules[jit_p] = _jit_dce
 # ---- the user-facing wrapper ------------------------------------------------------------------
 
 
+class _RefArgument(TypeError):
+    """A ``Ref`` among a jitted function's arguments (``JitWrapped.__call__`` threads it)."""
+
+
 def _leaf_signature(x: Any) -> Any:
     t = type(x)
     if t is core.Array:
@@ -354,10 +358,7 @@ def _leaf_signature(x: Any) -> Any:
     if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
         return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
     if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
-        raise NotImplementedError(
-            "fjax.jit: passing a Ref (jax.new_ref) as an argument of a jitted function is not implemented; "
-            "pass its value ref[...] and write the result back"
-        )
+        raise _RefArgument("a Ref argument: jit threads it (fjax.ref.call_with_ref_args)")
     raise TypeError(
         f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
         "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
@@ -561,6 +562,8 @@ class JitWrapped:
         retry_refs: bool = True,
     ):
         functools.update_wrapper(self, fun, updated=())
+        # the function's attributes, as JAX's (functools.wraps); the jit's own, set below, win
+        self.__dict__.update(getattr(fun, "__dict__", {}))
         # refs (fjax.ref) the function closes over, found while tracing; threaded through the call
         self._refs: tuple = ()
         self._ref_jit: Any = None
@@ -696,6 +699,12 @@ class JitWrapped:
                 raise
             self._refs = (r,)  # the function uses a ref created outside it: thread it (fjax.ref)
             return self(*args, **kwargs)
+        except _RefArgument:
+            from fjax import ref  # noqa: PLC0415
+
+            if not self._retry_refs:
+                raise NotImplementedError("fjax.jit: a Ref passed to a jitted function under another one") from None
+            return ref.call_with_ref_args(self, args, kwargs)  # refs passed as arguments
         ins = consts + flat if consts else flat
         st = core._state
         if st.dynamic[-1] is core._eval_main and (

@@ -116,3 +116,20 @@ def test_cond_switch_trace_a_function_given_twice_once(n):
     xs = np.linspace(-1, 1, 2 * n).astype(np.float32)
     grads = fjax.jit(fjax.vmap(fjax.grad(h, argnums=1)))(np.arange(2 * n), xs)
     np.testing.assert_allclose(grads, np.where(np.arange(2 * n) % 2 == 0, 2 * xs, np.cos(xs) * 0.5), rtol=1e-5)
+
+
+def test_jit_copies_the_function_attributes_as_jax():
+    # JAX's jit wraps with functools.wraps, so attributes set on the function are visible on the
+    # jitted one (haiku's summarise finds hk.transform's _original_fn through jax.jit(f.init))
+    import fjax
+
+    def f(x):
+        return x * 2
+
+    f._original_fn = "marker"
+    j = fjax.jit(f)
+    assert j._original_fn == "marker" and fjax.jit(j)._original_fn == "marker"
+    assert j.__wrapped__ is f and j.__name__ == "f"
+    assert int(j(2)) == 4 and int(fjax.jit(j)(3)) == 6
+    j.extra = 1  # not written back to the function
+    assert not hasattr(f, "extra")
