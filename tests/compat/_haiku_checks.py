@@ -379,6 +379,147 @@ def _():
     assert isinstance(hk.data_structures.to_haiku_dict(p), dict)
 
 
+@check("layer_stack: stacked parameters, same as a numpy loop (also unrolled)")
+def _():
+    L, D = 4, 3
+
+    def fwd(x, unroll):
+        @hk.layer_stack(L, unroll=unroll)
+        def body(x):
+            return jnp.tanh(hk.Linear(D)(x))
+
+        return body(x)
+
+    f = hk.without_apply_rng(hk.transform(fwd))
+    x = randn(2, D)
+    p = f.init(key, x, 1)
+    (name,) = p
+    w, b = np.asarray(p[name]["w"], np.float64), np.asarray(p[name]["b"], np.float64)
+    assert w.shape == (L, D, D) and b.shape == (L, D)
+    assert not np.allclose(w[0], w[1])  # each layer initialised with its own key
+    h = x.astype(np.float64)
+    for i in range(L):
+        h = np.tanh(h @ w[i] + b[i])
+    close(f.apply(p, x, 1), h, rtol=1e-4)
+    close(f.apply(p, x, 2), h, rtol=1e-4)
+
+
+@check("GRU in a DeepRNN (with a Linear) against numpy")
+def _():
+    T, B, D, H = 4, 2, 3, 5
+
+    def fwd(xs):
+        core = hk.DeepRNN([hk.GRU(H), hk.Linear(2)])
+        return hk.dynamic_unroll(core, xs, core.initial_state(B))
+
+    f = hk.without_apply_rng(hk.transform(fwd))
+    xs = randn(T, B, D)
+    p = f.init(key, xs)
+    q = np_params(p)
+    wi, wh, bb = q["gru"]["w_i"], q["gru"]["w_h"], q["gru"]["b"]
+    sig = lambda a: 1 / (1 + np.exp(-a))  # noqa: E731
+    h = np.zeros((B, H))
+    outs = []
+    for x in xs.astype(np.float64):
+        zr = x @ wi[:, : 2 * H] + h @ wh[:, : 2 * H] + bb[: 2 * H]
+        z, r = sig(zr[:, :H]), sig(zr[:, H:])
+        a = np.tanh(x @ wi[:, 2 * H :] + (r * h) @ wh[:, 2 * H :] + bb[2 * H :])
+        h = (1 - z) * h + z * a
+        outs.append(h @ q["linear"]["w"] + q["linear"]["b"])
+    out, _ = f.apply(p, xs)
+    close(out, np.stack(outs), rtol=1e-4, atol=1e-5)
+
+
+@check("max_pool / avg_pool, GroupNorm and RMSNorm against numpy")
+def _():
+    x = randn(2, 6, 6, 4)
+
+    def fwd(x):
+        return (
+            hk.max_pool(x, window_shape=2, strides=2, padding="VALID"),
+            hk.avg_pool(x, window_shape=3, strides=3, padding="VALID"),
+            hk.GroupNorm(groups=2)(x),
+            hk.RMSNorm(axis=-1)(x),
+        )
+
+    f = hk.without_apply_rng(hk.transform(fwd))
+    p = f.init(key, x)
+    mx, av, gn, rn = f.apply(p, x)
+    close(mx, x.reshape(2, 3, 2, 3, 2, 4).max(axis=(2, 4)))
+    close(av, x.reshape(2, 2, 3, 2, 3, 4).mean(axis=(2, 4)), rtol=1e-5)
+    g = x.astype(np.float64).reshape(2, 6, 6, 2, 2)
+    gref = (g - g.mean(axis=(1, 2, 4), keepdims=True)) / np.sqrt(g.var(axis=(1, 2, 4), keepdims=True) + 1e-5)
+    close(gn, gref.reshape(2, 6, 6, 4), rtol=1e-4, atol=1e-4)
+    close(rn, x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-5), rtol=1e-4, atol=1e-5)
+
+
+@check("hk.vmap(split_rng=True) draws a different dropout mask per row; hk.switch")
+def _():
+    def fwd(x, i):
+        rows = hk.vmap(lambda r: hk.dropout(hk.next_rng_key(), 0.5, r), split_rng=True)(x)
+        branches = [lambda v: v + 1.0, lambda v: v * 3.0, lambda v: -v]
+        return rows, hk.switch(i, branches, x[0, :3])
+
+    f = hk.transform(fwd)
+    x = jnp.ones((4, 256), jnp.float32)
+    rows, _ = f.apply({}, jax.random.PRNGKey(0), x, 0)
+    rows = np.asarray(rows)
+    assert set(np.unique(rows)) <= {0.0, 2.0}
+    assert all(not np.array_equal(rows[0], rows[k]) for k in range(1, 4))
+    for i, ref in enumerate([2.0, 3.0, -1.0]):
+        close(f.apply({}, jax.random.PRNGKey(0), x, i)[1], [ref] * 3)
+
+
+@check("multi_transform shares parameters; mixed_precision policy casts compute and output")
+def _():
+    import jmp
+
+    def mt():
+        enc = hk.Linear(3, name="enc")
+        dec = hk.Linear(2, name="dec")
+
+        def init(x):
+            return dec(enc(x))
+
+        return init, (lambda x: enc(x), lambda z: dec(z))
+
+    f = hk.without_apply_rng(hk.multi_transform(mt))
+    x = randn(2, 4)
+    p = f.init(key, x)
+    assert set(p) == {"enc", "dec"}
+    encode, decode = f.apply
+    q = np_params(p)
+    z = encode(p, x)
+    close(z, x @ q["enc"]["w"] + q["enc"]["b"])
+    close(decode(p, z), np.asarray(z) @ q["dec"]["w"] + q["dec"]["b"], rtol=1e-5)
+    policy = jmp.get_policy("params=float32,compute=float16,output=float32")
+    hk.mixed_precision.set_policy(hk.Linear, policy)
+    try:
+        g = hk.without_apply_rng(hk.transform(lambda x: hk.Linear(3)(x)))
+        p2 = g.init(key, x)
+        y = g.apply(p2, x)
+        assert p2["linear"]["w"].dtype == jnp.float32 and y.dtype == jnp.float32
+        q2 = np_params(p2)["linear"]
+        close(y, x @ q2["w"] + q2["b"], rtol=1e-2, atol=1e-2)
+    finally:
+        hk.mixed_precision.clear_policy(hk.Linear)
+
+
+@check("experimental.eval_summary / tabulate name modules and shapes (also through jax.jit(f.init))")
+def _():
+    f = hk.transform(lambda x: hk.nets.MLP([5, 2])(x))
+    x = jnp.ones((3, 4))
+    summary = hk.experimental.eval_summary(f)(x)
+    names = [s.module_details.module.module_name for s in summary]
+    assert names == ["mlp", "mlp/~/linear_0", "mlp/~/linear_1"], names
+    assert summary[1].output_spec.shape == (3, 5) and summary[0].output_spec.shape == (3, 2)
+    t1 = hk.experimental.tabulate(f)(x)
+    t2 = hk.experimental.tabulate(jax.jit(f.init))(x)  # called as the function f transformed
+    assert "mlp/~/linear_0" in t1 and t1 == t2, (t1, t2)
+    shapes = jax.eval_shape(f.init, jax.random.PRNGKey(0), x)
+    assert shapes["mlp/~/linear_1"]["w"].shape == (5, 2)
+
+
 # ---- training --------------------------------------------------------------------------------------
 
 
