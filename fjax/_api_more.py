@@ -47,13 +47,13 @@ jacobian = jacrev
 float0 = dtypes.float0
 
 
-def typeof(x: Any) -> core.ShapedArray:
+def typeof(x: Any) -> core.AbstractValue:
     """The abstract value (shape, dtype, weak type) of ``x``, e.g. ``float32[3]``; a key array's
-    is ``key<fry>[...]``."""
-    from fjax._prng import PRNGKeyArray
-
-    if isinstance(x, PRNGKeyArray):
-        return x.aval
+    is ``key<fry>[...]``, a ref's ``Ref{float32[3]}``."""
+    if not isinstance(x, (core.Array, core.Tracer)):
+        aval = getattr(type(x), "aval", None)
+        if isinstance(aval, property):  # key arrays, refs
+            return x.aval
     return core.get_aval(x)
 
 

@@ -564,6 +564,7 @@ class JitWrapped:
         functools.update_wrapper(self, fun, updated=())
         # the function's attributes, as JAX's (functools.wraps); the jit's own, set below, win
         self.__dict__.update(getattr(fun, "__dict__", {}))
+        self.__wrapped__ = fun  # after the copy, as functools.wraps (fun's own __wrapped__ is not ours)
         # refs (fjax.ref) the function closes over, found while tracing; threaded through the call
         self._refs: tuple = ()
         self._ref_jit: Any = None

@@ -18,10 +18,13 @@ them the same way: the refs' values become extra carries (or operands and result
 and are written back after the loop (:func:`thread_scan`, :func:`thread_while`,
 :func:`thread_branches`); this composes with ``grad`` and ``vmap`` of the enclosing function.
 
+Refs passed as arguments to ``jit`` (as JAX allows) are threaded the same way
+(:func:`call_with_ref_args`).
+
 Not supported (each raises ``NotImplementedError`` naming it): writing, under ``grad``/``vmap``, a
-ref created outside that transform (JAX threads it as a state effect of the jaxpr), and passing
-refs as arguments to ``jit``. Reads of an outer ref under ``grad``/``vmap`` (which
-stage nothing) see its current value, as a closed-over constant.
+ref created outside that transform (JAX threads it as a state effect of the jaxpr). Reads of an
+outer ref under ``grad``/``vmap`` (which stage nothing) see its current value, as a closed-over
+constant.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ class AbstractRef(core.AbstractValue):
     def str_short(self) -> str:
         return f"Ref{{{self.inner_aval.str_short()}}}"
 
-    def __repr__(self) -> str:
-        return self.str_short()
+    def __repr__(self) -> str:  # JAX's: the long dtype name (jaxprs print the short one)
+        return f"Ref{{{self.inner_aval}}}"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AbstractRef) and self.inner_aval == other.inner_aval
@@ -279,6 +282,39 @@ def call_with_refs(jw: Any, args: tuple, kwargs: dict) -> Any:
         for r, v in zip(refs, new):
             r[...] = v
         return out
+
+
+def call_with_ref_args(jw: Any, args: tuple, kwargs: dict) -> Any:
+    """Call the ``JitWrapped`` ``jw`` with refs among its arguments (JAX passes refs into ``jit``):
+    each ref is taken out of the arguments and threaded as a ref the function closes over, so its
+    value goes in and its final value is written back. One compiled function per argument
+    structure and set of refs."""
+    from fjax import tree_util as tu  # noqa: PLC0415
+
+    leaves, tree = tu.tree_flatten((args, kwargs))
+    pos = tuple(i for i, x in enumerate(leaves) if isinstance(x, Ref))
+    refs = tuple(leaves[i] for i in pos)
+    key = (tree, pos, tuple(map(id, refs)))
+    cache = jw.__dict__.setdefault("_ref_arg_jits", {})
+    entry = cache.get(key)
+    if entry is None or any(a is not b for a, b in zip(entry[1], refs)):
+        fun = jw.fun
+
+        def with_ref_args(*a: Any, **k: Any) -> Any:
+            ls = tu.tree_leaves((a, k), is_leaf=lambda x: x is None)
+            it = iter(refs)
+            full = [next(it) if i in pos else x for i, x in enumerate(ls)]
+            a2, k2 = tu.tree_unflatten(tree, full)
+            return fun(*a2, **k2)
+
+        with_ref_args.__name__ = jw.name
+        inner = type(jw)(with_ref_args, jw.static_argnums, jw.static_argnames, jw.donate_argnums, retry_refs=False)
+        inner._refs = refs
+        if len(cache) > 64:
+            cache.clear()
+        entry = cache[key] = (inner, refs)
+    a_out, k_out = tu.tree_unflatten(tree, [None if i in pos else x for i, x in enumerate(leaves)])
+    return call_with_refs(entry[0], a_out, k_out)
 
 
 def _ref_jit(jw: Any, refs: tuple) -> Any:

@@ -86,3 +86,28 @@ def test_custom_jvp_nondiff_argnums_name_parameters_left_at_their_defaults():
 
     assert float(f(3.0)) == 6.0
     assert float(fjax.grad(f)(3.0)) == 20.0 and float(fjax.grad(lambda x: f(x, 4.0))(1.0)) == 40.0
+
+
+def test_refs_passed_as_jit_arguments():
+    r = fjax.new_ref(jnp.ones(3))
+
+    @fjax.jit
+    def f(r, x):
+        r[...] += x
+        return x * 2
+
+    assert float(f(r, 1.0)) == 2.0 and float(f(r, 2.0)) == 4.0
+    np.testing.assert_array_equal(r[...], [4.0, 4.0, 4.0])
+
+    @fjax.jit
+    def g(d):
+        d["a"][1] = d["a"][1] * d["b"]
+        return d["a"][...].sum()
+
+    np.testing.assert_allclose(g({"a": r, "b": 3.0}), 20.0)
+    np.testing.assert_array_equal(r[...], [4.0, 12.0, 4.0])
+    other = fjax.new_ref(jnp.zeros(3))
+    g({"a": other, "b": 3.0})  # another ref: its own value, written back to it only
+    np.testing.assert_array_equal(other[...], np.zeros(3))
+    np.testing.assert_array_equal(r[...], [4.0, 12.0, 4.0])
+    assert repr(fjax.typeof(r)) == "Ref{float32[3]}"
