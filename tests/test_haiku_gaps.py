@@ -133,3 +133,48 @@ def test_jit_copies_the_function_attributes_as_jax():
     assert int(j(2)) == 4 and int(fjax.jit(j)(3)) == 6
     j.extra = 1  # not written back to the function
     assert not hasattr(f, "extra")
+
+
+@pytest.mark.parametrize("groups", [(1, 1), (2, 1), (1, 2)])
+def test_eager_conv_in_batch_chunks_matches_jit(monkeypatch, groups):
+    # the eager conv contracts a few batch elements' windows at a time (haiku's 3-D transposed
+    # conv test needed 14 GB at once); with a budget of one element per chunk it gives what the
+    # compiled im2col kernel gives, also with feature/batch groups
+    import numpy as np
+
+    import fjax
+    from fjax import lax
+    from fjax.lax import convolution
+
+    G, B = groups
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 7, 5, 4)).astype(np.float32)  # NHWC
+    w = rng.standard_normal((3, 2, 4 // G, 4 * B)).astype(np.float32)  # HWIO
+
+    def f(x, w):
+        return lax.conv_general_dilated(
+            x, w, (1, 2), "SAME", rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            feature_group_count=G, batch_group_count=B,
+        )  # fmt: skip
+
+    ref = np.asarray(fjax.jit(f)(x, w))
+    calls = []
+    real = np.einsum
+    monkeypatch.setattr(convolution.np, "einsum", lambda *a, **k: calls.append(1) or real(*a, **k))
+    # windows of one output batch element: B * C * (7 x 3 outputs) * (3 x 3 dilated taps) float32s
+    per_n = B * 4 * 7 * 3 * 3 * 3 * 4
+    for budget, chunks in ((1, 6 // B), (4 * per_n, -(-6 // B // 4))):
+        monkeypatch.setattr(convolution, "_EAGER_WINDOW_BYTES", budget)
+        calls.clear()
+        out = np.asarray(f(x, w))
+        assert len(calls) == chunks
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    # a direct sum over taps for the ungrouped case
+    if groups == (1, 1):
+        xp = np.pad(x, ((0, 0), (1, 1), (1, 2), (0, 0)))
+        direct = np.zeros_like(ref)
+        for i in range(ref.shape[1]):
+            for j in range(ref.shape[2]):
+                patch = xp[:, i : i + 3, 2 * j : 2 * j + 3 : 2, :]
+                direct[:, i, j, :] = np.einsum("nhwc,hwco->no", patch, w)
+        np.testing.assert_allclose(out, direct, rtol=1e-4, atol=1e-4)

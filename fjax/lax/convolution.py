@@ -264,6 +264,10 @@ def _pad_np(x: np.ndarray, padding: Sequence[tuple[int, int]], first_axis: int) 
     return x[tuple(crop)]
 
 
+# the eager convolution contracts the windows of this many bytes of batch elements at a time
+_EAGER_WINDOW_BYTES = 256 << 20
+
+
 def _conv_impl(
     lhs: np.ndarray,
     rhs: np.ndarray,
@@ -316,7 +320,15 @@ def _conv_impl(
         wk = w.reshape((B, G, O // (B * G), Cg) + ksz)
         S = list(range(10, 10 + nsp))
         K = list(range(10 + nsp, 10 + 2 * nsp))
-        out = np.einsum(win, [0, 1, 2, 3] + S + K, wk, [0, 2, 4, 3] + K, [1, 0, 2, 4] + S, optimize=True)
+        # einsum copies the windows it contracts (every input value once per kernel tap): a few
+        # batch elements at a time bound that copy (a 3-D transposed conv needed GBs in one go)
+        per_n = math.prod(win.shape) // max(1, win.shape[1]) * x.itemsize
+        step = max(1, _EAGER_WINDOW_BYTES // max(1, per_n))
+        parts = [
+            np.einsum(win[:, i : i + step], [0, 1, 2, 3] + S + K, wk, [0, 2, 4, 3] + K, [1, 0, 2, 4] + S, optimize=True)
+            for i in range(0, win.shape[1], step)
+        ]
+        out = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
         out = out.reshape(out_c).astype(dt, copy=False)
     return np.transpose(out, np.argsort(ospec))
 
