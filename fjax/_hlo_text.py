@@ -108,6 +108,10 @@ class _Printer:
         if name == "dot_general":
             self.names[outs[0]] = self.emit("dot", outs[0].aval, args, _dot_attrs(eqn.params))
             return
+        if name == "conv_general_dilated":
+            attrs = _conv_attrs(eqn.params, eqn.invars[1].aval.shape)
+            self.names[outs[0]] = self.emit("convolution", outs[0].aval, args, attrs)
+            return
         opcode = _OPCODES.get(name, name.replace("_", "-"))
         attrs = ", ".join(f"{k}={_attr(v)}" for k, v in sorted(eqn.params.items()) if not _is_jaxpr(v))
         if len(outs) == 1:
@@ -138,18 +142,46 @@ class _Printer:
         return acc
 
 
+def _precision_attr(precision: Any) -> list[str]:
+    names = [getattr(p, "name", str(p)).lower() for p in precision or ()]
+    return [f"operand_precision={{{','.join(names)}}}"] if any(n != "default" for n in names) else []
+
+
+def _conv_labels(spec: tuple, first: str, second: str) -> str:
+    labels = [""] * len(spec)
+    labels[spec[0]], labels[spec[1]] = first, second
+    for i, d in enumerate(spec[2:]):
+        labels[d] = str(i)
+    return "".join(labels)
+
+
+def _conv_attrs(params: dict, rhs_shape: tuple) -> str:
+    """XLA's convolution attributes as JAX's lowering writes them: the window (size, and stride,
+    padding and dilations where not trivial), dim_labels, group counts above 1, operand_precision."""
+    lspec, rspec, ospec = params["dimension_numbers"]
+    window = ["size=" + "x".join(str(rhs_shape[d]) for d in rspec[2:])]
+    if any(s != 1 for s in params["window_strides"]):
+        window.append("stride=" + "x".join(map(str, params["window_strides"])))
+    if any(p != (0, 0) for p in map(tuple, params["padding"])):
+        window.append("pad=" + "x".join(f"{lo}_{hi}" for lo, hi in params["padding"]))
+    for key, label in (("lhs_dilation", "lhs_dilate"), ("rhs_dilation", "rhs_dilate")):
+        if any(d != 1 for d in params[key]):
+            window.append(f"{label}=" + "x".join(map(str, params[key])))
+    labels = f"{_conv_labels(lspec, 'b', 'f')}_{_conv_labels(rspec, 'o', 'i')}->{_conv_labels(ospec, 'b', 'f')}"
+    parts = [f"window={{{' '.join(window)}}}", f"dim_labels={labels}"]
+    for key in ("feature_group_count", "batch_group_count"):
+        if params.get(key, 1) != 1:
+            parts.append(f"{key}={params[key]}")
+    return ", ".join(parts + _precision_attr(params.get("precision")))
+
+
 def _dot_attrs(params: dict) -> str:
     """XLA's dot attributes as JAX's lowering writes them: the batch and contracting dimensions,
     and ``operand_precision`` unless both operands use the default precision."""
     (lc, rc), (lb, rb) = params["dimension_numbers"]
     dims = {"lhs_batch_dims": lb, "lhs_contracting_dims": lc, "rhs_batch_dims": rb, "rhs_contracting_dims": rc}
     parts = [f"{k}={{{','.join(map(str, v))}}}" for k, v in dims.items() if len(v) or "contracting" in k]
-    precision = params.get("precision")
-    if precision is not None:
-        names = [getattr(p, "name", str(p)).lower() for p in precision]
-        if any(n != "default" for n in names):
-            parts.append(f"operand_precision={{{','.join(names)}}}")
-    return ", ".join(parts)
+    return ", ".join(parts + _precision_attr(params.get("precision")))
 
 
 def _is_jaxpr(v: Any) -> bool:

@@ -178,3 +178,32 @@ def test_eager_conv_in_batch_chunks_matches_jit(monkeypatch, groups):
                 patch = xp[:, i : i + 3, 2 * j : 2 * j + 3 : 2, :]
                 direct[:, i, j, :] = np.einsum("nhwc,hwco->no", patch, w)
         np.testing.assert_allclose(out, direct, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kw,dn,shapes,expected",
+    [
+        (dict(window_strides=(1, 1), padding="VALID"), ("NHWC", "HWIO", "NHWC"), ((2, 16, 16, 4), (3, 3, 4, 3)),
+         "window={size=3x3}, dim_labels=b01f_01io->b01f"),
+        (dict(window_strides=(2, 1), padding=((1, 2), (0, 1)), lhs_dilation=(1, 2), rhs_dilation=(2, 1)),
+         ("NHWC", "HWIO", "NHWC"), ((2, 16, 16, 4), (3, 3, 4, 3)),
+         "window={size=3x3 stride=2x1 pad=1_2x0_1 lhs_dilate=1x2 rhs_dilate=2x1}, dim_labels=b01f_01io->b01f"),
+        (dict(window_strides=(1, 1), padding="SAME", feature_group_count=2, precision="highest"),
+         ("NCHW", "OIHW", "NCHW"), ((2, 4, 8, 8), (6, 2, 3, 3)),
+         "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, feature_group_count=2, "
+         "operand_precision={highest,highest}"),
+    ],
+)  # fmt: skip
+def test_hlo_text_convolution_as_jax(kw, dn, shapes, expected):
+    # the attributes JAX 0.10.2's as_hlo_text() prints (haiku's conv_test finds the
+    # "convolution(" line and greps operand_precision)
+    import numpy as np
+
+    import fjax
+    from fjax import lax
+
+    x, w = (np.zeros(s, np.float32) for s in shapes)
+    f = fjax.jit(lambda x, w: lax.conv_general_dilated(x, w, dimension_numbers=dn, **kw))
+    text = f.lower(x, w).compiler_ir(dialect="hlo").as_hlo_text()
+    (line,) = [ln for ln in text.split("\n") if " convolution(" in ln]
+    assert line.split("), ", 1)[1] == expected
