@@ -463,6 +463,26 @@ class SingleDeviceSharding:
         return hash(("SingleDeviceSharding", self._device))
 
 
+def is_equivalent_to(a: Any, b: Any, ndim: int) -> bool:
+    """Whether shardings ``a`` and ``b`` place every piece of an ``ndim``-dimensional array on the
+    same devices (``Sharding.is_equivalent_to``): their device-to-index maps agree, compared on a
+    shape every mesh divides, and so do their memory kinds."""
+    if a.memory_kind != b.memory_kind:
+        return False
+    n = max(len(a.device_set), len(b.device_set))
+    shape = (n,) * ndim
+
+    def canon(sh: Any) -> dict:
+        return {d: tuple(s.indices(n) for s in idx) for d, idx in sh.devices_indices_map(shape).items()}
+
+    try:
+        return canon(a) == canon(b)
+    except (ValueError, NotImplementedError):
+        return False
+
+
+SingleDeviceSharding.is_equivalent_to = is_equivalent_to  # type: ignore[attr-defined]
+
 # one SingleDeviceSharding per device (what plain arrays report)
 _shardings: dict = {}
 

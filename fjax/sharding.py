@@ -74,6 +74,12 @@ class Sharding:
     def memory_kind(self) -> str:
         return "device"
 
+    def is_equivalent_to(self, other: Any, ndim: int) -> bool:
+        """Whether ``other`` places every piece of an ``ndim``-dimensional array as this does."""
+        from fjax import _devices  # noqa: PLC0415
+
+        return _devices.is_equivalent_to(self, other, ndim)
+
     def shard_shape(self, global_shape: tuple) -> tuple:
         idx = next(iter(self.devices_indices_map(tuple(global_shape)).values()))
         return tuple(len(range(*s.indices(n))) for s, n in zip(idx, global_shape))

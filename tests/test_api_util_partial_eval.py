@@ -248,3 +248,24 @@ def test_with_sharding_constraint_under_set_mesh():
     am = fjax.sharding.AbstractMesh((2,), ("a",))
     with pytest.raises(ValueError, match="divisible by 2"):
         fjax.sharding.NamedSharding(am, P("a")).check_shape((3,))
+
+
+def test_sharding_is_equivalent_to():
+    import subprocess
+    import sys
+
+    from fjax.sharding import Mesh, NamedSharding
+    from fjax.sharding import PartitionSpec as P
+
+    m = Mesh(np.array(fjax.devices()[:1]), ("x",))
+    assert NamedSharding(m, P("x")).is_equivalent_to(NamedSharding(m, P()), 2)
+    assert jnp.ones(2).sharding.is_equivalent_to(NamedSharding(m, P()), 1)
+    code = (
+        "import fjax, numpy as np; from fjax.sharding import NamedSharding, PartitionSpec as P, Mesh; "
+        "m = Mesh(np.array(fjax.devices()), ('x',)); a, b = NamedSharding(m, P('x')), NamedSharding(m, P()); "
+        "print(a.is_equivalent_to(b, 1), a.is_equivalent_to(NamedSharding(m, P('x', None)), 2), "
+        "b.is_equivalent_to(fjax.numpy.ones(2).sharding, 1))"
+    )
+    env = {**__import__("os").environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["False", "True", "False"]
