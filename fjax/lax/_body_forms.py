@@ -28,6 +28,24 @@ from fjax.lax import lax, lax_reductions, slicing
 from fjax.lax.slicing import GatherDimensionNumbers, GatherScatterMode
 
 
+def point_gather(x: Any, indices: Any) -> Any:
+    """``x`` read at each full index (the last axis of ``indices`` holds one coordinate per
+    dimension of ``x``), clamped into bounds: a gather with no windows."""
+    nd = x.ndim
+    return slicing.gather_p.bind(
+        x,
+        indices,
+        dimension_numbers=GatherDimensionNumbers(
+            offset_dims=(), collapsed_slice_dims=tuple(range(nd)), start_index_map=tuple(range(nd))
+        ),
+        slice_sizes=(1,) * nd,
+        indices_are_sorted=False,
+        unique_indices=False,
+        mode=GatherScatterMode.CLIP,
+        fill_value=None,
+    )
+
+
 def _arg_rewrite(is_max: bool) -> Callable[[core.JaxprEqn], Callable | None]:
     def rewrite(eqn: core.JaxprEqn) -> Callable | None:
         aval = eqn.invars[0].aval
@@ -94,18 +112,7 @@ def _gather_rewrite(eqn: core.JaxprEqn) -> Callable | None:
                 start = lax.add(start, lax.broadcasted_iota(dt, shape, nb + win.index(d)))
             cols.append(lax.reshape(start, shape + (1,)))
         full = lax.concatenate(cols, len(shape))
-        g = slicing.gather_p.bind(
-            x,
-            full,
-            dimension_numbers=GatherDimensionNumbers(
-                offset_dims=(), collapsed_slice_dims=tuple(range(nd)), start_index_map=tuple(range(nd))
-            ),
-            slice_sizes=(1,) * nd,
-            indices_are_sorted=False,
-            unique_indices=False,
-            mode=GatherScatterMode.CLIP,
-            fill_value=None,
-        )
+        g = point_gather(x, full)
         if oob is not None:
             fv = p["fill_value"]
             fv = slicing._default_fill_value(x.dtype) if fv is None else fv

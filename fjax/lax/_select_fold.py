@@ -39,7 +39,7 @@ from fjax.dtypes import kind as _dkind
 from fjax.interpreters import mlir
 from fjax.interpreters import partial_eval as pe
 from fjax.lax import lax, slicing, slicing_scatter
-from fjax.lax.slicing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from fjax.lax.slicing import GatherScatterMode, ScatterDimensionNumbers
 
 _SCATTERS = (
     slicing_scatter.scatter_p,
@@ -179,19 +179,9 @@ def _read_at(p: Any, src: tuple | None, cols: list, el: tuple) -> Any:
         elif c.dtype != dt:
             c = lax.convert_element_type(c, dt)
         parts.append(lax.reshape(c, el + (1,)))
-    nd = p.ndim
-    return slicing.gather_p.bind(
-        p,
-        lax.concatenate(parts, len(el)),
-        dimension_numbers=GatherDimensionNumbers(
-            offset_dims=(), collapsed_slice_dims=tuple(range(nd)), start_index_map=tuple(range(nd))
-        ),
-        slice_sizes=(1,) * nd,
-        indices_are_sorted=False,
-        unique_indices=False,
-        mode=GatherScatterMode.CLIP,
-        fill_value=None,
-    )
+    from fjax.lax._body_forms import point_gather  # noqa: PLC0415 - _body_forms imports this module
+
+    return point_gather(p, lax.concatenate(parts, len(el)))
 
 
 # ---- matching --------------------------------------------------------------------------------
