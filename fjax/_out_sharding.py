@@ -126,6 +126,15 @@ def check_device_and_sharding(device: Any, out_sharding: Any) -> None:
         )
 
 
+def created(api_name: str, device: Any, out_sharding: Any, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` (a jnp creation function called without ``device``/``out_sharding``)
+    put on ``device`` (``on_device``) or laid out with ``out_sharding`` (``apply``); JAX's
+    ValueError, before any work, when both are given."""
+    check_device_and_sharding(device, out_sharding)
+    x = fn(*args, **kwargs)
+    return apply(x, out_sharding, api_name) if out_sharding is not None else on_device(x, device)
+
+
 def place(x: Any, sharding: Any, api_name: str) -> Any:
     """``lax.full``'s ``sharding=``: an eager result is put with any concrete sharding (as
     ``device_put``); a traced one is returned as it is (JAX ignores the sharding under ``jit``)."""

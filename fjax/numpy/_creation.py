@@ -315,12 +315,10 @@ def array(
             DeprecationWarning,
             stacklevel=2,
         )
-    if out_sharding is not None:
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        out = array(object, dtype, copy=copy, order=order, ndmin=ndmin)
-        return _out_sharding.apply(out, out_sharding, "jnp.array")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(array(object, dtype, copy=copy, order=order, ndmin=ndmin), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created(
+            "jnp.array", device, out_sharding, array, object, dtype, copy=copy, order=order, ndmin=ndmin
+        )
     del device
     if order not in (None, "K", "C", "A"):
         raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
@@ -404,12 +402,8 @@ def asarray(
     out_sharding: Any = None,
 ) -> Any:
     """Convert ``a`` to an fjax array without copying when it already is one."""
-    if out_sharding is not None:
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        out = asarray(a, dtype, order, copy=copy)
-        return _out_sharding.apply(out, out_sharding, "jnp.asarray")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(asarray(a, dtype, order, copy=copy, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.asarray", device, out_sharding, asarray, a, dtype, order, copy=copy)
     if type(a) is Array or isinstance(a, Tracer):
         if dtype is None:
             return a
@@ -452,41 +446,29 @@ def _default_dtype(dt: Any, default: np.dtype, fn: str) -> np.dtype:
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of zeros (float32 by default)."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(zeros(shape, dtype, device=device), out_sharding, "jnp.zeros")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(zeros(shape, dtype, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.zeros", device, out_sharding, zeros, shape, dtype)
     return lax.full(_shape_arg(shape, "zeros"), 0, _default_dtype(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of ones (float32 by default)."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(ones(shape, dtype, device=device), out_sharding, "jnp.ones")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(ones(shape, dtype, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.ones", device, out_sharding, ones, shape, dtype)
     return lax.full(_shape_arg(shape, "ones"), 1, _default_dtype(dtype, dtypes.default_float_dtype(), "ones"))
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of the given shape; fjax fills it with zeros."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(empty(shape, dtype, device=device), out_sharding, "jnp.empty")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(empty(shape, dtype, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.empty", device, out_sharding, empty, shape, dtype)
     return zeros(shape, _canon_dtype_arg(dtype, "empty"))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (which may be an array broadcast to it)."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(full(shape, fill_value, dtype, device=device), out_sharding, "jnp.full")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(full(shape, fill_value, dtype, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.full", device, out_sharding, full, shape, fill_value, dtype)
     shape = _shape_arg(shape, "full")
     check_arraylike("full", fill_value)
     dt = _canon_dtype_arg(dtype, "full")
@@ -529,21 +511,15 @@ def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
 
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """Zeros with the shape and dtype of ``a`` (weak type kept when ``dtype`` is not given)."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(zeros_like(a, dtype, shape, device=device), out_sharding, "jnp.zeros_like")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(zeros_like(a, dtype, shape, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.zeros_like", device, out_sharding, zeros_like, a, dtype, shape)
     return _like_fill(a, 0, dtype, shape, "zeros_like")
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Any:
     """Ones with the shape and dtype of ``a``."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(ones_like(a, dtype, shape, device=device), out_sharding, "jnp.ones_like")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(ones_like(a, dtype, shape, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.ones_like", device, out_sharding, ones_like, a, dtype, shape)
     return _like_fill(a, 1, dtype, shape, "ones_like")
 
 
@@ -558,11 +534,8 @@ def full_like(
     a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *, device: Any = None, out_sharding: Any = None
 ) -> Any:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(full_like(a, fill_value, dtype, shape, device=device), out_sharding, "jnp.full_like")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(full_like(a, fill_value, dtype, shape, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.full_like", device, out_sharding, full_like, a, fill_value, dtype, shape)
     check_arraylike("full_like", fill_value)
     return _like_fill(a, fill_value, dtype, shape, "full_like")
 
@@ -590,11 +563,8 @@ def arange(
     The default dtype is the JAX promotion of the arguments: int32 for Python ints, float32
     as soon as one is a float.
     """
-    if out_sharding is not None:  # (fjax/_out_sharding.py)
-        _out_sharding.check_device_and_sharding(device, out_sharding)
-        return _out_sharding.apply(arange(start, stop, step, dtype, device=device), out_sharding, "jnp.arange")
-    if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
-        return _out_sharding.on_device(arange(start, stop, step, dtype, device=None, out_sharding=None), device)
+    if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
+        return _out_sharding.created("jnp.arange", device, out_sharding, arange, start, stop, step, dtype)
     args = [a for a in (start, stop, step) if a is not None]
     for a in args:
         check_arraylike("arange", a)
