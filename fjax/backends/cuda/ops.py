@@ -559,6 +559,13 @@ PRELUDE = r"""#ifndef FJAX_CUDA_PRELUDE
 #ifdef FJAX_EMULATE
 #include "cuda_emu.h"
 #endif
+// NVRTC compiles without <math.h>: C's INFINITY and NAN as CUDA's math_constants.h spells them
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
 template <typename T> __device__ __forceinline__ T fj_fmax(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T fj_fmin(T a, T b) { return (a < b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T fj_imax(T a, T b) { return a > b ? a : b; }
