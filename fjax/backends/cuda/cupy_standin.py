@@ -9,7 +9,8 @@ imports it by itself.
   ``MemoryPointer``), ``cupy.ndarray(shape, dtype, memptr=...)`` views memory at a pointer;
 - ``RawModule`` compiles the CUDA source with the CUDA emulator (``emulate.py``: g++ and
   ``cuda_emu.h``), and a launch runs the kernel there, with the argument values packed at the
-  call, as CUDA does;
+  call, as CUDA does; where a libnvrtc is found it first compiles the source with NVRTC too, the
+  compiler cupy uses on a GPU, and raises its errors (``nvrtc.py``);
 - ``cublas{S,D,C,Z}gemmStridedBatched`` (reached through the ctypes library the runtime loads)
   compute column-major GEMMs with numpy over the raw pointers, on the stream set on the handle;
 - ``cupy.fft.fftn/ifftn/rfftn/irfftn`` compute with numpy's pocketfft (``fft_ops.reference``),
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
 import threading
 import types
@@ -50,6 +52,16 @@ _launch_lock = threading.Lock()
 
 def _compute() -> bool:
     return _state["compute"]
+
+
+def _nvrtc_check() -> bool:
+    """Whether sources are also compiled with NVRTC (where libnvrtc is found; ``FJAX_STANDIN_NVRTC=0``:
+    never)."""
+    if os.environ.get("FJAX_STANDIN_NVRTC", "1") == "0":
+        return False
+    from fjax.backends.cuda import nvrtc  # noqa: PLC0415
+
+    return nvrtc.available()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,6 +391,10 @@ class RawModule:
         self._mod: Any = None
 
     def compile(self) -> None:
+        if self._mod is None and _nvrtc_check():  # what cupy would compile on a GPU: NVRTC's verdict
+            from fjax.backends.cuda import nvrtc  # noqa: PLC0415
+
+            nvrtc.check(self.code, tuple(self.options))
         if _compute() and self._mod is None:
             from fjax.backends.cuda import emulate  # noqa: PLC0415
 
