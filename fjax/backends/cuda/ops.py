@@ -597,6 +597,14 @@ __device__ __forceinline__ double fj_f2i(double x, double lo, double hi) {
   double t = trunc(x);
   return t <= lo ? lo : (t >= hi ? hi : t);
 }
+// a float32 GEMM operand as a fast compute mode reads it (TF32/float16: 13 low mantissa bits
+// dropped, bfloat16: 16), rounded to nearest even; infinities and NaN as they are
+__device__ __forceinline__ float fj_keep_bits(float x, unsigned int drop) {
+  unsigned int u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;
+  u = (u + ((1u << (drop - 1u)) - 1u) + ((u >> drop) & 1u)) & ~((1u << drop) - 1u);
+  return __uint_as_float(u);
+}
 // 16-bit floats: buffers hold the bits, kernels compute in float and round each op's result back
 // (round to nearest even; NaN stays NaN, overflow goes to infinity, float16 subnormals kept)
 __device__ __forceinline__ float fj_bf16_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }

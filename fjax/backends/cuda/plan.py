@@ -30,7 +30,7 @@ import numpy as np
 
 from fjax import core
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda import callbacks, complex_ops, host_ops
+from fjax.backends.cuda import callbacks, complex_ops, host_ops, skinny
 from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
@@ -244,6 +244,18 @@ class _Builder:
                         f"CUDA backend: dot_general on dtype {st.out.dtype.name} (cuBLAS: floats and complex)"
                     )
                 o = bn(st.out)
+                if skinny.applies(st.dims, st.lhs_perm, st.rhs_perm, (st.lhs.dtype, st.rhs.dtype, st.out.dtype)):
+                    sk, grid, block = skinny.kernel(
+                        tuple(st.dims),
+                        bool(st.lhs_t),
+                        bool(st.rhs_t),
+                        st.out.dtype,
+                        gemm_compute(st.precision, st.out.dtype),
+                    )
+                    plan.steps.append(Alloc(o, tuple(st.out.shape), np.dtype(st.out.dtype)))
+                    args = (bn(st.lhs), bn(st.rhs), o)
+                    plan.steps.append(Launch(self.module.add(sk), grid, block, args, 0, f"{st.comment} (skinny)"))
+                    continue
                 plan.steps.append(
                     MatMul(
                         o,
