@@ -155,6 +155,11 @@ def _head(block: int, sig: str, dt: object = None) -> str:
     """The kernel's first line; with ``dt``, ``T`` (the element type) and ``R`` (its real part type)
     are typedefs in the kernel's scope and spelled out in the signature: a program's kernels share
     one translation unit, where float32 and float64 (or complex) kernels' ``T`` would collide."""
+    # no __restrict__ on the buffers a kernel writes: threads hand values to each other through them
+    # across __syncthreads(), and with __restrict__ nvcc kept a value read before the barrier (the
+    # Cholesky pivot: every thread but the one that took its square root divided by the pivot's
+    # square, seen on an H100, 2026-11-27)
+    sig = re.sub(r"(?<!const )\b(\w+)\* __restrict__ ", r"\1* ", sig)
     if dt is None:
         return f'extern "C" __global__ void __launch_bounds__({block}) __NAME__({sig}) {{\n'
     d = np.dtype(dt)
