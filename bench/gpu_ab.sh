@@ -13,7 +13,7 @@ PY=${PY:-python3}
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log --oneline -1 2>/dev/null; } | tee "$OUT/env.txt"
 timeout 200 $PY -m pytest -q -p no:cacheprovider -n 8 tests/test_cuda_gpu.py tests/test_devices_gpu.py tests/test_cuda_precision.py \
   -k "not fake and not emulated" 2>&1 | tee "$OUT/tests_gpu.txt" | tail -12
-for i in 1 2; do
+for i in $(seq 1 ${PAIRS:-2}); do
   timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --rounds 15 2>&1 | grep "^| [a-z]" | sed "s/^/default $i: /" \
     | tee -a "$OUT/ab.txt"
   env $AB timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --rounds 15 2>&1 | grep "^| [a-z]" \

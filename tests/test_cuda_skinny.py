@@ -1,7 +1,7 @@
 """Small-output GEMMs as a warp-per-output kernel (``fjax.backends.cuda.skinny``), run on the CUDA
 emulator against numpy in float64: every operand layout (transposed or not), batches, float32 and
 float64, and the products that stay on cuBLAS (short contractions, large outputs, integer dtypes).
-``FJAX_CUDA_SKINNY`` (read when a plan is built) turns it on; off, every GEMM goes to cuBLAS."""
+``FJAX_CUDA_SKINNY=0`` (read when a plan is built) sends every GEMM to cuBLAS."""
 
 from __future__ import annotations
 

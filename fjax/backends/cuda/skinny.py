@@ -1,14 +1,19 @@
-"""Small-output GEMMs as one fjax kernel instead of cuBLAS: a warp per output element, its 32 lanes
-striding the contraction and combining with warp shuffles.
+"""Small-output GEMMs as fjax's own kernels instead of cuBLAS: a warp per output element, its 32
+lanes striding the contraction and combining with warp shuffles; when ``lhs`` is used transposed
+(a weight gradient ``h^T @ g``), a block per 32 neighbouring outputs (``_columns_kernel``).
 
-On the H100 (2026-11-27, ``bench/gpu_kernels.py``) cuBLAS ran the MLP step's two GEMMs with a
-10-wide output (the logits, ``h2 @ W3``, and ``dW3 = h2^T @ g``) as split-K GEMMs of 5-8 us each
-plus a 4 us reduction kernel, about 21 us of the step's 69 us on the device; XLA's fused Triton GEMMs
-took 3-4 us each. A product qualifies when its output has at most ``MAX_OUT`` elements and its
-contraction at least ``MIN_K`` (so every lane has work): float32/float64 operands of the output's
-dtype, no operand permutation. The sums are in the output dtype, as cuBLAS's float32 compute, with
-no TF32 rounding of the operands (at least as accurate as any ``precision``).
-``FJAX_CUDA_SKINNY=0`` sends every GEMM to cuBLAS."""
+A product qualifies when its output has at most ``MAX_OUT`` elements and its contraction at least
+``MIN_K`` (so every lane has work): float32/float64 operands of the output's dtype, no operand
+permutation. Sums are in the output dtype, as cuBLAS's float32 compute; float32 operands are read as
+the ``precision``'s compute mode reads them (TF32 by default, ``records.gemm_compute``), so a product
+gives cuBLAS's numbers up to the order of the sums.
+
+Measured on an H100 (2026-11-27, ``bench/gpu_ab.sh``, ``bench/gpu_kernels.py``): cuBLAS ran the MLP
+step's two 10-wide GEMMs (the logits ``h2 @ W3`` and ``dW3 = h2^T @ g``) in 7.9 and 5.4 us; the
+warp-per-output kernels took 3.5 (logits) and 7.4 us (``dW3``, read with a stride: hence the column
+kernel). The RNN gradient's 256-wide matrix-vector products inside its scan went from cuBLAS's gemv
+(2.7 us each) to these kernels: 2,559 -> 2,291 us of device time per call, 2.79 -> 2.52 ms a call.
+``FJAX_CUDA_SKINNY=0`` (read when a plan is built) sends every GEMM to cuBLAS."""
 
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ BLOCK = 256
 
 def enabled() -> bool:
     """``FJAX_CUDA_SKINNY``, read when a plan is built."""
-    return os.environ.get("FJAX_CUDA_SKINNY", "0") != "0"
+    return os.environ.get("FJAX_CUDA_SKINNY", "1") != "0"
 
 
 def applies(dims: tuple, lhs_perm: object, rhs_perm: object, dtypes: tuple) -> bool:
@@ -64,6 +69,8 @@ def kernel(
         if drop
         else ("pa[k * {a}]", "pb[k * {b}]")
     )
+    if lhs_t:
+        return _columns_kernel(dims, rhs_t, T, dtype, compute if drop else "", x, y)
     n = nb * nl * nr
     a_off = "l" if lhs_t else f"l * {nk}LL"
     a_step = f"{nl}LL" if lhs_t else "1LL"
@@ -88,4 +95,51 @@ def kernel(
     )
     warps_per_block = BLOCK // 32
     grid = (max(1, min(1024, -(-n // warps_per_block))), 1, 1)
+    return CudaKernel("mm", body), grid, (BLOCK, 1, 1)
+
+
+def _columns_kernel(dims: tuple, rhs_t: bool, T: str, dtype: np.dtype, mode: str, x: str, y: str) -> tuple:
+    """``lhs`` stored (b, k, l) (a weight gradient ``h^T @ g``): a warp-per-output kernel would read
+    it with a stride of ``nl`` across its lanes (7.4 us for the MLP step's 512x10 ``dW3`` on the H100).
+    Here a block owns 32 neighbouring ``l`` of one ``r``: its lanes read 32 consecutive elements of
+    a row of ``lhs``, its 8 warps each sum a contiguous eighth of the contraction, and warp 0 adds the
+    8 partial sums from shared memory in a fixed order (deterministic)."""
+    nb, nl, nk, nr = dims
+    nw = BLOCK // 32
+    lblocks = -(-nl // 32)
+    nblocks = nb * lblocks * nr
+    chunk = -(-nk // nw)
+    b_off = f"r * {nk}LL" if rhs_t else "r"
+    b_step = "1LL" if rhs_t else f"{nr}LL"
+    body = (
+        f"// skinny GEMM: {nb} x ({nl}, {nk})^T @ ({nk}, {nr}){'^T' if rhs_t else ''} "
+        f"{np.dtype(dtype).name}{' ' + mode if mode else ''}, 32 outputs along l per block, the contraction "
+        f"split over its {nw} warps\n"
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) __NAME__(const {T}* __restrict__ a, '
+        f"const {T}* __restrict__ b, {T}* __restrict__ o) {{\n"
+        f"  __shared__ {T} part[{nw}][32];\n"
+        "  const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;\n"
+        f"  for (long long blk = blockIdx.x; blk < {nblocks}LL; blk += gridDim.x) {{\n"
+        f"    const long long r = blk % {nr}LL, q = blk / {nr}LL, lb = q % {lblocks}LL, bt = q / {lblocks}LL;\n"
+        "    const long long l = lb * 32 + lane;\n"
+        f"    {T} acc = ({T})0;\n"
+        f"    if (l < {nl}LL) {{\n"
+        f"      const {T}* pa = a + bt * {nl * nk}LL + l;\n"
+        f"      const {T}* pb = b + bt * {nk * nr}LL + {b_off};\n"
+        f"      const long long k1 = fj_imin((long long)(wi + 1) * {chunk}LL, {nk}LL);\n"
+        "#pragma unroll 4\n"
+        f"      for (long long k = (long long)wi * {chunk}LL; k < k1; ++k) acc += {x.format(a=f'{nl}LL')} * "
+        f"{y.format(b=b_step)};\n"
+        "    }\n"
+        "    part[wi][lane] = acc;\n"
+        "    __syncthreads();\n"
+        f"    if (wi == 0 && l < {nl}LL) {{\n"
+        f"      {T} s = part[0][lane];\n"
+        f"      for (int j = 1; j < {nw}; ++j) s += part[j][lane];\n"
+        f"      o[(bt * {nl}LL + l) * {nr}LL + r] = s;\n"
+        "    }\n"
+        "    __syncthreads();  // before the next block's partial sums\n"
+        "  }\n}\n"
+    )
+    grid = (max(1, min(4096, nblocks)), 1, 1)
     return CudaKernel("mm", body), grid, (BLOCK, 1, 1)
