@@ -207,20 +207,22 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
         pa = core.get_aval(p)
         t_arr = _check_arg(t, "jvp", "tangent") if not (isinstance(t, np.ndarray) and t.dtype == dtypes.float0) else t
         ta = core.get_aval(t_arr) if not isinstance(t_arr, np.ndarray) else ShapedArray(t.shape, t.dtype)
+        # JAX's checks and messages, verbatim (dtype first, then shape)
+        want = pa.dtype if _dkind(pa.dtype) in "fc" else np.dtype(dtypes.float0)  # int/bool: float0
+        if ta.dtype != want:
+            raise TypeError(
+                "primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in case of int/bool "
+                f"primal dtype the tangent dtype must be float0.Got primal dtype {pa.dtype} and so expected "
+                f"tangent dtype {np.dtype(want)}, but got tangent dtype {ta.dtype} instead."
+            )
         if pa.shape != ta.shape:
             raise ValueError(
-                f"jvp called with different primal and tangent shapes; got primal shape {pa.shape} and tangent "
-                f"shape {ta.shape}"
+                f"jvp called with different primal and tangent shapes;Got primal shape {pa.shape} and tangent "
+                f"shape as {ta.shape}"
             )
-        if _dkind(pa.dtype) not in "fc" and ta.dtype == dtypes.float0:
+        if ta.dtype == dtypes.float0:
             tans.append(Zero(ad.tangent_aval(pa)))
             continue
-        if ta.dtype != pa.dtype or _dkind(pa.dtype) not in "fc":  # an int/bool primal takes float0 only
-            raise TypeError(
-                f"primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in case of int/bool "
-                f"primal dtype the tangent dtype must be float0. Got primal dtype {pa.dtype.name} and so expected "
-                f"tangent dtype {pa.dtype.name}, but got tangent dtype {ta.dtype.name} instead."
-            )
         tans.append(t_arr)
     out_tree_box: list = []
 

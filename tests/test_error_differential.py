@@ -18,6 +18,7 @@ wrong result, fjax raises on purpose (``FJAX_STRICTER``).
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import pathlib
 import re
@@ -158,3 +159,22 @@ def test_known_lists_name_recorded_cases() -> None:
     assert set(ACCIDENTAL) <= set(RECORDED)
     assert set(FJAX_STRICTER) <= set(RECORDED)
     assert set(XFAIL) <= set(RECORDED)
+
+
+@functools.cache
+def _cases() -> dict:
+    return all_cases(fjax)
+
+
+VERBATIM = json.loads((pathlib.Path(__file__).parent / "data" / "error_messages_verbatim.json").read_text())["keys"]
+
+
+@pytest.mark.parametrize("key", VERBATIM)
+def test_message_is_jaxs_verbatim(key):
+    """The calls whose JAX message fjax already raises word for word keep raising it (a reworded
+    message is a regression for code that matches on it, as tests written for JAX do)."""
+    want = RECORDED[key]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run(_cases()[key])
+    assert got is not None and (got["type"], got["message"]) == (want["type"], want["message"]), got
