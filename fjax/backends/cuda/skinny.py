@@ -69,26 +69,27 @@ def kernel(
         if drop
         else ("pa[k * {a}]", "pb[k * {b}]")
     )
-    if lhs_t:
-        return _columns_kernel(dims, rhs_t, T, dtype, compute if drop else "", x, y)
-    n = nb * nl * nr
-    a_off = "l" if lhs_t else f"l * {nk}LL"
-    a_step = f"{nl}LL" if lhs_t else "1LL"
-    b_off = f"r * {nk}LL" if rhs_t else "r"
-    b_step = "1LL" if rhs_t else f"{nr}LL"
-    body = (
-        f"// skinny GEMM: {nb} x ({nl}, {nk}){'^T' if lhs_t else ''} @ ({nk}, {nr}){'^T' if rhs_t else ''} "
-        f"{np.dtype(dtype).name}{' ' + compute if drop else ''}, a warp per output element\n"
+    # rhs element k of output column r: b[bt * nk * nr + b_off + k * b_step]
+    b_off, b_step = (f"r * {nk}LL", "1LL") if rhs_t else ("r", f"{nr}LL")
+    what = f"{np.dtype(dtype).name}{' ' + compute if drop else ''}"
+    head = (
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) __NAME__(const {T}* __restrict__ a, '
         f"const {T}* __restrict__ b, {T}* __restrict__ o) {{\n"
-        "  const int lane = threadIdx.x & 31;\n"
+    )
+    if lhs_t:
+        return _columns_kernel(dims, rhs_t, T, what, head, x.format(a=f"{nl}LL"), y.format(b=b_step), b_off)
+    n = nb * nl * nr
+    body = (
+        f"// skinny GEMM: {nb} x ({nl}, {nk}) @ ({nk}, {nr}){'^T' if rhs_t else ''} {what}, a warp per output\n"
+        + head
+        + "  const int lane = threadIdx.x & 31;\n"
         f"  for (long long w = ((long long)blockIdx.x * {BLOCK} + threadIdx.x) >> 5; w < {n}LL;\n"
         f"       w += ((long long)gridDim.x * {BLOCK}) >> 5) {{\n"
         f"    const long long r = w % {nr}LL, q = w / {nr}LL, l = q % {nl}LL, bt = q / {nl}LL;\n"
-        f"    const {T}* pa = a + bt * {nl * nk}LL + {a_off};\n"
+        f"    const {T}* pa = a + bt * {nl * nk}LL + l * {nk}LL;\n"
         f"    const {T}* pb = b + bt * {nk * nr}LL + {b_off};\n"
         f"    {T} acc = ({T})0;\n"
-        f"    for (long long k = lane; k < {nk}LL; k += 32) acc += {x.format(a=a_step)} * {y.format(b=b_step)};\n"
+        f"    for (long long k = lane; k < {nk}LL; k += 32) acc += {x.format(a='1LL')} * {y.format(b=b_step)};\n"
         "    for (int s = 16; s > 0; s >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, s);\n"
         "    if (lane == 0) o[w] = acc;\n"
         "  }\n}\n"
@@ -98,7 +99,7 @@ def kernel(
     return CudaKernel("mm", body), grid, (BLOCK, 1, 1)
 
 
-def _columns_kernel(dims: tuple, rhs_t: bool, T: str, dtype: np.dtype, mode: str, x: str, y: str) -> tuple:
+def _columns_kernel(dims: tuple, rhs_t: bool, T: str, what: str, head: str, x: str, y: str, b_off: str) -> tuple:
     """``lhs`` stored (b, k, l) (a weight gradient ``h^T @ g``): a warp-per-output kernel would read
     it with a stride of ``nl`` across its lanes (7.4 us for the MLP step's 512x10 ``dW3`` on the H100).
     Here a block owns 32 neighbouring ``l`` of one ``r``: its lanes read 32 consecutive elements of
@@ -109,15 +110,9 @@ def _columns_kernel(dims: tuple, rhs_t: bool, T: str, dtype: np.dtype, mode: str
     lblocks = -(-nl // 32)
     nblocks = nb * lblocks * nr
     chunk = -(-nk // nw)
-    b_off = f"r * {nk}LL" if rhs_t else "r"
-    b_step = "1LL" if rhs_t else f"{nr}LL"
     body = (
-        f"// skinny GEMM: {nb} x ({nl}, {nk})^T @ ({nk}, {nr}){'^T' if rhs_t else ''} "
-        f"{np.dtype(dtype).name}{' ' + mode if mode else ''}, 32 outputs along l per block, the contraction "
-        f"split over its {nw} warps\n"
-        f'extern "C" __global__ void __launch_bounds__({BLOCK}) __NAME__(const {T}* __restrict__ a, '
-        f"const {T}* __restrict__ b, {T}* __restrict__ o) {{\n"
-        f"  __shared__ {T} part[{nw}][32];\n"
+        f"// skinny GEMM: {nb} x ({nl}, {nk})^T @ ({nk}, {nr}){'^T' if rhs_t else ''} {what}, 32 outputs along l "
+        f"per block, the contraction split over its {nw} warps\n" + head + f"  __shared__ {T} part[{nw}][32];\n"
         "  const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;\n"
         f"  for (long long blk = blockIdx.x; blk < {nblocks}LL; blk += gridDim.x) {{\n"
         f"    const long long r = blk % {nr}LL, q = blk / {nr}LL, lb = q % {lblocks}LL, bt = q / {lblocks}LL;\n"
@@ -128,8 +123,7 @@ def _columns_kernel(dims: tuple, rhs_t: bool, T: str, dtype: np.dtype, mode: str
         f"      const {T}* pb = b + bt * {nk * nr}LL + {b_off};\n"
         f"      const long long k1 = fj_imin((long long)(wi + 1) * {chunk}LL, {nk}LL);\n"
         "#pragma unroll 4\n"
-        f"      for (long long k = (long long)wi * {chunk}LL; k < k1; ++k) acc += {x.format(a=f'{nl}LL')} * "
-        f"{y.format(b=b_step)};\n"
+        f"      for (long long k = (long long)wi * {chunk}LL; k < k1; ++k) acc += {x} * {y};\n"
         "    }\n"
         "    part[wi][lane] = acc;\n"
         "    __syncthreads();\n"
