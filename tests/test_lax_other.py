@@ -430,7 +430,7 @@ def test_pow_integer_exponent_rules():
         fjax.test_util.check_grads(lambda x: lax.pow(x, 3), (jnp.float64(1.3),), order=2)
     np.testing.assert_allclose(fjax.vmap(lax.pow, (0, None))(jnp.arange(3.0), jnp.int32(2)), [0.0, 1.0, 4.0])
     assert fjax.grad(lambda x: lax.pow(x, 0))(0.0) == 0.0  # not 0 * 0**-1 = NaN
-    with pytest.raises(TypeError, match="first argument to pow must have an inexact dtype"):
+    with pytest.raises(TypeError, match="pow does not accept dtype int32 at position 0. Accepted dtypes at position 0"):
         lax.pow(jnp.int32(2), 3)
     with pytest.raises(TypeError, match="two inexact dtypes must match, but got float32 and float16"):
         lax.pow(jnp.float32(2), jnp.float16(3))

@@ -309,7 +309,11 @@ def approx_max_k(
     reduction_input_size_override: int = -1, aggregate_to_topk: bool = True,
 ) -> tuple[Any, Any]:  # fmt: skip
     """The ``k`` largest values along ``reduction_dimension`` and their indices (exact here)."""
-    nd = core.get_aval(operand).ndim
+    shape = core.get_aval(operand).shape
+    nd = len(shape)
+    if nd and shape[reduction_dimension % nd] < k:
+        # JAX's approx_top_k shape rule (numbers its dimension as given)
+        raise ValueError(f"k must be smaller than the size of reduction_dim {shape[reduction_dimension % nd]}, got {k}")
     if reduction_dimension % nd != nd - 1:
         from fjax.numpy import moveaxis
 

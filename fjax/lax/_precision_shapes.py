@@ -79,7 +79,7 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
 
 def _reduce_precision_abstract(x: core.ShapedArray, *, exponent_bits: int, mantissa_bits: int) -> core.ShapedArray:
     if dtypes.kind(np.dtype(x.dtype)) not in "fc":
-        raise TypeError(f"reduce_precision does not accept dtype {x.dtype}: it requires a floating-point operand")
+        raise TypeError(f"reduce_precision does not accept dtype {x.dtype}. Accepted dtypes are subtypes of floating.")
     return x
 
 

@@ -42,25 +42,46 @@ _intb = "iub"
 _num = "iufc"
 _any = "biufc"
 
-_kind_names = {
+# The dtype classes each kind string accepts, named as JAX's lax names them in its dtype errors
+# (the order is that of JAX's sets, printed by JAX 0.10.2's unop/naryop dtype rules)
+_accepted_names = {
     "f": "floating",
-    "fc": "floating or complex",
+    "c": "complexfloating",
+    "fc": "floating, complexfloating",
     "iu": "integer",
-    "iub": "integer or boolean",
-    "iufc": "numeric",
-    "iuf": "integer or floating",
-    "biufc": "any",
-    "c": "complex",
-    "b": "boolean",
+    "iub": "integer, bool",
+    "iuf": "integer, floating",
+    "iufb": "integer, floating, bool",
+    "iufc": "integer, floating, complexfloating",
+    "iufcb": "integer, bool, floating, complexfloating",
+    "biufc": "integer, bool, floating, complexfloating",
+    "b": "bool",
 }
 
 
-def _check_kind(name: str, aval: Any, kinds: str) -> None:
+def _check_kind(name: str, aval: Any, kinds: str, position: int | None = None, accepted: str | None = None) -> None:
+    """JAX's dtype error of a unary (``position`` None) or n-ary op whose operand's dtype is not
+    one of ``kinds`` (``accepted``: the classes the message names, where JAX names others)."""
     if _dkind(aval.dtype) not in kinds:
+        accepted = accepted or _accepted_names.get(kinds, kinds)
+        if position is None:
+            msg = f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are subtypes of {accepted}."
+            raise TypeError(msg)
         raise TypeError(
-            f"{name} does not accept dtype {aval.dtype.name}; it requires a {_kind_names.get(kinds, kinds)} "
-            f"argument (got {core.short_dtype_name(aval.dtype)}{list(aval.shape)})."
+            f"{name} does not accept dtype {aval.dtype.name} at position {position}. "
+            f"Accepted dtypes at position {position} are subtypes of {accepted}."
         )
+
+
+def _check_same_dtypes(name: str, avals: Sequence[Any]) -> None:
+    """JAX's ``check_same_dtypes``: the operands of ``lax.<name>`` must share one dtype (with its
+    Tip naming the promoting jnp function where JAX names one)."""
+    dt = avals[0].dtype
+    if any(a.dtype != dt for a in avals[1:]):
+        msg = f"lax.{name} requires arguments to have the same dtypes, got {', '.join(a.dtype.name for a in avals)}."
+        if name in _jnp_names:
+            msg += f" (Tip: jnp.{_jnp_names[name]} is a similar function that does automatic type promotion on inputs)."
+        raise TypeError(msg)
 
 
 def _unop_abstract(name: str, kinds: str, result_dtype: Callable | None = None) -> Callable:
@@ -96,16 +117,10 @@ def _broadcast_shapes_rule(name: str, avals: Sequence[Any]) -> tuple[int, ...]:
 
 def _naryop_abstract(name: str, kinds: str, out_bool: bool = False) -> Callable:
     def rule(*avals: Any, **params: Any) -> ShapedArray:
+        for i, a in enumerate(avals):
+            _check_kind(name, a, kinds, i)
+        _check_same_dtypes(name, avals)
         dt = avals[0].dtype
-        for a in avals:
-            _check_kind(name, a, kinds)
-            if a.dtype != dt:
-                dts = ", ".join(b.dtype.name for b in avals)
-                raise TypeError(
-                    f"lax.{name} requires arguments to have the same dtypes, got {dts}. "
-                    f"(Tip: jnp.{_jnp_names.get(name, name)} is a similar function that does automatic type "
-                    "promotion on inputs)."
-                )
         shape = _broadcast_shapes_rule(name, avals)
         weak = all(a.weak_type for a in avals)
         # comparisons of weak operands are weak too (a weak bool), as in JAX
@@ -114,21 +129,61 @@ def _naryop_abstract(name: str, kinds: str, out_bool: bool = False) -> Callable:
     return rule
 
 
+# lax names whose same-dtype error carries a Tip naming the promoting jnp function (JAX's
+# _JNP_FUNCTION_EQUIVALENTS; lt/le/gt/ge, rem and the bitwise ops have none there)
 _jnp_names = {
+    "abs": "fabs",
+    "acos": "arccos",
+    "acosh": "arccosh",
     "add": "add",
-    "sub": "subtract",
-    "mul": "multiply",
+    "asin": "arcsin",
+    "asinh": "arcsinh",
+    "atan": "arctan",
+    "atan2": "arctan2",
+    "atanh": "arctanh",
+    "bitwise_and": "bitwise_and",
+    "bitwise_not": "bitwise_not",
+    "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor",
+    "cbrt": "cbrt",
+    "ceil": "ceil",
+    "concatenate": "concatenate",
+    "cos": "cos",
+    "cosh": "cosh",
     "div": "divide",
-    "rem": "remainder",
+    "eq": "equal",
+    "exp": "exp",
+    "expm1": "expm1",
+    "floor": "floor",
+    "greater": "greater",
+    "greater_equal": "greater_equal",
+    "less": "less",
+    "less_equal": "less_equal",
+    "log": "log",
+    "logical_and": "logical_and",
+    "logical_not": "logical_not",
+    "logical_or": "logical_or",
+    "logical_xor": "logical_xor",
+    "log1p": "log1p",
     "max": "maximum",
     "min": "minimum",
-    "pow": "power",
-    "eq": "equal",
+    "mul": "multiply",
     "ne": "not_equal",
-    "lt": "less",
-    "le": "less_equal",
-    "gt": "greater",
-    "ge": "greater_equal",
+    "neg": "negative",
+    "nextafter": "nextafter",
+    "pow": "float_power",
+    "round": "round",
+    "select": "where",
+    "shift_left": "left_shift",
+    "shift_right_logical": "right_shift",
+    "shift_right_arithmetic": "right_shift",
+    "sign": "sign",
+    "sin": "sin",
+    "sinh": "sinh",
+    "sqrt": "sqrt",
+    "sub": "subtract",
+    "tan": "tan",
+    "tanh": "tanh",
 }
 
 

@@ -535,11 +535,13 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _pow_abstract(x: Any, y: Any) -> ShapedArray:
     # as JAX: an inexact base, and an exponent of the base's dtype or of any integer dtype
-    if _dkind(x.dtype) not in "fc" or _dkind(y.dtype) not in "iufc" or (_dkind(y.dtype) in "fc" and x.dtype != y.dtype):
+    _check_kind("pow", x, _fc, 0)
+    _check_kind("pow", y, _num, 1)
+    if _dkind(y.dtype) in "fc" and x.dtype != y.dtype:
         raise TypeError(
             "the first argument to pow must have an inexact dtype (float or complex), and the second "
             "argument must have an inexact or integer dtype, and two inexact dtypes must match, but got "
-            f"{x.dtype.name} and {y.dtype.name}."
+            f"{x.dtype.name} and {y.dtype.name} respectively."
         )
     shape = _broadcast_shapes_rule("pow", [x, y])
     return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)

@@ -30,7 +30,8 @@ _F16 = (np.dtype(np.float16), dtypes.bfloat16)
 def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True, f16_option: bool = False) -> Callable:
     # f16_option: refuse float16/bfloat16 operands while jax_allow_f16_reductions is False (reduce_sum)
     def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
-        _check_kind(name, x, kinds)
+        # JAX's reduce_sum/reduce_prod name the class np.number
+        _check_kind(name, x, kinds, accepted="number" if kinds == _num else None)
         # ValueError, as JAX's reduction shape rules raise
         if any(not 0 <= a < x.ndim for a in axes):
             operand = ShapedArray(x.shape, x.dtype).str_short()

@@ -47,19 +47,20 @@ __all__ = [
 # shared helpers
 
 
-def _canon_axis(axis: int, ndim: int, name: str) -> int:
+def _canon_axis(axis: int, ndim: int, name: str, shape: tuple | None = None) -> int:
+    """``axis`` in [0, ndim); out of range, JAX's ValueError (which names the ``shape`` where JAX's
+    shape rule raises it: the cumulative reductions)."""
     axis = int(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for array of rank {ndim}")
+        if shape is not None:
+            raise ValueError(f"axis {axis} is out of bounds for array of shape {tuple(shape)}")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else axis
 
 
 def _check_kind(name: str, aval: Any, kinds: str, what: str) -> None:
     if _dkind(aval.dtype) not in kinds:
-        raise TypeError(
-            f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are subtypes of {what} "
-            f"(got {core.short_dtype_name(aval.dtype)}{list(aval.shape)})."
-        )
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are subtypes of {what}.")
 
 
 def _zero_out(out: Any) -> Zero:
@@ -222,8 +223,8 @@ ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
 
 def _cumulative_wrapper(prim: Primitive, doc: str) -> Callable:
     def f(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
-        ndim = core.get_aval(operand).ndim
-        return core.bind1(prim, operand, axis=_canon_axis(axis, ndim, prim.name), reverse=bool(reverse))
+        shape = core.get_aval(operand).shape
+        return core.bind1(prim, operand, axis=_canon_axis(axis, len(shape), prim.name, shape), reverse=bool(reverse))
 
     f.__name__ = prim.name
     f.__qualname__ = prim.name
@@ -392,15 +393,15 @@ def _top_k_abstract(x: Any, *, k: int, axis: int) -> list:
     if _dkind(x.dtype) == "c":
         raise ValueError("top_k is not compatible with complex inputs.")
     if x.ndim == 0:
-        raise ValueError("top_k: axis -1 is out of bounds for array of dimension 0 (operand shape ())")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     if not 0 <= axis < x.ndim:
-        raise ValueError(f"top_k: axis {axis} is out of bounds for operand shape {x.shape}")
+        raise ValueError(f"axis argument out of range: axis={axis} for operand.shape={x.shape}")
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     if x.shape[axis] < k:
         raise ValueError(
-            f"k argument to top_k must be no larger than size along axis {axis}, got {k} > "
-            f"{x.shape[axis]} (operand shape {x.shape})"
+            f"k argument to top_k must be no larger than size along axis; got k={k} with shape={list(x.shape)} "
+            f"and axis={axis}"
         )
     shape = x.shape[:axis] + (k,) + x.shape[axis + 1 :]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32), False)]
@@ -435,7 +436,7 @@ def top_k(operand: Any, k: int, *, axis: int = -1) -> tuple:
     order (NaN above inf, -NaN below -inf, 0.0 above -0.0), ties by lower index."""
     aval = core.get_aval(operand)
     if aval.ndim == 0:
-        raise ValueError("top_k: axis -1 is out of bounds for array of dimension 0 (operand shape ())")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     k = int(k)
     ax = _canon_axis(axis, aval.ndim, "top_k")
     vals, idx = core.bind(top_k_p, (operand,), dict(k=k, axis=ax))
