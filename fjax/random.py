@@ -566,7 +566,7 @@ def _shuffle(key: Any, x: Any, axis: int, independent: bool = True) -> Any:
 def _canon_axis(axis: int, ndim: int, name: str) -> int:
     axis = int(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim
 
 

@@ -304,7 +304,7 @@ def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any, su
     # the rank of the output with its mapped axis
     ndim = core.get_aval(x).ndim + (src is not_mapped)
     if not -ndim <= dst < ndim:
-        raise ValueError(f"vmap out_axes: axis {dst} is out of bounds for array of dimension {ndim}")
+        raise ValueError(f"axis {dst} is out of bounds for array of dimension {ndim}")
     if src is not_mapped:
         d = dst + ndim if dst < 0 else dst
         if axis_size == 1 and _reshape is not None:  # a new axis of length 1: a view, not a copy

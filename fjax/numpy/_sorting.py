@@ -40,7 +40,7 @@ def _prep(fn: str, a: Any, axis: Any) -> tuple[Any, int]:
         x = lax.reshape(x, (x.size,))
         return x, 0
     if x.ndim == 0:
-        raise ValueError(f"{fn}: axis {axis} is out of bounds for array of dimension 0")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     return x, _util.canonicalize_axis(operator.index(axis), x.ndim, fn)
 
 

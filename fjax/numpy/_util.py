@@ -148,7 +148,7 @@ def canonicalize_axis(axis: int, ndim: int, fn_name: str = "fjax.numpy") -> int:
     """Normalize a possibly negative axis, raising a numpy-style AxisError-like ValueError."""
     axis = int(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{fn_name}: axis {axis} is out of bounds for array of dimension {ndim}")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
 

@@ -364,7 +364,7 @@ def _axes(axis: Any, ndim: int) -> tuple:
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
     for a in axis:
         if not -ndim <= a < ndim:  # ValueError, as JAX raises
-            raise ValueError(f"logsumexp: axis {a} is out of bounds for array of dimension {ndim}")
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
     return tuple(a % ndim if ndim else a for a in axis)
 
 
