@@ -69,7 +69,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     for dims in zip(*padded):
         sizes = {d for d in dims if d != 1}
         if len(sizes) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[list(s) for s in shapes]}")
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 

@@ -424,11 +424,15 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype: Any = None) 
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     nd = xs[0].ndim
     ax = _axis("concatenate", axis, nd)
+    # JAX's lax.concatenate shape errors (TypeError)
+    shapes = ", ".join(str(tuple(y.shape)) for y in xs)
+    if any(x.ndim != nd for x in xs):
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got {shapes}.")
     for x in xs:
-        if x.ndim != nd or any(s != t for i, (s, t) in enumerate(zip(x.shape, xs[0].shape)) if i != ax):
-            raise TypeError(  # as JAX's lax.concatenate raises
-                f"concatenate: all input array dimensions except the concatenation axis ({ax}) must match; got "
-                f"shapes {[tuple(y.shape) for y in xs]}"
+        if any(s != t for i, (s, t) in enumerate(zip(x.shape, xs[0].shape)) if i != ax):
+            raise TypeError(
+                "Cannot concatenate arrays with shapes that differ in dimensions other than the one being "
+                f"concatenated: concatenating along dimension {ax} for shapes {shapes}."
             )
     return _concat(xs, ax)
 
@@ -448,7 +452,8 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: None = None, dtype: Any = N
         raise ValueError("Need at least one array to stack.")
     shp = tuple(xs[0].shape)
     if any(tuple(x.shape) != shp for x in xs):
-        raise ValueError(f"All input arrays must have the same shape; got {[tuple(x.shape) for x in xs]}")
+        got = ", ".join(str(tuple(x.shape)) for x in xs)
+        raise ValueError(f"All input arrays must have the same shape. Got {got}.")
     ax = _util.canonicalize_axis(axis, len(shp) + 1, "stack")
     return _concat([lax.expand_dims(x, (ax,)) for x in xs], ax)
 

@@ -15,8 +15,8 @@ from fjax._prng import PRNGKeyArray
 from fjax.dtypes import finfo as _finfo
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
-from fjax.numpy._ufuncs_promote import _const, _one, _promote2, _promote_numeric_n, _set_doc
-from fjax.numpy._util import broadcast_arrays, check_arraylike, check_rank_promotion, promote_dtypes, to_fjax
+from fjax.numpy._ufuncs_promote import _const, _one, _promote2, _promote_numeric_n, _set_doc, broadcast_lax_style
+from fjax.numpy._util import broadcast_arrays, check_arraylike, promote_dtypes, to_fjax
 
 # ---------------------------------------------------------------------------------------------
 # comparisons and logic
@@ -51,8 +51,7 @@ def _to_bool(x: Any) -> Any:
 def _make_logical(name: str, lax_fn: Callable, doc: str) -> Callable:
     def fn(x: Any, y: Any, /) -> Any:
         check_arraylike(name, x, y)
-        check_rank_promotion(name, np.shape(x), np.shape(y))
-        x, y = broadcast_arrays(name, _to_bool(to_fjax(x, name)), _to_bool(to_fjax(y, name)))
+        x, y = broadcast_lax_style(name, _to_bool(to_fjax(x, name)), _to_bool(to_fjax(y, name)))
         return lax_fn(x, y)
 
     return _set_doc(fn, name, doc)

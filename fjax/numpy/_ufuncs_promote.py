@@ -9,7 +9,7 @@ promote n operands, convert one, make constants of an operand's dtype and name t
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -34,6 +34,55 @@ _arr_types = (Array, Tracer)
 # promotion helpers with an eager fast path
 
 
+# The lax op whose shape rule raises first in JAX when a function's equal-rank operands do not
+# broadcast, and the operands it lists (recorded from JAX 0.10.2: jnp.subtract(f32[2], f32[3])
+# raises "sub got incompatible shapes for broadcasting: (2,), (3,).")
+_FIRST_LAX_OP: dict[str, tuple[str, tuple[int, ...]]] = {
+    **{n: (n, (0, 1)) for n in ("add", "nextafter")},
+    **dict.fromkeys(("subtract",), ("sub", (0, 1))),
+    **dict.fromkeys(("multiply",), ("mul", (0, 1))),
+    **dict.fromkeys(("divide", "true_divide"), ("div", (0, 1))),
+    **dict.fromkeys(("floor_divide", "remainder", "fmod", "mod", "divmod"), ("rem", (0, 1))),
+    **dict.fromkeys(("maximum", "logaddexp", "logaddexp2"), ("max", (0, 1))),
+    "minimum": ("min", (0, 1)),
+    **dict.fromkeys(("power", "float_power"), ("pow", (0, 1))),
+    "equal": ("eq", (0, 1)),
+    "not_equal": ("ne", (0, 1)),
+    **dict.fromkeys(("less", "fmin"), ("lt", (0, 1))),
+    "less_equal": ("le", (0, 1)),
+    **dict.fromkeys(("greater", "fmax", "uniform.logpdf"), ("gt", (0, 1))),
+    "greater_equal": ("ge", (0, 1)),
+    **dict.fromkeys(("bitwise_and", "logical_and", "isclose", "kl_div", "rel_entr"), ("and", (0, 1))),
+    **dict.fromkeys(("bitwise_or", "logical_or", "hypot", "xlogy", "xlog1py"), ("or", (0, 1))),
+    **dict.fromkeys(("bitwise_xor", "logical_xor"), ("xor", (0, 1))),
+    "arctan2": ("atan2", (0, 1)),
+    "left_shift": ("shift_left", (0, 1)),
+    "right_shift": ("shift_right_arithmetic", (0, 1)),
+    "ldexp": ("add", (0, 1)),
+    "gammainc": ("igamma", (0, 1)),
+    "gammaincc": ("igammac", (0, 1)),
+    "zeta": ("zeta", (0, 1)),
+    "polygamma": ("polygamma", (0, 1)),
+    "betainc": ("regularized_incomplete_beta", (0, 1, 2)),
+    **{f"{d}.logpdf": ("sub", (0, 1)) for d in ("norm", "cauchy", "logistic", "laplace", "expon")},
+    "t.logpdf": ("div", (0, 1)),
+    **{f"{d}.logpdf": ("or", (1, 0)) for d in ("gamma", "beta")},
+}
+
+
+def _lax_broadcast_error(name: str, xs: Sequence[Any]) -> str | None:
+    """JAX's lax message for ``name``'s equal-rank operands that do not broadcast, where known."""
+    op, idx = _FIRST_LAX_OP.get(name, (None, ()))
+    shapes = [tuple(xs[i].shape) for i in idx if i < len(xs)]
+    if op is None or len(shapes) < 2 or len({len(s) for s in shapes if s}) != 1:
+        return None
+    try:
+        broadcast_shapes(name, *shapes)
+    except ValueError:
+        return f"{op} got incompatible shapes for broadcasting: {', '.join(map(str, shapes))}."
+    return None
+
+
 def broadcast_lax_style(name: str, *xs: Any) -> list:
     """broadcast_arrays, but shapes of one rank that do not broadcast are a TypeError, as in JAX
     (whose ufuncs hand equal-rank operands to lax unchanged; differing ranks are a ValueError)."""
@@ -42,8 +91,9 @@ def broadcast_lax_style(name: str, *xs: Any) -> list:
     try:
         return broadcast_arrays(name, *xs)
     except ValueError as e:
-        if len({x.ndim for x in xs if x.ndim}) == 1:
-            raise TypeError(str(e)) from None
+        # (gcd/lcm/copysign/heaviside broadcast with jnp's ValueError first in JAX too)
+        if len({x.ndim for x in xs if x.ndim}) == 1 and name not in ("gcd", "lcm", "copysign", "heaviside"):
+            raise TypeError(_lax_broadcast_error(name, xs) or str(e)) from None
         raise
 
 

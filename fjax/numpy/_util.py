@@ -105,7 +105,7 @@ def promote_dtypes_numeric(fn_name: str, *args: Any) -> list:
 
 
 def broadcast_shapes(fn_name: str, *shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy broadcasting of shapes, with an error naming ``fn_name`` and every shape."""
+    """numpy broadcasting of shapes, with JAX's error naming every shape."""
     nd = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(nd):
@@ -118,9 +118,8 @@ def broadcast_shapes(fn_name: str, *shapes: Sequence[int]) -> tuple[int, ...]:
             if d == 1:
                 continue
             if size != 1 and d != size:
-                raise ValueError(
-                    f"{fn_name}: incompatible shapes for broadcasting: {', '.join(str(tuple(s)) for s in shapes)}"
-                )
+                # JAX's jnp broadcasting error (``fn_name`` is not part of it)
+                raise ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}")
             size = d
         out.append(size)
     return tuple(out)
