@@ -157,14 +157,20 @@ def _trace_rule(rule: LoweredFun, eqn: core.JaxprEqn) -> core.ClosedJaxpr:
     return core.ClosedJaxpr(jaxpr, list(consts))
 
 
-def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False, own: bool = True) -> core.Jaxpr | None:
+def _expand_jaxpr(
+    jaxpr: core.Jaxpr, body: bool = False, own: bool = True, consts: list | None = None
+) -> core.Jaxpr | None:
     """``jaxpr`` with ``lower_fun`` primitives replaced by ``jit`` equations of their functions'
     jaxprs (recursively, also in sub-jaxprs); None when nothing changed. ``body``: ``jaxpr`` is
     (inside) the body of a loop or branch, where the rewrites registered for bodies apply too.
-    ``own=False``: only the ``lower_fun`` rules, not fjax's own rewrites."""
+    ``own=False``: only the ``lower_fun`` rules, not fjax's own rewrites. ``consts`` (a list):
+    the constants a function's jaxpr closes over become new constvars of ``jaxpr``, their values
+    appended to ``consts``, and operands of the ``jit`` equation (a ``jit`` with constants of its
+    own is not inlined by the backends: a loop body holding one ran on the host)."""
     from fjax.jit import jit_p  # noqa: PLC0415 - fjax.jit imports the interpreters
 
     changed = False
+    hoisted: list = []
     if body and own:
         for fn in _body_passes:
             new = fn(jaxpr)
@@ -189,18 +195,38 @@ def _expand_jaxpr(jaxpr: core.Jaxpr, body: bool = False, own: bool = True) -> co
                     f"the primitive has {len(eqn.outvars)}"
                 )
             params = {"jaxpr": inner, "name": eqn.primitive.name}
-            eqns.append(core.JaxprEqn(jit_p, list(eqn.invars), list(eqn.outvars), params))
+            new = core.JaxprEqn(jit_p, list(eqn.invars), list(eqn.outvars), params)
+            eqns.append(_hoisted(new, hoisted, consts if body else None))
             changed = True
             continue
         new_params = _expand_params(eqn.params, body or eqn.primitive.name in _CONTROL, own)
-        if new_params is not None:
+        if eqn.primitive is jit_p and body and consts is not None and (new_params or eqn.params)["jaxpr"].consts:
+            new = core.JaxprEqn(eqn.primitive, list(eqn.invars), list(eqn.outvars), new_params or eqn.params)
+            eqns.append(_hoisted(new, hoisted, consts))
+            changed = True
+        elif new_params is not None:
             eqns.append(core.JaxprEqn(eqn.primitive, list(eqn.invars), list(eqn.outvars), new_params))
             changed = True
         else:
             eqns.append(eqn)
     if not changed:
         return None
-    return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+    return core.Jaxpr([*jaxpr.constvars, *hoisted], jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _hoisted(eqn: core.JaxprEqn, hoisted: list, consts: list | None) -> core.JaxprEqn:
+    """The ``jit`` equation ``eqn`` with its jaxpr's constants made operands: new constvars of the
+    enclosing jaxpr (appended to ``hoisted``, their values to ``consts``). Unchanged when
+    ``consts`` is None (a jaxpr without a place for constants)."""
+    inner = eqn.params["jaxpr"]
+    if not inner.consts or consts is None:
+        return eqn
+    cvars = [core.Var(v.aval) for v in inner.jaxpr.constvars]
+    hoisted += cvars
+    consts += inner.consts
+    ij = inner.jaxpr
+    flat = core.ClosedJaxpr(core.Jaxpr([], [*ij.constvars, *ij.invars], ij.outvars, ij.eqns), [])
+    return core.JaxprEqn(eqn.primitive, cvars + list(eqn.invars), list(eqn.outvars), {**eqn.params, "jaxpr": flat})
 
 
 def _expand_params(params: dict, body: bool, own: bool) -> dict | None:
@@ -238,9 +264,10 @@ def expand(closed: core.ClosedJaxpr, body: bool = False, own: bool = True) -> co
             return closed
         hit = _lf_cache.get(closed, _MISSING)
         if hit is _MISSING:
-            new = _expand_jaxpr(closed.jaxpr, body, False)
+            consts = list(closed.consts)
+            new = _expand_jaxpr(closed.jaxpr, body, False, consts)
             with _lock:
-                hit = _lf_cache.setdefault(closed, None if new is None else core.ClosedJaxpr(new, closed.consts))
+                hit = _lf_cache.setdefault(closed, None if new is None else core.ClosedJaxpr(new, consts))
         return closed if hit is None else hit
     if not _expandable and not _rewrites and not _body_rewrites and not _body_passes:
         return closed
@@ -253,9 +280,10 @@ def expand(closed: core.ClosedJaxpr, body: bool = False, own: bool = True) -> co
     hit = cache.get(closed, _MISSING)
     if hit is not _MISSING:
         return closed if hit is None else hit
-    new = _expand_jaxpr(closed.jaxpr, body)
+    consts = list(closed.consts)
+    new = _expand_jaxpr(closed.jaxpr, body, consts=consts)
     # (an unchanged jaxpr is cached as None: a value referring to its key would keep it alive)
-    out = None if new is None else core.ClosedJaxpr(new, closed.consts)
+    out = None if new is None else core.ClosedJaxpr(new, consts)
     with _lock:
         out = cache.setdefault(closed, out)
         if not body:

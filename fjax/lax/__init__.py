@@ -48,6 +48,7 @@ from fjax.lax._extra import *  # noqa: F401,F403
 from fjax.lax import _batching_dims  # noqa: F401  (jit compiles batched gathers/scatters in index form)
 from fjax.lax import _body_forms  # noqa: F401  (argmax/windowed gathers compile inside loop bodies)
 from fjax.lax import _compiled_forms  # noqa: F401  (float64 erf_inv and nextafter compile, in loops too)
+from fjax.lax import _small_linalg_forms  # noqa: F401  (small lu/triangular_solve compile inside loop bodies)
 from fjax.lax._precision_shapes import *  # noqa: F401,F403
 from fjax.lax._dot_algorithms import *  # noqa: F401,F403
 from fjax.lax._api_gaps import *  # noqa: F401,F403
