@@ -240,6 +240,44 @@ def _canon_dnums(dimension_numbers: Any) -> tuple:
     )
 
 
+def _check_dot_general_dims(xs: tuple, ys: tuple, lc: tuple, rc: tuple, lb: tuple, rb: tuple) -> None:
+    """JAX's dot_general shape rule: its checks, in its order, with its messages (TypeError)."""
+    for side, nd, c, b in (("lhs", len(xs), lc, lb), ("rhs", len(ys), rc, rb)):
+        if not all(0 <= d < nd for d in c + b):
+            raise TypeError(
+                f"dot_general requires {side} dimension numbers to be nonnegative and less than the number of axes "
+                f"of the {side} value, got {side}_batch of {b} and {side}_contracting of {c} for {side} of rank {nd}"
+            )
+    if len(lb) != len(rb):
+        raise TypeError(
+            f"dot_general requires equal numbers of lhs_batch and rhs_batch dimensions, got lhs_batch {lb} and "
+            f"rhs_batch {rb}."
+        )
+    for side, dims, kind in (
+        ("lhs", lb, "batch"),
+        ("rhs", rb, "batch"),
+        ("lhs", lc, "contracting"),
+        ("rhs", rc, "contracting"),
+    ):
+        if len(set(dims)) != len(dims):
+            raise TypeError(f"dot_general requires {side} {kind} dimensions to be distinct, got {side}_{kind} {dims}.")
+    for side, c, b in (("lhs", lc, lb), ("rhs", rc, rb)):
+        if set(c) & set(b):
+            raise TypeError(
+                f"dot_general requires {side} batch dimensions to be disjoint from contracting dimensions, got "
+                f"{side}_batch {b} and {side}_contracting {c}."
+            )
+    xb, yb = tuple(xs[i] for i in lb), tuple(ys[i] for i in rb)
+    if xb != yb:
+        raise TypeError(
+            "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same shape, got "
+            f"{xb} and {yb}."
+        )
+    xc, yc = tuple(xs[i] for i in lc), tuple(ys[i] for i in rc)
+    if xc != yc:
+        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got {xc} and {yc}.")
+
+
 def _dot_general_abstract(
     x: Any, y: Any, *, dimension_numbers: tuple, precision: Any = None, preferred_element_type: Any = None
 ) -> ShapedArray:
@@ -250,16 +288,7 @@ def _dot_general_abstract(
             f"dot_general requires operands of the same dtype, got {x.dtype.name} and {y.dtype.name} "
             "(jnp.dot/jnp.matmul promote types first)"
         )
-    if len(lc) != len(rc) or len(lb) != len(rb):
-        raise TypeError(f"dot_general: contracting/batch dims must come in pairs, got {dimension_numbers}")
-    for a, b in list(zip(lc, rc)) + list(zip(lb, rb)):
-        if not (0 <= a < x.ndim and 0 <= b < y.ndim) or x.shape[a] != y.shape[b]:
-            raise TypeError(
-                f"dot_general requires contracting and batch dimensions to have the same size, got "
-                f"lhs shape {x.shape}, rhs shape {y.shape}, dimension_numbers {dimension_numbers}"
-            )
-    if len(set(lc + lb)) != len(lc + lb) or len(set(rc + rb)) != len(rc + rb):
-        raise TypeError(f"dot_general: repeated dimensions in {dimension_numbers}")
+    _check_dot_general_dims(x.shape, y.shape, lc, rc, lb, rb)
     batch = tuple(x.shape[i] for i in lb)
     lfree = tuple(s for i, s in enumerate(x.shape) if i not in lc and i not in lb)
     rfree = tuple(s for i, s in enumerate(y.shape) if i not in rc and i not in rb)

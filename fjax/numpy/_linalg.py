@@ -48,10 +48,10 @@ def _dg(x: Any, y: Any, contract: tuple, batch: tuple, dt: np.dtype, precision: 
 
 
 def _check_contract(fn: str, x: Any, y: Any, ax: int, ay: int) -> None:
-    if x.shape[ax] != y.shape[ay]:  # TypeError, as JAX's dot_general raises
+    if x.shape[ax] != y.shape[ay]:  # JAX's dot_general TypeError
         raise TypeError(
-            f"{fn}: contracting dimensions must have the same size; got shapes {tuple(x.shape)} and "
-            f"{tuple(y.shape)} (axis {ax} of size {x.shape[ax]} vs axis {ay} of size {y.shape[ay]})"
+            f"dot_general requires contracting dimensions to have the same shape, got ({x.shape[ax]},) and "
+            f"({y.shape[ay]},)."
         )
 
 
@@ -73,28 +73,23 @@ def matmul(
     (x, y), dt = _promote("matmul", a, b, preferred_element_type=preferred_element_type)
     for i, z in enumerate((x, y)):
         if z.ndim == 0:
-            raise ValueError(
-                f"matmul: Input operand {i} does not have enough dimensions (has 0, requires at least 1); "
-                f"shapes {tuple(x.shape)} and {tuple(y.shape)}"
-            )
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has ndim 0")
     x_vec, y_vec = x.ndim == 1, y.ndim == 1
     if x_vec:
         x = lax.reshape(x, (1, x.shape[0]))
     if y_vec:
         y = lax.reshape(y, (y.shape[0], 1))
-    if x.shape[-1] != y.shape[-2]:  # TypeError, as JAX's dot_general raises
-        raise TypeError(
-            f"matmul: dimension mismatch: a has shape {tuple(core.get_aval(a).shape)} and b has shape "
-            f"{tuple(core.get_aval(b).shape)} (contracting {x.shape[-1]} with {y.shape[-2]})"
-        )
     xb, yb = tuple(x.shape[:-2]), tuple(y.shape[:-2])
     try:
         bshape = _util.broadcast_shapes("matmul", xb, yb)
-    except ValueError:
-        raise ValueError(
-            f"matmul: batch dimensions of shapes {tuple(core.get_aval(a).shape)} and "
-            f"{tuple(core.get_aval(b).shape)} cannot be broadcast together"
-        ) from None
+    except ValueError:  # JAX's message names the operands' types (promoted)
+        ta, tb = (str(core.ShapedArray(z.shape, z.dtype)) for z in (core.get_aval(a), core.get_aval(b)))
+        raise ValueError(f"Incompatible types for matmul arguments: {ta} and {tb}") from None
+    if x.shape[-1] != y.shape[-2]:  # JAX's dot_general TypeError
+        raise TypeError(
+            f"dot_general requires contracting dimensions to have the same shape, got ({x.shape[-1]},) and "
+            f"({y.shape[-2]},)."
+        )
     nb = len(bshape)
     if not yb:
         # (..., n, k) @ (k, m): contract directly, the batch dims are free dims of x
@@ -242,12 +237,9 @@ def tensordot(
             raise TypeError(f"tensordot: the two sequences of axes must have the same length, got {axes}")
     else:
         raise TypeError(f"tensordot: axes must be an int or a pair of sequences of axes, got {axes!r}")
-    for i, j in zip(ca, cb):
-        if x.shape[i] != y.shape[j]:
-            raise TypeError(
-                f"tensordot: contracting dimensions must have the same size: a.shape={tuple(x.shape)} axes {ca}, "
-                f"b.shape={tuple(y.shape)} axes {cb}"
-            )
+    xc, yc = tuple(x.shape[i] for i in ca), tuple(y.shape[j] for j in cb)
+    if xc != yc:  # JAX's dot_general TypeError
+        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got {xc} and {yc}.")
     return _dg(x, y, (ca, cb), ((), ()), dt, precision)
 
 

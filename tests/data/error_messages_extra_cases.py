@@ -144,3 +144,21 @@ for n in ["sum", "max", "cumprod", "flip", "roll", "take", "sort", "argsort", "e
     }.get(n, f"jnp.{n}(m, axis=3)")
     CASES[f"jnp.{n} axis 3"] = call
 CASES["jnp.concatenate rank"] = "jnp.concatenate([np.ones((2, 2)), np.ones(2)])"
+
+# dot_general's shape rule and the jnp products that reach it
+for a, b in [((2, 3, 4), (3, 5, 5)), ((3,), (4,)), ((2, 3), (4,)), ((3,), (4, 2)), ((5, 2, 3), (4, 2)), ((), (2,))]:
+    CASES[f"jnp.matmul {a} {b}"] = f"jnp.matmul(np.ones({a}, np.float32), np.ones({b}, np.float32))"
+for a, b in [((3,), (4,)), ((2, 3), (4,)), ((2, 2, 3), (4, 2))]:
+    CASES[f"jnp.dot {a} {b}"] = f"jnp.dot(np.ones({a}, np.float32), np.ones({b}, np.float32))"
+CASES["jnp.tensordot two axes"] = "jnp.tensordot(np.ones((2, 3, 4)), np.ones((3, 5, 2)), axes=([1, 2], [0, 1]))"
+CASES["jnp.inner last axes"] = "jnp.inner(np.ones((2, 3)), np.ones((4, 2)))"
+CASES["jnp.vdot sizes"] = "jnp.vdot(np.ones(3), np.ones(4))"
+_dn = {
+    "rhs out of range": "(((1,), (2,)), ((), ()))",
+    "batch count": "(((1,), (0,)), ((0,), ()))",
+    "lhs batch repeated": "(((), ()), ((0, 0), (0, 1)))",
+    "rhs contracting repeated": "(((0, 1), (1, 1)), ((), ()))",
+    "rhs batch in contracting": "(((1,), (0,)), ((0,), (0,)))",
+}
+for k, dn in _dn.items():
+    CASES[f"lax.dot_general {k}"] = f"lax.dot_general(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), {dn})"
