@@ -238,20 +238,20 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> np.ndarray:
 def _select_n_abstract(which: Any, *cases: Any) -> ShapedArray:
     if not cases:
         raise ValueError("select_n() must have at least one case")
-    if which.dtype != np.bool_ and _dkind(which.dtype) not in "iu":
-        raise TypeError(f"select_n: `which` must be boolean or integer, got {which.dtype.name}")
-    if which.dtype == np.bool_ and len(cases) > 2:
-        raise TypeError("select_n: a boolean `which` selects between at most two cases")
-    dt = cases[0].dtype
-    for c in cases:
-        if c.dtype != dt:
-            raise TypeError(f"select_n: cases must have the same dtype, got {[c.dtype.name for c in cases]}")
-        if c.shape != cases[0].shape:
-            raise TypeError(f"select_n: cases must have the same shape, got {[c.shape for c in cases]}")
+    # JAX's select shape rule, then its dtype rule
+    if any(c.shape != cases[0].shape for c in cases[1:]):
+        raise TypeError(f"select cases must have the same shapes, got [{', '.join(str(c.shape) for c in cases)}].")
     if which.shape and which.shape != cases[0].shape:
         raise TypeError(
-            f"select_n: `which` must be scalar or have the shape of the cases, got {which.shape} and {cases[0].shape}"
+            "select `which` must be scalar or have the same shape as cases, got `which` shape "
+            f"{which.shape} but case shape {cases[0].shape}."
         )
+    _check_same_dtypes("select", cases)
+    if which.dtype != np.bool_ and _dkind(which.dtype) not in "iu":
+        raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype.name}.")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select with boolean `which` cannot have > 2 cases.")
+    dt = cases[0].dtype
     return ShapedArray(cases[0].shape, dt, all(c.weak_type for c in cases))
 
 
@@ -317,11 +317,14 @@ batching.primitive_batchers[select_n_p] = batching.wants_axis_size(_select_n_bat
 
 
 def _clamp_abstract(lo: Any, x: Any, hi: Any) -> ShapedArray:
+    # JAX's clamp shape rule, then its dtype rule (any dtype, one for all three)
     for name, a in (("min", lo), ("max", hi)):
-        if a.dtype != x.dtype:
-            raise TypeError(f"clamp: {name} has dtype {a.dtype.name} but operand has dtype {x.dtype.name}")
         if a.shape and a.shape != x.shape:
-            raise TypeError(f"clamp: {name} shape {a.shape} must be () or match operand shape {x.shape}")
+            raise TypeError(
+                f"clamp requires {name}.shape == operand.shape or {name}.shape == (), got {name}.shape={a.shape}, "
+                f"operand.shape={x.shape}."
+            )
+    _check_same_dtypes("clamp", (lo, x, hi))
     return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -419,21 +422,35 @@ ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 def _broadcast_in_dim_abstract(x: Any, shape: tuple, broadcast_dimensions: tuple) -> ShapedArray:
     if any(s < 0 for s in shape):
         raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {tuple(shape)}.")
-    if len(broadcast_dimensions) != x.ndim:
+    # JAX's broadcast_in_dim shape rule, in its order
+    bd, nd = tuple(broadcast_dimensions), x.ndim
+    if len(bd) != nd:
         raise TypeError(
-            f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have one entry per operand "
-            f"dimension (operand shape {x.shape})"
+            "broadcast_in_dim broadcast_dimensions must have length equal to operand ndim; got "
+            f"broadcast_dimensions {bd} for operand ndim {nd}."
         )
-    for i, d in enumerate(broadcast_dimensions):
-        if not 0 <= d < len(shape) or (x.shape[i] != 1 and x.shape[i] != shape[d]):
-            raise TypeError(
-                f"broadcast_in_dim: operand shape {x.shape} cannot be broadcast to {shape} with "
-                f"broadcast_dimensions={broadcast_dimensions}"
-            )
-    if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
+    if len(shape) < nd:
         raise TypeError(
-            f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {broadcast_dimensions}"
+            "broadcast_in_dim target broadcast shape must have equal or higher rank to the operand shape; got "
+            f"operand ndim {nd} and target broadcast ndim {len(shape)}."
         )
+    if not set(bd) <= set(range(len(shape))):
+        raise TypeError(
+            f"broadcast_in_dim broadcast_dimensions must be a subset of output dimensions, got {bd} for operand "
+            f"ndim {nd} and shape {tuple(shape)}."
+        )
+    if any(x.shape[i] != 1 and x.shape[i] != shape[d] for i, d in enumerate(bd)):
+        raise TypeError(
+            "broadcast_in_dim operand dimension sizes must either be 1, or be equal to their corresponding "
+            f"dimensions in the target broadcast shape; got operand of shape {x.shape}, target broadcast shape "
+            f"{tuple(shape)}, broadcast_dimensions {bd} "
+        )
+    if len(set(bd)) != len(bd):
+        raise TypeError(
+            f"broadcast_in_dim broadcast_dimensions must not contain duplicates, got broadcast_dimensions {bd}"
+        )
+    if list(bd) != sorted(bd):  # JAX ignores the order (a wrong result): fjax refuses it
+        raise TypeError(f"broadcast_in_dim: broadcast_dimensions must be strictly increasing, got {bd}")
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
