@@ -554,7 +554,9 @@ def test_gather_errors():
         sl.gather(x, np.array([[1.0]], F32), dn, (1,))
     with pytest.raises(TypeError, match="start_index_map"):
         sl.gather(x, np.array([[1, 2]], np.int32), dn, (1,))
-    with pytest.raises(TypeError, match="slice_sizes"):
+    with pytest.raises(
+        TypeError, match=r"Slice size at index 0 in gather op is out of range, must be within \[0, 5 \+ 1\)"
+    ):
         sl.gather(x, np.array([[1]], np.int32), GDN((1,), (), (0,)), (6,))
     with pytest.raises(TypeError, match="offset_dims"):
         sl.gather(x, np.array([[1]], np.int32), GDN((0, 1), (), (0,)), (2,))
@@ -658,9 +660,9 @@ def test_scatter_errors():
     x = farr((5,))
     dn = SDN((), (0,), (0,))
     i = np.array([[1]], np.int32)
-    with pytest.raises(TypeError, match="scatter-add: operand and updates must have the same dtype"):
+    with pytest.raises(TypeError, match=r"^lax.scatter requires arguments to have the same dtypes, got float32, int32"):
         sl.scatter_add(x, i, np.ones(1, np.int32), dn)
-    with pytest.raises(TypeError, match="scatter dims of updates"):
+    with pytest.raises(TypeError, match="Bounds of the scatter dimensions of updates must be the same"):
         sl.scatter(x, i, farr((2,)), dn)
     with pytest.raises(TypeError, match="updates rank"):
         sl.scatter(x, i, farr((1, 1)), dn)
@@ -691,9 +693,10 @@ def test_scatter_into_size0_dims(shape):
     assert_close(fjax.vmap(lambda x: x.at[i].add(v))(np.stack([x, x])), np.stack([x, x]))
     assert_close(fjax.grad(lambda x: fjax.numpy.sum(x.at[i].add(v) * 2))(xa), x)
     if shape[0] == 0:
-        with pytest.raises(TypeError, match="slice_sizes"):
+        msg = r"^Slice size at index 0 in gather op is out of range, must be within \[0, 0 \+ 1\), got 1\.$"
+        with pytest.raises(TypeError, match=msg):
             xa.at[i].get()
-        with pytest.raises(TypeError, match="slice_sizes"):
+        with pytest.raises(TypeError, match=msg):
             fjax.grad(lambda v: fjax.numpy.sum(xa.at[i].add(v)))(v)
         win = SDN(tuple(range(1, len(shape) + 1)), (), (0,))
         with pytest.raises(TypeError, match="update window sizes"):

@@ -501,7 +501,9 @@ def _reshape_abstract(x: Any, new_sizes: tuple, dimensions: tuple | None = None)
             f"reshape dimensions must be a permutation of operand dimensions, got dimensions {dimensions} "
             f"for shape {x.shape}."
         )
-    if math.prod(new_sizes) != math.prod(x.shape) or any(s < 0 for s in new_sizes):
+    if any(s < 0 for s in new_sizes):
+        raise TypeError(f"reshape new_sizes must all be positive, got {tuple(new_sizes)}.")
+    if math.prod(new_sizes) != math.prod(x.shape):
         raise TypeError(
             f"reshape total size must be unchanged, got new_sizes {new_sizes} (size {math.prod(new_sizes)}) for "
             f"shape {x.shape} (size {math.prod(x.shape)})."
@@ -573,9 +575,12 @@ batching.primitive_batchers[transpose_p] = _transpose_batch
 def _squeeze_abstract(x: Any, dimensions: tuple) -> ShapedArray:
     for d in dimensions:  # ValueError, as JAX's squeeze raises
         if not 0 <= d < x.ndim:
-            raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension {x.ndim}")
+            raise ValueError(f"axis {d} is out of bounds for array of dimension {x.ndim}")
         if x.shape[d] != 1:
-            raise ValueError(f"squeeze: cannot squeeze dimension {d} of shape {x.shape} (it must have size 1)")
+            raise ValueError(
+                "cannot select an axis to squeeze out which has size not equal to one, got "
+                f"shape={x.shape} and dimensions={tuple(dimensions)}"
+            )
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, x.weak_type)
 
 
@@ -600,7 +605,10 @@ batching.primitive_batchers[squeeze_p] = _squeeze_batch
 def _rev_abstract(x: Any, dimensions: tuple) -> ShapedArray:
     for d in dimensions:
         if not 0 <= d < x.ndim:
-            raise TypeError(f"rev: dimension {d} out of range for shape {x.shape}")
+            raise TypeError(
+                f"rev dimensions must all be less than operand ndim, got dimensions {tuple(dimensions)} for "
+                f"operand ndim {x.ndim}."
+            )
     if len(set(dimensions)) != len(dimensions):
         raise TypeError(f"rev dimensions must be unique, got {tuple(dimensions)}.")
     return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -625,7 +633,7 @@ def _iota_abstract(*, dtype: np.dtype, shape: tuple, dimension: int) -> ShapedAr
         raise TypeError(f"iota shape must have every element be nonnegative, got {tuple(shape)}.")
     if not 0 <= dimension < len(shape):  # ValueError, as JAX's broadcasted_iota raises
         raise ValueError(
-            f"iota: dimension must be between 0 and len(shape), got dimension={dimension} for shape={shape}"
+            f"iota dimension must be between 0 and len(shape), got dimension={dimension} for shape={shape}"
         )
     return ShapedArray(shape, dtype, False)
 

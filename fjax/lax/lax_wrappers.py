@@ -540,7 +540,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
     check_python_complex(fv, dt)
     val = np.asarray(core.concrete_or_error(fv)).astype(dt)
     if val.ndim:
-        raise TypeError(f"full: fill_value must be a scalar, got shape {val.shape}")
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape {val.shape}.")
     return broadcast_in_dim(core.Array(val, weak), shape, ())
 
 

@@ -315,7 +315,7 @@ def _dynamic_slice_abstract(x: Any, *idxs: Any, slice_sizes: tuple) -> ShapedArr
         )
     if any(s > d for s, d in zip(slice_sizes, x.shape)):
         raise TypeError(
-            f"dynamic_slice slice_sizes must be less than or equal to operand shape, got slice_sizes "
+            f"slice slice_sizes must be less than or equal to operand shape, got slice_sizes "
             f"{slice_sizes} for operand shape {x.shape}."
         )
     if any(s < 0 for s in slice_sizes):
@@ -408,8 +408,8 @@ def _dynamic_update_slice_abstract(x: Any, upd: Any, *idxs: Any) -> ShapedArray:
     _check_start_indices("dynamic_update_slice", x, idxs)
     if x.dtype != upd.dtype:
         raise TypeError(
-            f"dynamic_update_slice update and operand must have the same dtype, got operand "
-            f"{_dt(x)} and update {_dt(upd)}."
+            "lax.dynamic_update_slice requires arguments to have the same dtypes, got "
+            f"{x.dtype.name}, {upd.dtype.name}."
         )
     if upd.ndim != x.ndim:
         raise TypeError(
@@ -569,7 +569,7 @@ def _check_indices_and_batching(
     op: str, operand: Any, indices: Any, index_map: tuple, map_name: str, obd: tuple, ibd: tuple, ibd_name: str
 ) -> None:
     if _dkind(indices.dtype) not in "iu":
-        raise ValueError(f"{op}: indices must have an integer type, got {_dt(indices)}.")
+        raise ValueError("indices must have an integer type")  # (JAX's words, ValueError)
     if indices.ndim < 1:
         raise TypeError(
             f"{op}: indices must have rank >= 1 (the last dimension is the index vector), got shape {indices.shape}."
@@ -589,6 +589,10 @@ def _check_indices_and_batching(
             f"{op}: {map_name} {index_map} must have one entry per element of the index vector (the "
             f"last dimension of indices, shape {indices.shape})."
         )
+    for i, d in enumerate(index_map):  # JAX's gather/scatter shape rules' words
+        if not 0 <= d < operand.ndim:
+            what = "start_index_map" if op == "gather" else "scatter_dims_to_operand_dims mapping"
+            raise TypeError(f"Invalid {what}; domain is [0, {operand.ndim}), got: {i}->{d}.")
     _check_dims(op, map_name, index_map, operand.ndim, f"operand (shape {operand.shape})", False)
     if set(index_map) & set(obd):
         raise TypeError(f"{op}: {map_name} {index_map} and operand_batching_dims {obd} must be disjoint.")
@@ -619,13 +623,13 @@ def _gather_abstract(
     nd = operand.ndim
     if len(slice_sizes) != nd:
         raise TypeError(
-            f"gather: slice_sizes {slice_sizes} must have one entry per operand dimension (operand "
-            f"shape {operand.shape})."
+            "Gather op must have one slice size for every input dimension; got: "
+            f"len(slice_sizes)={len(slice_sizes)}, input_shape.rank={nd}"
         )
-    for s, d in zip(slice_sizes, operand.shape):
+    for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
         if not 0 <= s <= d:
             raise TypeError(
-                f"gather: slice_sizes {slice_sizes} must be between 0 and the operand shape {operand.shape}."
+                f"Slice size at index {i} in gather op is out of range, must be within [0, {d} + 1), got {s}."
             )
     _check_dims("gather", "collapsed_slice_dims", dn.collapsed_slice_dims, nd, f"operand (shape {operand.shape})")
     for i, d in enumerate(dn.collapsed_slice_dims):

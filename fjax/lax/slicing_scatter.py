@@ -38,8 +38,8 @@ def _scatter_abstract_rule(name: str) -> Callable:
         dn = dimension_numbers
         if operand.dtype != updates.dtype:
             raise TypeError(
-                f"{name}: operand and updates must have the same dtype, got operand {_dt(operand)} and "
-                f"updates {_dt(updates)}."
+                f"lax.scatter requires arguments to have the same dtypes, got {operand.dtype.name}, "
+                f"{updates.dtype.name}."
             )
         _check_indices_and_batching(
             name,
@@ -81,11 +81,18 @@ def _scatter_abstract_rule(name: str) -> Callable:
                 f"{name}: update window sizes {tuple(sizes)} must not exceed the operand shape "
                 f"{operand.shape} (updates shape {updates.shape}, dimension_numbers {dn})."
             )
-        scat = tuple(updates.shape[i] for i in range(updates.ndim) if i not in dn.update_window_dims)
-        if scat != indices.shape[:-1]:
+        scat = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
+        for i, b in zip(scat, indices.shape[:-1]):
+            if updates.shape[i] != b:  # JAX's words
+                raise TypeError(
+                    "Bounds of the scatter dimensions of updates must be the same as the bounds of the "
+                    f"corresponding dimensions of scatter indices. For scatter dimension {i}, updates bound is "
+                    f"{updates.shape[i]}, indices bound is {b}."
+                )
+        if len(scat) != indices.ndim - 1:
             raise TypeError(
-                f"{name}: the scatter dims of updates {scat} (updates shape {updates.shape}) must match "
-                f"the batch dims of indices {indices.shape[:-1]} (indices shape {indices.shape})."
+                f"{name}: the scatter dims of updates (updates shape {updates.shape}) must match the batch dims "
+                f"of indices (indices shape {indices.shape})."
             )
         return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
 

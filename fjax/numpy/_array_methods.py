@@ -91,24 +91,11 @@ def _reshape(self: Any, *shape: Any, order: str = "C") -> Any:
         from fjax.numpy._shape import reshape  # noqa: PLC0415
 
         return reshape(self, _shape_tuple(shape, "reshape"), order=order)
-    new = list(_shape_tuple(shape, "reshape"))
-    size = self.size
-    if new.count(-1) > 1:
-        raise ValueError("reshape: can only specify one unknown dimension")
-    if -1 in new:
-        rest = 1
-        for d in new:
-            if d != -1:
-                rest *= d
-        if rest == 0 or size % rest:
-            raise TypeError(f"cannot reshape array of shape {self.shape} (size {size}) into shape {tuple(shape)}")
-        new[new.index(-1)] = size // rest
-    new_t = tuple(new)
-    n = 1
-    for d in new_t:
-        n *= d
-    if n != size or any(d < 0 for d in new_t):
-        raise TypeError(f"cannot reshape array of shape {self.shape} (size {size}) into shape {new_t}")
+    from fjax.numpy._shape import _reshape_shape  # noqa: PLC0415
+
+    new = _shape_tuple(shape, "reshape")
+    # (JAX's message shows the shape as passed: ``x.reshape(5)`` reshapes "into shape 5")
+    new_t = _reshape_shape(tuple(self.shape), new, shape[0] if len(shape) == 1 else new)
     return lax.reshape(self, new_t)
 
 

@@ -140,27 +140,32 @@ def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
 # reshaping and transposing
 
 
-def _reshape_shape(fn: str, shp: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
-    # TypeErrors, as JAX's jnp.reshape raises under tracing (eagerly it raises numpy's ValueError)
+def _reshape_shape(shp: tuple[int, ...], new: tuple[int, ...], shown: Any = None) -> tuple[int, ...]:
+    """``new`` with its -1 resolved; JAX's jnp.reshape errors (TypeError, as JAX raises them for its
+    arrays and under tracing) naming the shape as it was given (``shown``: ``5`` for ``x.reshape(5)``)."""
+    shown = new if shown is None else shown
     n = math.prod(shp)
-    neg = [i for i, s in enumerate(new) if s < 0]
-    if len(neg) > 1 or (neg and new[neg[0]] != -1):
-        if len(neg) > 1:
-            raise TypeError(f"{fn}: can only specify one unknown axis size with a `-1` value, got {new}")
-        raise TypeError(f"{fn}: negative dimension in new shape {new}")
-    if neg:
-        known = math.prod(s for s in new if s >= 0)
-        if known == 0 or n % known:
+    if new.count(-1) > 1:
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {shown}")
+    if -1 in new:
+        known = math.prod(s for s in new if s != -1)
+        if known == 0:
+            raise ZeroDivisionError("integer modulo by zero")  # (as JAX computes n % known)
+        if n % known:
             raise TypeError(
-                f"{fn}: cannot reshape array of shape {shp} (size {n}) into shape {new} because the product of "
+                f"cannot reshape array of shape {shp} (size {n}) into shape {shown} because the product of "
                 f"specified axis sizes ({known}) does not evenly divide {n}"
             )
-        new = tuple(n // known if s == -1 else s for s in new)
+        return tuple(n // known if s == -1 else s for s in new)
     if math.prod(new) != n:
-        raise TypeError(
-            f"{fn}: cannot reshape array of shape {shp} (size {n}) into shape {new} (size {math.prod(new)})"
-        )
+        raise TypeError(f"cannot reshape array of shape {shp} (size {n}) into shape {shown} (size {math.prod(new)})")
     return new
+
+
+def _numpy_reshape_shape(a: np.ndarray, shape: Any, order: str) -> tuple[int, ...]:
+    """The shape numpy's ``a.reshape(shape)`` gives, or numpy's error: JAX's jnp.reshape hands a
+    numpy array to its own reshape method (a zero-stride view stands in for ``a``: no copy)."""
+    return np.broadcast_to(np.empty((), np.int8), a.shape).reshape(shape, order="F" if order == "F" else "C").shape
 
 
 def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = None, out_sharding: Any = None) -> Any:
@@ -171,12 +176,19 @@ def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: bool | None = 
     """
     if out_sharding is not None:  # (fjax/_out_sharding.py)
         return _out_sharding.apply(reshape(a, shape, order, copy=copy), out_sharding, "jnp.reshape")
+    given = a
     a = _arr("reshape", a)
     if order not in ("C", "F", "A"):
         raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     if shape is None:
         raise TypeError("reshape: the shape argument is required")
-    new = _reshape_shape("reshape", tuple(a.shape), _shape_tuple("reshape", shape))
+    new = _shape_tuple("reshape", shape)
+    try:
+        new = _reshape_shape(tuple(a.shape), new, shape if isinstance(shape, (int, np.integer)) else new)
+    except (TypeError, ZeroDivisionError):
+        if not isinstance(given, np.ndarray):
+            raise
+        new = _numpy_reshape_shape(given, shape, order)  # numpy's ValueError, or the shape it accepts
     if order == "F":
         rev = lax.transpose(a, tuple(range(a.ndim - 1, -1, -1)))
         out = lax.reshape(rev, new[::-1])

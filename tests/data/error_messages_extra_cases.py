@@ -162,3 +162,26 @@ _dn = {
 }
 for k, dn in _dn.items():
     CASES[f"lax.dot_general {k}"] = f"lax.dot_general(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), {dn})"
+
+# reshape (jnp on a numpy array: numpy's own errors; on an fjax/JAX array: JAX's), squeeze, rev,
+# full, iota, select_n, clamp, broadcast_in_dim
+for s in ["(-1, 4)", "(4, 2)", "(-1, -1)", "(-1, 0)", "5"]:
+    CASES[f"jnp.reshape numpy {s}"] = f"jnp.reshape(m, {s})"
+    CASES[f"jnp.reshape array {s}"] = f"jnp.reshape(jnp.asarray(m), {s})"
+for s in ["5", "5, 1", "(-1, -1)", "(-1, 4)"]:
+    CASES[f"Array.reshape {s}"] = f"jnp.asarray(m).reshape({s})"
+CASES["lax.reshape negative sizes"] = "lax.reshape(m, (-2, -3))"
+CASES["lax.squeeze size 2"] = "lax.squeeze(np.ones((1, 2, 1)), (0, 1))"
+CASES["lax.rev dims"] = "lax.rev(m, (0, 2))"
+CASES["lax.full vector"] = "lax.full((2,), np.ones(3))"
+CASES["lax.broadcasted_iota dim"] = "lax.broadcasted_iota(np.int32, (2, 3), 3)"
+CASES["lax.select_n float which"] = "lax.select_n(np.ones(2, np.float32), f32, f32)"
+CASES["lax.select_n dtypes"] = "lax.select_n(b, f32, i32)"
+CASES["lax.select_n bool 3 cases"] = "lax.select_n(b, f32, f32, f32)"
+CASES["lax.select_n case shapes"] = "lax.select_n(np.int32(0), f32, np.ones(3, np.float32), f32)"
+CASES["lax.clamp dtypes"] = "lax.clamp(f32, i32, f32)"
+CASES["lax.clamp max shape"] = "lax.clamp(np.float32(0), f32, np.ones(3, np.float32))"
+CASES["lax.broadcast_in_dim dup"] = "lax.broadcast_in_dim(np.ones((1, 1)), (2, 2), (0, 0))"
+CASES["lax.broadcast_in_dim size"] = "lax.broadcast_in_dim(m, (2, 4), (0, 1))"
+CASES["lax.broadcast_in_dim rank"] = "lax.broadcast_in_dim(m, (6,), (0, 1))"
+CASES["lax.dynamic_update_slice dtype"] = "lax.dynamic_update_slice(f32, i32, (0,))"
