@@ -436,7 +436,7 @@ def _as_np_dtype(x: Any) -> np.dtype:
     try:
         return np.dtype(x)
     except (TypeError, ValueError) as e:
-        raise TypeError(f"fjax: cannot interpret {x!r} as a dtype") from e
+        raise TypeError(str(e)) from e  # numpy's words ("data type 'nope' not understood"), as JAX passes on
 
 
 _canon_cache: dict[tuple[Any, bool], np.dtype] = {}

@@ -143,10 +143,16 @@ def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
     if not _is_arraylike(key):
         raise TypeError(f"{name}: unexpected PRNG key type {type(key)}; make keys with fjax.random.PRNGKey or key")
     aval = core.get_aval(key)
-    if aval.ndim < 1 or aval.shape[-1] != 2 or aval.dtype != _U32:
+    # JAX's words (its shape message goes on to print the PRNGImpl with function addresses; fjax names
+    # the implementation)
+    if aval.dtype != _U32:
         raise TypeError(
-            f"{name}: invalid PRNG key: expected a uint32 array of shape (2,) (from fjax.random.PRNGKey, key, "
-            f"split or fold_in), got {aval.dtype.name}{list(aval.shape)}"
+            f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={aval.dtype}"
+        )
+    if aval.ndim < 1 or aval.shape[-1] != 2:
+        raise TypeError(
+            "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,); got "
+            f"shape={aval.shape} for impl=threefry2x32"
         )
     if not allow_batched and aval.ndim > 1:
         raise ValueError(

@@ -1,7 +1,8 @@
 """Invalid calls whose JAX message fjax raises word for word, beyond ``error_cases.py``: the
 message families (lax dtype classes per op, equal-rank broadcasting errors of jnp/scipy functions,
 out-of-range axes, ...) over more ops than that corpus holds. Each case is a Python expression over
-``np``, ``jnp``, ``lax``, ``sp`` (jax.scipy.special), ``st`` (jax.scipy.stats) and a few arrays
+``np``, ``jnp``, ``lax``, ``sp`` (jax.scipy.special), ``st`` (jax.scipy.stats), ``jax_random`` and a
+few arrays
 (``namespace``). ``make_error_messages_extra.py`` records what JAX raises into
 ``error_messages_extra.json``; ``tests/test_error_messages_extra.py`` checks fjax against it.
 Neither jax nor fjax is imported here.
@@ -24,6 +25,7 @@ def namespace(jax: Any) -> dict:
         lax=importlib.import_module(f"{name}.lax"),
         sp=importlib.import_module(f"{name}.scipy.special"),
         st=importlib.import_module(f"{name}.scipy.stats"),
+        jax_random=importlib.import_module(f"{name}.random"),
         f32=np.ones(2, np.float32),
         i32=np.ones(2, np.int32),
         b=np.ones(2, bool),
@@ -185,3 +187,9 @@ CASES["lax.broadcast_in_dim dup"] = "lax.broadcast_in_dim(np.ones((1, 1)), (2, 2
 CASES["lax.broadcast_in_dim size"] = "lax.broadcast_in_dim(m, (2, 4), (0, 1))"
 CASES["lax.broadcast_in_dim rank"] = "lax.broadcast_in_dim(m, (6,), (0, 1))"
 CASES["lax.dynamic_update_slice dtype"] = "lax.dynamic_update_slice(f32, i32, (0,))"
+
+# dtype names numpy does not understand; raw keys of the wrong dtype
+for n in ["jnp.zeros(2, 'nope')", "jnp.arange(3, dtype='bad')", "lax.convert_element_type(f32, 'f99')"]:
+    CASES[f"dtype {n}"] = n
+CASES["random.uniform int32 key"] = "jax_random.uniform(np.zeros(2, np.int32))"
+CASES["random.split float key"] = "jax_random.split(np.zeros(2, np.float32))"
