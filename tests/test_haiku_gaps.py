@@ -108,7 +108,8 @@ def test_cond_switch_trace_a_function_given_twice_once(n):
     fns = [f, g] * n
     outs = [float(fjax.lax.switch(i, fns, 2.0)) for i in range(2 * n)]
     np.testing.assert_allclose(outs, [4.5, np.sin(2.0) * 0.5] * n, rtol=1e-6)
-    assert witness == ["f", "g"] * (2 * n)
+    # each traced once for all 2n calls: the traces are cached per function (JAX 0.10.2: ["f", "g"])
+    assert witness == ["f", "g"]
 
     def h(i, x):
         return fjax.lax.switch(i, fns, x)

@@ -8,12 +8,20 @@
 * ``promote_weak_carry``: JAX's promotion of weakly typed initial carries to the body's output
   types (``fori_loop(0, n, lambda i, x: x + 1.0, 0)`` runs with a float carry).
 * ``abstractify`` / ``as_value``: leaf conversion.
+* ``TraceCache`` / ``trace_cache``: the traced jaxprs of user functions, kept per (function
+  object, input avals and trees, trace context) as JAX's ``weakref_lru_cache`` on
+  ``trace_to_jaxpr`` keeps them: functions held weakly, bounded, entries whose constants hold
+  tracers of a finished trace never reused.
+* ``forwarded_outputs``: which outputs of a jaxpr are just one of its inputs.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -25,13 +33,16 @@ from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 
 __all__ = [
+    "TraceCache",
     "abstractify",
     "as_value",
     "carry_name",
     "check_carry_match",
     "check_tree_match",
     "promote_weak_carry",
+    "trace_cache",
     "trace_fn_to_jaxpr",
+    "trace_fn_to_jaxpr_cached",
 ]
 
 
@@ -78,6 +89,150 @@ def trace_fn_to_jaxpr(
 
     jaxpr, consts, _ = pe.trace_to_jaxpr(flat_fun, list(in_avals), name)
     return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), list(consts), out_tree_box[0]
+
+
+class _Entry:
+    __slots__ = ("mains", "refs", "value")
+
+    def __init__(self, refs: tuple, value: Any, mains: tuple) -> None:
+        self.refs = refs
+        self.value = value
+        self.mains = mains
+
+
+class TraceCache:
+    """A bounded LRU cache of traces of user functions, as JAX's ``weakref_lru_cache`` on its
+    tracing: ``get(funs, key, make)`` returns ``make()``'s result for the function objects
+    ``funs`` (compared by identity, held weakly) and the hashable ``key`` (avals, trees, names),
+    in the calling thread's trace context (``core.trace_context()``).
+
+    * An entry goes when one of its functions is collected (it never keeps them alive) or when
+      more than ``maxsize`` entries are held (least recently used first).
+    * Functions that cannot be hashed or held weakly, and keys that cannot be hashed or
+      compared, are not cached: ``make()`` runs each time.
+    * The value's constants (``value[consts_at]``) may hold tracers of the transforms the trace
+      ran under; such an entry is reused only while all those transforms are active in the
+      calling thread (a later trace traces again instead of reusing a dead tracer).
+    * As in JAX, a cached trace keeps the values it closed over when it was made: a function
+      that reads a global array which is later rebound sees the old value until it is traced
+      again (new avals or a new function object).
+    """
+
+    def __init__(self, maxsize: int = 4096) -> None:
+        self.maxsize = maxsize
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict = OrderedDict()
+        self._dead: list = []  # keys whose functions died (weakref callbacks only append here)
+        self._lock = threading.Lock()
+        core.context_caches.append(self)  # ``fjax.clear_caches()`` empties it
+
+    def __len__(self) -> int:
+        self._purge()
+        return len(self._entries)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._dead.clear()
+
+    def cache_info(self) -> tuple[int, int, int, int]:
+        """``(hits, misses, maxsize, currsize)`` as ``functools.lru_cache``'s."""
+        return self.hits, self.misses, self.maxsize, len(self)
+
+    def _purge(self) -> None:
+        if not self._dead:
+            return
+        dead = self._dead  # the callbacks append to this list: pop from it, never rebind it
+        with self._lock:
+            while dead:
+                full = dead.pop()
+                entry = self._entries.get(full)
+                if entry is not None and any(r() is None for r in entry.refs):
+                    del self._entries[full]
+
+    @staticmethod
+    def _usable(entry: _Entry, funs: Sequence[Callable]) -> bool:
+        if not all(r() is f for r, f in zip(entry.refs, funs)):
+            return False
+        if entry.mains:
+            stack = core._state.stack
+            for r in entry.mains:
+                m = r()
+                if m is None or not m.active or not any(m is s for s in stack):
+                    return False
+        return True
+
+    def get(self, funs: Sequence[Callable], key: Hashable, make: Callable[[], Any], consts_at: int = 1) -> Any:
+        """``make()``, or the value it gave for the same functions, key and trace context."""
+        try:
+            for f in funs:  # an unhashable callable is not cached (JAX's cache needs a hash)
+                hash(f)
+            full = (tuple([id(f) for f in funs]), key, core.trace_context())
+            hash(full)
+        except TypeError:
+            return make()
+        self._purge()
+        try:
+            entry = self._entries.get(full)
+        except (TypeError, ValueError):  # aux data whose comparison raises
+            return make()
+        if entry is not None and self._usable(entry, funs):
+            try:
+                self._entries.move_to_end(full)
+            except KeyError:  # evicted by another thread meanwhile
+                pass
+            self.hits += 1
+            return entry.value
+        self.misses += 1
+        value = make()
+        dead = self._dead
+
+        def died(_: Any, full: tuple = full, dead: list = dead) -> None:
+            dead.append(full)
+
+        try:
+            refs = tuple([weakref.ref(f, died) for f in funs])
+        except TypeError:  # a function that cannot be held weakly
+            return value
+        tracers = {id(c._trace.main): c._trace.main for c in value[consts_at] if isinstance(c, core.Tracer)}
+        entry = _Entry(refs, value, tuple([weakref.ref(m) for m in tracers.values()]))
+        with self._lock:
+            self._entries[full] = entry
+            self._entries.move_to_end(full)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return value
+
+
+# the traces of user functions given to scan, cond, switch, while_loop and fori_loop
+trace_cache = TraceCache()
+
+
+def trace_fn_to_jaxpr_cached(
+    fun: Callable,
+    in_tree: tu.PyTreeDef,
+    in_avals: Sequence[ShapedArray],
+    debug_name: str = "",
+    *,
+    key_funs: tuple | None = None,
+    tag: Hashable = None,
+) -> tuple[ClosedJaxpr, list, tu.PyTreeDef]:
+    """``trace_fn_to_jaxpr`` through ``trace_cache``: the same function object on the same avals,
+    trees and trace context is traced once. ``key_funs`` (default ``(fun,)``) are the user
+    functions that ``fun`` is a pure wrapper of (``tag`` names the wrapper), for callers that
+    wrap them in a new closure on every call."""
+    return trace_cache.get(
+        key_funs if key_funs is not None else (fun,),
+        (tag, debug_name, in_tree, tuple(in_avals)),
+        lambda: trace_fn_to_jaxpr(fun, in_tree, in_avals, debug_name),
+    )
+
+
+def forwarded_outputs(jaxpr: core.Jaxpr) -> list[int | None]:
+    """For each output of ``jaxpr``, the index of the input it is (``None`` when computed)."""
+    index = {v: i for i, v in enumerate(jaxpr.invars)}
+    return [index.get(v) if type(v) is core.Var else None for v in jaxpr.outvars]
 
 
 def carry_name(fun: Callable, index: int = 0) -> str:
@@ -169,8 +324,10 @@ def check_carry_match(
 def promote_weak_carry(
     init_vals: Sequence[Any], init_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray]
 ) -> tuple[list, list[ShapedArray], bool]:
-    """JAX's ``_promote_weak_typed_inputs``: a weakly typed initial carry leaf whose type differs
-    from the body's output takes the output's dtype (when promotion gives it) and weak type.
+    """JAX's ``_promote_weak_typed_input``: a weakly typed initial carry leaf whose type differs
+    from the body's output (dtype or shape, weak types aside) is converted to the promoted dtype,
+    no longer weakly typed (``fori_loop(0, n, lambda i, x: x + 1.0, 0)`` runs with a float
+    carry). A weak leaf whose output has the same dtype is left as it is (traced once, as JAX).
 
     Returns ``(new_vals, new_avals, changed)``; when ``changed`` the body must be traced again.
     """
@@ -179,10 +336,15 @@ def promote_weak_carry(
 
     new_vals, new_avals, changed = [], [], False
     for v, a, o in zip(init_vals, init_avals, out_avals):
-        if a.weak_type and a.shape == o.shape and (a.dtype != o.dtype or not o.weak_type):
-            if dtypes.result_type(v, o) == o.dtype:
-                v = lax._convert_element_type_weak(v, o.dtype, o.weak_type)
-                a = ShapedArray(a.shape, o.dtype, o.weak_type)
+        if a.weak_type and a.shape == o.shape and not core.typematch(a, o):
+            new_dtype = dtypes.result_type(v, o)
+            if new_dtype == o.dtype:
+                if type(v) is core.Array:
+                    # a concrete value is converted now (a literal in a staged jaxpr, as JAX's)
+                    v = core.Array(np.asarray(v._value, dtype=new_dtype), False)
+                else:
+                    v = lax.convert_element_type(v, new_dtype)
+                a = ShapedArray(a.shape, new_dtype, False)
                 changed = True
         new_vals.append(v)
         new_avals.append(a)
@@ -219,6 +381,28 @@ def merge_consts(traced: Sequence[tuple[ClosedJaxpr, list]]) -> tuple[tuple[Clos
         out.append(ClosedJaxpr(core.Jaxpr([], invars, j.outvars, j.eqns), []))
         before += n
     return tuple(out), all_consts
+
+
+def dedup_consts(closed: Sequence[ClosedJaxpr], consts: list) -> tuple[tuple[ClosedJaxpr, ...], list]:
+    """Jaxprs taking ``consts + args`` with a constant that occurs several times (one array
+    closed over by several branches) passed once, as JAX's ``_dedup_consts``."""
+    n = len(consts)
+    first: dict[int, int] = {}
+    keep = [first.setdefault(id(c), i) for i, c in enumerate(consts)]
+    if len(first) == n:
+        return tuple(closed), list(consts)
+    out = []
+    for cj in closed:
+        j = cj.jaxpr
+        sub = {j.invars[i]: j.invars[k] for i, k in enumerate(keep) if k != i}
+
+        def rn(x: Any, sub: dict = sub) -> Any:
+            return sub.get(x, x) if type(x) is core.Var else x
+
+        eqns = [e.replace(invars=[rn(x) for x in e.invars]) for e in j.eqns]
+        invars = [v for i, v in enumerate(j.invars[:n]) if keep[i] == i] + list(j.invars[n:])
+        out.append(ClosedJaxpr(core.Jaxpr([], invars, [rn(x) for x in j.outvars], eqns), []))
+    return tuple(out), [c for i, c in enumerate(consts) if keep[i] == i]
 
 
 def is_float(aval: ShapedArray) -> bool:

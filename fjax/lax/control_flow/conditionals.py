@@ -320,11 +320,13 @@ def _check_branch_outputs(
         )
 
 
-def _cond_internal(index: Any, funs: Sequence[Callable], names: Sequence[str], operands: tuple, api: str) -> Any:
-    leaves, in_tree = tu.tree_flatten(operands)
-    leaves = [common.as_value(x, api) for x in leaves]
-    avals = [core.get_aval(x) for x in leaves]
-    # a function given for several branches is traced once (as JAX's), they share its jaxpr
+def _trace_branches(funs: Sequence[Callable], names: Sequence[str], in_tree: Any, avals: list, api: str) -> tuple:
+    """Trace the branches (a function given for several is traced once, as JAX's), check their
+    outputs agree, and forward outputs that are the same operand in every branch.
+
+    Returns ``(branches, consts, out_tree, in_fwd)``: the branches take ``consts + operands``
+    and give the outputs ``in_fwd`` marks ``None``; an output with ``in_fwd[k] = i`` is input
+    ``i`` itself (JAX's pass-through pruning: it is left out of the ``cond``)."""
     first: dict[int, int] = {}
     which = [first.setdefault(id(f), len(first)) for f in funs]
     unique: list = []
@@ -349,9 +351,32 @@ def _cond_internal(index: Any, funs: Sequence[Callable], names: Sequence[str], o
                 traced[k][0].out_avals,
             )
     merged, consts = common.merge_consts([(closed, cs) for closed, cs, _ in unique])
-    branches = tuple(merged[i] for i in which)
-    outs = _bind_cond(index, [*consts, *leaves], branches)
-    return tu.tree_unflatten(trees[0], outs)
+    merged, consts = common.dedup_consts(merged, consts)
+    fwds = [common.forwarded_outputs(m.jaxpr) for m in merged]
+    in_fwd = [f[0] if len(set(f)) == 1 else None for f in zip(*fwds)]
+    if any(f is not None for f in in_fwd):
+        merged = tuple(
+            ClosedJaxpr(
+                Jaxpr([], m.jaxpr.invars, [v for v, f in zip(m.jaxpr.outvars, in_fwd) if f is None], m.jaxpr.eqns), []
+            )
+            for m in merged
+        )
+    return tuple(merged[i] for i in which), consts, trees[0], in_fwd
+
+
+def _cond_internal(index: Any, funs: Sequence[Callable], names: Sequence[str], operands: tuple, api: str) -> Any:
+    leaves, in_tree = tu.tree_flatten(operands)
+    leaves = [common.as_value(x, api) for x in leaves]
+    avals = [core.get_aval(x) for x in leaves]
+    # traced once per (functions, avals, tree, trace context), as JAX's (common.trace_cache)
+    branches, consts, out_tree, in_fwd = common.trace_cache.get(
+        tuple(funs),
+        (api, tuple(names), in_tree, tuple(avals)),
+        lambda: _trace_branches(funs, names, in_tree, avals, api),
+    )
+    outs = iter(_bind_cond(index, [*consts, *leaves], branches))
+    inputs = [*consts, *leaves]
+    return tu.tree_unflatten(out_tree, [next(outs) if f is None else inputs[f] for f in in_fwd])
 
 
 _no_operand = object()

@@ -307,9 +307,9 @@ ad.primitive_transposes[while_p] = _while_transpose
 # ---- the user-facing functions ---------------------------------------------------------------
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, _body_key: tuple | None = None) -> Any:
     try:
-        return _while_loop(cond_fun, body_fun, init_val)
+        return _while_loop(cond_fun, body_fun, init_val, _body_key=_body_key)
     except NotImplementedError as e:
         from fjax import ref  # noqa: PLC0415
 
@@ -319,7 +319,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         return ref.thread_while(_while_loop, e, cond_fun, body_fun, init_val)
 
 
-def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, _body_key: tuple | None = None) -> Any:
     """Run ``val = body_fun(val)`` while ``cond_fun(val)``, as ``jax.lax.while_loop``.
 
     ``body_fun`` must return the carry with the same pytree structure, shapes and dtypes as
@@ -342,9 +342,16 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves = [common.as_value(x, "while_loop") for x in leaves]
     avals = [core.get_aval(x) for x in leaves]
     in_tree = tu.tree_structure((init_val,))
+    # ``_body_key``: the user functions a wrapper ``body_fun`` made anew each call stands for
+    cond_key, body_key = (cond_fun,), _body_key if _body_key is not None else (body_fun,)
     for _ in range(3):
-        cond_j, cond_consts, cond_tree = common.trace_fn_to_jaxpr(cond_fun, in_tree, avals, "while_loop cond_fun")
-        body_j, body_consts, body_tree = common.trace_fn_to_jaxpr(body_fun, in_tree, avals, "while_loop body_fun")
+        # each traced once per (function, avals, tree, trace context), as JAX's (common.trace_cache)
+        cond_j, cond_consts, cond_tree = common.trace_fn_to_jaxpr_cached(
+            cond_fun, in_tree, avals, "while_loop cond_fun", key_funs=cond_key
+        )
+        body_j, body_consts, body_tree = common.trace_fn_to_jaxpr_cached(
+            body_fun, in_tree, avals, "while_loop body_fun", key_funs=body_key
+        )
         if cond_tree.num_leaves != 1:
             raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {cond_tree}.")
         pa = cond_j.out_avals[0]
@@ -408,7 +415,16 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
             i, x = carry
             return (lax.add(i, lax.full_like(i, 1)), body_fun(i, x)), None
 
-        (_, result), _ = scan(scanned, (counter, init_val), None, length=length, unroll=unroll or False)
+        # ``scanned`` is new each call: its trace is cached under ``body_fun`` (as JAX's
+        # weakly cached ``_fori_scan_body_fun``)
+        (_, result), _ = scan(
+            scanned,
+            (counter, init_val),
+            None,
+            length=length,
+            unroll=unroll or False,
+            _trace_key=((body_fun,), "fori_loop"),
+        )
         return result
     if lo is None or hi is None:
         if unroll is not None and unroll is not False and unroll != 1:
@@ -420,16 +436,17 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
     if ud != dt:
         upper = lax.convert_element_type(upper, dt)
 
-    def cond(c: Any) -> Any:
-        i, u, _ = c
-        return lax.lt(i, u)
-
     def body(c: Any) -> Any:
         i, u, x = c
         return lax.add(i, lax.full_like(i, 1)), u, body_fun(i, x)
 
-    _, _, result = while_loop(cond, body, (lower, upper, init_val))
+    _, _, result = while_loop(_fori_cond, body, (lower, upper, init_val), _body_key=(body_fun, _fori_cond))
     return result
+
+
+def _fori_cond(c: Any) -> Any:
+    i, u, _ = c
+    return lax.lt(i, u)
 
 
 while_loop.__doc__ = _while_loop.__doc__

@@ -786,10 +786,11 @@ def scan(
     reverse: bool = False,
     unroll: int | bool = 1,
     _split_transpose: bool = False,
+    _trace_key: tuple | None = None,
 ) -> tuple[Any, Any]:
     kw = dict(length=length, reverse=reverse, unroll=unroll, _split_transpose=_split_transpose)
     try:
-        return _scan(f, init, xs, **kw)
+        return _scan(f, init, xs, **kw, _trace_key=_trace_key)
     except NotImplementedError as e:
         from fjax import ref  # noqa: PLC0415
 
@@ -807,6 +808,7 @@ def _scan(
     reverse: bool = False,
     unroll: int | bool = 1,
     _split_transpose: bool = False,
+    _trace_key: tuple | None = None,
 ) -> tuple[Any, Any]:
     """Scan ``f`` over leading array axes while carrying along state.
 
@@ -823,8 +825,9 @@ def _scan(
             return carry, np.stack(ys)
 
     ``init``, ``xs`` and the ``ys`` may be pytrees; ``f`` is traced once into the body of the
-    ``scan`` primitive. The carry returned by ``f`` must have the same structure, shapes and
-    dtypes as ``init`` (weakly typed initial values such as Python scalars take the body's
+    ``scan`` primitive, and that trace is reused by later calls with the same function object,
+    carry and ``xs`` types and structures (as JAX's). The carry returned by ``f`` must have the
+    same structure, shapes and dtypes as ``init`` (weakly typed initial values such as Python scalars take the body's
     output type). ``reverse=True`` scans from the end (outputs are still stacked in the original
     order). ``unroll`` is accepted for compatibility (it does not change results).
     """
@@ -853,10 +856,18 @@ def _scan(
         return tuple(out)
 
     body.__name__ = fname
+    key_funs, tag = (f,), "scan"
+    if _trace_key is not None:
+        key_funs, tag = _trace_key
+
+    in_tree = tu.treedef_tuple([init_tree, xs_tree])
 
     def trace(avals: list) -> tuple:
-        in_tree = tu.treedef_tuple([init_tree, xs_tree])
-        closed, consts, out_tree = common.trace_fn_to_jaxpr(body, in_tree, list(avals) + x_avals, fname)
+        # traced once per (f, avals, trees, trace context), as JAX's scan (common.trace_cache);
+        # ``body`` is a new closure each call, so the key is ``f`` (or the caller's _trace_key)
+        closed, consts, out_tree = common.trace_fn_to_jaxpr_cached(
+            body, in_tree, list(avals) + x_avals, fname, key_funs=key_funs, tag=tag
+        )
         carry_tree, ys_tree = tu.treedef_children(out_tree)
         return closed, consts, carry_tree, ys_tree
 
