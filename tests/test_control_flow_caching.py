@@ -244,6 +244,24 @@ def test_trace_context_is_part_of_the_key():
     assert count.take() == 0
 
 
+def test_named_axes_in_scope_are_part_of_the_key():
+    # the body reads the size of a vmapped axis: a vmap of another size traces again
+    # (JAX 0.10.2: [6, 6, 6] then [10] * 5, two traces per body)
+    count = Counter()
+
+    def body(c, x):
+        count.n += 1
+        return c + lax.axis_size("i"), None
+
+    def f(x):
+        return lax.scan(body, jnp.float32(0), None, length=2)[0] + 0 * x
+
+    np.testing.assert_array_equal(np.asarray(fjax.vmap(f, axis_name="i")(jnp.ones(3))), [6.0] * 3)
+    np.testing.assert_array_equal(np.asarray(fjax.vmap(f, axis_name="i")(jnp.ones(5))), [10.0] * 5)
+    np.testing.assert_array_equal(np.asarray(fjax.vmap(f, axis_name="i")(jnp.ones(3))), [6.0] * 3)
+    assert count.take() == 2
+
+
 def test_weak_carry_promotion_traces_as_jax():
     count = Counter()
 

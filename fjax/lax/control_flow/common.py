@@ -104,7 +104,8 @@ class TraceCache:
     """A bounded LRU cache of traces of user functions, as JAX's ``weakref_lru_cache`` on its
     tracing: ``get(funs, key, make)`` returns ``make()``'s result for the function objects
     ``funs`` (compared by identity, held weakly) and the hashable ``key`` (avals, trees, names),
-    in the calling thread's trace context (``core.trace_context()``).
+    in the calling thread's trace context (``core.trace_context()``) and named axes in scope
+    (``batching.axis_env()``), which is what ``jit`` keys its traces on besides the arguments.
 
     * An entry goes when one of its functions is collected (it never keeps them alive) or when
       more than ``maxsize`` entries are held (least recently used first).
@@ -168,7 +169,9 @@ class TraceCache:
         try:
             for f in funs:  # an unhashable callable is not cached (JAX's cache needs a hash)
                 hash(f)
-            full = (tuple([id(f) for f in funs]), key, core.trace_context())
+            # the named axes in scope are part of the context (axis_size, psum shapes), as jit's
+            env = batching.axis_env() if len(core._state.stack) > 1 else ()
+            full = (tuple([id(f) for f in funs]), key, core.trace_context(), env)
             hash(full)
         except TypeError:
             return make()
