@@ -240,7 +240,7 @@ def test_switch_single_branch_and_errors():
         switch(1.0, _branches(), 1.0)
     with pytest.raises(TypeError, match="Branch index must be scalar"):
         switch(jnp.array([0, 1]), _branches(), 1.0)
-    with pytest.raises(TypeError, match="branch 0.*branch 2|branch 2"):
+    with pytest.raises(TypeError, match="branch 0.*branch2"):
         switch(0, [lambda x: x, lambda x: x, lambda x: x.astype(jnp.int32)], jnp.float32(1.0))
 
 
@@ -260,7 +260,7 @@ def test_cond_errors():
         cond(True, lambda x: {"a": x}, lambda x: {"a": x.astype(jnp.int32)}, jnp.float32(1.0))
     msg = str(e.value)
     assert "true_fun" in msg and "false_fun" in msg and "['a']" in msg
-    assert "f32[]" in msg and "i32[]" in msg and "dtypes do not match" in msg
+    assert "float32[]" in msg and "int32[]" in msg and "dtypes do not match" in msg
     with pytest.raises(TypeError, match="shapes do not match"):
         cond(True, lambda x: x, lambda x: jnp.stack([x, x]), jnp.float32(1.0))
 

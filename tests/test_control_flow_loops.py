@@ -124,9 +124,9 @@ def test_while_errors():
     with pytest.raises(TypeError) as e:
         while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1].astype(jnp.int32)), (0, jnp.float32(1.0)))
     msg = str(e.value)
-    assert "while_loop body" in msg and "c[1]" in msg and "f32[]" in msg and "i32[]" in msg
+    assert "while_loop body" in msg and "c[1]" in msg and "float32[]" in msg and "int32[]" in msg
     assert "dtypes do not match" in msg
-    with pytest.raises(TypeError, match=r"carry\['x'\] has type f32\[3\].*f32\[1,3\].*shapes do not match"):
+    with pytest.raises(TypeError, match=r"carry\['x'\] has type float32\[3\].*float32\[1,3\].*shapes do not match"):
         while_loop(lambda carry: False, lambda carry: {"x": carry["x"][None]}, {"x": jnp.ones(3)})
     with pytest.raises(TypeError, match="same pytree structure"):
         while_loop(lambda c: False, lambda c: (c, c), jnp.float32(1.0))

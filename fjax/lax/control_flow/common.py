@@ -261,26 +261,100 @@ def _component(what: str, path: str) -> str:
     return f"the input carry at path {path}" if path else "the input carry"
 
 
+def aval_str(a: Any) -> str:
+    """An aval as JAX 0.10 prints it in errors (``str_short()``): the full dtype name, ``float32[2]``."""
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, np.dtype) and getattr(a, "shape", None) is not None:
+        name = "float0" if dt.kind == "V" else dt.name
+        return f"{name}[{','.join(map(str, a.shape))}]"
+    return a.str_short() if hasattr(a, "str_short") else str(a)
+
+
+class AvalText:
+    """A placeholder leaf that prints as JAX's ``ShapedArray`` does (str ``float32[]``, repr
+    ``ShapedArray(float32[])``), for messages that show a pytree of avals."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: Any) -> None:
+        self.aval = aval
+
+    def __str__(self) -> str:
+        return aval_str(self.aval)
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if getattr(self.aval, "weak_type", False) else ""
+        return f"ShapedArray({aval_str(self.aval)}{weak})"
+
+
+class _PytreeLeafMeta(type):
+    def __repr__(cls) -> str:
+        return "pytree leaf"
+
+
+class PytreeLeaf(metaclass=_PytreeLeafMeta):
+    """A leaf whose type prints as ``pytree leaf`` (JAX's ``equality_errors_pytreedef``)."""
+
+
 def _mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
-    d = a.dtype != b.dtype
-    s = a.shape != b.shape
-    return ", so " * (d or s) + "the dtypes do not match" * d + " and also " * (d and s) + "the shapes do not match" * s
+    m = ["the dtypes do not match"] * (a.dtype != b.dtype) + ["the shapes do not match"] * (a.shape != b.shape)
+    if not m:
+        return ""
+    return ", so " + (m[0] if len(m) == 1 else ", ".join(m[:-1]) + ", and " + m[-1])
 
 
-def _join_diffs(diffs: list[str]) -> str:
+def _capitalize(s: str) -> str:
+    return s[0].upper() + s[1:]
+
+
+def _join_diffs(diffs: list[str], loop_style: bool = False, capitalize: bool = True) -> str:
+    """JAX's list of differences: one sentence, or a bulleted list. Its loops' list joins bullets
+    that each end in a newline with newlines (``loop_style``: a blank line between all but the
+    last two); its cond's does not."""
     if len(diffs) == 1:
-        return diffs[0][0].upper() + diffs[0][1:] + ".\n"
+        return (_capitalize(diffs[0]) if capitalize else diffs[0]) + ".\n"
+    if loop_style:
+        return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
     return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
 
 
-def check_tree_match(fn_name: str, what: str, init_tree: tu.PyTreeDef, out_tree: tu.PyTreeDef) -> None:
-    """Raise TypeError if the carry output structure differs from the input one."""
+def structure_diffs(tree1: tu.PyTreeDef, tree2: tu.PyTreeDef, leaves1: list, leaves2: list) -> list:
+    """JAX's ``equality_errors``: ``(keystr path, thing1, thing2, why)`` where two pytrees
+    (rebuilt from the treedefs with the given leaves) differ in structure."""
+    from fjax._aot import _equality_errors  # noqa: PLC0415
+
+    t1, t2 = tu.tree_unflatten(tree1, leaves1), tu.tree_unflatten(tree2, leaves2)
+    return [(tu.keystr(tuple(p)), a, b, why) for p, a, b, why in _equality_errors((), t1, t2)]
+
+
+def check_tree_match(
+    fn_name: str,
+    what: str,
+    init_tree: tu.PyTreeDef,
+    out_tree: tu.PyTreeDef,
+    init_avals: Sequence[ShapedArray] | None = None,
+) -> None:
+    """Raise TypeError (JAX's wording) if the carry output structure differs from the input one."""
     if init_tree == out_tree:
         return
+    try:
+        leaf = ShapedArray((), np.dtype(np.float32))
+        in_leaves = list(init_avals) if init_avals is not None else [leaf] * init_tree.num_leaves
+        diffs = [
+            f"{_component(what, p)} is a {a} but the corresponding component of the carry output is a {b}, so {why}"
+            for p, a, b, why in structure_diffs(init_tree, out_tree, in_leaves, [leaf] * out_tree.num_leaves)
+        ]
+    except Exception:  # custom nodes whose unflatten rejects placeholders
+        diffs = None
+    if diffs is None:
+        differences = f"the input tree structure is:\n{init_tree}\nthe output tree structure is:\n{out_tree}\n"
+    elif not diffs:
+        return  # the trees differ in aux data only (as JAX)
+    else:
+        differences = _join_diffs(diffs, loop_style=True)
     raise TypeError(
         f"{fn_name} function carry input and carry output must have the same pytree structure, but they "
-        f"differ:\n\nthe input tree structure of {what or 'the carry'} is:\n{init_tree}\n"
-        f"the output tree structure is:\n{out_tree}\n\n"
+        f"differ:\n\n{differences}\n"
         "Revise the function so that the carry output has the same pytree structure as the carry input."
     )
 
@@ -301,7 +375,7 @@ def check_carry_match(
     ``out_tree`` is given, the structures are compared first.
     """
     if out_tree is not None:
-        check_tree_match(fn_name, what, tree, out_tree)
+        check_tree_match(fn_name, what, tree, out_tree, init_avals)
     if len(init_avals) != len(out_avals):
         raise TypeError(
             f"{fn_name} function carry input and carry output must have the same number of leaves, got "
@@ -309,18 +383,17 @@ def check_carry_match(
         )
     paths = _paths(tree) if tree.num_leaves == len(init_avals) else [f"[{i}]" for i in range(len(init_avals))]
     diffs = [
-        f"{_component(what, p)} has type {a.str_short()} but the corresponding output carry component has type "
-        f"{b.str_short()}{_mismatch_extra(a, b)}"
+        f"{_component(what, p)} has type {aval_str(a)} but the corresponding output carry component has type "
+        f"{aval_str(b)}{_mismatch_extra(a, b)}"
         for p, a, b in zip(paths, init_avals, out_avals)
         if not core.typematch(a, b)
     ]
     if not diffs:
         return
     raise TypeError(
-        f"{fn_name} function carry input and carry output must have equal types (e.g. shapes and dtypes of "
-        f"arrays), but they differ:\n\n{_join_diffs(diffs)}\n"
-        "Revise the function so that all output types (e.g. shapes and dtypes) match the corresponding input "
-        "types."
+        f"{fn_name} function carry input and carry output must have equal types, but they differ:\n\n"
+        f"{_join_diffs(diffs, loop_style=True)}\n"
+        "Revise the function so that all output types match the corresponding input types."
     )
 
 

@@ -292,24 +292,42 @@ pe.dce_rules[cond_p] = _cond_dce
 # ---- the user-facing functions ---------------------------------------------------------------
 
 
-def _fun_name(f: Callable) -> str:
-    return getattr(f, "__name__", type(f).__name__)
+def _fun_sourceinfo(f: Callable) -> str:
+    from fjax.jit import _fun_sourceinfo  # noqa: PLC0415
+
+    return _fun_sourceinfo(f)
 
 
 def _check_branch_outputs(
     api: str, name1: str, name2: str, f1: Callable, f2: Callable, tree1: Any, avals1: list, tree2: Any, avals2: list
 ) -> None:
-    info = f"{name1} is {_fun_name(f1)}\n{name2} is {_fun_name(f2)}\n\n"
+    """Raise TypeError, in JAX 0.10's words, if two branches' outputs differ in structure or type."""
+    info = f"{name1} is {_fun_sourceinfo(f1)}\n{name2} is {_fun_sourceinfo(f2)}\n\n"
+    try:
+        paths = common._paths(tree1)
+    except Exception:
+        paths = [""] * len(avals1)
+
+    def at(p: str) -> str:
+        return f" at path {p}" if p else ""
+
     if tree1 != tree2:
+        diffs = [
+            f"{name1} output{at(p)} is a {a} but {name2} output{at(p)} is a {b}, so {why}"
+            for p, a, b, why in common.structure_diffs(
+                tree1, tree2, [common.PytreeLeaf()] * tree1.num_leaves, [common.PytreeLeaf()] * tree2.num_leaves
+            )
+        ]
+        if not diffs:
+            return  # the trees differ in aux data only (as JAX)
         raise TypeError(
             f"{api} branch outputs must have the same pytree structure, but they differ:\n\n{info}"
-            f"{name1} output has structure {tree1} but {name2} output has structure {tree2}.\n\n"
+            f"{common._join_diffs(diffs, loop_style=True, capitalize=False)}\n"
             f"Revise {name1} and/or {name2} so that they have the same pytree structure."
         )
-    paths = common._paths(tree1)
     diffs = [
-        f"the output of {name1}{' at path ' + p if p else ''} has type {a.str_short()} but the corresponding "
-        f"output of {name2} has type {b.str_short()}{common._mismatch_extra(a, b)}"
+        f"the output of {name1}{at(p)} has type {common.aval_str(a)} but the corresponding "
+        f"output of {name2} has type {common.aval_str(b)}{common._mismatch_extra(a, b)}"
         for p, a, b in zip(paths, avals1, avals2)
         if not core.typematch(a, b)
     ]
@@ -407,10 +425,10 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     if pred is None:
         raise TypeError("cond predicate is None")
-    if isinstance(pred, (list, tuple)) or np.ndim(pred) != 0:
+    if isinstance(pred, Sequence) or np.ndim(pred) != 0:
         raise TypeError(
             f"Pred must be a scalar, got {pred} of "
-            + (f"type {type(pred)}" if isinstance(pred, (list, tuple)) else f"shape {np.shape(pred)}.")
+            + (f"type {type(pred)}" if isinstance(pred, Sequence) else f"shape {np.shape(pred)}.")
         )
     try:
         pred_dtype = dtypes.result_type(pred)
@@ -475,5 +493,6 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any, operand: An
         v = _concrete(index)
         if v is not None:
             return branches[int(v)](*operands)
-    names = [f"branch {k}" for k in range(len(branches))]
+    # JAX 0.10 names the first "branch 0" and the others "branch1", "branch2", ... in its errors
+    names = ["branch 0"] + [f"branch{k}" for k in range(1, len(branches))]
     return _cond_threading_refs(index, branches, names, operands, "switch")

@@ -38,7 +38,7 @@ while_p.multiple_results = True
 
 _REVERSE_MSG = (
     "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop "
-    "values. Try using lax.scan, or lax.fori_loop with constant start/stop."
+    "values. Try using lax.scan, or using fori_loop with static start/stop."
 )
 
 
@@ -329,7 +329,7 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, _body_
     bounds).
     """
     if not callable(cond_fun) or not callable(body_fun):
-        raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     if config.jax_disable_jit:
         try:
             val = tu.tree_map(lambda x: common.as_value(x, "while_loop"), init_val)
@@ -358,7 +358,7 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, _body_
         if pa.shape != () or pa.dtype != np.bool_:
             raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) [{pa!r}].")
         what = common.carry_name(body_fun)
-        common.check_tree_match("while_loop body", what, tree, body_tree)
+        common.check_tree_match("while_loop body", what, tree, body_tree, avals)
         leaves2, avals2, changed = common.promote_weak_carry(leaves, avals, body_j.out_avals)
         if not changed:
             break
@@ -411,8 +411,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
             return init_val
         counter = lo
 
-        def scanned(carry: Any, _: Any) -> Any:
-            i, x = carry
+        def scanned(loop_carry: Any, _: Any) -> Any:  # the name JAX's errors show
+            i, x = loop_carry
             return (lax.add(i, lax.full_like(i, 1)), body_fun(i, x)), None
 
         # ``scanned`` is new each call: its trace is cached under ``body_fun`` (as JAX's

@@ -762,16 +762,13 @@ def _scan_length(xs: Any, xs_flat: list, length: Any) -> int:
             ) from None
         if not all(length == n for n in lengths):
             raise ValueError(
-                f"scan got `length` argument of {length} which disagrees with leading axis sizes {lengths} "
-                f"({', '.join(f'{p}.shape[0]={n}' for p, n in zip(paths, lengths))})."
+                f"scan got `length` argument of {length} which disagrees with leading axis sizes {lengths}."
             )
         return length
     unique = set(lengths)
     if len(unique) > 1:
         raise ValueError(
-            "scan got values with different leading axis sizes: "
-            + ", ".join(f"{p}.shape[0]={n}" for p, n in zip(paths, lengths))
-            + "."
+            "scan got values with different leading axis sizes: " + ", ".join(str(n) for n in lengths) + "."
         )
     if not unique:
         raise ValueError("scan got no values to scan over and `length` not provided.")
@@ -852,7 +849,8 @@ def _scan(
     def body(carry: Any, x: Any) -> tuple:
         out = f(carry, x)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise TypeError(f"scan body output must be a pair, got {out}.")
+            shown = tu.tree_map(lambda v: common.AvalText(core.get_aval(v)), out)
+            raise TypeError(f"scan body output must be a pair, got {shown}.")
         return tuple(out)
 
     body.__name__ = fname
