@@ -82,11 +82,43 @@ def _check_inexact(name: str, aval: Any) -> None:
         )
 
 
+def _check_rank2(name: str, aval: Any, i: int = 0) -> None:
+    if len(aval.shape) < 2:
+        raise TypeError(f"Input {i} to {name} must have rank at least 2, but got shape={tuple(aval.shape)}")
+
+
+# JAX's shape rules word the square check per primitive; the rest say "The input to ..."
+_SQUARE_MSG = {
+    "eigh": "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape {shape}",
+    "hessenberg": "Argument to Hessenberg reduction must have shape [..., n, n], got shape {shape}",
+}
+
+
 def _check_square(name: str, aval: Any) -> int:
-    s = aval.shape
-    if len(s) < 2 or s[-1] != s[-2]:
-        raise ValueError(f"Argument to {name} must have shape [..., n, n], got {tuple(s)}")
+    """JAX's linalg shape rule: a rank below 2 is a TypeError, a non-square matrix a ValueError."""
+    _check_rank2(name, aval)
+    s = tuple(aval.shape[-2:])  # JAX's shape rules name the matrix shape, not the batch
+    if s[-1] != s[-2]:
+        msg = _SQUARE_MSG.get(name, "The input to {name} must be a square matrix. Got shape {shape}.")
+        raise ValueError(msg.format(name=name, shape=s))
     return s[-1]
+
+
+def check_symmetrizable(shape: tuple) -> None:
+    """The errors JAX raises where ``symmetrize_input`` forms ``(x + x^H) / 2`` of a matrix that is
+    not square (its transpose of a rank-1 operand, its add of (m, n) and (n, m))."""
+    shape = tuple(shape)
+    nd = len(shape)
+    if nd < 2:
+        perm = (*range(nd - 2), nd - 1, nd - 2)
+        raise TypeError(
+            f"transpose permutation isn't a permutation of operand dimensions, got permutation {perm} for "
+            f"operand shape {shape}."
+        )
+    if shape[-1] != shape[-2]:
+        raise TypeError(
+            f"add got incompatible shapes for broadcasting: {shape}, {shape[:-2] + (shape[-1], shape[-2])}."
+        )
 
 
 def _real_dtype(dt: Any) -> np.dtype:
@@ -162,8 +194,8 @@ def _cholesky_impl(x: np.ndarray, *, symmetrize_input: bool = False, upper: bool
 
 
 def _cholesky_abstract(x: ShapedArray, *, symmetrize_input: bool = False, upper: bool = False) -> ShapedArray:
-    _check_inexact("cholesky", x)
     _check_square("cholesky", x)
+    _check_inexact("cholesky", x)
     return ShapedArray(x.shape, x.dtype)
 
 
@@ -217,6 +249,8 @@ def cholesky_factor(x: Any, *, upper: bool = False, symmetrize_input: bool = Tru
     """``cholesky(x)``, or with ``upper`` its conjugate transpose ``U = L^H`` (``x = U^H U``),
     computed by LAPACK in that form (fjax's own entry point for ``cho_factor`` and friends)."""
     x = core.to_array(x, "cholesky") if not isinstance(x, (core.Array, core.Tracer)) else x
+    if symmetrize_input:
+        check_symmetrizable(core.get_aval(x).shape)
     _check_square("cholesky", core.get_aval(x))
     return cholesky_p.bind(x, **_cholesky_params(symmetrize_input, upper))
 
@@ -317,6 +351,7 @@ def eigh(
     on JAX's CPU."""
     _gaps.check_eigh_implementation(implementation)
     if symmetrize_input:
+        check_symmetrizable(u.shape(x))
         x = u.symmetrize(x)
     sub = None if subset_by_index is None else (int(subset_by_index[0]), int(subset_by_index[1]))
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues), subset_by_index=sub)
@@ -358,8 +393,8 @@ def _eig_impl(x: np.ndarray, *, compute_left_eigenvectors: bool, compute_right_e
 
 
 def _eig_abstract(x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool) -> list:
-    _check_inexact("eig", x)
     _check_square("eig", x)
+    _check_inexact("eig", x)
     cdt = _complex_dtype(x.dtype)
     outs = [ShapedArray(x.shape[:-1], cdt)]
     outs += [ShapedArray(x.shape, cdt)] * (int(compute_left_eigenvectors) + int(compute_right_eigenvectors))
@@ -465,9 +500,8 @@ def _svd_impl(x: np.ndarray, *, full_matrices: bool, compute_uv: bool, subset_by
 def _svd_abstract(
     x: ShapedArray, *, full_matrices: bool, compute_uv: bool, subset_by_index: Any, algorithm: Any
 ) -> list:
+    _check_rank2("svd", x)
     _check_inexact("svd", x)
-    if x.ndim < 2:
-        raise ValueError(f"Argument to singular value decomposition must have ndims >= 2, got shape {tuple(x.shape)}")
     m, n = x.shape[-2:]
     k = min(m, n)
     bs = x.shape[:-2]
@@ -592,9 +626,8 @@ def _qr_impl(x: np.ndarray, *, pivoting: bool, full_matrices: bool) -> list:
 
 
 def _qr_abstract(x: ShapedArray, *, pivoting: bool, full_matrices: bool) -> list:
+    _check_rank2("qr", x)
     _check_inexact("qr", x)
-    if x.ndim < 2:
-        raise ValueError(f"Argument to QR decomposition must have ndims >= 2, got shape {tuple(x.shape)}")
     m, n = x.shape[-2:]
     k = min(m, n)
     bs = x.shape[:-2]
@@ -696,9 +729,8 @@ def _lu_impl(x: np.ndarray) -> list:
 
 
 def _lu_abstract(x: ShapedArray) -> list:
+    _check_rank2("lu", x)
     _check_inexact("lu", x)
-    if x.ndim < 2:
-        raise ValueError(f"Argument to LU decomposition must have ndims >= 2, got shape {tuple(x.shape)}")
     m, n = x.shape[-2:]
     bs = x.shape[:-2]
     i32 = np.dtype(np.int32)
@@ -822,23 +854,27 @@ def _triangular_solve_abstract(
     a: ShapedArray, b: ShapedArray, *, left_side: bool, lower: bool, transpose_a: bool, conjugate_a: bool,
     unit_diagonal: bool,
 ) -> ShapedArray:  # fmt: skip
+    # JAX's shape rule, in its order and words: ranks, a square, equal batch counts, then the
+    # core shapes (a batch mismatch also names only those)
+    _check_rank2("triangular_solve", a, 0)
+    _check_rank2("triangular_solve", b, 1)
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"The first input to triangular_solve must be a square matrix. Got shape {tuple(a.shape[-2:])}."
+        )
+    if b.ndim != a.ndim:
+        raise TypeError(
+            "All inputs to triangular_solve must have the same number of batch dimensions, but got "
+            f"{[a.ndim - 2, b.ndim - 2]} batch dimensions for the inputs."
+        )
+    common = b.shape[-2] if left_side else b.shape[-1]
+    if common != a.shape[-1] or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(
+            f"Incompatible shapes for arguments to triangular_solve: {tuple(a.shape[-2:])} and {tuple(b.shape[-2:])}."
+        )
     _check_inexact("triangular_solve", a)
     if a.dtype != b.dtype:
         raise TypeError(f"triangular_solve requires operands of the same dtype, got {_desc(a)} and {_desc(b)}")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"triangular_solve requires a to be [..., m, m], got {tuple(a.shape)}")
-    if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2]:
-        raise ValueError(
-            f"triangular_solve: a and b must have equal batch dimensions, got shapes {tuple(a.shape)} and "
-            f"{tuple(b.shape)}"
-        )
-    common = b.shape[-2] if left_side else b.shape[-1]
-    if common != a.shape[-1]:
-        side = "left" if left_side else "right"
-        raise ValueError(
-            f"triangular_solve: b shape {tuple(b.shape)} is incompatible with a shape {tuple(a.shape)} for "
-            f"a {side}-side solve"
-        )
     return ShapedArray(b.shape, b.dtype)
 
 

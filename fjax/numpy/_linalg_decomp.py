@@ -86,18 +86,43 @@ def _prep(fn: str, *xs: Any) -> list:
     return _util.promote_dtypes_inexact(fn, *ys)
 
 
-def _square(fn: str, a: Any, exc: type = ValueError, rank_exc: type | None = None) -> None:
-    # the error classes are JAX's per function: TypeError from its shape rules (eig's rank,
-    # matrix_power), ValueError from its wrappers' checks
-    if a.ndim < 2 and rank_exc is not None:
-        raise rank_exc(f"{fn}: argument must have at least 2 dimensions, got shape {a.shape}")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise exc(f"{fn}: argument must be a square matrix or stack of square matrices, got shape {a.shape}")
+# JAX's wrappers word the square-matrix check per function (det names its private _det)
+_ARG_SHAPE = {
+    "inv": "Argument to inv must have shape [..., n, n], got {}.",
+    "det": "Argument to _det() must have shape [..., n, n], got {}",
+    "slogdet": "Argument to slogdet() must have shape [..., n, n], got {}",
+}
 
 
-def _atleast2(fn: str, a: Any, exc: type = ValueError) -> None:
+def _square(fn: str, a: Any) -> None:
+    """JAX's error for a non-square (or rank < 2) ``a`` given to ``fn``: its wrapper's own check
+    (inv, det, slogdet), the lax shape rule's (eig), numpy's words (matrix_power), or what its
+    symmetrizing ``(a + a^H) / 2`` raises first (cholesky, eigh)."""
+    shape = tuple(a.shape)
+    if fn in _ARG_SHAPE:
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ValueError(_ARG_SHAPE[fn].format(shape))
+    elif fn in ("cholesky", "eigh"):
+        lax_linalg.check_symmetrizable(shape)
+    elif fn == "matrix_power":
+        if len(shape) < 2:
+            raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least two-dimensional")
+        if shape[-1] != shape[-2]:
+            raise TypeError("Last 2 dimensions of the array must be square")
+    elif fn == "eig":
+        lax_linalg._check_square("eig", a)
+    elif len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{fn}: argument must be a square matrix or stack of square matrices, got shape {shape}")
+
+
+def _atleast2(fn: str, a: Any) -> None:
+    # svd/qr: the lax shape rule's TypeError; pinv: the unpacking of ``a.shape[-2:]`` into m, n
     if a.ndim < 2:
-        raise exc(f"{fn}: argument must have at least 2 dimensions, got shape {a.shape}")
+        if fn == "pinv":
+            raise ValueError(f"not enough values to unpack (expected 2, got {a.ndim})")
+        if fn == "cond":
+            raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={a.shape}")
+        lax_linalg._check_rank2(fn, a)
 
 
 def _bcast_batch(a: Any, b: Any) -> tuple[Any, Any]:
@@ -122,7 +147,8 @@ def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> A
 def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors of Hermitian ``a``, reading the ``UPLO`` triangle."""
     (a,) = _prep("eigh", a)
-    _square("eigh", a)
+    if symmetrize_input:
+        _square("eigh", a)
     if UPLO is None or UPLO == "L":
         lower = True
     elif UPLO == "U":
@@ -141,7 +167,7 @@ def eigvalsh(a: Any, UPLO: str | None = "L", *, symmetrize_input: bool = True) -
 def eig(a: Any) -> tuple[Any, Any]:
     """Eigenvalues and right eigenvectors (unit columns) of a general square ``a`` (complex)."""
     (a,) = _prep("eig", a)
-    _square("eig", a, rank_exc=TypeError)
+    _square("eig", a)
     w, v = lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
     return w, v
 
@@ -149,7 +175,7 @@ def eig(a: Any) -> tuple[Any, Any]:
 def eigvals(a: Any) -> Any:
     """Eigenvalues of a general square ``a`` (complex; differentiable)."""
     (a,) = _prep("eigvals", a)
-    _square("eigvals", a, rank_exc=TypeError)
+    _square("eig", a)
     return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
@@ -163,7 +189,7 @@ def svd(
     """Singular value decomposition: ``SVDResult(U, S, Vh)`` with ``a = U @ diag(S) @ Vh``, or ``S``
     alone. ``hermitian`` computes it from an eigendecomposition (as JAX)."""
     (a,) = _prep("svd", a)
-    _atleast2("svd", a, TypeError)
+    _atleast2("svd", a)
     if hermitian:
         jnp = _jnp()
         v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
@@ -191,7 +217,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """QR decomposition: ``QRResult(Q, R)`` (``mode`` 'reduced' or 'complete'), ``R`` for 'r';
     'raw' gives LAPACK geqrf's packed reflectors (transposed) and scales."""
     (a,) = _prep("qr", a)
-    _atleast2("qr", a, TypeError)
+    _atleast2("qr", a)
     if mode in ("reduced", "r"):
         full = False
     elif mode == "complete":
@@ -335,11 +361,19 @@ def solve(a: Any, b: Any) -> Any:
     """Solve ``a @ x = b``; ``b`` is a vector when 1-D, otherwise a stack of matrices ``[..., n, k]``
     (numpy 2 semantics); batch dims broadcast. Singular ``a`` gives inf/NaN as LAPACK does."""
     a, b = _prep("solve", a, b)
-    _square("solve", a)
+    if a.ndim < 2:
+        raise ValueError(f"left hand array must be at least two dimensional; got a.shape={a.shape}")
+    if b.ndim > 1 and a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1] and a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"Invalid shapes for solve: {a.shape}, {b.shape}. Prior to JAX v0.5.0, this would have been treated "
+            "as a batched 1-dimensional solve. To recover this behavior, use solve(a, b[..., None]).squeeze(-1)."
+        )
     vec = b.ndim == 1
+    sig = "(m,m),(m)->(m)" if vec else "(m,m),(m,n)->(m,n)"
+    from fjax.numpy._more2 import check_core_dims  # noqa: PLC0415 - _more2 imports this module's package
+
+    check_core_dims([a.shape, b.shape], [("m", "m"), ("m",) if vec else ("m", "n")], frozenset(), sig)
     bb = lax.expand_dims(b, (1,)) if vec else b
-    if bb.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve: incompatible shapes: a {a.shape}, b {b.shape}")
     a2, b2 = _bcast_batch(a, bb)
     if a.shape[-1] == 0 or b2.size == 0:
         x = _jnp().zeros(b2.shape, b2.dtype)
@@ -372,7 +406,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, *, numpy_resid: bool = Fal
     if b.ndim == 1:
         b = b[:, None]
     if b.shape[0] != m:
-        raise ValueError(f"lstsq: leading dimension of b ({b.shape[0]}) must match a's rows ({m})")
+        raise ValueError("Leading dimensions of input arrays must match")
     dt = a.dtype
     if rcond is None:
         rcond = float(_finfo(dt).eps * max(n, m))
@@ -451,7 +485,7 @@ def matrix_power(a: Any, n: int) -> Any:
     """``a`` raised to the integer power ``n`` by repeated squaring (``n < 0`` inverts first)."""
     _util.check_arraylike("matrix_power", a)
     a = _util.to_fjax(a, "matrix_power")
-    _square("matrix_power", a, exc=TypeError)
+    _square("matrix_power", a)
     try:
         n = operator.index(n)
     except TypeError as err:

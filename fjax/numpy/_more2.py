@@ -621,6 +621,26 @@ def _parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[
     return parse(ins), parse(outs)
 
 
+def check_core_dims(shapes: list, cores: list, excluded: Any, signature: str | None) -> dict[str, int]:
+    """The sizes of a gufunc signature's core dimensions, checked over the inputs' shapes as JAX's
+    vectorize checks them (its messages name the signature: jnp.linalg.solve and
+    jax.scipy.linalg.solve_triangular raise them for mismatched operands)."""
+    context = f" on vectorized function with excluded={excluded!r} and signature={signature!r}"
+    sizes: dict[str, int] = {}
+    for shape, core_dims in zip(shapes, cores):
+        shape = tuple(shape)
+        nc = len(core_dims)
+        if len(shape) < nc:
+            raise ValueError(
+                f"input with shape {shape!r} does not have enough dimensions for all core dimensions "
+                f"{tuple(core_dims)!r}{context}"
+            )
+        for d, n in zip(core_dims, shape[len(shape) - nc :]):
+            if sizes.setdefault(d, n) != n:
+                raise ValueError(f"inconsistent size for core dimension {d!r}: {n!r} vs {sizes[d]!r}{context}")
+    return sizes
+
+
 def vectorize(
     pyfunc: Callable[..., Any], *, excluded: frozenset = frozenset(), signature: str | None = None
 ) -> Callable[..., Any]:
@@ -657,18 +677,8 @@ def vectorize(
             if len(in_core) != len(dyn_args):
                 raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, got {len(dyn_args)}")
             cores = in_core
-        sizes: dict[str, int] = {}
-        broadcast_shapes = []
-        for a, core_dims in zip(dyn_args, cores):
-            nc = len(core_dims)
-            if a.ndim < nc:
-                raise ValueError(
-                    f"input with shape {a.shape} does not have enough dimensions for all core dimensions {core_dims!r}"
-                )
-            for d, n in zip(core_dims, a.shape[a.ndim - nc :]):
-                if sizes.setdefault(d, n) != n:
-                    raise ValueError(f"inconsistent size for core dimension {d!r}: {n} vs {sizes[d]}")
-            broadcast_shapes.append(a.shape[: a.ndim - nc])
+        check_core_dims([a.shape for a in dyn_args], cores, excluded, signature)
+        broadcast_shapes = [a.shape[: a.ndim - len(c)] for a, c in zip(dyn_args, cores)]
         bshape = _util.broadcast_shapes("vectorize", *broadcast_shapes)
         dyn_args = [S.broadcast_to(a, bshape + a.shape[a.ndim - len(c) :]) for a, c in zip(dyn_args, cores)]
         f = call

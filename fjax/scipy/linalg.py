@@ -81,10 +81,19 @@ def _vec_rhs(b: Any) -> tuple[Any, bool]:
     return b, False
 
 
+def _core_dims(a: Any, b: Any) -> None:
+    # JAX vectorizes these solves over a gufunc signature; mismatched operands raise its words
+    from fjax.numpy._more2 import check_core_dims  # noqa: PLC0415
+
+    sig = "(n,n),(n)->(n)" if b.ndim == 1 else "(n,n),(n,k)->(n,k)"
+    check_core_dims([a.shape, b.shape], [("n", "n"), ("n",) if b.ndim == 1 else ("n", "k")], frozenset(), sig)
+
+
 def cho_solve(c_and_lower: tuple, b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``a x = b`` given ``cho_factor(a)``."""
     c, lower = c_and_lower
     c, b = _prep("cho_solve", c, b)
+    _core_dims(c, b)
     b2, vec = _vec_rhs(b)
     c2, b2 = nla._bcast_batch(c, b2)
     if lower:
@@ -111,6 +120,7 @@ def solve_triangular(
     t = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}.get(trans)
     if t is None:
         raise ValueError(f"Invalid 'trans' value {trans!r}")
+    _core_dims(a, b)
     b2, vec = _vec_rhs(b)
     a2, b2 = nla._bcast_batch(a, b2)
     x = lax_linalg.triangular_solve(
@@ -403,7 +413,7 @@ def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> 
     Frechet derivative (``expm_frechet``). Batched over leading dimensions."""
     (A,) = _prep("expm", A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"expm: expected a square matrix (or a stack of them), got shape {A.shape}")
+        raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape}.")
     if A.shape[-1] == 0:
         return A
     return _expm_core(A, int(max_squarings))

