@@ -225,3 +225,61 @@ def test_vectorize_names_its_signature():
         "signature='(n),(n)->()'",
     )
     np.testing.assert_allclose(f(_ones(2, 3), _ones(3)), [3.0, 3.0])
+
+
+EINSUM = [
+    (
+        lambda: jnp.einsum("ij"),
+        ValueError,
+        "Number of einsum subscripts, 1, must be equal to the number of operands, 0.",
+    ),
+    (lambda: jnp.einsum("i->j->k", _ones(3)), ValueError, "Subscripts can only contain one '->'."),
+    (lambda: jnp.einsum("i-j", _ones(3)), ValueError, "Subscripts can only contain one '->'."),
+    (lambda: jnp.einsum("..i.->i", _ones(3)), ValueError, "Invalid Ellipses."),
+    (lambda: jnp.einsum("...ijk->i", _ones(2, 3)), ValueError, "Ellipses lengths do not match."),
+    (
+        lambda: jnp.einsum("ii->i", _ones(2, 3)),
+        ValueError,
+        "Size of label 'i' for operand 0 (2) does not match previous terms (3).",
+    ),
+    (
+        lambda: jnp.einsum("ij,jk,kl->il", _ones(2, 3), _ones(3, 4), _ones(5, 2)),
+        ValueError,
+        "Size of label 'k' for operand 2 (4) does not match previous terms (5).",
+    ),
+    (
+        lambda: jnp.einsum("i,i", _ones(3), _ones(3), _ones(3)),
+        ValueError,
+        "Number of einsum subscripts, 2, must be equal to the number of operands, 3.",
+    ),
+    (
+        lambda: jnp.einsum("ij->ii", _ones(2, 2)),
+        ValueError,
+        "Output character 'i' appeared more than once in the output.",
+    ),
+    (
+        lambda: jnp.einsum("ij,jk->il", _ones(2, 3), _ones(3, 2)),
+        ValueError,
+        "Output character 'l' did not appear in the input",
+    ),
+    (
+        lambda: jnp.einsum("ijk->i", _ones(2, 3)),
+        ValueError,
+        "Einstein sum subscript 'ijk' does not contain the correct number of indices for operand 0.",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EINSUM)))
+def test_einsum_words(case):
+    _check(*EINSUM[case])
+
+
+def test_einsum_still_broadcasts_size_one_and_ellipses():
+    a, b = np.arange(6.0, dtype=np.float32).reshape(2, 3), np.arange(2.0, dtype=np.float32).reshape(1, 2)
+    np.testing.assert_allclose(
+        jnp.einsum("ij,jk", a, b), np.einsum("ij,jk", np.repeat(a.sum(1, keepdims=True), 1, 1), b)
+    )
+    x, y = np.ones((2, 3), np.float32), np.arange(3.0, dtype=np.float32)
+    np.testing.assert_allclose(jnp.einsum("...i,...i->...", x, y), np.einsum("...i,...i->...", x, y))
+    np.testing.assert_allclose(jnp.einsum("...ii->...i", np.ones((2, 3, 3))), np.ones((2, 3)))

@@ -320,42 +320,40 @@ def _sublist_to_str(sub: Sequence[Any]) -> str:
     return "".join(out)
 
 
+def _einsum_count_error(n_subs: int, n_ops: int) -> ValueError:
+    return ValueError(f"Number of einsum subscripts, {n_subs}, must be equal to the number of operands, {n_ops}.")
+
+
 def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str]:
-    """Expand ellipses into fresh letters; returns per-operand label strings and the output labels."""
+    """Expand ellipses into fresh letters; returns per-operand label strings and the output labels.
+
+    The checks run in the order (and with the words) of opt_einsum's parser, which JAX uses: the
+    arrow, the ellipses, the output labels, the operand count, then each operand's rank."""
     s = subscripts.replace(" ", "")
-    if "->" in s:
-        lhs, out = s.split("->")
-        if "->" in out:
-            raise ValueError(f"einsum: subscripts {subscripts!r} contain more than one '->'")
-    else:
-        lhs, out = s, None
+    if ("-" in s or ">" in s) and (s.count("-") > 1 or s.count(">") > 1 or s.count("->") != 1):
+        raise ValueError("Subscripts can only contain one '->'.")
+    lhs, out = s.split("->") if "->" in s else (s, None)
     ins = lhs.split(",")
-    if len(ins) != len(shapes):
-        raise ValueError(f"einsum: {len(ins)} operand subscripts in {subscripts!r} but {len(shapes)} operands")
     # any other character is a label, as in JAX (opt_einsum takes any symbol)
     used = set(c for c in s if c not in ".,->")
     fresh = [c for c in _LETTERS if c not in used]
     ell_nd = 0
-    for sub, shp in zip(ins, shapes):
-        if "..." in sub:
-            named = len(sub.replace("...", ""))
-            if sub.count("...") > 1:
-                raise ValueError(f"einsum: more than one ellipsis in operand subscript {sub!r}")
-            if named > len(shp):
-                raise ValueError(f"einsum: operand with shape {shp} has fewer dimensions than subscripts {sub!r}")
-            ell_nd = max(ell_nd, len(shp) - named)
-        elif len(sub) != len(shp):
-            raise ValueError(
-                f"einsum: operand subscripts {sub!r} have {len(sub)} labels but the operand has shape {shp} "
-                f"({len(shp)} dimensions)"
-            )
+    ell_counts: list[int] = []
+    for num, sub in enumerate(ins):
+        if "." not in sub:
+            ell_counts.append(0)
+            continue
+        if sub.count(".") != 3 or sub.count("...") != 1:
+            raise ValueError("Invalid Ellipses.")
+        if num >= len(shapes):
+            raise _einsum_count_error(len(ins), len(shapes))
+        k = len(shapes[num]) - (len(sub) - 3) if shapes[num] else 0
+        if k < 0:
+            raise ValueError("Ellipses lengths do not match.")
+        ell_counts.append(k)
+        ell_nd = max(ell_nd, k)
     ell = "".join(fresh[:ell_nd])
-    new_ins = []
-    for sub, shp in zip(ins, shapes):
-        if "..." in sub:
-            k = len(shp) - len(sub.replace("...", ""))
-            sub = sub.replace("...", ell[ell_nd - k :] if k else "")
-        new_ins.append(sub)
+    new_ins = [sub.replace("...", ell[ell_nd - k :] if k else "") for sub, k in zip(ins, ell_counts)]
     if out is None:
         counts: dict[str, int] = {}
         for sub in new_ins:
@@ -363,16 +361,20 @@ def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[
                 counts[c] = counts.get(c, 0) + 1
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
-        if "..." in out:
-            out = out.replace("...", ell)
-        elif ell_nd and any("..." in x for x in ins):
-            # numpy: an explicit output without '...' sums over the broadcast dims
-            pass
+        # numpy: an explicit output without '...' sums over the broadcast dims
+        out = out.replace("...", ell)
         for c in out:
             if out.count(c) > 1:
-                raise ValueError(f"einsum: output subscript {c!r} appears more than once in {subscripts!r}")
+                raise ValueError(f"Output character '{c}' appeared more than once in the output.")
             if not any(c in sub for sub in new_ins):
-                raise ValueError(f"einsum: output subscript {c!r} does not appear in any input of {subscripts!r}")
+                raise ValueError(f"Output character '{c}' did not appear in the input")
+    if len(ins) != len(shapes):
+        raise _einsum_count_error(len(ins), len(shapes))
+    for num, (sub, shp) in enumerate(zip(new_ins, shapes)):
+        if len(sub) != len(shp):
+            raise ValueError(
+                f"Einstein sum subscript '{sub}' does not contain the correct number of indices for operand {num}."
+            )
     return new_ins, out
 
 
@@ -454,7 +456,7 @@ def einsum(
             subscripts += "->" + _sublist_to_str(outsub)
         operands = tuple(ops)
     if not operands:
-        raise ValueError("einsum: at least one operand is required")
+        raise _einsum_count_error(len(subscripts.split("->")[0].split(",")), 0)
     xs, dt = _promote("einsum", *operands, preferred_element_type=preferred_element_type)
     if dt != xs[0].dtype:
         xs = [lax.convert_element_type(x, dt) for x in xs]
@@ -465,8 +467,9 @@ def einsum(
     for k, (x, sub) in enumerate(zip(xs, ins)):
         for c, s in zip(sub, x.shape):
             if c in sizes and sizes[c] != s and s != 1 and sizes[c] != 1:
+                # (opt_einsum's words: the first size seen, then this operand's)
                 raise ValueError(
-                    f"einsum: size of label {c!r} for operand {k} ({s}) does not match previous terms ({sizes[c]})"
+                    f"Size of label '{c}' for operand {k} ({sizes[c]}) does not match previous terms ({s})."
                 )
             if c not in sizes or sizes[c] == 1:
                 sizes[c] = s
