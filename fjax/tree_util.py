@@ -412,9 +412,10 @@ class PyTreeDef:
         if not isinstance(leaves, (list, tuple)):
             leaves = list(leaves)
         n = self.num_leaves
-        if len(leaves) != n:
-            few = "few" if len(leaves) < n else "many"
-            raise ValueError(f"Too {few} leaves for PyTreeDef; expected {n}, got {len(leaves)}. Structure: {self}")
+        if len(leaves) < n:  # JAX's (C++) words
+            raise ValueError(f"Too few leaves for PyTreeDef; expected {n}, got {len(leaves)}")
+        if len(leaves) > n:
+            raise ValueError(f"Too many leaves for PyTreeDef; expected {n}.")
         return self._unflatten_unchecked(leaves)
 
     def _unflatten_unchecked(self, leaves: Sequence[Any]) -> Any:
@@ -576,7 +577,17 @@ def _map_flattened(flatten: Callable, f: Callable[..., Any], tree: Any, rest: tu
     if not rest:
         results = [f(x) for x in leaves]
     else:
-        all_leaves = [leaves, *_flatten_rest(treedef, rest, "tree_map")]
+        try:
+            all_leaves = [leaves, *[treedef.flatten_up_to(r) for r in rest]]
+        except ValueError:
+            # JAX reports the first place where ``tree`` is no prefix of the failing tree
+            from fjax._tree_prefix import prefix_errors  # noqa: PLC0415
+
+            for r in rest:
+                errs = prefix_errors(tree, r, is_leaf)
+                if errs:
+                    raise errs[0]("tree_map tree") from None
+            all_leaves = [leaves, *_flatten_rest(treedef, rest, "tree_map")]
         results = [f(*xs) for xs in zip(*all_leaves)]
     return treedef._unflatten_unchecked(results)
 

@@ -9,9 +9,12 @@ same call in a separate virtual environment; the suite itself never imports jax.
 # ruff: noqa: E501 - the expected messages are JAX's, kept on one line each where they fit
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
+import fjax
 import fjax.numpy as jnp
 import fjax.scipy.linalg as sl
 from fjax.lax import linalg as LL
@@ -283,3 +286,53 @@ def test_einsum_still_broadcasts_size_one_and_ellipses():
     x, y = np.ones((2, 3), np.float32), np.arange(3.0, dtype=np.float32)
     np.testing.assert_allclose(jnp.einsum("...i,...i->...", x, y), np.einsum("...i,...i->...", x, y))
     np.testing.assert_allclose(jnp.einsum("...ii->...i", np.ones((2, 3, 3))), np.ones((2, 3)))
+
+
+# tree_map(f, a, b) where ``a`` is no prefix of ``b``: JAX names the first mismatch and its key path
+_P = collections.namedtuple("_P", "x y")
+_Q = collections.namedtuple("_Q", "x y")
+_TYPES = "pytree structure error: different types at key path\n    tree_map tree{}\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    {}\nbut at the same key path the full pytree has a subtree of different type\n    {}."
+_LENGTHS = "pytree structure error: different lengths of {0} at key path\n    tree_map tree{1}\nAt that key path, the prefix pytree tree_map tree has a subtree of type {0} of length {2}, but the full pytree has a subtree of the same type but of length {3}."
+TREE_MAP = [
+    ((1, 2), (1, 2, 3), _LENGTHS.format("tuple", "", 2, 3)),
+    ([[1]], [[1, 2]], _LENGTHS.format("list", "[0]", 1, 2)),
+    ({"a": (1, 2)}, {"a": (1,)}, _LENGTHS.format("tuple", "['a']", 2, 1)),
+    ([1, 2], (1, 2), _TYPES.format("", "<class 'list'>", "<class 'tuple'>")),
+    (None, 1, _TYPES.format("", "<class 'NoneType'>", "<class 'int'>")),
+    ((None,), (1,), _TYPES.format("[0]", "<class 'NoneType'>", "<class 'int'>")),
+    ({"a": [1]}, {"a": 1}, _TYPES.format("['a']", "<class 'list'>", "<class 'int'>")),
+    (_P(1, 2), _Q(1, 2), _TYPES.format("", repr(_P), repr(_Q))),
+    (
+        {"a": 1},
+        {"b": 1},
+        "pytree structure error: different pytree metadata at key path\n    tree_map tree\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class 'dict'>\nwith metadata\n    ('a',)\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    ('b',)\nso the diff in the metadata at these pytree nodes is\n    - ('a',)\n    ?   ^\n\n    + ('b',)\n    ?   ^\n",
+    ),
+    (
+        (1, {"x": 2}),
+        (1, {"x": 2, "y": 3}),
+        "pytree structure error: different numbers of pytree children at key path\n    tree_map tree[1]\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class 'dict'>\nwith 1 child keys\n    x\nbut at the same key path the full pytree has a subtree of the same type but with 2 child keys\n    x y\nso the symmetric difference on key sets is\n    y",
+    ),
+    (
+        collections.OrderedDict(a=1, b=2),
+        collections.OrderedDict(b=1, a=2),
+        "pytree structure error: different pytree metadata at key path\n    tree_map tree\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class 'collections.OrderedDict'>\nwith metadata\n    ('a', 'b')\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    ('b', 'a')\nso the diff in the metadata at these pytree nodes is\n    - ('a', 'b')\n    + ('b', 'a')",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(TREE_MAP)))
+def test_tree_map_prefix_words(case):
+    a, b, msg = TREE_MAP[case]
+    _check(lambda: fjax.tree_util.tree_map(lambda *x: 0, a, b), ValueError, msg)
+    _check(lambda: fjax.tree.map(lambda *x: 0, a, b), ValueError, msg)
+
+
+def test_tree_map_prefix_still_maps():
+    assert fjax.tree_util.tree_map(lambda a, b: (a, b), (1, 2), (3, [4, 5])) == ((1, 3), (2, [4, 5]))
+    assert fjax.tree_util.tree_map(lambda a, b: a + b, {"a": 1}, {"a": 2}) == {"a": 3}
+
+
+def test_tree_unflatten_counts():
+    t = fjax.tree_util.tree_structure((1, 2))
+    _check(lambda: fjax.tree_util.tree_unflatten(t, [1]), ValueError, "Too few leaves for PyTreeDef; expected 2, got 1")
+    _check(lambda: fjax.tree_util.tree_unflatten(t, [1, 2, 3]), ValueError, "Too many leaves for PyTreeDef; expected 2.")

@@ -248,7 +248,7 @@ def test_tree_map_none_in_first_tree_requires_none():
     # A leaf of the first tree may face None (a whole subtree) in another tree...
     assert tu.tree_map(lambda x, y: (x, y), [1, 2], [None, 3]) == [(1, None), (2, 3)]
     # ...but None in the first tree is a node that only matches None.
-    with pytest.raises(ValueError, match="Expected None"):
+    with pytest.raises(ValueError, match=r"(?s)different types at key path\n    tree_map tree\[0\]\n.*NoneType"):
         tu.tree_map(lambda x, y: (x, y), [None, 2], [1, 3])
     out = tu.tree_map(lambda x, y: (x, y), [None, 2], [1, 3], is_leaf=lambda x: x is None)
     assert out == [(None, 1), (2, 3)]
@@ -329,19 +329,20 @@ def test_unflatten_wrong_number_of_leaves():
     treedef = tu.tree_structure([1, (2, 3)])
     with pytest.raises(ValueError, match="expected 3, got 2"):
         tu.tree_unflatten(treedef, [1, 2])
-    with pytest.raises(ValueError, match="expected 3, got 4"):
+    with pytest.raises(ValueError, match=r"^Too many leaves for PyTreeDef; expected 3\.$"):  # JAX's words
         treedef.unflatten([1, 2, 3, 4])
     assert treedef.unflatten(iter([1, 2, 3])) == [1, (2, 3)]
 
 
-def test_tree_map_mismatch_names_both_structures():
+def test_tree_map_mismatch_names_the_key_path():
+    # JAX 0.10.2's prefix-error words (more in tests/test_error_words_linalg_api.py)
     with pytest.raises(ValueError) as info:
         tu.tree_map(lambda x, y: x, [1, 2], (1, 2))
     msg = str(info.value)
-    assert "PyTreeDef([*, *])" in msg and "PyTreeDef((*, *))" in msg
-    with pytest.raises(ValueError, match=r"argument 2.*PyTreeDef\(\[\*, \*, \*\]\)"):
+    assert "<class 'list'>" in msg and "<class 'tuple'>" in msg
+    with pytest.raises(ValueError, match=r"different lengths of list at key path\n    tree_map tree\n"):
         tu.tree_map(lambda *xs: xs, [1, 2], [1, 2], [1, 2, 3])
-    with pytest.raises(ValueError, match=r"key path \['a'\]\[1\]"):
+    with pytest.raises(ValueError, match=r"key path\n    tree_map tree\['a'\]\[1\]\n"):
         tu.tree_map(lambda *xs: xs, {"a": [1, (2, 3)]}, {"a": [1, (2,)]})
 
 
