@@ -41,6 +41,7 @@ from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
 from fjax.lax.control_flow import common
+from fjax.lax.control_flow._scan_forwarding import scan_forwarding
 
 __all__ = ["map", "scan", "scan_p"]
 
@@ -532,8 +533,8 @@ pe.partial_eval_jaxpr_rules[scan_p] = _scan_partial_eval_jaxpr
 def _transpose_body(
     jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, const_lin: tuple, xs_lin: tuple, ys_ct_nz: tuple
 ) -> tuple[ClosedJaxpr, list]:
-    """The transposed body: ``res_consts; ct_consts_acc, ct_carry; res_xs, ct_ys (nonzero)`` ->
-    ``ct_consts_acc', ct_carry_in; ct_xs (linear xs)``."""
+    """The transposed body: ``res_consts; ct_consts_acc, ct_carry; ct_ys (nonzero), res_xs`` ->
+    ``ct_consts_acc', ct_carry_in; ct_xs (linear xs)`` (JAX's order of the scanned inputs)."""
     in_avals = jaxpr.in_avals
     const_avals = in_avals[:num_consts]
     carry_avals = in_avals[num_consts : num_consts + num_carry]
@@ -545,10 +546,10 @@ def _transpose_body(
     ct_carry_avals = [ad.tangent_aval(a) for a in out_avals[:num_carry]]
     res_x_avals = [a for a, lin in zip(x_avals, xs_lin) if not lin]
     ct_y_avals = [ad.tangent_aval(a) for a, z in zip(y_avals, ys_ct_nz) if z]
-    sizes = [len(res_c_avals), len(lin_c_avals), len(ct_carry_avals), len(res_x_avals)]
+    sizes = [len(res_c_avals), len(lin_c_avals), len(ct_carry_avals), len(ct_y_avals)]
 
     def f(*args: Any) -> list:
-        res_c, acc, ct_carry, res_x, ct_y = core.split_list(list(args), sizes)
+        res_c, acc, ct_carry, ct_y, res_x = core.split_list(list(args), sizes)
         rc, rx = iter(res_c), iter(res_x)
         full = (
             [UndefinedPrimal(a) if lin else next(rc) for a, lin in zip(const_avals, const_lin)]
@@ -571,7 +572,7 @@ def _transpose_body(
         ]
         return [*new_acc, *ct_init, *ct_x_lin]
 
-    return _trace(f, res_c_avals + lin_c_avals + ct_carry_avals + res_x_avals + ct_y_avals, "transpose(scan)")
+    return _trace(f, res_c_avals + lin_c_avals + ct_carry_avals + ct_y_avals + res_x_avals, "transpose(scan)")
 
 
 def _nonone(c: Any, like: Any) -> Any:
@@ -605,7 +606,7 @@ def _scan_transpose(
     acc0 = [ad.instantiate_zeros(Zero(ad.tangent_aval(c.aval))) for c in consts if is_undefined_primal(c)]
     closed, hoisted = _transpose_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_ct_nz)
     outs = _bind(
-        [*hoisted, *res_c, *acc0, *ct_carry, *res_x, *ct_ys],
+        [*hoisted, *res_c, *acc0, *ct_carry, *ct_ys, *res_x],
         jaxpr=closed,
         length=length,
         num_carry=len(acc0) + num_carry,
@@ -882,16 +883,34 @@ def _scan(
     common.check_carry_match(
         "scan body", common.carry_name(f), init_avals, carry_out_avals, init_tree, out_tree=carry_tree
     )
+    fwd = scan_forwarding(closed, n_hoisted, num_carry)
+    if fwd is None:
+        outs = _bind(
+            [*consts, *init_flat, *xs_flat],
+            jaxpr=closed,
+            length=length,
+            num_carry=num_carry,
+            num_consts=n_hoisted,
+            reverse=bool(reverse),
+            unroll=unroll,
+        )
+        return tu.tree_unflatten(carry_tree, outs[:num_carry]), tu.tree_unflatten(ys_tree, outs[num_carry:])
+    # JAX's forwarding: passed-through carries become constants, ys that are xs are xs
+    moved = [v for v, m in zip(init_flat, fwd.move) if m]
+    kept = [v for v, m in zip(init_flat, fwd.move) if not m]
     outs = _bind(
-        [*consts, *init_flat, *xs_flat],
-        jaxpr=closed,
+        [*moved, *consts, *kept, *xs_flat],
+        jaxpr=fwd.jaxpr,
         length=length,
-        num_carry=num_carry,
-        num_consts=n_hoisted,
+        num_carry=len(kept),
+        num_consts=len(moved) + n_hoisted,
         reverse=bool(reverse),
         unroll=unroll,
     )
-    return tu.tree_unflatten(carry_tree, outs[:num_carry]), tu.tree_unflatten(ys_tree, outs[num_carry:])
+    carry_it, ys_it, moved_it = iter(outs[: len(kept)]), iter(outs[len(kept) :]), iter(moved)
+    carry_out = [next(moved_it) if m else next(carry_it) for m in fwd.move]
+    ys_out = [next(ys_it) if f is None else xs_flat[f] for f in fwd.ys_from_xs]
+    return tu.tree_unflatten(carry_tree, carry_out), tu.tree_unflatten(ys_tree, ys_out)
 
 
 def _batch_and_remainder(x: Any, batch_size: int) -> tuple[Any, Any]:
