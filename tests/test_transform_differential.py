@@ -79,10 +79,6 @@ KNOWN: dict[str, str] = {
         )
         for dt in ("float32", "float64")
     },
-    "float32:opt:jvp_of_vmap_scan": (
-        "weak type only: JAX traces a scan body with a weakly typed init carry (1.0) as it is and lets the "
-        "out carry be strong, so ys (the carries) stay weak; fjax makes the init carry strong first"
-    ),
     "float32:linalg:expm:jacrev": (
         "float32 reverse-mode derivative of expm: JAX's is 0.4% off its own float64 result (its float32 "
         "Pade/scaling choice); fjax's is within 2e-6 of it"
