@@ -4,7 +4,9 @@ rebuilds the output trees."""
 
 from __future__ import annotations
 
+import collections
 import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -568,10 +570,68 @@ def _flatten_axes(what: str, tree: tu.PyTreeDef, axes: Any, kws: bool = False) -
             tree.flatten_up_to_prefix(axes) if hasattr(tree, "flatten_up_to_prefix") else _prefix_broadcast(tree, axes)
         )
     except (ValueError, TypeError) as e:
+        from fjax._tree_prefix import prefix_errors  # noqa: PLC0415
+
+        errors = prefix_errors(axes, tu.tree_unflatten(tree, [_PytreeLeaf()] * tree.num_leaves))
+        if errors:  # JAX's report: every mismatch with its key path
+            details = "\n  ".join(err(f"vmap {what}").args[0] for err in errors)
+            raise ValueError(
+                f"vmap {what} specification must be a tree prefix of the corresponding value; \n"
+                f"  Mismatch details ({len(errors)} found):\n  {details}"
+            ) from None
         raise ValueError(
             f"vmap {what} specification must be a tree prefix of the corresponding value, got specification "
             f"{axes!r} for value tree {tree}. ({e})"
         ) from None
+
+
+class _PytreeLeaf:
+    """Stands for a leaf of the value tree in prefix-error reports (as JAX's ``PytreeLeaf``)."""
+
+    def __repr__(self) -> str:
+        return "pytree leaf"
+
+
+def _long_type(x: Any) -> str:
+    """``float32[2,3]``: JAX's ``str_short`` of an argument, as its vmap size errors print it."""
+    try:
+        aval = core.get_aval(x)
+        dt = aval.dtype.name if isinstance(aval.dtype, np.dtype) else aval.dtype
+        return f"{dt}[{','.join(map(str, aval.shape))}]"
+    except Exception:  # noqa: BLE001 - only a message is at stake
+        return "unknown"
+
+
+def _inconsistent_sizes(
+    fun: Callable, args: tuple, kwargs: dict, leaves: list, axes: list, sizes: list, axis_size: Any
+) -> ValueError:
+    """JAX's report of mapped axes of different sizes: each size (most common first) with the
+    first argument mapped to it, named after ``fun``'s parameters where they bind."""
+    try:
+        params: list | None = list(inspect.signature(fun).bind(*args, **kwargs).signature.parameters)
+    except (TypeError, ValueError):
+        params = None
+    names = []
+    for path in tu.leaf_paths(args):
+        i = int(path[1 : path.index("]")]) if path.startswith("[") else -1
+        if params is None or not 0 <= i < len(params):
+            names.append(f"args{path}")
+        else:
+            names.append(f"argument {params[i]}{path[path.index(']') + 1 :]}")
+    names += [f"kwargs{p}" for p in tu.leaf_paths(kwargs)]
+    counts = collections.Counter(s for s in sizes if s is not None).most_common()
+    msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
+    if axis_size is not None:
+        msg.append(f"  * the `axis_size` argument was {axis_size};\n")
+    for k, (sz, ct) in enumerate(counts):
+        i = sizes.index(sz)
+        ex = f"axis {axes[i]} of {names[i]} of type {_long_type(leaves[i])}"
+        if ct == 1:
+            msg.append(f"  * one axis had size {sz}: {ex};\n")
+        else:
+            many = "most" if k == 0 else "some"
+            msg.append(f"  * {many} axes ({ct} of them) had size {sz}, e.g. {ex};\n")
+    return ValueError("".join(msg)[:-2])
 
 
 def _prefix_broadcast(tree: tu.PyTreeDef, axes: Any) -> list:
@@ -624,9 +684,19 @@ def vmap(
     over it, instead of raising)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(in_axes)):  # TypeError, as in JAX
+    # TypeErrors at vmap() time, as in JAX (numpy integers pass too)
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))):
+        raise TypeError(
+            "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments "
+            f"passed to the function, but got {in_axes}."
+        )
+    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(in_axes)):
         raise TypeError(
             f"vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got {in_axes}."
+        )
+    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(out_axes)):
+        raise TypeError(
+            f"vmap out_axes must be an int, None, or (nested) container with those types as leaves, but got {out_axes}."
         )
     name = _fun_name(fun)
 
@@ -640,6 +710,12 @@ def vmap(
         a_flat, a_tree = tu.tree_flatten(args)
         k_flat, k_tree = tu.tree_flatten(kwargs)
         axes_flat = _flatten_axes("in_axes", a_tree, in_axes) + [0] * len(k_flat)
+        if not a_flat and not k_flat and axis_size is None:
+            raise ValueError(
+                "vmap wrapped function must be passed at least one argument containing an array or axis_size must "
+                f"be specified, got empty *args={args} and **kwargs={kwargs}"
+            )
+        axes_all = list(axes_flat)
         # a key array's axes are its data's but the last (the key words): count negative ones so
         key_data = tu.lifted_leaf_mask(a_tree) + tu.lifted_leaf_mask(k_tree)
         all_leaves = a_flat + k_flat
@@ -675,18 +751,14 @@ def vmap(
         if axis_size is not None:
             sizes.add(axis_size)
         if not sizes:
-            raise ValueError("vmap must have at least one non-None value in in_axes (or pass axis_size)")
+            raise ValueError("vmap must have at least one non-None value in in_axes or axis_size must be specified")
         if len(sizes) > 1:
-            lines = []
-            paths = [f"args{p}" for p in tu.leaf_paths(args)] + [f"kwargs{p}" for p in tu.leaf_paths(kwargs)]
-            paths = [p for i, p in enumerate(paths) if i not in static]
-            for p, x, d in zip(paths, flat, dims):
-                if d is not None:
-                    lines.append(
-                        f"  {p} of shape {core.get_aval(x).shape} mapped along axis {d}: size "
-                        f"{core.get_aval(x).shape[d]}"
-                    )
-            raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + "\n".join(lines))
+            it = iter(zip(flat, dims))
+            mapped = []  # the size each leaf is mapped along (None: unmapped or static)
+            for i in range(len(all_leaves)):
+                x, d = (None, None) if i in static else next(it)
+                mapped.append(None if d is None else core.get_aval(x).shape[d])
+            raise _inconsistent_sizes(fun, args, kwargs, all_leaves, axes_all, mapped, axis_size)
         size = sizes.pop()
         out_tree_box: list = []
 
@@ -708,7 +780,17 @@ def vmap(
             return [a - 1 if kd and isinstance(a, int) and a < 0 else a for a, kd in zip(axes, key_data)]
 
         data = batching.AxisData(size, axis_name, spmd_axis_name)
-        outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data, sum_match=sum_match)
+        try:
+            outs = batching.vmap_flat(flat_fun, size, dims, flat, out_dims_thunk, axis_data=data, sum_match=sum_match)
+        except batching.UnmappedOutputError as e:
+            path = (
+                ""
+                if e.index is None
+                else tu.leaf_paths(tu.tree_unflatten(out_tree_box[0], [0] * out_tree_box[0].num_leaves))[e.index]
+            )
+            raise ValueError(
+                f"at vmap out_axes{path}, got axis spec None but output was batched on axis {e.src}"
+            ) from None
         return tu.tree_unflatten(out_tree_box[0], outs)
 
     return vmap_f

@@ -335,4 +335,127 @@ def test_tree_map_prefix_still_maps():
 def test_tree_unflatten_counts():
     t = fjax.tree_util.tree_structure((1, 2))
     _check(lambda: fjax.tree_util.tree_unflatten(t, [1]), ValueError, "Too few leaves for PyTreeDef; expected 2, got 1")
-    _check(lambda: fjax.tree_util.tree_unflatten(t, [1, 2, 3]), ValueError, "Too many leaves for PyTreeDef; expected 2.")
+    _check(
+        lambda: fjax.tree_util.tree_unflatten(t, [1, 2, 3]), ValueError, "Too many leaves for PyTreeDef; expected 2."
+    )
+
+
+def _o(shape):
+    return np.ones(shape, np.float32)
+
+
+# vmap's in_axes/out_axes/size errors (the calls of tests/data, more shapes of them)
+VMAP = [
+    (
+        lambda: fjax.vmap(lambda x: (x, {"a": x}), out_axes=(0, {"a": None}))(_o(3)),
+        ValueError,
+        "at vmap out_axes[1]['a'], got axis spec None but output was batched on axis 0",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: (x, x), out_axes=None)(_o(3)),
+        ValueError,
+        "at vmap out_axes[0], got axis spec None but output was batched on axis 0",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x.T, in_axes=1, out_axes=None)(_o((2, 3))),
+        ValueError,
+        "at vmap out_axes, got axis spec None but output was batched on axis 1",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x, in_axes=(0, -1))(_o(3), _o((2, 4))),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * one axis had size 3: axis 0 of argument x of type float32[3];\n  * one axis had size 4: axis -1 of argument y of type float32[2,4]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y, z: x, in_axes=(0, 0, 1))(_o(3), _o(3), _o((2, 4))),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * most axes (2 of them) had size 3, e.g. axis 0 of argument x of type float32[3];\n  * one axis had size 4: axis 1 of argument z of type float32[2,4]",
+    ),
+    (
+        lambda: fjax.vmap(lambda *a: a[0])(_o(3), _o(4)),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * one axis had size 3: axis 0 of argument a of type float32[3];\n  * one axis had size 4: axis 0 of args[1] of type float32[4]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x)({"a": _o(3), "b": [_o(4)]}),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * one axis had size 3: axis 0 of argument x['a'] of type float32[3];\n  * one axis had size 4: axis 0 of argument x['b'][0] of type float32[4]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x, out_axes=0.5),
+        TypeError,
+        "vmap out_axes must be an int, None, or (nested) container with those types as leaves, but got 0.5.",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x, in_axes={"a": 0}),
+        TypeError,
+        "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got {'a': 0}.",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x, in_axes=(0.5,)),
+        TypeError,
+        "vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got (0.5,).",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x)(),
+        ValueError,
+        "vmap wrapped function must be passed at least one argument containing an array or axis_size must be specified, got empty *args=() and **kwargs={}",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x)(None),
+        ValueError,
+        "vmap wrapped function must be passed at least one argument containing an array or axis_size must be specified, got empty *args=(None,) and **kwargs={}",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: x, in_axes=None)(_o(3)),
+        ValueError,
+        "vmap must have at least one non-None value in in_axes or axis_size must be specified",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x, in_axes=(0, None), axis_size=5)(_o(3), 2),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * the `axis_size` argument was 5;\n  * one axis had size 3: axis 0 of argument x of type float32[3]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x, in_axes=[0, (0, 0)])(_o(3), (_o(3),)),
+        ValueError,
+        "vmap in_axes specification must be a tree prefix of the corresponding value; \n  Mismatch details (1 found):\n  pytree structure error: different lengths of tuple at key path\n    vmap in_axes[1]\nAt that key path, the prefix pytree vmap in_axes has a subtree of type tuple of length 2, but the full pytree has a subtree of the same type but of length 1.",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x)(np.ones(3, np.int8), np.ones(2, np.bool_)),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * one axis had size 3: axis 0 of argument x of type int8[3];\n  * one axis had size 2: axis 0 of argument y of type bool[2]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x)(_o(3), y=_o(4)),
+        ValueError,
+        "vmap got inconsistent sizes for array axes to be mapped:\n  * one axis had size 3: axis 0 of argument x of type float32[3];\n  * one axis had size 4: axis 0 of kwargs['y'] of type float32[4]",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x, in_axes=({"b": 0}, 0))({"a": _o(3)}, _o(3)),
+        ValueError,
+        "vmap in_axes specification must be a tree prefix of the corresponding value; \n  Mismatch details (1 found):\n  pytree structure error: different pytree metadata at key path\n    vmap in_axes[0]\nAt that key path, the prefix pytree vmap in_axes has a subtree of type\n    <class 'dict'>\nwith metadata\n    ('b',)\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    ('a',)\nso the diff in the metadata at these pytree nodes is\n    - ('b',)\n    ?   ^\n\n    + ('a',)\n    ?   ^\n",
+    ),
+    (
+        lambda: fjax.vmap(lambda x, y: x, in_axes=(0, 0, 0))(_o(3), _o(3)),
+        ValueError,
+        "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)=3, len(args)=2",
+    ),
+    (
+        lambda: fjax.vmap(lambda x: {"a": x, "b": x}, out_axes={"a": 0, "c": 0})(_o(3)),
+        ValueError,
+        "vmap out_axes specification must be a tree prefix of the corresponding value; \n  Mismatch details (1 found):\n  pytree structure error: different pytree metadata at key path\n    vmap out_axes\nAt that key path, the prefix pytree vmap out_axes has a subtree of type\n    <class 'dict'>\nwith metadata\n    ('a', 'c')\nbut at the same key path the full pytree has a subtree of the same type but with metadata\n    ('a', 'b')\nso the diff in the metadata at these pytree nodes is\n    - ('a', 'c')\n    ?        ^\n\n    + ('a', 'b')\n    ?        ^\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(VMAP)))
+def test_vmap_words(case):
+    _check(*VMAP[case])
+
+
+def test_vmap_still_maps_with_negative_axes_and_kwargs():
+    out = fjax.vmap(lambda x, y: x + y, in_axes=(0, -1))(_o(3), np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_allclose(out, 1 + np.arange(6.0).reshape(2, 3).T)
+    np.testing.assert_allclose(fjax.vmap(lambda x, y: x * y)(_o(3), y=2 * _o(3)), 2 * np.ones(3))
+    np.testing.assert_allclose(fjax.vmap(lambda x: x, axis_size=3, in_axes=None)(_o(2)), np.ones((3, 2)))

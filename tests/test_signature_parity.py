@@ -515,7 +515,7 @@ def test_transform_keywords():
     s, b = fjax.vmap(lambda a, b: (a * 2, b), in_axes=(0, None), out_axes=None, sum_match=True)(x, np.ones(2))
     np.testing.assert_array_equal(np.asarray(s), 2 * x.sum(0))  # mapped: summed
     np.testing.assert_array_equal(np.asarray(b), np.ones(2))  # unmapped: as it is
-    with pytest.raises(ValueError, match="out_axes is None"):
+    with pytest.raises(ValueError, match=r"^at vmap out_axes, got axis spec None but output was batched on axis 0$"):
         fjax.vmap(lambda a: a, out_axes=None)(x)
 
     def f(x, n, *, mode="a"):

@@ -286,7 +286,24 @@ def vmap_flat(
         vals_out = [t.val for t in tracers_out]
         bdims_out = [t.batch_dim for t in tracers_out]
     out_dims = out_dims_thunk(len(vals_out))
-    return [move_batch_axis(axis_size, bd, od, v, sum_match) for v, bd, od in zip(vals_out, bdims_out, out_dims)]
+    outs = []
+    for i, (v, bd, od) in enumerate(zip(vals_out, bdims_out, out_dims)):
+        try:
+            outs.append(move_batch_axis(axis_size, bd, od, v, sum_match))
+        except UnmappedOutputError as e:
+            raise UnmappedOutputError(e.src, i) from None
+    return outs
+
+
+class UnmappedOutputError(ValueError):
+    """An output mapped along axis ``src`` whose out_axes is None (vmap names its key path)."""
+
+    def __init__(self, src: int, index: int | None = None) -> None:
+        super().__init__(
+            "vmap has mapped output but out_axes is None: the output varies along the mapped axis, so it "
+            "cannot be returned unmapped"
+        )
+        self.src, self.index = src, index
 
 
 def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any, sum_match: bool = False) -> Any:
@@ -297,10 +314,7 @@ def move_batch_axis(axis_size: int, src: int | None, dst: int | None, x: Any, su
 
         return lax.reduce_sum(x, (src,))
     if dst is not_mapped:
-        raise ValueError(
-            "vmap has mapped output but out_axes is None: the output varies along the mapped axis, so it "
-            "cannot be returned unmapped"
-        )
+        raise UnmappedOutputError(src)
     # the rank of the output with its mapped axis
     ndim = core.get_aval(x).ndim + (src is not_mapped)
     if not -ndim <= dst < ndim:
