@@ -75,7 +75,7 @@ def test_matmul_dtypes_and_errors():
         L.matmul(A(np.ones(3)), A(np.ones(4)))
     with pytest.raises(ValueError, match="matmul input operand 0 must have ndim at least 1, but it has ndim 0"):
         L.matmul(A(np.float32(1)), A(np.ones(4)))
-    with pytest.raises(TypeError, match="tensordot"):
+    with pytest.raises(TypeError, match=r"dot_general requires contracting dimensions to have the same shape"):
         L.tensordot(A(np.ones((2, 3))), A(np.ones((4,))), 1)
     with pytest.raises(ValueError, match="label 'j'"):
         L.einsum("ij,jk", A(np.ones((2, 3))), A(np.ones((4, 5))))
