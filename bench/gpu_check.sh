@@ -25,6 +25,9 @@ timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32
 # A/B: row fusion off (the MLP loss and its gradient as 7 launches instead of 2), appended above
 FJAX_CUDA_ROWS=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp 2>&1 | tail -3 | sed 's/^/rows off: /' \
   | tee -a "$OUT/bench_gpu.txt"
+# A/B: per-example gradients (host-bound, 1.05-1.17x JAX on the H100) launch by launch instead of as a graph
+FJAX_CUDA_GRAPH_MIN_STEPS=99 timeout 60 $PY bench/bench_gpu.py --quick --only per --rounds 15 2>&1 | tail -2 \
+  | sed 's/^/no graphs: /' | tee -a "$OUT/bench_gpu.txt"
 # A/B: GEMMs through cuBLASLt with measured algorithms (off by default until this shows a gain):
 # correctness first (the corpus and the precision tests), then the speed, appended above
 FJAX_CUDA_CUBLASLT=1 timeout 90 $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_cuda_gpu.py \
