@@ -72,6 +72,16 @@ _short_names = {
 }
 
 
+def long_str(aval: Any) -> str:
+    """``float32[2,3]``: JAX's default ``str_short`` (full dtype names), as its error messages
+    print types (fjax's ``str_short`` writes jaxprs' ``f32[2,3]``)."""
+    dt = getattr(aval, "dtype", None)
+    if isinstance(dt, np.dtype) and hasattr(aval, "shape"):
+        name = "float0" if dt == dtypes.float0 else dt.name
+        return f"{name}[{','.join(map(str, aval.shape))}]"
+    return aval.str_short()
+
+
 def short_dtype_name(dtype: np.dtype) -> str:
     if dtype == dtypes.float0:
         return "float0"

@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 
 from fjax import _tree_lifted as tu
 from fjax import core, dtypes
+from fjax._core_values import long_str
 from fjax._custom_common import (
     CustomVJPPrimal,
     SymbolicZero,
@@ -429,7 +430,7 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
                 raise ValueError(
                     "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does not match the "
                     f"corresponding input tangent shape/dtype: at output{kp} the SymbolicZero had shape/dtype "
-                    f"{ct.aval.str_short()} while the corresponding input had shape/dtype {a.str_short()}. Consider "
+                    f"{long_str(ct.aval)} while the corresponding input had shape/dtype {long_str(a)}. Consider "
                     "just returning a None here instead of a SymbolicZero object."
                 )
             results.append(Zero(ct_aval))
@@ -439,8 +440,8 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
             if ca.shape != ct_aval.shape:
                 raise ValueError(
                     "Custom VJP bwd rule must produce an output with the same type as the args tuple of the primal "
-                    f"function, but at output{kp} the bwd rule produced an output of type {ca.str_short()} "
-                    f"corresponding to an input of type {a.str_short()}, so the shapes do not match"
+                    f"function, but at output{kp} the bwd rule produced an output of type {long_str(ca)} "
+                    f"corresponding to an input of type {long_str(a)}, so the shapes do not match"
                 )
             if ca.dtype != ct_aval.dtype:
                 if _dkind(ca.dtype) in "fc" and _dkind(ct_aval.dtype) in "fc":
@@ -450,8 +451,8 @@ def _flatten_bwd_out(cts_in: Any, in_tree: Any, in_avals: list, bwd_name: str) -
                 else:
                     raise ValueError(
                         "Custom VJP bwd rule must produce an output with the same type as the args tuple of the "
-                        f"primal function, but at output{kp} the bwd rule produced an output of type {ca.str_short()} "
-                        f"corresponding to an input of type {a.str_short()}"
+                        f"primal function, but at output{kp} the bwd rule produced an output of type {long_str(ca)} "
+                        f"corresponding to an input of type {long_str(a)}"
                     )
             results.append(ct)
     return results

@@ -13,6 +13,7 @@ import numpy as np
 
 from fjax import _tree_lifted as tu
 from fjax import core, dtypes, tree_util
+from fjax._core_values import long_str
 from fjax.core import Array, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -394,6 +395,14 @@ class _LinearizedFun:
         return tu.tree_unflatten(self.out_tree, core.eval_jaxpr(self.jaxpr, consts, *ts))
 
 
+def _vjp_ct_type_error(ct_aval: Any, primal_aval: Any) -> ValueError:
+    return ValueError(
+        f"unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got {long_str(ct_aval)}, but expected "
+        f"{long_str(ad.tangent_aval(primal_aval))} because the corresponding output of the differentiated function "
+        f"had JAX type {long_str(primal_aval)}"
+    )
+
+
 class _VjpFun:
     """The static part of a vjp function: the linear jaxpr and the trees; called with the
     residuals (the dynamic part, leaves of the ``Partial``) and an output cotangent."""
@@ -425,20 +434,12 @@ class _VjpFun:
             c = _check_arg(c, "vjp", "cotangent")
             ca = core.get_aval(c)
             if ca.shape != a.shape:
-                raise ValueError(
-                    f"unexpected JAX type (e.g. shape/dtype) for argument to vjp function: got {ca.str_short()}, "
-                    f"but expected {a.str_short()} because the corresponding output of the function had shape "
-                    f"{a.shape}."
-                )
+                raise _vjp_ct_type_error(ca, a)
             if _dkind(a.dtype) not in "fc":
                 cts.append(Zero(ad.tangent_aval(a)))
                 continue
             if ca.dtype != a.dtype:  # as JAX: no conversion, not even float64 -> float32 under x64
-                raise ValueError(
-                    f"unexpected JAX type (e.g. shape/dtype) for argument to vjp function: got {ca.str_short()}, "
-                    f"but expected {a.str_short()} because the corresponding output of the function had dtype "
-                    f"{a.dtype.name}."
-                )
+                raise _vjp_ct_type_error(ca, a)
             cts.append(c)
         cts += [Zero(a) for a in self.extra_avals]
         undefined = [ad.UndefinedPrimal(v.aval) for v in self.jaxpr.invars]

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from fjax import _tree_lifted as tu
 from fjax import core, dtypes
+from fjax._core_values import long_str
 from fjax._custom_common import (
     CustomVJPPrimal,
     SymbolicZero,
@@ -382,10 +383,10 @@ def _check_tangent_avals(p_avals: list, t_out: list) -> None:
     if len(p_avals) == 1:
         raise TypeError(
             "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes. Expected "
-            f"{exp[0].str_short()} (tangent type of {pr[0].str_short()}) but got {got[0].str_short()}."
+            f"{long_str(exp[0])} (tangent type of {long_str(pr[0])}) but got {long_str(got[0])}."
         )
     lines = "\n".join(
-        f"  primal {p.str_short()} with tangent {g.str_short()}, expecting tangent {e.str_short()}"
+        f"  primal {long_str(p)} with tangent {long_str(g)}, expecting tangent {long_str(e)}"
         for p, e, g in zip(pr, exp, got)
     )
     raise TypeError(

@@ -235,7 +235,7 @@ def test_custom_jvp_errors():
     with pytest.raises(TypeError, match="equal container \\(pytree\\) structures"):
         fjax.jvp(f, (1.0,), (1.0,))
     f.defjvp(lambda p, t: (p[0], lax.broadcast_in_dim(t[0], (3,), ())))
-    with pytest.raises(TypeError, match=r"Expected f32\[\] \(tangent type of f32\[\]\) but got f32\[3\]"):
+    with pytest.raises(TypeError, match=r"Expected float32\[\] \(tangent type of float32\[\]\) but got float32\[3\]"):
         fjax.jvp(f, (1.0,), (1.0,))
     f.defjvp(lambda p, t: p[0])
     with pytest.raises(TypeError, match="must produce a pair"):

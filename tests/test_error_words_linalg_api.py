@@ -459,3 +459,71 @@ def test_vmap_still_maps_with_negative_axes_and_kwargs():
     np.testing.assert_allclose(out, 1 + np.arange(6.0).reshape(2, 3).T)
     np.testing.assert_allclose(fjax.vmap(lambda x, y: x * y)(_o(3), y=2 * _o(3)), 2 * np.ones(3))
     np.testing.assert_allclose(fjax.vmap(lambda x: x, axis_size=3, in_axes=None)(_o(2)), np.ones((3, 2)))
+
+
+# custom_jvp / custom_vjp / vjp type errors name types JAX's long way (float32[2], not f32[2])
+@fjax.custom_jvp
+def _two_out(x, y):
+    return x, y
+
+
+_two_out.defjvp(lambda p, t: (p, (t[0], jnp.ones(3))))
+
+
+@fjax.custom_jvp
+def _f16_tangent(x):
+    return x
+
+
+_f16_tangent.defjvp(lambda p, t: (p[0], t[0].astype(jnp.float16)))
+
+
+@fjax.custom_vjp
+def _bad_bwd(x):
+    return x
+
+
+_bad_bwd.defvjp(lambda x: (x, None), lambda r, g: (jnp.ones((2, 2)),))
+
+
+def _vjp_fun(f):
+    return fjax.vjp(f, _o(2))[1]
+
+
+CUSTOM = [
+    (
+        lambda: fjax.jvp(_two_out, (_o(()), _o(2)), (_o(()), _o(2))),
+        TypeError,
+        "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes, but got:\n  primal float32[2] with tangent float32[3], expecting tangent float32[2]",
+    ),
+    (
+        lambda: fjax.jvp(_f16_tangent, (_o(2),), (_o(2),)),
+        TypeError,
+        "Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes. Expected float32[2] (tangent type of float32[2]) but got float16[2].",
+    ),
+    (
+        lambda: fjax.grad(lambda x: _bad_bwd(x).sum())(_o(3)),
+        ValueError,
+        "Custom VJP bwd rule must produce an output with the same type as the args tuple of the primal function, but at output[0] the bwd rule produced an output of type float32[2,2] corresponding to an input of type float32[3], so the shapes do not match",
+    ),
+    (
+        lambda: _vjp_fun(lambda x: (x, 2 * x))((_o(2), _o(3))),
+        ValueError,
+        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got float32[3], but expected float32[2] because the corresponding output of the differentiated function had JAX type float32[2]",
+    ),
+    (
+        lambda: _vjp_fun(lambda x: (x, 2 * x))((_o(2), np.ones(2, np.float16))),
+        ValueError,
+        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got float16[2], but expected float32[2] because the corresponding output of the differentiated function had JAX type float32[2]",
+    ),
+    (
+        lambda: _vjp_fun(lambda x: {"a": x[None]})({"a": _o(2)}),
+        ValueError,
+        "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got float32[2], but expected float32[1,2] because the corresponding output of the differentiated function had JAX type float32[1,2]",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CUSTOM)))
+def test_custom_and_vjp_words(case):
+    _check(*CUSTOM[case])
