@@ -255,7 +255,9 @@ def _paths(tree: tu.PyTreeDef) -> list[str]:
         return [f"[<flat index {i}>]" for i in range(tree.num_leaves)]
 
 
-def _component(what: str, path: str) -> str:
+def _component(what: str | Callable[[], str], path: str) -> str:
+    if callable(what):  # the carry's name, looked up only for an error (inspect is slow)
+        what = what()
     if what:
         return f"the input carry component {what}{path}" if path else f"the input carry {what}"
     return f"the input carry at path {path}" if path else "the input carry"
@@ -329,7 +331,7 @@ def structure_diffs(tree1: tu.PyTreeDef, tree2: tu.PyTreeDef, leaves1: list, lea
 
 def check_tree_match(
     fn_name: str,
-    what: str,
+    what: str | Callable[[], str],
     init_tree: tu.PyTreeDef,
     out_tree: tu.PyTreeDef,
     init_avals: Sequence[ShapedArray] | None = None,
@@ -361,7 +363,7 @@ def check_tree_match(
 
 def check_carry_match(
     fn_name: str,
-    what: str,
+    what: str | Callable[[], str],
     init_avals: Sequence[ShapedArray],
     out_avals: Sequence[ShapedArray],
     tree: tu.PyTreeDef,
@@ -370,7 +372,8 @@ def check_carry_match(
     """Raise TypeError (JAX's wording) if a loop body's output carry types differ from the input's.
 
     ``fn_name`` names the function, e.g. ``"while_loop body"`` or ``"scan body"``; ``what`` is
-    the carry's name (e.g. ``carry_name(body_fun)``, may be ''); ``tree`` is the carry treedef,
+    the carry's name (e.g. ``carry_name(body_fun)``, may be '', or a function giving it, called only
+    to report a mismatch); ``tree`` is the carry treedef,
     used to name the leaf paths. Weak types are ignored (compare shapes and dtypes). If
     ``out_tree`` is given, the structures are compared first.
     """

@@ -15,6 +15,7 @@ body_nconsts=...)``; ``cond_jaxpr: cond_consts + carry -> bool[]`` and
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Callable
 
@@ -51,7 +52,46 @@ def _bind_while(args: list, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, co
     return core.bind(while_p, args, _params(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts))
 
 
+@functools.lru_cache(maxsize=1024)
+def _numpy_evaluator(closed: ClosedJaxpr) -> Callable | None:
+    """The jaxpr evaluated on numpy arrays with each primitive's ``impl`` (scan's evaluator: no
+    abstract evaluation per step), or ``None`` where it does not apply (constants, non-numpy
+    dtypes such as PRNG keys, primitives without an ``impl``)."""
+    from fjax.lax.control_flow.scan import _numpy_body  # noqa: PLC0415
+
+    j = closed.jaxpr
+    if closed.consts or j.constvars:
+        return None
+
+    def plain(v: Any) -> bool:  # numpy dtypes only (not float0, PRNG keys)
+        dt = v.aval.dtype
+        return isinstance(dt, np.dtype) and dt.kind != "V"
+
+    for eqn in j.eqns:
+        if eqn.primitive.impl is None or not all(plain(v) for v in eqn.outvars):
+            return None
+    if not all(plain(v) for v in j.invars):
+        return None
+    return _numpy_body(closed)
+
+
 def _while_impl(*args: np.ndarray, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts) -> list:
+    guard = core.loop_guard
+    # eager checks (jax_debug_nans, ...) wrap the primitive-by-primitive evaluator: keep to it then
+    fast = not core._eval_wrappers
+    cond_np = _numpy_evaluator(cond_jaxpr) if fast else None
+    body_np = _numpy_evaluator(body_jaxpr) if cond_np is not None else None
+    if cond_np is not None and body_np is not None:
+        # the types were checked when the loop was built: evaluate the impls on numpy arrays
+        vals = [np.asarray(a) for a in args]
+        cc = vals[:cond_nconsts]
+        bc = vals[cond_nconsts : cond_nconsts + body_nconsts]
+        carry = vals[cond_nconsts + body_nconsts :]
+        while bool(cond_np(*cc, *carry)[0]):
+            if guard is not None:
+                guard()
+            carry = body_np(*bc, *carry)
+        return [c if type(c) is np.ndarray else np.asarray(c) for c in carry]
     avals = body_jaxpr.in_avals
     cavals = cond_jaxpr.in_avals
     cc = [core.Array(np.asarray(a), av.weak_type) for a, av in zip(args[:cond_nconsts], cavals)]
@@ -61,7 +101,6 @@ def _while_impl(*args: np.ndarray, cond_jaxpr, body_jaxpr, cond_nconsts, body_nc
         core.Array(np.asarray(a), av.weak_type)
         for a, av in zip(args[cond_nconsts + body_nconsts :], avals[body_nconsts:])
     ]
-    guard = core.loop_guard
     while bool(common.eval_closed(cond_jaxpr, *cc, *carry)[0]):
         if guard is not None:
             guard()
@@ -357,7 +396,7 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, _body_
         pa = cond_j.out_avals[0]
         if pa.shape != () or pa.dtype != np.bool_:
             raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) [{pa!r}].")
-        what = common.carry_name(body_fun)
+        what = functools.partial(common.carry_name, body_fun)
         common.check_tree_match("while_loop body", what, tree, body_tree, avals)
         leaves2, avals2, changed = common.promote_weak_carry(leaves, avals, body_j.out_avals)
         if not changed:

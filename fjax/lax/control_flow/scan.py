@@ -881,7 +881,12 @@ def _scan(
             n_hoisted = len(consts)
             carry_out_avals = closed.out_avals[: carry_tree.num_leaves]
     common.check_carry_match(
-        "scan body", common.carry_name(f), init_avals, carry_out_avals, init_tree, out_tree=carry_tree
+        "scan body",
+        functools.partial(common.carry_name, f),
+        init_avals,
+        carry_out_avals,
+        init_tree,
+        out_tree=carry_tree,
     )
     fwd = scan_forwarding(closed, n_hoisted, num_carry)
     if fwd is None:
