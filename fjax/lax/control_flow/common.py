@@ -265,11 +265,9 @@ def _component(what: str | Callable[[], str], path: str) -> str:
 
 def aval_str(a: Any) -> str:
     """An aval as JAX 0.10 prints it in errors (``str_short()``): the full dtype name, ``float32[2]``."""
-    dt = getattr(a, "dtype", None)
-    if isinstance(dt, np.dtype) and getattr(a, "shape", None) is not None:
-        name = "float0" if dt.kind == "V" else dt.name
-        return f"{name}[{','.join(map(str, a.shape))}]"
-    return a.str_short() if hasattr(a, "str_short") else str(a)
+    from fjax._core_values import long_str  # noqa: PLC0415
+
+    return long_str(a)
 
 
 class AvalText:
