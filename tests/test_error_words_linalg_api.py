@@ -527,3 +527,82 @@ CUSTOM = [
 @pytest.mark.parametrize("case", range(len(CUSTOM)))
 def test_custom_and_vjp_words(case):
     _check(*CUSTOM[case])
+
+
+# .at[] updates and jnp.broadcast_to: JAX broadcasts the (promoted) updates with jnp.broadcast_to
+AT = [
+    (
+        lambda: jnp.asarray(_o((3, 4))).at[0].add(np.ones(3, np.int32)),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[4]",
+    ),
+    (
+        lambda: jnp.asarray(_o((3, 4))).at[0].set(_o((2, 4))),
+        ValueError,
+        "Cannot broadcast to shape with fewer dimensions: arr_shape=(2, 4) shape=(4,)",
+    ),
+    (
+        lambda: jnp.asarray(_o((3, 4))).at[:, 1:].mul(_o((3, 4))),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[3,4] and requested type=float32[3,3]",
+    ),
+    (
+        lambda: jnp.asarray(_o((3, 4))).at[jnp.array([0, 1])].min(_o((3, 4))),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[3,4] and requested type=float32[2,4]",
+    ),
+    (
+        lambda: jnp.asarray(_o(5)).at[1].set(_o(2)),
+        ValueError,
+        "Cannot broadcast to shape with fewer dimensions: arr_shape=(2,) shape=()",
+    ),
+    (
+        lambda: jnp.asarray(_o(5)).at[1].set(_o((1, 1))),
+        ValueError,
+        "Cannot broadcast to shape with fewer dimensions: arr_shape=(1, 1) shape=()",
+    ),
+    (
+        lambda: jnp.asarray(_o((3, 4))).at[:].set(_o(3)),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[3,4]",
+    ),
+    (
+        lambda: jnp.broadcast_to(_o(3), (-1,)),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[-1]",
+    ),
+    (
+        lambda: jnp.broadcast_to(_o(1), (-2,)),
+        TypeError,
+        "broadcast_in_dim shape must have every element be nonnegative, got (-2,).",
+    ),
+    (
+        lambda: jnp.broadcast_to(np.ones(3, np.int8), 4),
+        ValueError,
+        "Incompatible types for broadcasting: input type=int8[3] and requested type=int8[4]",
+    ),
+    (
+        lambda: jnp.broadcast_to(3.0, (2, -1)),
+        TypeError,
+        "broadcast_in_dim shape must have every element be nonnegative, got (2, -1).",
+    ),
+    (
+        lambda: jnp.broadcast_to(_o((2, 5)), (3, 4, 5)),
+        ValueError,
+        "Incompatible types for broadcasting: input type=float32[2,5] and requested type=float32[3,4,5]",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(AT)))
+def test_at_and_broadcast_to_words(case):
+    _check(*AT[case])
+
+
+def test_at_updates_still_broadcast():
+    x = jnp.zeros((3, 4), jnp.float32)
+    np.testing.assert_array_equal(
+        x.at[0].add(np.arange(4.0, dtype=np.float32)), np.r_[[np.arange(4.0)], np.zeros((2, 4))]
+    )
+    np.testing.assert_array_equal(x.at[:, 1].set(1.0), np.c_[np.zeros(3), np.ones(3), np.zeros((3, 2))])
+    np.testing.assert_array_equal(jnp.broadcast_to(np.ones((1, 4)), (2, 3, 4)), np.ones((2, 3, 4)))

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fjax import core, dtypes
+from fjax._core_values import long_str
 from fjax.core import Array, Tracer
 from fjax.dtypes import iinfo as _iinfo
 from fjax.dtypes import kind as _dkind
@@ -33,6 +34,24 @@ class NonConcreteBooleanIndexError(core.JAXIndexError):
 
 class _IndexBroadcastError(IndexError, ValueError):
     """Advanced indices whose shapes don't broadcast (IndexError in numpy, ValueError in JAX)."""
+
+
+def broadcast_to_error(aval: Any, shape: tuple) -> Exception | None:
+    """The error ``jnp.broadcast_to`` raises (in JAX's words) taking ``aval`` to ``shape``, or None."""
+    shape = tuple(shape)
+    if len(shape) < len(aval.shape):
+        return ValueError(
+            f"Cannot broadcast to shape with fewer dimensions: arr_shape={tuple(aval.shape)} shape={shape}"
+        )
+    if not all(d == 1 or d == s for d, s in zip(aval.shape[::-1], shape[::-1])):
+        dt = long_str(aval).split("[")[0]
+        return ValueError(
+            f"Incompatible types for broadcasting: input type={long_str(aval)} and requested type="
+            f"{dt}[{','.join(map(str, shape))}]"
+        )
+    if any(s < 0 for s in shape):
+        return TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
+    return None
 
 
 def _slicing() -> Any:
@@ -566,16 +585,9 @@ def _scatter_update(
     if math.prod(ix.final_shape) == 0:
         return x
     xp, yp = _util.promote_dtypes(f"at[].{fn_name}", xe, y)
-    ysh = tuple(core.get_aval(yp).shape)
-    try:
-        _util.broadcast_shapes("scatter", ysh, ix.final_shape)
-        if len(ysh) > len(ix.final_shape) or _util.broadcast_shapes("scatter", ysh, ix.final_shape) != ix.final_shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(
-            f"at[].{fn_name}: cannot broadcast update values of shape {ysh} to the indexed shape {ix.final_shape} "
-            f"(array shape {tuple(x.shape)})"
-        ) from None
+    err = broadcast_to_error(core.get_aval(yp), ix.final_shape)  # JAX broadcasts the updates with jnp.broadcast_to
+    if err is not None:
+        raise err
     indices = ix.indices() if ix.comps else None  # (before the updates are broadcast, as JAX orders them)
     yp = _util.broadcast_to_shape(yp, ix.final_shape)
     if ix.newaxis_out:

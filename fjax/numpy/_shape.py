@@ -17,7 +17,7 @@ from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
-from fjax.numpy._indexing import _INDEX_DTYPE, getitem
+from fjax.numpy._indexing import _INDEX_DTYPE, broadcast_to_error, getitem
 
 __all__ = [
     "append",
@@ -323,12 +323,9 @@ def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
         return _out_sharding.apply(broadcast_to(array, shape), out_sharding, "jnp.broadcast_to")
     a = _arr("broadcast_to", array)
     shp = _shape_tuple("broadcast_to", shape)
-    ok = len(shp) >= a.ndim and all(s == 1 or s == t for s, t in zip(a.shape[::-1], shp[::-1]))
-    if not ok or any(s < 0 for s in shp):
-        raise ValueError(
-            f"Incompatible types for broadcasting: input type={a.aval.str_short() if hasattr(a, 'aval') else a.shape} "
-            f"and requested shape {shp}"
-        )
+    err = broadcast_to_error(core.get_aval(a), shp)
+    if err is not None:
+        raise err
     return _util.broadcast_to_shape(a, shp)
 
 
