@@ -493,7 +493,8 @@ def value_and_grad(
             if _dkind(a.dtype) not in "fc" and not allow_int:
                 raise TypeError(
                     f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
-                    f"but got {a.dtype.name}. If you want to use Integer-valued inputs, set allow_int to True."
+                    f"but got {a.dtype.name}. If you want to use Boolean- or integer-valued inputs, use vjp or set "
+                    "allow_int to True."
                 )
 
         def f_dyn(*dyn_args: Any) -> Any:
@@ -955,10 +956,16 @@ def jacrev(
             return fun(*full, **kwargs)
 
         for x in tu.tree_leaves(dyn):
+            if holomorphic and _dkind(core.get_aval(_check_arg(x, "jacrev")).dtype) != "c":  # inputs first, as JAX
+                raise TypeError(
+                    "jacrev with holomorphic=True requires inputs with complex dtype, but got "
+                    f"{core.get_aval(_check_arg(x, 'jacrev')).dtype.name}."
+                )
             if _dkind(core.get_aval(_check_arg(x, "jacrev")).dtype) not in "fc" and not allow_int:
                 raise TypeError(
                     f"jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-                    f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}."
+                    f"np.inexact), but got {core.get_aval(_check_arg(x, 'jacrev')).dtype.name}. If you want to use "
+                    "Boolean- or integer-valued inputs, use vjp or set allow_int to True."
                 )
         if has_aux:
             out, f_vjp, aux = vjp(f_dyn, *dyn, has_aux=True)

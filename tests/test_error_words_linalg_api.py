@@ -606,3 +606,86 @@ def test_at_updates_still_broadcast():
     )
     np.testing.assert_array_equal(x.at[:, 1].set(1.0), np.c_[np.zeros(3), np.ones(3), np.zeros((3, 2))])
     np.testing.assert_array_equal(jnp.broadcast_to(np.ones((1, 4)), (2, 3, 4)), np.ones((2, 3, 4)))
+
+
+# grad/jacrev/jacfwd input and output dtype checks (JAX's order: holomorphic inputs first)
+GRAD = [
+    (
+        lambda: fjax.grad(lambda x: x.sum())(
+            np.ones(2, np.int32),
+        ),
+        TypeError,
+        "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got int32. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.",
+    ),
+    (
+        lambda: fjax.jacfwd(lambda x: x)(np.ones(2, np.int32)),
+        TypeError,
+        "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got int32. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex inputs or integer inputs, use jax.jvp directly.",
+    ),
+    (
+        lambda: fjax.jacrev(lambda x: x)(np.ones(2, np.int32)),
+        TypeError,
+        "jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got int32. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.",
+    ),
+    (
+        lambda: fjax.hessian(lambda x: x.sum())(np.ones(2, np.int32)),
+        TypeError,
+        "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got int32. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex inputs or integer inputs, use jax.jvp directly.",
+    ),
+    (
+        lambda: fjax.value_and_grad(lambda x: x.sum())(np.ones(2, np.uint8)),
+        TypeError,
+        "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got uint8. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.",
+    ),
+    (
+        lambda: fjax.grad(lambda x: x.sum(), holomorphic=True)(np.ones(2, np.float32)),
+        TypeError,
+        "grad with holomorphic=True requires inputs with complex dtype, but got float32.",
+    ),
+    (
+        lambda: fjax.grad(lambda x: x.sum(), holomorphic=True)(np.ones(2, np.int32)),
+        TypeError,
+        "grad with holomorphic=True requires inputs with complex dtype, but got int32.",
+    ),
+    (
+        lambda: fjax.jacfwd(lambda x: x, holomorphic=True)(np.ones(2, np.float32)),
+        TypeError,
+        "jacfwd with holomorphic=True requires inputs with complex dtype, but got float32.",
+    ),
+    (
+        lambda: fjax.jacrev(lambda x: x, holomorphic=True)(np.ones(2, np.float32)),
+        TypeError,
+        "jacrev with holomorphic=True requires inputs with complex dtype, but got float32.",
+    ),
+    (
+        lambda: fjax.grad(lambda x: x)(np.complex64(1)),
+        TypeError,
+        "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got complex64. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex outputs, use jax.vjp directly.",
+    ),
+    (
+        lambda: fjax.grad(lambda x: x * 1j)(np.float32(1)),
+        TypeError,
+        "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got complex64. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex outputs, use jax.vjp directly.",
+    ),
+    (
+        lambda: fjax.grad(lambda x: x.sum())(np.ones(2, bool)),
+        TypeError,
+        "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got bool. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.",
+    ),
+    (
+        lambda: fjax.jacrev(lambda x: x)(np.ones(2, bool)),
+        TypeError,
+        "jacrev requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got bool. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRAD)))
+def test_grad_dtype_words(case):
+    _check(*GRAD[case])
+
+
+def test_grad_allow_int_still_works():
+    g = fjax.grad(lambda x, y: (x * y).sum(), argnums=(0, 1), allow_int=True)(_o(2), np.ones(2, np.int32))
+    np.testing.assert_array_equal(g[0], np.ones(2))
+    assert g[1].dtype == fjax.dtypes.float0
