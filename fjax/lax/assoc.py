@@ -53,9 +53,9 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
     axis = axis % nd
     lengths = {core.get_aval(x).shape[axis] for x in leaves}
     if len(lengths) != 1:
-        raise ValueError(
-            f"associative_scan: every leaf of elems needs the same length along axis {axis}, got "
-            f"{[core.get_aval(x).shape for x in leaves]}"
+        raise ValueError(  # JAX's words (its "first dimension" is the scanned axis)
+            "Array inputs to associative_scan must have the same first dimension. "
+            f"(saw: {[tuple(core.get_aval(x).shape) for x in leaves]})"
         )
     if reverse:
         leaves = [lax.rev(x, (axis,)) for x in leaves]
