@@ -386,7 +386,7 @@ def test_associative_scan_pytrees_grads_and_errors():
         ref.append(acc)
     np.testing.assert_allclose(np.asarray(h), ref, rtol=1e-5)
     check_grads(lambda a, b: lax.associative_scan(affine, (a, b))[1], (a, b), order=2, modes=("fwd", "rev"))
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="must have the same first dimension"):
         lax.associative_scan(affine, (a, b[:3]))
     with pytest.raises(TypeError, match="structure"):
         lax.associative_scan(lambda p, q: p[0] + q[0], (a, b))
