@@ -134,14 +134,17 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *, meth
     ``side='left'`` gives the first suitable position, ``'right'`` the last. NaNs sort last.
     """
     _util.check_arraylike("searchsorted", a, v)
-    if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of ['left', 'right']")
-    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
-        raise ValueError(f"invalid argument method={method!r} for searchsorted")
     x = _util.to_fjax(a, "searchsorted")
     q = _util.to_fjax(v, "searchsorted")
+    # JAX's checks, in its order and words
     if x.ndim != 1:
-        raise ValueError(f"searchsorted: a must be 1-D, got shape {tuple(x.shape)}")
+        raise ValueError("a should be 1-dimensional")
+    if side not in ("left", "right"):
+        raise ValueError(f"invalid argument side={side!r}, expected 'left' or 'right'")
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(
+            f"invalid argument method={method!r}, expected one of ['compare_all', 'scan', 'scan_unrolled', 'sort']"
+        )
     if sorter is not None:
         from fjax.numpy._indexing import getitem  # noqa: PLC0415
 
