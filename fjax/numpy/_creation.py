@@ -233,6 +233,17 @@ def _leaves(obj: Any, out: list) -> None:
             out.append(x)
 
 
+def _not_a_jax_type(x: Any) -> TypeError:
+    """JAX's error for a value (or list leaf) that is no number: named with numpy's dtype for it."""
+    try:
+        dt: Any = np.asarray(x).dtype
+    except Exception:  # noqa: BLE001 - only a message is at stake
+        dt = np.dtype(object)
+    return TypeError(
+        f"Value '{x}' with dtype {dt} is not a valid JAX array type. Only arrays of numeric types are supported by JAX."
+    )
+
+
 def _list_dtype(leaves: list) -> np.dtype:
     """The JAX dtype of a list of leaves: the promotion of their (weak) types, strong."""
     keys: dict = {}
@@ -247,8 +258,10 @@ def _list_dtype(leaves: list) -> np.dtype:
         elif core.array_method(x) is not None:
             a = core.array_method(x)()
             keys.setdefault((a.dtype, a.weak_type), a)
+        elif x is None:
+            raise ValueError("None is not a valid value for jnp.array")
         else:
-            raise TypeError(f"jnp.array: unsupported leaf of type {type(x).__name__} ({x!r})")
+            raise _not_a_jax_type(x)
     if not keys:
         return dtypes.default_float_dtype()
     return dtypes.result_type(*keys.values())
@@ -376,7 +389,7 @@ def array(
     elif object is None:
         raise ValueError("None is not a valid value for jnp.array")
     else:
-        raise TypeError(f"jnp.array: cannot convert object of type {t.__name__} to an fjax array")
+        raise _not_a_jax_type(object)
     if ndmin > out.ndim:
         out = lax.broadcast_to_rank(out, ndmin)
     return out
