@@ -689,3 +689,122 @@ def test_grad_allow_int_still_works():
     g = fjax.grad(lambda x, y: (x * y).sum(), argnums=(0, 1), allow_int=True)(_o(2), np.ones(2, np.int32))
     np.testing.assert_array_equal(g[0], np.ones(2))
     assert g[1].dtype == fjax.dtypes.float0
+
+
+def _o2(*shape):
+    return np.ones(shape, np.float32)
+
+
+# jnp.pad / lax.pad, jnp.searchsorted and jnp.array conversion
+PAD_SEARCH_ARRAY = [
+    (
+        lambda: jnp.pad(_o2(2), ((1, 1), (1, 1))),
+        ValueError,
+        "jnp.pad: pad_width with nd=1 has unsupported shape (2, 2). Valid shapes are (1, 2), (1, 2), (2,), (1,), or ().",
+    ),
+    (
+        lambda: jnp.pad(_o2(2, 3), ((1, 1), (1, 1), (1, 1))),
+        ValueError,
+        "jnp.pad: pad_width with nd=2 has unsupported shape (3, 2). Valid shapes are (2, 2), (1, 2), (2,), (1,), or ().",
+    ),
+    (
+        lambda: jnp.pad(_o2(2, 3), (1, 2, 3)),
+        ValueError,
+        "jnp.pad: pad_width with nd=2 has unsupported shape (3,). Valid shapes are (2, 2), (1, 2), (2,), (1,), or ().",
+    ),
+    (lambda: jnp.pad(_o2(2), -1), ValueError, "index can't contain negative values"),
+    (lambda: jnp.pad(_o2(2), ((0, -2),)), ValueError, "index can't contain negative values"),
+    (lambda: jnp.pad(_o2(2), 1, mode="bogus"), NotImplementedError, "Unimplemented padding mode 'bogus' for np.pad."),
+    (lambda: jnp.pad(_o2(2), 1.5), TypeError, "`pad_width` must be of integral type."),
+    (
+        lambda: jnp.pad(_o2(2), 1, constant_values=_o2(3)),
+        ValueError,
+        "jnp.pad: constant_values has unsupported shape (3,). If the shape is 1D or 2D, the last dimension must be of size 1 or 2.",
+    ),
+    (
+        lambda: jnp.pad(_o2(2), 1, mode="edge", constant_values=1),
+        ValueError,
+        "unsupported keyword arguments for mode 'edge': {'constant_values'}",
+    ),
+    (
+        lambda: fjax.lax.pad(_o2(2), np.float32(0), [(1, 1, 0), (1, 1, 0)]),
+        ValueError,
+        "length of padding_config must equal the number of axes of operand, got padding_config ((1, 1, 0), (1, 1, 0)) for operand shape (2,)",
+    ),
+    (
+        lambda: fjax.lax.pad(_o2(2), _o2(1), [(1, 1, 0)]),
+        ValueError,
+        "padding_value must be a scalar; got np.shape(padding_value)=(1,)",
+    ),
+    (
+        lambda: fjax.lax.pad(_o2(2), np.float32(0), [(1, 1, -1)]),
+        ValueError,
+        "interior padding in padding_config must be nonnegative, got padding_config ((1, 1, -1),)",
+    ),
+    (
+        lambda: fjax.lax.pad(_o2(2), np.int32(0), [(1, 1, 0)]),
+        TypeError,
+        "pad operand and padding_value must be same dtype: got float32 and int32.",
+    ),
+    (lambda: jnp.searchsorted(_o2(2, 2), 1.0), ValueError, "a should be 1-dimensional"),
+    (
+        lambda: jnp.searchsorted(_o2(3), 1.0, side="middle"),
+        ValueError,
+        "invalid argument side='middle', expected 'left' or 'right'",
+    ),
+    (
+        lambda: jnp.searchsorted(_o2(3), 1.0, method="bogus"),
+        ValueError,
+        "invalid argument method='bogus', expected one of ['compare_all', 'scan', 'scan_unrolled', 'sort']",
+    ),
+    (
+        lambda: jnp.array("a"),
+        TypeError,
+        "Value 'a' with dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        lambda: jnp.array({"a": 1}),
+        TypeError,
+        "Value '{'a': 1}' with dtype object is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        lambda: jnp.array(["a", "b"]),
+        TypeError,
+        "Value 'a' with dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        lambda: jnp.asarray("a"),
+        TypeError,
+        "Value 'a' with dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        lambda: jnp.array([1, "a"]),
+        TypeError,
+        "Value 'a' with dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        lambda: jnp.array([[1, 2], [3]]),
+        ValueError,
+        "setting an array element with a sequence. The requested array has an inhomogeneous shape after 1 dimensions. The detected shape was (2,) + inhomogeneous part.",
+    ),
+    (lambda: jnp.array(None), ValueError, "None is not a valid value for jnp.array"),
+    (lambda: jnp.array([None]), ValueError, "None is not a valid value for jnp.array"),
+    (
+        lambda: jnp.array(b"ab"),
+        TypeError,
+        "Value 'b'ab'' with dtype |S2 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PAD_SEARCH_ARRAY)))
+def test_pad_searchsorted_array_words(case):
+    _check(*PAD_SEARCH_ARRAY[case])
+
+
+def test_pad_widths_jax_takes():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for pw in [((1, 2), (0, 1)), ((1, 2),), (1, 2), (1,), 1, 2.0]:
+        np.testing.assert_array_equal(jnp.pad(x, pw), np.pad(x, np.asarray(pw, dtype=np.int64).tolist()))
+    np.testing.assert_array_equal(jnp.pad(x, 1, constant_values=(3, 4)), np.pad(x, 1, constant_values=(3, 4)))
+    np.testing.assert_array_equal(jnp.searchsorted(np.arange(5.0), 2.5, side="right"), 3)

@@ -153,7 +153,7 @@ def _pad_abstract(x: Any, pv: Any, *, padding_config: tuple) -> ShapedArray:
     if x.dtype != pv.dtype:
         raise TypeError(f"pad operand and padding_value must be same dtype: got {x.dtype.name} and {pv.dtype.name}.")
     if pv.ndim != 0:
-        raise ValueError(f"pad padding_value must be a scalar, got shape {pv.shape}.")
+        raise ValueError(f"padding_value must be a scalar; got np.shape(padding_value)={tuple(pv.shape)}")
     if len(padding_config) != x.ndim:
         raise ValueError(
             f"length of padding_config must equal the number of axes of operand, got padding_config "

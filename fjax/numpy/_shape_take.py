@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from fjax import core, dtypes
-from fjax.core import Array, Tracer
+from fjax.core import Array, ShapedArray, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
 from fjax.numpy import _util
-from fjax.numpy._indexing import _INDEX_DTYPE, getitem
+from fjax.numpy._indexing import _INDEX_DTYPE, broadcast_to_error, getitem
 from fjax.numpy._shape import (
     _arr,
     _axis,
@@ -29,19 +29,30 @@ from fjax.numpy._shape import (
 # padding
 
 
-def _pad_widths(fn: str, pad_width: Any, nd: int) -> list[tuple[int, int]]:
-    pw = np.asarray(core.concrete_or_error(pad_width, f"pad_width argument of {fn}"))
-    if _dkind(pw.dtype) not in "iu" and not (pw.size == 0):
+def _pairs(name: str, vals: Any, nd: int) -> np.ndarray:
+    """``vals`` as an (nd, 2) array from the shapes JAX's jnp.pad takes: (nd, 2), (1, 2), (2,), (1,), ()."""
+    v = np.asarray(vals)
+    if v.shape not in ((nd, 2), (1, 2), (2,), (1,), ()):
+        raise ValueError(
+            f"jnp.pad: {name} with nd={nd} has unsupported shape {v.shape}. Valid shapes are ({nd}, 2), (1, 2), "
+            "(2,), (1,), or ()."
+        )
+    return np.broadcast_to(v.reshape((1,) * (2 - v.ndim) + v.shape) if v.ndim < 2 else v, (nd, 2))
+
+
+def _pad_widths(fn: str, pad_width: Any, nd: int) -> np.ndarray:
+    return _pairs("pad_width", core.concrete_or_error(pad_width, f"pad_width argument of {fn}"), nd)
+
+
+def _pad_ints(pw: np.ndarray) -> list[tuple[int, int]]:
+    # (JAX refuses float widths; fjax takes integer-valued ones, as numpy does)
+    if _dkind(pw.dtype) not in "iu" and pw.size:
         if _dkind(pw.dtype) == "f" and np.all(pw == np.round(pw)):
             pw = pw.astype(np.int64)
         else:
-            raise TypeError(f"{fn}: pad_width must be of integral type, got {pad_width!r}")
-    try:
-        pw = np.broadcast_to(pw, (nd, 2))
-    except ValueError:
-        raise ValueError(f"{fn}: pad_width {pad_width!r} cannot be broadcast to shape ({nd}, 2)") from None
+            raise TypeError("`pad_width` must be of integral type.")
     if np.any(pw < 0):
-        raise ValueError(f"{fn}: index can't contain negative values, got pad_width {pad_width!r}")
+        raise ValueError("index can't contain negative values")
     return [(int(b), int(e)) for b, e in pw]
 
 
@@ -84,12 +95,15 @@ def _pad_constant(a: Any, widths: list[tuple[int, int]], cv: Any) -> Any:
             raise ValueError("pad: constant_values must broadcast to (ndim, 2)")
         cv_pairs = [(getitem(cvt_b, (i, 0)), getitem(cvt_b, (i, 1))) for i in range(a.ndim)]
     else:
-        try:
-            c = np.broadcast_to(cvals, (a.ndim, 2)).astype(a.dtype)
-        except ValueError:
+        if cvals.ndim in (1, 2) and cvals.shape[-1] not in (1, 2):
             raise ValueError(
-                f"pad: constant_values of shape {cvals.shape} cannot be broadcast to ({a.ndim}, 2)"
-            ) from None
+                f"jnp.pad: constant_values has unsupported shape {cvals.shape}. If the shape is 1D or 2D, the last "
+                "dimension must be of size 1 or 2."
+            )
+        err = broadcast_to_error(ShapedArray(cvals.shape, np.dtype(a.dtype)), (a.ndim, 2))
+        if err is not None:
+            raise err
+        c = np.broadcast_to(cvals, (a.ndim, 2)).astype(a.dtype)
         cv_pairs = [(Array(np.asarray(c[i, 0]), False), Array(np.asarray(c[i, 1]), False)) for i in range(a.ndim)]
     for i, (b, e) in enumerate(widths):
         cfg = [(0, 0, 0)] * a.ndim
@@ -130,7 +144,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     ``stat_length``), ``empty`` (zeros), ``linear_ramp`` (``end_values``).
     """
     a = _arr("pad", array)
-    widths = _pad_widths("pad", pad_width, a.ndim)
+    pw = _pad_widths("pad", pad_width, a.ndim)  # JAX's order: the widths' shape, the mode, their values
     if callable(mode):
         raise NotImplementedError("pad: callable modes are not supported by fjax")
     allowed = {
@@ -146,10 +160,11 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         "linear_ramp": {"end_values"},
     }
     if mode not in allowed:
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported by fjax; use one of {sorted(allowed)}")
+        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
     bad = set(kwargs) - allowed[mode]
     if bad:
-        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: {sorted(bad)}")
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {bad}")
+    widths = _pad_ints(pw)
     if mode == "constant":
         return _pad_constant(a, widths, kwargs.get("constant_values", 0))
     if mode == "empty":
