@@ -91,10 +91,11 @@ def _check_arg(x: Any, fn_name: str, what: str = "argument") -> Any:
         return x
     if type(x) in (bool, int, float, complex) or isinstance(x, (np.ndarray, np.generic)):
         return core.to_array(x, fn_name)
-    raise TypeError(
-        f"{fn_name}: {what} {x!r} of type {type(x).__name__} is not a valid JAX type. "
-        "Arguments must be arrays, scalars, or (nested) standard Python containers (tuple/list/dict) of them."
-    )
+    # JAX's words: grad/vjp/jacfwd/jacrev check their inputs with a closing period, the rest without
+    if what == "output" and fn_name.startswith("vmap"):
+        raise TypeError(f"Output from batched function '{x}' with type {type(x)} is not a valid JAX type")
+    period = "." if what == "argument" and fn_name.startswith(("grad", "vjp", "jacfwd", "jacrev")) else ""
+    raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type{period}")
 
 
 def _abstractify(x: Any) -> ShapedArray:
@@ -359,12 +360,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
         if has_aux:
             out, aux = _split_aux(out, "vjp")
             o_flat, o_tree = tu.tree_flatten(out)
+            o_flat = [_check_arg(o, "vjp", "output") for o in o_flat]
             a_flat, a_spec = _aux_leaves(aux)
             out_tree_box.append((o_tree, a_spec, len(o_flat)))
             return o_flat + a_flat
         o_flat, o_tree = tu.tree_flatten(out)
         out_tree_box.append((o_tree, None, len(o_flat)))
-        return o_flat
+        return [_check_arg(o, "vjp", "output") for o in o_flat]
 
     p_out, lin_jaxpr, lin_consts, diff_mask = ad.linearize_flat(flat_fun, p_flat, f"vjp({_fun_name(fun)})")
     o_tree, a_spec, n = out_tree_box[0]
@@ -476,8 +478,9 @@ def value_and_grad(
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
         for i in nums:
             if not -len(args) <= i < len(args):
+                shown = argnums if isinstance(argnums, int) else nums  # (a list prints as JAX's tuple)
                 raise TypeError(
-                    f"differentiating with respect to argnums={argnums} requires at least {max(nums) + 1} positional "
+                    f"differentiating with respect to argnums={shown} requires at least {max(nums) + 1} positional "
                     f"arguments to be passed by the caller, but got only {len(args)} positional arguments."
                 )
         idx = [i % len(args) for i in nums]

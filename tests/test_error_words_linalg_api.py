@@ -808,3 +808,46 @@ def test_pad_widths_jax_takes():
         np.testing.assert_array_equal(jnp.pad(x, pw), np.pad(x, np.asarray(pw, dtype=np.int64).tolist()))
     np.testing.assert_array_equal(jnp.pad(x, 1, constant_values=(3, 4)), np.pad(x, 1, constant_values=(3, 4)))
     np.testing.assert_array_equal(jnp.searchsorted(np.arange(5.0), 2.5, side="right"), 3)
+
+
+# transformations given (or returning) values that are no JAX type; grad's argnums check
+NOT_JAX_TYPES = [
+    (lambda: fjax.grad(lambda x: 1.0)("a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type."),
+    (lambda: fjax.vjp(lambda x: x, "a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type."),
+    (
+        lambda: fjax.jvp(lambda x: x, ("a",), (1.0,)),
+        TypeError,
+        "Argument 'a' of type <class 'str'> is not a valid JAX type",
+    ),
+    (lambda: fjax.jacfwd(lambda x: x)("a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type."),
+    (lambda: fjax.jacrev(lambda x: x)("a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type."),
+    (lambda: fjax.linearize(lambda x: x, "a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type"),
+    (lambda: fjax.vmap(lambda x: x)("a"), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type"),
+    (
+        lambda: fjax.vmap(lambda x: "a")(_o(3)),
+        TypeError,
+        "Output from batched function 'a' with type <class 'str'> is not a valid JAX type",
+    ),
+    (
+        lambda: fjax.value_and_grad(lambda x: 1.0)("a"),
+        TypeError,
+        "Argument 'a' of type <class 'str'> is not a valid JAX type.",
+    ),
+    (
+        lambda: fjax.grad(lambda x, y: x, argnums=5)(1.0, 2.0),
+        TypeError,
+        "differentiating with respect to argnums=5 requires at least 6 positional arguments to be passed by the caller, but got only 2 positional arguments.",
+    ),
+    (
+        lambda: fjax.grad(lambda x, y: x, argnums=[0, 5])(1.0, 2.0),
+        TypeError,
+        "differentiating with respect to argnums=(0, 5) requires at least 6 positional arguments to be passed by the caller, but got only 2 positional arguments.",
+    ),
+    (lambda: fjax.jacrev(lambda x: "a")(1.0), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type"),
+    (lambda: fjax.vjp(lambda x: "a", 1.0), TypeError, "Argument 'a' of type <class 'str'> is not a valid JAX type"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(NOT_JAX_TYPES)))
+def test_not_a_jax_type_words(case):
+    _check(*NOT_JAX_TYPES[case])
