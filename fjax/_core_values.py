@@ -190,10 +190,23 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
 
 
 def _array_type_error(op: str) -> TypeError:
+    if op == "item assignment":  # JAX's words
+        return TypeError(
+            "JAX arrays are immutable and do not support in-place item assignment. Instead of x[idx] = y, use "
+            "x = x.at[idx].set(y) or another .at[] method: "
+            "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html"
+        )
     return TypeError(
         f"fjax arrays are immutable: {op} is not supported. "
         "Use x.at[idx].set(value) (or .add/.multiply/...) to get an updated copy."
     )
+
+
+def _scalar_value(v: np.ndarray) -> np.ndarray:
+    """``v`` for float()/int()/complex(): JAX takes only rank-0 arrays (numpy's words differ)."""
+    if v.ndim != 0:
+        raise TypeError(f"Only scalar arrays can be converted to Python scalars; got arr.ndim={v.ndim}")
+    return v
 
 
 class Array:
@@ -278,19 +291,17 @@ class Array:
         return bool(self._value)
 
     def __float__(self) -> float:
-        return float(self._value)
+        return float(_scalar_value(self._value))
 
     def __int__(self) -> int:
-        return int(self._value)
+        return int(_scalar_value(self._value))
 
     def __complex__(self) -> complex:
-        return complex(self._value)
+        return complex(_scalar_value(self._value))
 
     def __index__(self) -> int:
         if not np.issubdtype(self._value.dtype, np.integer) or self._value.ndim:
-            raise TypeError(
-                f"only integer scalar arrays can be converted to a scalar index, got {self.aval.str_short()}"
-            )
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return operator.index(self._value.item())
 
     def __len__(self) -> int:

@@ -851,3 +851,17 @@ NOT_JAX_TYPES = [
 @pytest.mark.parametrize("case", range(len(NOT_JAX_TYPES)))
 def test_not_a_jax_type_words(case):
     _check(*NOT_JAX_TYPES[case])
+
+
+def test_array_scalar_conversion_and_setitem_words():
+    x, y = jnp.ones(1), jnp.ones((2, 2))
+    _check(lambda: float(x), TypeError, "Only scalar arrays can be converted to Python scalars; got arr.ndim=1")
+    _check(lambda: int(y), TypeError, "Only scalar arrays can be converted to Python scalars; got arr.ndim=2")
+    _check(lambda: complex(x), TypeError, "Only scalar arrays can be converted to Python scalars; got arr.ndim=1")
+    _check(lambda: x.__index__(), TypeError, "Only integer scalar arrays can be converted to a scalar index.")
+    _check(
+        lambda: y.__setitem__(0, 1),
+        TypeError,
+        "JAX arrays are immutable and do not support in-place item assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
+    )
+    assert float(jnp.ones(())) == 1.0 and int(jnp.int32(3)) == 3 and [1, 2, 3][jnp.int32(1)] == 2
