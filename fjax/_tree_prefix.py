@@ -103,3 +103,73 @@ def _walk(path: tuple, prefix: Any, full: Any, is_leaf: Any) -> Iterator[ErrorMa
 def prefix_errors(prefix: Any, full: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[ErrorMaker]:
     """Every place where ``prefix`` fails to be a tree prefix of ``full`` (outermost first)."""
     return list(_walk((), prefix, full, is_leaf))
+
+
+class _LeafMeta(type):
+    def __repr__(cls) -> str:
+        return "pytree leaf"
+
+
+class _Leaf(metaclass=_LeafMeta):
+    """Stands for every leaf when two tree structures are compared (its type prints 'pytree leaf')."""
+
+
+def _equality_walk(path: tuple, t1: Any, t2: Any) -> Iterator[tuple[tuple, str, str, str]]:
+    s1, s2 = tu.tree_structure(t1), tu.tree_structure(t2)
+    if s1.num_nodes == 1 and s1.num_leaves == 1 and s2.num_nodes == 1 and s2.num_leaves == 1:
+        return
+    if type(t1) is not type(t2):
+        yield path, str(type(t1)), str(type(t2)), "their Python types differ"
+        return
+    if isinstance(t1, (list, tuple)) and len(t1) != len(t2):
+        ty = type(t1).__name__
+        yield path, f"{ty} of length {len(t1)}", f"{ty} of length {len(t2)}", "the lengths do not match"
+        return
+    k1, c1, m1 = _children_with_keys(t1)
+    k2, c2, m2 = _children_with_keys(t2)
+    if len(c1) != len(c2):
+        try:
+            diff = " ".join(repr(getattr(k, "key", k)) for k in set(k1) ^ set(k2))
+        except TypeError:
+            diff = ""
+
+        def kids(t: Any, n: int) -> str:
+            return f"{type(t)} with {n} child{'ren' if n > 1 else ''}"
+
+        why = "the numbers of children do not match"
+        why += diff and f", with the symmetric difference of key sets: {{{diff}}}"
+        yield path, kids(t1, len(c1)), kids(t2, len(c2)), why
+        return
+    if m1 != m2:
+        yield (
+            path,
+            f"{type(t1)} with pytree metadata {m1}",
+            f"{type(t2)} with pytree metadata {m2}",
+            "the pytree node metadata does not match",
+        )
+        return
+    for k, a, b in zip(k1, c1, c2):
+        yield from _equality_walk((*path, k), a, b)
+
+
+def equality_errors_treedef(tree1: Any, tree2: Any) -> list[tuple[str, str, str, str]]:
+    """Where two tree structures differ, as JAX describes it: (key path text, what the first has,
+    what the second has, why they differ), outermost first."""
+    leaf = _Leaf()
+    t1 = tu.tree_unflatten(tree1, [leaf] * tree1.num_leaves)
+    t2 = tu.tree_unflatten(tree2, [leaf] * tree2.num_leaves)
+    return [(tu.keystr(p), a, b, why) for p, a, b, why in _equality_walk((), t1, t2)]
+
+
+def fun_sourceinfo(fun: Any) -> str:
+    """``name at file:line`` of a Python function, as JAX names functions in its messages."""
+    import functools  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    while isinstance(fun, functools.partial):
+        fun = fun.func
+    fun = inspect.unwrap(fun)
+    try:
+        return f"{fun.__name__} at {fun.__code__.co_filename}:{fun.__code__.co_firstlineno}"
+    except AttributeError:
+        return getattr(fun, "__name__", "<unknown>")

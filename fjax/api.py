@@ -14,6 +14,7 @@ import numpy as np
 from fjax import _tree_lifted as tu
 from fjax import core, dtypes, tree_util
 from fjax._core_values import long_str
+from fjax._tree_prefix import fun_sourceinfo
 from fjax.core import Array, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -374,7 +375,8 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False, reduce_axes: Sequen
     extra_avals = [ad.tangent_aval(core.get_aval(a)) for a in p_out[n:]]
     in_avals = [core.get_aval(p) for p in p_flat]
     # a tree_util.Partial whose leaves are the residuals (as JAX's): it can be passed to jit
-    vjp_fn = tu.Partial(_VjpFun(lin_jaxpr, diff_mask, in_avals, out_avals, extra_avals, o_tree, p_tree), lin_consts)
+    static = _VjpFun(lin_jaxpr, diff_mask, in_avals, out_avals, extra_avals, o_tree, p_tree, fun_sourceinfo(fun))
+    vjp_fn = tu.Partial(static, lin_consts)
 
     po = tu.tree_unflatten(o_tree, p_out[:n])
     if has_aux:
@@ -418,15 +420,25 @@ class _VjpFun:
         extra_avals: list,
         o_tree: Any,
         p_tree: Any,
+        src_info: str = "<unknown>",
     ) -> None:
         self.jaxpr, self.diff_mask, self.in_avals = jaxpr, diff_mask, in_avals
         self.out_avals, self.extra_avals, self.o_tree, self.p_tree = out_avals, extra_avals, o_tree, p_tree
+        self.src_info = src_info
 
     def __call__(self, consts: list, ct: Any) -> tuple:
         ct_flat, ct_tree = tu.tree_flatten(ct)
-        if ct_tree != self.o_tree:  # ValueError, as JAX raises
+        if ct_tree != self.o_tree:  # ValueError, as JAX raises (in its words)
+            from fjax._tree_prefix import equality_errors_treedef  # noqa: PLC0415
+
+            diffs = "\n".join(
+                f"  * out{p} was a {a} in the original output, but a {b} here, so {why}."
+                for p, a, b, why in equality_errors_treedef(self.o_tree, ct_tree)
+            )
             raise ValueError(
-                f"Tree structure of cotangent input {ct_tree}, does not match structure of primal output {self.o_tree}."
+                "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the "
+                f"pytree\nstructure of the differentiated function {self.src_info}.\n\nBut the tree structures "
+                f"differ:\n{diffs}"
             )
         cts = []
         for c, a in zip(ct_flat, self.out_avals):

@@ -865,3 +865,61 @@ def test_array_scalar_conversion_and_setitem_words():
         "JAX arrays are immutable and do not support in-place item assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
     )
     assert float(jnp.ones(())) == 1.0 and int(jnp.int32(3)) == 3 and [1, 2, 3][jnp.int32(1)] == 2
+
+
+# a vjp function called with a cotangent of another tree structure: JAX names the function and
+# each difference
+def _vjp_f1(x):
+    return (x, 2 * x)
+
+
+def _vjp_f2(x):
+    return {"a": x, "b": [x, x]}
+
+
+_, _v1 = fjax.vjp(_vjp_f1, _o(2))
+_, _v2 = fjax.vjp(_vjp_f2, _o(2))
+VJP_TREES = [
+    (
+        lambda: _v1(_o(2)),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f1}.\n\nBut the tree structures differ:\n  * out was a <class 'tuple'> in the original output, but a pytree leaf here, so their Python types differ.",
+    ),
+    (
+        lambda: _v1((_o(2),)),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f1}.\n\nBut the tree structures differ:\n  * out was a tuple of length 2 in the original output, but a tuple of length 1 here, so the lengths do not match.",
+    ),
+    (
+        lambda: _v1([_o(2), _o(2)]),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f1}.\n\nBut the tree structures differ:\n  * out was a <class 'tuple'> in the original output, but a <class 'list'> here, so their Python types differ.",
+    ),
+    (
+        lambda: _v2({"a": _o(2), "c": [_o(2), _o(2)]}),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f2}.\n\nBut the tree structures differ:\n  * out was a <class 'dict'> with pytree metadata ('a', 'b') in the original output, but a <class 'dict'> with pytree metadata ('a', 'c') here, so the pytree node metadata does not match.",
+    ),
+    (
+        lambda: _v2({"a": _o(2), "b": [_o(2)]}),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f2}.\n\nBut the tree structures differ:\n  * out['b'] was a list of length 2 in the original output, but a list of length 1 here, so the lengths do not match.",
+    ),
+    (
+        lambda: _v2({"a": _o(2)}),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f2}.\n\nBut the tree structures differ:\n  * out was a <class 'dict'> with 2 children in the original output, but a <class 'dict'> with 1 child here, so the numbers of children do not match, with the symmetric difference of key sets: {'b'}.",
+    ),
+    (
+        lambda: _v2({"a": _o(2), "b": [_o(2), _o(2)], "c": _o(2)}),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f2}.\n\nBut the tree structures differ:\n  * out was a <class 'dict'> with 2 children in the original output, but a <class 'dict'> with 3 children here, so the numbers of children do not match, with the symmetric difference of key sets: {'c'}.",
+    ),
+    (
+        lambda: _v2({"a": _o(2), "b": [_o(2), (_o(2), _o(2))]}),
+        "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match the pytree\nstructure of the differentiated function {f2}.\n\nBut the tree structures differ:\n  * out['b'][1] was a pytree leaf in the original output, but a <class 'tuple'> here, so their Python types differ.",
+    ),
+]
+
+
+def _src(f):
+    return f"{f.__name__} at {f.__code__.co_filename}:{f.__code__.co_firstlineno}"
+
+
+@pytest.mark.parametrize("case", range(len(VJP_TREES)))
+def test_vjp_tree_words(case):
+    thunk, msg = VJP_TREES[case]
+    _check(thunk, ValueError, msg.replace("{f1}", _src(_vjp_f1)).replace("{f2}", _src(_vjp_f2)))
