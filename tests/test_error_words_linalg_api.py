@@ -923,3 +923,20 @@ def _src(f):
 def test_vjp_tree_words(case):
     thunk, msg = VJP_TREES[case]
     _check(thunk, ValueError, msg.replace("{f1}", _src(_vjp_f1)).replace("{f2}", _src(_vjp_f2)))
+
+
+def test_index_words():
+    x = jnp.ones((3, 4))
+    bad_type = "Indexer must have integer or boolean type, got indexer with type {}"
+    _check(lambda: x[1.0], TypeError, bad_type.format("float64"))
+    _check(lambda: x[np.float32(1)], TypeError, bad_type.format("float32"))
+    _check(lambda: x[0, 1.5], TypeError, bad_type.format("float64"))
+    _check(lambda: x.at[1.0].set(1.0), TypeError, bad_type.format("float64"))
+    mask = "boolean index did not match shape of indexed array in index {}: got {}, expected {}"
+    _check(lambda: x[np.array([True, False])], IndexError, mask.format(0, (2,), [3]))
+    _check(lambda: x[:, np.array([True, False])], IndexError, mask.format(1, (2,), [4]))
+    _check(lambda: x[np.ones((2, 2), bool)], IndexError, mask.format(0, (2, 2), [3, 4]))
+    bad = "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer or boolean arrays are valid indices. Got {0: 1}"
+    _check(lambda: x[{0: 1}], IndexError, bad)
+    _check(lambda: x[0, {0: 1}], IndexError, bad)
+    np.testing.assert_array_equal(x[np.array([True, False, True])], np.ones((2, 4)))

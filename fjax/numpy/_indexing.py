@@ -187,13 +187,16 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
             else:
                 raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt.name}")
         elif isinstance(i, (float, complex)):
-            raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {type(i).__name__}")
+            # (a Python float is float64 to JAX's check, x64 or not)
+            raise TypeError(
+                f"Indexer must have integer or boolean type, got indexer with type {np.asarray(i).dtype.name}"
+            )
         elif isinstance(i, str):
             raise TypeError(f"JAX does not support string indexing; got idx={i!r}")
         else:  # IndexError, as JAX raises
             raise IndexError(
-                f"Indexer must be an int, slice, None, Ellipsis, or an integer or boolean array; got "
-                f"{type(i).__name__} at position {pos}"
+                "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer or boolean arrays are "
+                f"valid indices. Got {i}"
             )
     if sum(k == "ellipsis" for k, _ in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -227,7 +230,8 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
             want = tuple(shp[d : d + v.ndim])
             if v.shape != want:
                 raise IndexError(
-                    f"boolean index did not match shape of indexed array in index {d}: got {v.shape}, expected {want}"
+                    f"boolean index did not match shape of indexed array in index {d}: got {v.shape}, expected "
+                    f"{list(want)}"
                 )
             for arr in np.nonzero(v):
                 entries.append(_Entry("array", arr.astype(np.int64), d, p))
