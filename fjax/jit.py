@@ -21,6 +21,7 @@ import numpy as np
 
 from fjax import _debug_nans, core, dtypes
 from fjax import _tree_lifted as tu
+from fjax._tree_prefix import fun_sourceinfo
 from fjax.config import config
 from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
 from fjax.interpreters import ad, batching
@@ -76,15 +77,7 @@ def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
 # ---- jax_no_tracing / jax_no_execution --------------------------------------------------------
 
 
-def _fun_sourceinfo(fun: Callable) -> str:
-    """``f at file:line`` for the function ``fun`` (as JAX's ``fun_sourceinfo``, in its errors)."""
-    while isinstance(fun, functools.partial):
-        fun = fun.func
-    fun = inspect.unwrap(fun)
-    try:
-        return f"{fun.__name__} at {fun.__code__.co_filename}:{fun.__code__.co_firstlineno}"
-    except AttributeError:
-        return "<unknown>"
+_fun_sourceinfo = fun_sourceinfo  # ``f at file:line``, as JAX names functions in its errors
 
 
 def _no_tracing_error(fun: Callable) -> RuntimeError:
