@@ -257,6 +257,28 @@ def linalg(a, b):
     )
 
 
+def special3(x, a, z):
+    # kernels the H100 run of 2026-11-27 had not reached: special_hyp.py, wofz, sph_harm_y
+    sp = fjax.scipy.special
+    n = jnp.array([0, 1, 2, 3], jnp.int32)
+    m = jnp.array([0, 1, -1, 2], jnp.int32)
+    return (
+        sp.hyp1f1(a, a + 1.0, x) + sp.hyp2f1(a, 0.5, a + 1.5, x * 0.5),
+        sp.wofz(z),
+        sp.sph_harm_y(n, m, x[0, :4] * 3.0, x[1, :4] * 6.0, n_max=3),
+    )
+
+
+def linalg_extra(dl, d, du, b, a):
+    # tridiagonal_solve and householder_product (linalg_extra.py), complex Cholesky/QR (linalg_ops.py)
+    x = lax.linalg.tridiagonal_solve(dl, d, du, b)
+    q = lax.linalg.householder_product(a, jnp.array([1.2, 0.7, 0.0], a.dtype))
+    c = lax.complex(a, a * 0.5)
+    h = c @ jnp.conj(c).T + 6.0 * jnp.eye(6)
+    qc, rc = jnp.linalg.qr(c)
+    return x, q, lax.linalg.cholesky(h), qc @ rc
+
+
 def complex_chain(x, y):
     z = lax.complex(x, y)
     w = jnp.exp(z * 0.1) * jnp.conj(z) / (z + 2.0) + jnp.sqrt(z) * jnp.tanh(z) - jnp.log1p(z**3)
@@ -329,6 +351,18 @@ CORPUS = {
     # cuFFT steps (fft_ops.py): a real signal through its half spectrum and back, 1-D and 2-D
     "fft": (lambda x: (jnp.fft.irfft(jnp.fft.rfft(x), n=16), jnp.fft.irfftn(jnp.fft.rfftn(x))), (_f32(3, 16),)),
     "special2": (special2, (rng.uniform(0.01, 0.99, (4, 8)).astype(np.float32), np.abs(_f32(4, 8)) + 0.2)),
+    "special3": (
+        special3,
+        (
+            rng.uniform(0.01, 0.99, (4, 8)).astype(np.float32),
+            rng.uniform(0.3, 3.0, (4, 8)).astype(np.float32),
+            (rng.standard_normal(12) + 1j * rng.uniform(0.1, 2.0, 12)).astype(np.complex64),
+        ),
+    ),
+    "linalg_extra": (
+        linalg_extra,
+        (_f32(7) * 0.1, np.abs(_f32(7)) + 4.0, _f32(7) * 0.1, _f32(7, 2), _f32(6, 3)),
+    ),
     # complex64 values in the kernels (complex_ops.py): arithmetic, transcendentals, a sum, a GEMM
     "complex": (complex_chain, (_f32(8, 40), _f32(8, 40))),
     # host calls (callbacks.py): the user's function and eig's LAPACK on the host, between kernels
