@@ -177,4 +177,10 @@ def test_message_is_jaxs_verbatim(key):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = run(_cases()[key])
-    assert got is not None and (got["type"], got["message"]) == (want["type"], want["message"]), got
+    assert got is not None and (got["type"], _here(got["message"])) == (want["type"], _here(want["message"])), got
+
+
+def _here(message: str) -> str:
+    """Messages naming a function of ``tests/data/error_cases.py`` by path (JAX's ``f at file:line``)
+    name the checkout's path: JAX's were recorded in /work/main, a CI clone is elsewhere."""
+    return re.sub(r"\S*/tests/data/error_cases\.py", "tests/data/error_cases.py", message)
