@@ -163,6 +163,8 @@ def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
 
 
 def _canonicalize_shape(shape: Any, name: str) -> tuple:
+    if isinstance(shape, int):  # JAX's canonicalize_shape takes one int as a 1-D shape
+        shape = (shape,)
     try:
         return tuple(_dim(d) for d in shape)
     except TypeError:

@@ -392,3 +392,13 @@ def test_compiled_eager_kernels_match_the_primitive_path(monkeypatch):
     slow = [random.normal(k, (256, 256)), random.uniform(k, (256, 256)), random.split(k, 70000)]
     for a, b in zip(fast, slow):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_an_int_shape_is_one_dimension():
+    """JAX's canonicalize_shape takes one int as a 1-D shape (flax nnx's tests call
+    ``random.normal(key, dim)``); the draws are those of the tuple shape."""
+    k = fjax.random.key(3)
+    for f in (fjax.random.normal, fjax.random.uniform, fjax.random.bits):
+        np.testing.assert_array_equal(np.asarray(f(k, 5)), np.asarray(f(k, (5,))))
+    with pytest.raises(TypeError, match="shapes must be 1D sequences"):
+        fjax.random.normal(k, 2.5)
