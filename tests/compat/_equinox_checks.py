@@ -9,18 +9,10 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from _checks_common import checker  # noqa: E402
 
 key = jr.PRNGKey(0)
-results: list[str] = []
-
-
-def check(name):
-    def deco(f):
-        f()
-        results.append(name)
-        return f
-
-    return deco
+check, results, _ = checker()
 
 
 def np_mlp(m, x):

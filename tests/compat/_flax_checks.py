@@ -10,33 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _checks_common import checker, close, np_params, randn_from  # noqa: E402, F401
 from flax import nnx, serialization, struct, traverse_util
 from flax.training import train_state
 
 key = jax.random.PRNGKey(0)
-results: list[str] = []
+check, results, _ = checker()
 rng = np.random.default_rng(0)
-
-
-def check(name):
-    def deco(f):
-        f()
-        results.append(name)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol=1e-5, atol=1e-5):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
-
-
-def randn(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-def np_params(tree):
-    return jax.tree.map(lambda a: np.asarray(a, np.float64), tree)
+randn = randn_from(rng)
 
 
 # ---- linen -------------------------------------------------------------------------------------

@@ -4,48 +4,18 @@ from the parameters haiku created; the same script passes under JAX 0.10.2."""
 
 from __future__ import annotations
 
-import os
-
 import haiku as hk
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from _checks_common import checker, close, np_params, randn_from  # noqa: E402, F401
 
 key = jax.random.PRNGKey(0)
-results: list[str] = []
-failures: list[str] = []
-KEEP_GOING = os.environ.get("HAIKU_CHECKS_KEEP_GOING") == "1"
+# HAIKU_CHECKS_KEEP_GOING=1: report every failing check, not only the first
+check, results, failures = checker("HAIKU_CHECKS_KEEP_GOING")
 rng = np.random.default_rng(0)
-
-
-def check(name):
-    def deco(f):
-        if KEEP_GOING:  # HAIKU_CHECKS_KEEP_GOING=1: report every failing check, not only the first
-            try:
-                f()
-            except Exception as e:  # noqa: BLE001
-                failures.append(name)
-                print(f"FAILED: {name}: {type(e).__name__}: {str(e)[:1500]}")
-                return f
-        else:
-            f()
-        results.append(name)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol=1e-5, atol=1e-5):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
-
-
-def randn(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-def np_params(tree):
-    return jax.tree.map(lambda a: np.asarray(a, np.float64), tree)
+randn = randn_from(rng)
 
 
 def np_layer_norm(x, scale, offset, eps=1e-5):
