@@ -34,6 +34,16 @@ def installed_site(packages: list[str], modules: list[str], main: str) -> str:
     return os.path.dirname(os.path.dirname(spec.origin))
 
 
+def run_check_script(name: str, passed: int) -> None:
+    """Run ``_<name>_checks.py`` under ``python -m fjax.compat`` and require ``passed`` checks and
+    its final ``ALL OK``."""
+    script = os.path.join(os.path.dirname(__file__), f"_{name}_checks.py")
+    proc = subprocess.run([sys.executable, "-m", "fjax.compat", script], capture_output=True, text=True, timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-4000:]
+    assert f"{name} checks passed: {passed}" in proc.stdout, out[-2000:]
+
+
 def run_subset(site: str, files: list[str], tmp_path, known_causes: dict) -> tuple[list, list, int]:  # noqa: ANN001
     """Run ``files`` (relative to ``site``) on fjax; (test cases, failures not explained by a
     ``known_causes`` pattern, number passed)."""

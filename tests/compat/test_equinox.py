@@ -11,10 +11,6 @@ closed form.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = ["equinox==0.13.8", "jaxtyping==0.3.11", "wadler_lindig==0.1.8", "typing_extensions"]
@@ -23,8 +19,4 @@ MODULES = ["equinox", "jaxtyping", "wadler_lindig", "typing_extensions"]
 
 def test_equinox_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "equinox")
-    script = os.path.join(os.path.dirname(__file__), "_equinox_checks.py")
-    proc = subprocess.run([sys.executable, "-m", "fjax.compat", script], capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-4000:]
-    assert "equinox checks passed: 14" in proc.stdout, out[-2000:]
+    _subset.run_check_script("equinox", 14)

@@ -13,10 +13,6 @@ under JAX 0.10.2.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = [
@@ -49,8 +45,4 @@ MODULES = [
 
 def test_flax_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "flax")
-    script = os.path.join(os.path.dirname(__file__), "_flax_checks.py")
-    proc = subprocess.run([sys.executable, "-m", "fjax.compat", script], capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-4000:]
-    assert "flax checks passed: 16" in proc.stdout, out[-2000:]
+    _subset.run_check_script("flax", 16)

@@ -15,10 +15,6 @@ under JAX 0.10.2.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = ["dm-haiku==0.0.17", "jmp", "tabulate", "optax==0.2.8", "chex==0.1.92", "absl-py", "toolz"]
@@ -27,8 +23,4 @@ MODULES = ["haiku", "jmp", "tabulate", "optax", "chex", "absl", "toolz"]
 
 def test_haiku_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "haiku")
-    script = os.path.join(os.path.dirname(__file__), "_haiku_checks.py")
-    proc = subprocess.run([sys.executable, "-m", "fjax.compat", script], capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-4000:]
-    assert "haiku checks passed: 21" in proc.stdout, out[-2000:]
+    _subset.run_check_script("haiku", 21)
