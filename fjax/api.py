@@ -602,7 +602,14 @@ def _flatten_axes(what: str, tree: tu.PyTreeDef, axes: Any, kws: bool = False) -
         ) from None
 
 
-class _PytreeLeaf:
+class _PytreeLeafMeta(type):
+    # JAX's reports name the type of a value-tree leaf by its own class, and code written for JAX
+    # (tests matching on the message) reads that name: print it as JAX does
+    def __repr__(cls) -> str:
+        return "<class 'jax._src.api_util.PytreeLeaf'>"
+
+
+class _PytreeLeaf(metaclass=_PytreeLeafMeta):
     """Stands for a leaf of the value tree in prefix-error reports (as JAX's ``PytreeLeaf``)."""
 
     def __repr__(self) -> str:
@@ -657,13 +664,14 @@ def _prefix_broadcast(tree: tu.PyTreeDef, axes: Any) -> list:
     out: list = []
 
     def rec(ax: Any, sub: Any) -> None:
-        if ax is None or isinstance(ax, int):
+        if ax is None or isinstance(ax, (int, np.integer)):
             n = len(tu.tree_leaves(sub))
             out.extend([ax] * n)
             return
         ax_children = _children(ax)
         sub_children = _children(sub)
-        if type(ax) is not type(sub) and not (isinstance(ax, (list, tuple)) and isinstance(sub, (list, tuple))):
+        # a list prefix of a tuple value (or the reverse) is no prefix, as in JAX's tree_map
+        if type(ax) is not type(sub):
             raise ValueError(f"axes node {type(ax).__name__} does not match value node {type(sub).__name__}")
         if len(ax_children) != len(sub_children):
             raise ValueError(f"axes node has {len(ax_children)} children, value node has {len(sub_children)}")
@@ -702,16 +710,17 @@ def vmap(
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     # TypeErrors at vmap() time, as in JAX (numpy integers pass too)
-    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))):
+    # numpy integers are refused as axes, as in JAX (which checks for Python ints)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple))):
         raise TypeError(
             "vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments "
             f"passed to the function, but got {in_axes}."
         )
-    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(in_axes)):
+    if not all(isinstance(a, int) for a in tu.tree_leaves(in_axes)):
         raise TypeError(
             f"vmap in_axes must be an int, None, or (nested) container with those types as leaves, but got {in_axes}."
         )
-    if not all(isinstance(a, (int, np.integer)) for a in tu.tree_leaves(out_axes)):
+    if not all(isinstance(a, int) for a in tu.tree_leaves(out_axes)):
         raise TypeError(
             f"vmap out_axes must be an int, None, or (nested) container with those types as leaves, but got {out_axes}."
         )
