@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fjax
 import fjax.numpy as jnp
@@ -136,3 +138,38 @@ NUMPY_INT_AXES = {
 def test_vmap_numpy_integer_axes_refused_as_in_jax(name: str) -> None:
     fn, want = NUMPY_INT_AXES[name]
     assert _raises(fn) == ("TypeError", want)
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp.pad: JAX 0.10.2 raises TypeError("`pad_width` must be of integral type.") for every
+# non-integer pad_width with entries (integer-valued floats, bools, complex), in every mode
+
+_PAD_MSG = ("TypeError", "`pad_width` must be of integral type.")
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap", "mean"])
+@pytest.mark.parametrize("pw", [1.0, (1.0, 2.0), ((1.0, 2.0),), (1, 2.0), np.array([1.0]), -1.0, True, 1j], ids=repr)
+def test_pad_refuses_non_integer_widths(pw, mode: str) -> None:
+    assert _raises(lambda: jnp.pad(X, pw, mode=mode)) == _PAD_MSG
+
+
+def test_pad_refuses_float_array_widths_under_jit() -> None:
+    assert _raises(lambda: fjax.jit(lambda x: jnp.pad(x, jnp.array(1.0)))(X)) == _PAD_MSG
+
+
+@given(
+    before=st.integers(0, 3),
+    after=st.integers(0, 3),
+    int_type=st.sampled_from([int, np.int32, np.uint8, np.int64]),
+)
+def test_pad_integer_widths_match_numpy(before: int, after: int, int_type) -> None:
+    x = np.arange(4.0, dtype=np.float32)
+    pw = (int_type(before), int_type(after))
+    np.testing.assert_array_equal(jnp.pad(jnp.asarray(x), pw), np.pad(x, (before, after)))
+    with pytest.raises(TypeError, match="must be of integral type"):
+        jnp.pad(jnp.asarray(x), (float(before), float(after)))
+
+
+def test_pad_empty_float_widths_of_a_scalar_pass() -> None:
+    # JAX 0.10.2: jnp.pad(jnp.float32(1), np.zeros((0, 2))) returns 1.0 (no entries, nothing to check)
+    assert float(jnp.pad(jnp.float32(1), np.zeros((0, 2)))) == 1.0

@@ -45,12 +45,9 @@ def _pad_widths(fn: str, pad_width: Any, nd: int) -> np.ndarray:
 
 
 def _pad_ints(pw: np.ndarray) -> list[tuple[int, int]]:
-    # (JAX refuses float widths; fjax takes integer-valued ones, as numpy does)
+    # float widths are refused even when integer-valued (JAX does; numpy takes them)
     if _dkind(pw.dtype) not in "iu" and pw.size:
-        if _dkind(pw.dtype) == "f" and np.all(pw == np.round(pw)):
-            pw = pw.astype(np.int64)
-        else:
-            raise TypeError("`pad_width` must be of integral type.")
+        raise TypeError("`pad_width` must be of integral type.")
     if np.any(pw < 0):
         raise ValueError("index can't contain negative values")
     return [(int(b), int(e)) for b, e in pw]
