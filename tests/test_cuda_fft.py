@@ -1,10 +1,11 @@
-"""``lax.fft`` / ``jnp.fft`` on the CUDA backend (``fjax/backends/cuda/fft_ops.py``: an ``Fft`` plan
-record the runtime runs with ``cupy.fft``) and complex GEMMs (``runtime.matmul``: cuBLAS's
-cgemm/zgemm), run on the cupy stand-in: its ``cupy.fft`` is numpy's pocketfft in the operand's
-precision, its cuBLAS numpy over the raw pointers cuBLAS would get. Results are compared with the
-CPU backend (scipy's pocketfft) and numpy: every transform type, one to three axes with batches,
-odd and even lengths, both precisions, empty transforms, FFTs inside scan/while/cond bodies, and
-that a plan with an FFT is never captured as a CUDA graph. Nothing here ran on a real GPU."""
+"""``lax.fft`` / ``jnp.fft`` on the CUDA backend (``fjax/backends/cuda/fft_ops.py``: an ``Fft``
+plan record the runtime runs on cuFFT plans of its own, ``fft_exec``, or through ``cupy.fft``)
+and complex GEMMs (``runtime.matmul``: cuBLAS's cgemm/zgemm), run on the cupy stand-in: its cuFFT
+is numpy's pocketfft in the operand's precision, its cuBLAS numpy over the raw pointers cuBLAS
+would get. Results are compared with the CPU backend (scipy's pocketfft) and numpy: every
+transform type, one to three axes with batches, odd and even lengths, both precisions, empty
+transforms, FFTs inside scan/while/cond bodies, and CUDA graphs of one-axis FFTs (``fft_exec``'s
+plans). Nothing here ran on a real GPU."""
 
 from __future__ import annotations
 
@@ -170,40 +171,107 @@ def test_fft_inside_scan_while_and_cond():
     _close(got[1], (np.fft.fft(np.fft.fft(np.fft.fft(z))) / 64).astype(np.complex64), True)
 
 
-def test_a_plan_with_an_fft_is_not_captured(standin_gpu, monkeypatch):
-    """cuFFT is never called inside a graph capture: a program with an FFT runs launch by launch
-    on every call, while the same program without it is captured (so the check can fail)."""
-    from fjax.backends.cuda import executor
+def test_one_axis_ffts_are_captured_and_replayed(standin_gpu, monkeypatch):
+    """A program with one-axis FFTs is captured as a CUDA graph (fjax's own cuFFT plans,
+    ``fft_exec``) and its replays give every transform type's result for new inputs; the plans
+    are made before the capture (the stand-in raises for one made on a capturing stream) and the
+    graph keeps them; an FFT over two axes keeps the program launch by launch, and
+    FJAX_CUDA_FFT_GRAPHS=0 turns the capture off."""
+    from fjax.backends.cuda import executor, fft_exec
 
     monkeypatch.setattr(executor, "GRAPH_MIN_STEPS", 1)
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((4, 16)).astype(np.float32)
-
-    def work(x):
-        y = jnp.sin(x) * 2.0 + 1.0
-        return y, jnp.sum(jnp.cos(y), axis=1), jnp.max(y * y, axis=0)
-
-    with_fft = fjax.jit(lambda x: (*work(x), lax.fft(x * 3.0, "rfft", (16,))))
-    without = fjax.jit(work)
     gpu = fjax.devices("gpu")[0]
-    xg = fjax.device_put(x, gpu)
-    for fn, captured in ((without, True), (with_fft, False)):
+
+    def one_axis(x, z):
+        r = lax.fft(x * 3.0, "rfft", (16,))
+        return (
+            r,
+            lax.fft(r, "irfft", (16,)) + 1.0,
+            lax.fft(z, "fft", (16,)),
+            lax.fft(z * 2.0, "ifft", (16,)),
+            jnp.sum(jnp.cos(x), axis=1),
+        )
+
+    def two_axes(x, z):
+        return (lax.fft(z, "fft", (4, 16)), jnp.sin(x))
+
+    def want(x, z):
+        r = np.fft.rfft(x * 3.0)
+        return (r, np.fft.irfft(r, 16) + 1.0, np.fft.fft(z), np.fft.ifft(z * 2.0), np.sum(np.cos(x), axis=1))
+
+    for fn, captured in ((one_axis, True), (two_axes, False)):
+        f = fjax.jit(fn)
         standin_gpu.calls.clear()
-        for _ in range(3):
-            outs = fn(xg)
+        for _ in range(4):
+            x = rng.standard_normal((4, 16)).astype(np.float32)
+            z = _complex(rng, (4, 16), np.complex64)
+            outs = f(fjax.device_put(x, gpu), fjax.device_put(z, gpu))
+            if fn is one_axis:
+                for g, w in zip(outs, want(x, z)):
+                    _close(g, w.astype(np.asarray(g).dtype), True)
         assert (standin_gpu.calls["graph launch"] > 0) == captured, dict(standin_gpu.calls)
-    np.testing.assert_allclose(np.asarray(outs[3]), np.fft.rfft(x * 3.0), rtol=2e-5, atol=2e-5)
-    assert standin_gpu.calls["fft"] == 3
+        if captured:
+            # the first call made the plans: rfft, irfft, and one C2C plan for fft and ifft
+            assert standin_gpu.calls["fft plan"] == 3, dict(standin_gpu.calls)
+            ex = next(iter(_executors(f)))
+            assert len(ex._graph.keep) == 4 and fft_exec.plan_count() >= 3
+
+    monkeypatch.setenv("FJAX_CUDA_FFT_GRAPHS", "0")
+    f = fjax.jit(lambda x, z: one_axis(x, z)[:4])
+    standin_gpu.calls.clear()
+    for _ in range(3):
+        f(fjax.device_put(x, gpu), fjax.device_put(z, gpu))
+    assert standin_gpu.calls["graph launch"] == 0, dict(standin_gpu.calls)
 
 
-def test_graph_steps_sees_an_fft_in_a_scan_body():
-    fft = Fft("o", "x", 0, (8,), (8,), np.dtype(np.complex64), np.dtype(np.complex64))
-    body = Plan(["x"], ["o"], [Alloc("o", (8,), np.dtype(np.complex64)), fft])
+def _executors(f):
+    """The CUDA executors a jitted function's compiled programs hold (found through the garbage
+    collector: a test's view, not an API)."""
+    import gc
+
+    from fjax.backends.cuda.executor import Executor
+
+    return [o for o in gc.get_objects() if isinstance(o, Executor) and o._graph]
+
+
+def test_a_graph_keeps_its_plans_when_the_cache_evicts_them(standin_gpu, monkeypatch):
+    """With a plan cache of one, two captured programs of different lengths evict each other's
+    plans from the cache; each graph still holds its own, and replays stay right. An IRFFT leaves
+    its operand intact (cuFFT's C2R may overwrite its input; the stand-in scribbles NaN on it)."""
+    from fjax.backends.cuda import executor, fft_exec
+
+    monkeypatch.setattr(executor, "GRAPH_MIN_STEPS", 1)
+    monkeypatch.setattr(fft_exec, "MAX_PLANS", 1)
+    rng = np.random.default_rng(5)
+    gpu = fjax.devices("gpu")[0]
+    fs = {n: fjax.jit(lambda s, n=n: (lax.fft(s, "irfft", (n,)), s * 2.0)) for n in (8, 12)}
+    for _ in range(3):
+        for n, f in fs.items():
+            s = _complex(rng, (3, n // 2 + 1), np.complex64)
+            s[:, 0] = s[:, 0].real  # a spectrum of real data: real DC (and Nyquist) bins
+            if n % 2 == 0:
+                s[:, -1] = s[:, -1].real
+            y, s2 = f(fjax.device_put(s, gpu))
+            _close(y, np.fft.irfft(s, n).astype(np.float32), True)
+            _close(s2, s * 2, True)
+    assert fft_exec.plan_count() == 1
+    assert standin_gpu.calls["graph launch"] > 0
+
+
+def test_graph_steps_counts_one_axis_ffts():
     from fjax.backends.cuda.executor import graph_steps
     from fjax.backends.cuda.records import Loop
 
-    assert graph_steps(body) is None
-    assert graph_steps(Plan(["c"], ["c2"], [Loop("scan", [], ["x"], [], body, ["c2"], length=4)])) is None
+    c64 = np.dtype(np.complex64)
+    fft = Fft("o", "x", 0, (8,), (8,), c64, c64)
+    body = Plan(["x"], ["o"], [Alloc("o", (8,), c64), fft])
+    assert graph_steps(body) == 1
+    assert graph_steps(Plan(["c"], ["c2"], [Loop("scan", [], ["x"], [], body, ["c2"], length=4)])) == 4
+    fft2 = Fft("o", "x", 0, (2, 8), (2, 8), c64, c64)
+    body2 = Plan(["x"], ["o"], [Alloc("o", (2, 8), c64), fft2])
+    assert graph_steps(body2) is None
+    assert graph_steps(Plan(["c"], ["c2"], [Loop("scan", [], ["x"], [], body2, ["c2"], length=4)])) is None
     assert "cufft FFT x: complex64[8]" in repr(fft)
 
 

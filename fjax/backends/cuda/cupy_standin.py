@@ -183,7 +183,9 @@ def asnumpy(x: Any) -> np.ndarray:
 
 def ascontiguousarray(x: Any) -> StandinArray:
     calls["contiguous"] += 1
-    return _pooled(np.array(x, order="C").view(StandinArray))
+    out = _pooled(_fresh(np.shape(x), np.asarray(x).dtype))
+    _issue(None, lambda: np.copyto(np.asarray(out), np.asarray(x)), "copy")  # (a kernel: captured)
+    return out
 
 
 def matmul(a: Any, b: Any, out: Any = None) -> Any:
@@ -236,6 +238,48 @@ def _fft_function(name: str) -> Callable:
 
 
 fft = types.SimpleNamespace(**{n: _fft_function(n) for n in ("fftn", "ifftn", "rfftn", "irfftn")})
+
+
+class Plan1d:
+    """``cupy.cuda.cufft.Plan1d(nx, fft_type, batch)``: ``fft(a, out, direction)`` runs ``batch``
+    unnormalized transforms of length ``nx`` over contiguous lines, as cuFFT does, on the current
+    stream. A C2R transform scribbles NaN over its input afterwards (cuFFT's C2R may overwrite its
+    input), and a plan made on a capturing stream raises (cupy#7559: it may crash there)."""
+
+    _KINDS = {0x29: "c2c", 0x69: "c2c", 0x2A: "r2c", 0x6A: "r2c", 0x2C: "c2r", 0x6C: "c2r"}
+
+    def __init__(self, nx: int, fft_type: int, batch: int):
+        calls["fft plan"] += 1
+        if get_current_stream().capture is not None:
+            raise RuntimeError("cupy_standin: a cuFFT plan created on a capturing stream")
+        self.nx, self.fft_type, self.batch = int(nx), int(fft_type), int(batch)
+        self.kind = self._KINDS[self.fft_type]
+        self.single = self.fft_type in (0x29, 0x2A, 0x2C)
+
+    def fft(self, a: Any, out: Any, direction: int) -> None:
+        calls["fft"] += 1
+        n, kind = self.nx, self.kind
+        lin = {"c2c": n, "r2c": n, "c2r": n // 2 + 1}[kind]
+        lout = {"c2c": n, "r2c": n // 2 + 1, "c2r": n}[kind]
+        if a.size != self.batch * lin or out.size != self.batch * lout:
+            sizes = f"{a.size}, {out.size}"
+            raise ValueError(f"cupy_standin: cuFFT plan ({kind}, n={n}, batch={self.batch}) on sizes {sizes}")
+
+        def run() -> None:
+            x = np.asarray(a).reshape(self.batch, lin)
+            if kind == "c2c":
+                y = np.fft.fft(x, axis=-1) if direction == -1 else np.fft.ifft(x, axis=-1) * n
+            elif kind == "r2c":
+                y = np.fft.rfft(x, axis=-1)
+            else:
+                y = np.fft.irfft(x, n, axis=-1) * n
+                x[...] = np.nan  # (the input is garbage after a C2R)
+            np.asarray(out).reshape(self.batch, lout)[...] = y
+
+        _issue(None, run, "fft")
+
+
+cufft = types.SimpleNamespace(Plan1d=Plan1d, CUFFT_FORWARD=-1, CUFFT_INVERSE=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -532,6 +576,7 @@ def install(compute: bool = True, n_devices: int = 1) -> None:
         get_current_stream=get_current_stream,
         using_allocator=_using_allocator,
         device=types.SimpleNamespace(get_cublas_handle=lambda: 1),
+        cufft=cufft,
     )
     mod = sys.modules[__name__]
     mod.cuda = cuda  # type: ignore[attr-defined]
@@ -563,6 +608,9 @@ def _reset_fjax(cublas: Any) -> None:
     runtime._modules.clear()
     runtime._cublas_handles.clear()
     runtime._gemm_plans.clear()
+    from fjax.backends.cuda import fft_exec  # noqa: PLC0415
+
+    fft_exec._plans.clear()
     runtime._count.clear()
     runtime._cublas[:] = [cublas] if cublas is not None else []
     from fjax.backends.cuda import cublaslt, cublaslt_standin  # noqa: PLC0415

@@ -8,7 +8,7 @@ View, Launch, MatMul and Fft record becomes one call with its names resolved to 
 function fetched, and its shapes and grids made tuples, so a call of a jitted GPU program spends its
 host time on the launches themselves, not on reading records (this is the hot path of every small
 GPU call). From the second call on, a plan that reads nothing back to the host and launches enough
-work (and runs no FFT: see ``graph_steps``) is captured as a CUDA graph (``runtime.capture_graph``)
+work (and runs no FFT over several axes: see ``graph_steps``) is captured as a CUDA graph (``runtime.capture_graph``)
 and replayed.
 """
 
@@ -41,8 +41,8 @@ def launch_grid(n: int, block: int) -> tuple:
 
 def graph_steps(plan: Plan) -> int | None:
     """The launches + GEMMs one run of ``plan`` makes (scan bodies counted per iteration), or None
-    when it reads a value back to the host (``while``, ``cond``, a host call) or runs an FFT, and
-    so is not made a CUDA graph."""
+    when it reads a value back to the host (``while``, ``cond``, a host call) or runs an FFT over
+    several axes, and so is not made a CUDA graph."""
     n = 0
     for s in plan.steps:
         if isinstance(s, (Launch, MatMul)):
@@ -52,13 +52,11 @@ def graph_steps(plan: Plan) -> int | None:
         elif isinstance(s, HostCallback):
             return None  # the function runs on the host on every call, between the launches
         elif isinstance(s, Fft):
-            # not captured: cupy.fft creates a cuFFT plan (allocating its work area) on a shape's
-            # first call, which must not happen during a capture (cupy#7559: a segfault for some
-            # sizes), and later calls take the plan from cupy's LRU plan cache, whose eviction
-            # frees a work area a captured graph would still write. The executor's first call and
-            # capture_graph's warm-up run would create the plans before a capture, but the cache
-            # could still evict them; untested on a GPU, the safe choice is launch by launch
-            return None
+            if len(s.lengths) != 1 or os.environ.get("FJAX_CUDA_FFT_GRAPHS", "1") == "0":
+                # several axes go through cupy.fft, whose plans cupy may create or evict at any
+                # call: never captured (fft_exec says what one-axis transforms do instead)
+                return None
+            n += 1
         elif isinstance(s, Loop):
             b = graph_steps(s.body)
             if b is None:

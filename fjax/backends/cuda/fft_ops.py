@@ -12,7 +12,8 @@ An IRFFT of a half spectrum that is not Hermitian (an imaginary part in the DC o
 in a multi-axis transform bins that are not conjugate pairs) is undefined in cuFFT's C2R, as in
 XLA's GPU FFT: there the GPU may differ from the CPU (pocketfft), never for spectra of real data.
 
-An FFT step is not captured into a CUDA graph (``executor.graph_steps``); the reason is there.
+A one-axis FFT step runs on fjax's own cuFFT plans and may be captured into a CUDA graph
+(``fft_exec``); one over several axes is not (``executor.graph_steps``).
 ``reference`` is the same transform with numpy's pocketfft, in the operand's precision: the CPU
 emulator's and the cupy stand-in's cuFFT.
 """

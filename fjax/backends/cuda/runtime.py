@@ -30,7 +30,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fjax.backends.cuda import cublaslt
+from fjax.backends.cuda import cublaslt, fft_exec
 from fjax.backends.cuda.fft_ops import FFT_FUNCS
 
 __all__ = [
@@ -393,14 +393,18 @@ def _cublas_call(plan: tuple, h: Any, a: Any, b: Any, out: Any) -> Any:
 
 
 def fft(x: Any, out: Any, fft_type: int, lengths: tuple) -> Any:
-    """``out[...] = `` ``lax.fft`` of ``x`` over its trailing ``len(lengths)`` axes on cuFFT, through
-    ``cupy.fft.fftn/ifftn/rfftn/irfftn`` (``fft_type``: ``lax.FftType``'s value; ``lengths[-1]``
-    is IRFFT's output length) on the current stream: cupy keeps complex64/float32 in single
-    precision and caches the cuFFT plan of each shape. ``out`` has the result's shape and dtype.
-    Never inside a CUDA graph capture (``executor.graph_steps`` says why): refused there."""
-    if getattr(_capturing, "active", False):
-        raise RuntimeError("fjax: cuFFT is not called inside a CUDA graph capture")
+    """``out[...] = `` ``lax.fft`` of ``x`` over its trailing ``len(lengths)`` axes on cuFFT
+    (``fft_type``: ``lax.FftType``'s value; ``lengths[-1]`` is IRFFT's output length), on the
+    current stream, in the operand's precision. A one-axis transform runs on a plan of fjax's own
+    written straight into ``out``, and may be captured in a CUDA graph (``fft_exec``); one over
+    several axes goes through ``cupy.fft.fftn/ifftn/rfftn/irfftn`` (cupy caches its plans) and a
+    copy into ``out``, never inside a capture. ``out`` has the result's shape and dtype."""
     cp = _cupy()
+    if len(lengths) == 1 and fft_exec.direct(cp, module, x, out, fft_type, int(lengths[0])):
+        return out
+    if getattr(_capturing, "active", False):
+        what = f"{FFT_FUNCS[fft_type]} over {len(lengths)} axes"
+        raise RuntimeError(f"fjax: cupy.fft ({what}) is not called inside a CUDA graph capture")
     k = len(lengths)
     axes = tuple(range(x.ndim - k, x.ndim))
     fn = getattr(cp.fft, FFT_FUNCS[fft_type])
@@ -540,6 +544,7 @@ class Graph:
         self.nz = [i for i, s in enumerate(ins) if s.nbytes]
         self.copy_in: Any = None  # (kernel, grid, block) copying the inputs with one launch
         self.copy_out: Any = None  # (kernel, grid, block) copying the outputs out (large ones)
+        self.keep: list = []  # what the captured work uses and must outlive it (cuFFT plans)
         self.lock = threading.Lock()
 
     def replay(self, args: Any) -> list | None:
@@ -642,8 +647,10 @@ def capture_graph(run: Any, args: Any) -> Graph | None:
             mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", None)
             side.begin_capture(mode) if mode is not None else side.begin_capture()
             _capturing.active = True
+            plans = fft_exec.captured()
             try:
-                outs = run(ins, into) if into else run(ins)
+                with plans as kept:  # cuFFT plans the graph uses: it keeps their work areas alive
+                    outs = run(ins, into) if into else run(ins)
                 for k, (o, off) in enumerate(zip(outs, offsets)):
                     if not o.nbytes or (k in into and o.data.ptr == into[k].data.ptr):
                         continue
@@ -665,6 +672,7 @@ def capture_graph(run: Any, args: Any) -> Graph | None:
         )
         return None
     g = Graph(graph, ins, outs, pool, pack, offsets)
+    g.keep = kept
     g.use_copy_kernel()
     return g
 
