@@ -192,3 +192,38 @@ def test_half_precision_training_step_on_gpu(name):
         np.testing.assert_allclose(float(vg), float(vc), rtol=2e-2)
         for g, c in zip(pg, pc):
             np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(c, np.float32), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_one_axis_ffts_replay_in_a_cuda_graph(dt):
+    """One-axis FFTs run on fjax's own cuFFT plans (``fft_exec``) and are captured in a CUDA graph:
+    the power spectrum and its gradient (RFFT, then the transpose's C2C FFT), an IFFT and an IRFFT
+    (both scaled by 1/n after cuFFT) over five calls with new data, against the CPU each call; the
+    IRFFT's operand is left intact (cuFFT's C2R may overwrite its input)."""
+    captured = []
+    real = cuda_runtime.capture_graph
+
+    def spy(run, args):
+        g = real(run, args)
+        captured.append(g)
+        return g
+
+    def f(x):
+        v, g = fjax.value_and_grad(lambda s: jnp.sum(jnp.log1p(jnp.abs(jnp.fft.rfft(s, axis=-1)) ** 2)))(x)
+        r = jnp.fft.rfft(x * 0.5)
+        return v, g, jnp.fft.irfft(r, n=x.shape[-1]), jnp.fft.ifft(r), r
+
+    rng = np.random.default_rng(11)
+    ctx = fjax.enable_x64() if dt == np.float64 else fjax.default_device(fjax.devices("gpu")[0])
+    cuda_runtime.capture_graph = spy
+    try:
+        with ctx:
+            jf = fjax.jit(f)
+            for i in range(5):
+                x = rng.standard_normal((8, 96)).astype(dt)
+                got, want = jf(_gpu(x)), jf(_cpu(x))
+                _check(tree_util.tree_leaves(got), tree_util.tree_leaves(want), f"fft graph call {i}")
+                np.testing.assert_allclose(np.asarray(got[2]), x * 0.5, rtol=1e-4, atol=1e-5)
+    finally:
+        cuda_runtime.capture_graph = real
+    assert captured and all(captured), captured
