@@ -210,6 +210,14 @@ def vmap_grad(w, xs, ys):
     return fjax.vmap(fjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
 
 
+def per_example(w, b, xs, ys):
+    # a 100-long contraction: the product z = x @ w joins its consumers' row kernel (matvec_rows.py)
+    def loss(w, b, x, y):
+        return jnp.logaddexp(0.0, -y * (jnp.dot(x, w) + b))
+
+    return fjax.vmap(fjax.grad(loss, argnums=(0, 1)), in_axes=(None, None, 0, 0))(w, b, xs, ys)
+
+
 def special(x, a, i):
     # the host-step primitives of fjax/backends/cuda/special_ops.py, and cumlogsumexp
     v, j = lax.top_k(x, 3)
@@ -313,6 +321,7 @@ CORPUS = {
     "random": (random_bits, (fjax.random.PRNGKey(42),)),
     "truncated_normal": (truncated_normal, (fjax.random.PRNGKey(3), _f32(16))),
     "vmap_grad": (vmap_grad, (_f32(5), _f32(7, 5), np.sign(_f32(7)))),
+    "per_example": (per_example, (_f32(100) * 0.1, np.float32(0.3), _f32(64, 100), np.sign(_f32(64)))),
     "conv": (conv, (_f32(2, 3, 8, 8), _f32(4, 3, 3, 3))),
     "sort": (sort, (_f32(4, 9), rng.integers(0, 3, (4, 9)).astype(np.int32))),
     "sort_long": (

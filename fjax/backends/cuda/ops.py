@@ -549,6 +549,10 @@ def _build_table() -> dict:
 
 
 CUDA_OPS: dict[str, Callable] = _build_table()
+# a float32 GEMM operand as a fast compute mode reads it, ``drop`` low mantissa bits rounded away
+# (fj_keep_bits below): the products of a matrix-vector product fused into a row kernel
+# (matvec_rows.py), as the cuBLAS GEMM it replaces would read them
+CUDA_OPS["gemm_operand"] = lambda a, op: f"fj_keep_bits({a[0]}, {int(op.params['drop'])}u)"
 
 
 # the device helpers every translation unit defines once (guarded, so sources concatenate)

@@ -30,7 +30,7 @@ import numpy as np
 
 from fjax import core
 from fjax.backends import kernel_ir as ir
-from fjax.backends.cuda import callbacks, complex_ops, host_ops, skinny
+from fjax.backends.cuda import callbacks, complex_ops, host_ops, matvec_rows, skinny
 from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
@@ -163,6 +163,10 @@ class _Builder:
             elif names[o] != n:
                 plan.steps.append(View(names[o], n, tuple(o.aval.shape)))
 
+    @staticmethod
+    def _compute(st: ir.Dot) -> str:
+        return gemm_compute(st.precision, st.out.dtype)
+
     def _kernel(self, plan: Plan, k: ir.Kernel, in_names: list, outs: list, names: dict) -> None:
         tag = self.fresh("k")
         bufname: dict = {p.name: n for p, n in zip(k.params, in_names)}
@@ -170,7 +174,12 @@ class _Builder:
         for st in k.stmts:
             if isinstance(st, ir.Reshape):
                 root[st.out.name] = root.get(st.src.name, st.src)
-        stmts = schedule(k.stmts, root) if self.rows else k.stmts
+        if self.rows:
+            # matrix-vector products join the row groups their consumers form (matvec_rows.py)
+            conv, back = matvec_rows.convert(k.stmts, self._compute) if matvec_rows.enabled() else (k.stmts, {})
+            stmts = matvec_rows.restore(schedule(conv, root), back)
+        else:
+            stmts = k.stmts
 
         def bn(b: ir.Buf) -> str:
             n = bufname.get(b.name)

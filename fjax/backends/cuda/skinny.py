@@ -51,7 +51,7 @@ def applies(dims: tuple, lhs_perm: object, rhs_perm: object, dtypes: tuple) -> b
     )
 
 
-_DROP = {"tf32": 13, "f16": 13, "bf16": 16}  # low mantissa bits a fast compute mode drops (emulate)
+DROP = {"tf32": 13, "f16": 13, "bf16": 16}  # low mantissa bits a fast compute mode drops (emulate)
 
 
 def kernel(
@@ -63,7 +63,7 @@ def kernel(
     them, so a product gives the same numbers on either path (up to the order of the sums)."""
     nb, nl, nk, nr = dims
     T = ctype(np.dtype(dtype))
-    drop = _DROP.get(compute) if np.dtype(dtype) == np.float32 else None
+    drop = DROP.get(compute) if np.dtype(dtype) == np.float32 else None
     x, y = (
         (f"fj_keep_bits(pa[k * {{a}}], {drop}u)", f"fj_keep_bits(pb[k * {{b}}], {drop}u)")
         if drop
