@@ -25,9 +25,14 @@ timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per --precision float32
 # A/B: row fusion off (the MLP loss and its gradient as 7 launches instead of 2), appended above
 FJAX_CUDA_ROWS=0 timeout 60 $PY bench/bench_gpu.py --quick --only mlp 2>&1 | tail -3 | sed 's/^/rows off: /' \
   | tee -a "$OUT/bench_gpu.txt"
-# A/B: per-example gradients (host-bound, 1.05-1.17x JAX on the H100) launch by launch instead of as a graph
-FJAX_CUDA_GRAPH_MIN_STEPS=99 timeout 60 $PY bench/bench_gpu.py --quick --only per --rounds 15 2>&1 | tail -2 \
-  | sed 's/^/no graphs: /' | tee -a "$OUT/bench_gpu.txt"
+# A/B: per-example gradients (host-bound, 1.05-1.17x JAX on the H100 as a gemv + 2 launches in a
+# graph) with the product back on cuBLAS (session 16 made them one row kernel, matvec_rows.py)
+FJAX_CUDA_MATVEC_ROWS=0 timeout 60 $PY bench/bench_gpu.py --quick --only per --rounds 15 2>&1 | tail -2 \
+  | sed 's/^/matvec on cuBLAS: /' | tee -a "$OUT/bench_gpu.txt"
+# A/B: the rfft spectrum (2.1x JAX with cupy.fft launch by launch) without its CUDA graph (session 16:
+# fjax's own cuFFT plans, fft_exec.py, captured)
+FJAX_CUDA_FFT_GRAPHS=0 timeout 60 $PY bench/bench_gpu.py --only rfft --rounds 15 2>&1 | tail -2 \
+  | sed 's/^/fft not in graphs: /' | tee -a "$OUT/bench_gpu.txt"
 # A/B: GEMMs through cuBLASLt with measured algorithms (off by default until this shows a gain):
 # correctness first (the corpus and the precision tests), then the speed, appended above
 FJAX_CUDA_CUBLASLT=1 timeout 90 $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_cuda_gpu.py \
@@ -35,7 +40,7 @@ FJAX_CUDA_CUBLASLT=1 timeout 90 $PY -m pytest -q -p no:cacheprovider -n 6 tests/
   | tee -a "$OUT/tests_gpu.txt"
 FJAX_CUDA_CUBLASLT=1 timeout 60 $PY bench/bench_gpu.py --quick --only mlp,rnn,per 2>&1 | tail -5 \
   | sed 's/^/cublasLt: /' | tee -a "$OUT/bench_gpu.txt"
-timeout 90 $PY bench/gpu_kernels.py 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
+timeout 90 $PY bench/gpu_kernels.py --only mlp,rnn,per-example,rfft 2>&1 | grep -v -i warn | tee "$OUT/kernels.txt" | head -80
 FJAX_CUDA_CUBLASLT=1 timeout 60 $PY bench/gpu_kernels.py --only mlp 2>&1 | grep -v -i warn | sed 's/^/cublasLt: /' \
   | head -40 | tee -a "$OUT/kernels.txt"
 timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
