@@ -3,13 +3,17 @@
 Only primitives fjax really binds are listed (each is what a jaxpr shows). JAX's names that
 fjax builds from other primitives instead (``reduce_window_*_p``, ``select_and_scatter_add_p``,
 ``copy_p``, ``bitcast_convert_type_p``, the ``random_*``/``threefry2x32`` key primitives, ...)
-are absent rather than stand-ins that nothing binds.
+are absent rather than stand-ins that nothing binds. JAX's call primitives ``call_p`` and
+``closed_call_p`` exist and bind (interpreters written for JAX key rules by them), but inline:
+binding one runs the function in the current trace, so fjax's jaxprs never show them.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
+from fjax import core as _core
 from fjax import lax as _lax
 from fjax.lax import linalg as _linalg
 
@@ -39,6 +43,28 @@ cummax cummin cumprod cumsum linear_solve scan while fft all_gather all_to_all a
 ppermute psum""".split()
 _LINALG = "cholesky eig eigh hessenberg lu householder_product qr svd triangular_solve tridiagonal_solve schur".split()
 
+
+class _InlineCallPrimitive(_core.Primitive):
+    """JAX's ``call_p``/``closed_call_p``: ``bind(fun, *args)`` (``fun`` a ``WrappedFun`` from
+    ``jax.extend.linear_util`` or a plain callable) or ``bind(*args, call_jaxpr=jaxpr)`` (as an
+    equation's params rebind) returns the function's outputs, computed in the current trace."""
+
+    multiple_results = True
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        jaxpr = params.get("call_jaxpr")
+        if jaxpr is None:
+            fun, *args = args
+            call = getattr(fun, "call_wrapped", fun)
+            return list(call(*args))
+        if isinstance(jaxpr, _core.ClosedJaxpr):
+            return list(_core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args))
+        return list(_core.eval_jaxpr(jaxpr, (), *args))
+
+
+call_p = _InlineCallPrimitive("call")
+closed_call_p = _InlineCallPrimitive("closed_call")
+
 globals().update({f"{n}_p": getattr(_lax, f"{n}_p") for n in _LAX})
 globals().update({f"{n}_p": getattr(_linalg, f"{n}_p") for n in _LINALG})
 add_jaxvals_p = _lax.lax.add_any_p  # what JVPs and transposes bind to sum tangents; prints ``add_any``
@@ -47,6 +73,8 @@ __all__ = sorted(
     [f"{n}_p" for n in _LAX + _LINALG]
     + [
         "add_jaxvals_p",
+        "call_p",
+        "closed_call_p",
         "name_p",
         "remat_p",
         "jit_p",

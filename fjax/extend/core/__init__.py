@@ -276,9 +276,7 @@ class TraceTag:
         raise NotImplementedError(_NO_TRACE_CONTEXTS.format("jax.extend.core.TraceTag"))
 
 
-from fjax.extend import _primitives as primitives  # noqa: E402
-
-sys.modules.setdefault(__name__ + ".primitives", primitives)
+from fjax.extend.core import primitives  # noqa: E402  (a submodule, as in JAX)
 
 
 def call_impl(f: Any, *args: Any, **params: Any) -> Any:

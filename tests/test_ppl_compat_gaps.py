@@ -1,0 +1,89 @@
+"""fjax gaps that numpyro, blackjax and jaxopt found (tests/compat/test_numpyro.py and friends run
+the libraries themselves): ``jax.extend.core.primitives`` as an importable submodule with JAX's
+call primitives, ``jax._src.core.trace_state_clean`` and ``jax._src.flatten_util``."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fjax
+import fjax.numpy as jnp
+from fjax.compat._shims._src import core as src_core
+from fjax.compat._shims._src import flatten_util as src_flatten_util
+from fjax.extend import linear_util as lu
+from fjax.extend.core import primitives as P
+
+
+def test_primitives_is_a_submodule():
+    mod = importlib.import_module("fjax.extend.core.primitives")
+    assert mod is P and fjax.extend.core.primitives is P
+    assert P.jit_p is importlib.import_module("fjax.jit").jit_p
+
+
+def test_primitives_import_under_the_hook():
+    # a `from jax.extend.core.primitives import ...` needs jax.extend.core to be a package
+    code = (
+        "from jax.extend.core.primitives import call_p, closed_call_p, jit_p\n"
+        "import jax.extend.core.primitives as P\n"
+        "print(call_p.name, closed_call_p.name, jit_p.name, P.add_p.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-m", "fjax.compat", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["call", "closed_call", "jit", "add"]
+
+
+def _f(x, y):
+    return (jnp.sin(x) * y, x + y)
+
+
+@pytest.mark.parametrize("prim", [P.call_p, P.closed_call_p])
+def test_call_primitives_inline_under_transforms(prim):
+    x, y = np.float32(0.3), np.float32(2.0)
+    want = [np.sin(x) * y, x + y]
+    wrapped = lu.wrap_init(_f)
+    np.testing.assert_allclose(prim.bind(wrapped, x, y), want, rtol=1e-6)
+    np.testing.assert_allclose(prim.bind(_f, x, y), want, rtol=1e-6)
+    np.testing.assert_allclose(fjax.jit(lambda a, b: prim.bind(_f, a, b))(x, y), want, rtol=1e-6)
+    g = fjax.grad(lambda a: prim.bind(_f, a, y)[0])(x)
+    np.testing.assert_allclose(g, np.cos(x) * y, rtol=1e-6)
+    xs = np.linspace(0, 1, 4, dtype=np.float32)
+    v = fjax.vmap(lambda a: prim.bind(_f, a, y)[0])(xs)
+    np.testing.assert_allclose(v, np.sin(xs) * y, rtol=1e-6)
+    # never in a jaxpr: the function is inlined
+    jaxpr = fjax.make_jaxpr(lambda a: prim.bind(_f, a, y))(x)
+    assert all(e.primitive.name not in ("call", "closed_call") for e in jaxpr.jaxpr.eqns)
+
+
+def test_closed_call_rebinds_from_call_jaxpr():
+    closed = fjax.make_jaxpr(_f)(np.float32(1.0), np.float32(2.0))
+    out = P.closed_call_p.bind(np.float32(0.5), np.float32(3.0), call_jaxpr=closed)
+    np.testing.assert_allclose(out, [np.sin(0.5) * 3.0, 3.5], rtol=1e-6)
+    out = P.call_p.bind(np.float32(0.5), np.float32(3.0), call_jaxpr=closed.jaxpr)
+    np.testing.assert_allclose(out, [np.sin(0.5) * 3.0, 3.5], rtol=1e-6)
+
+
+def test_trace_state_clean():
+    seen = []
+
+    def probe(x):
+        seen.append(src_core.trace_state_clean())
+        return x * 2
+
+    assert src_core.trace_state_clean()
+    probe(1.0)
+    fjax.jit(probe)(1.0)
+    fjax.grad(probe)(1.0)
+    fjax.vmap(probe)(jnp.ones(2))
+    assert seen == [True, False, False, False]
+    assert src_core.trace_state_clean()
+
+
+def test_src_flatten_util():
+    flat, unravel = src_flatten_util.ravel_pytree({"a": jnp.ones(2), "b": jnp.zeros(())})
+    assert flat.shape == (3,)
+    np.testing.assert_array_equal(unravel(flat)["a"], np.ones(2))
