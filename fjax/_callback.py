@@ -1,8 +1,9 @@
 """Host callbacks: ``fjax.pure_callback`` and the effectful ``debug_callback`` primitive.
 
 Both primitives call Python on the host. Neither has a lowering rule, so inside ``jit`` they run
-as host calls between compiled kernels (``fjax.backends.lowering``), and a ``scan``/``while``
-/``cond`` whose body holds one runs its loop on the host.
+as host calls between compiled kernels (``fjax.backends.lowering``); in a ``scan``/``while``/``cond``
+body the numba backend calls them from the compiled loop (``fjax.backends.numba.loops``,
+``CALLBACK_OPS``), in program order.
 
 * ``pure_callback_p`` is pure: it may be dead-code eliminated when its results are unused, and
   ``vmap`` calls it as its ``vmap_method`` says. It is not differentiable (as JAX).

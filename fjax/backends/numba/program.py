@@ -121,6 +121,8 @@ class _Ctx:
         self.nest_names: dict = {}
         self.loops: list = []
         self.consts: list = []  # nopython: (name, value) passed as arguments, never frozen globals
+        self.callbacks: list = []  # nopython: the ``numba_loops.HostCallback`` objects the loop calls
+        self.helpers: dict = {}  # nopython: name -> source of functions the loop calls (callbacks)
         self._counts: dict = {}
 
     def count(self, prefix: str) -> int:
@@ -208,11 +210,22 @@ class ProgramSource:
             taken.add(key)
             written.add(k)
         allocs = {id(ln): ln for ln in lines if isinstance(ln, _Alloc)}
-        # every other allocation of the body moves before the loop: one buffer reused by each iteration
+        # every other allocation of the body moves before the loop: one buffer reused by each
+        # iteration (an accumulator is filled with its identity in the loop), and so do the
+        # buffers of loops and branches nested in the body (``numba_loops.Hoist``)
         hoist = [ln for ln in allocs.values() if ln.slot is None and ln.fill is None]
-        pre = [ln.render() for ln in hoist]
+        pre = [numba_loops.Hoist(ln.render()) for ln in hoist]
+        for ln in allocs.values():
+            if ln.slot is None and ln.fill is not None:
+                ln.slot = ln.name + "_h"
+                pre.append(numba_loops.Hoist(f"{ln.slot} = np.empty({_shape(ln.shape)}, np.{ln.dtype.name})"))
         moved = {id(ln) for ln in hoist}
-        rest = [ln.render() if isinstance(ln, _Alloc) else ln for ln in lines if id(ln) not in moved]
+        rest = []
+        for ln in lines:
+            if isinstance(ln, numba_loops.Hoist):
+                pre.append(ln)
+            elif id(ln) not in moved:
+                rest.append(ln.render() if isinstance(ln, _Alloc) else ln)
         return pre, rest, ps.out_names, written, inplace
 
     def _build_body(self) -> None:
@@ -223,6 +236,21 @@ class ProgramSource:
         for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
             if isinstance(step, ir.Kernel):
                 self._kernel(si, step, ins, outs, prefix=f"s{self.ctx.count('s')}")
+            elif isinstance(step, ir.InlineStep) and step.op in numba_loops.CALLBACK_OPS:
+                cb = numba_loops.HostCallback(step.prim, step.params)
+                self.ctx.callbacks.append(cb)
+                names = []
+                self.lines.append(f"# {step.describe()}")
+                for o in outs:
+                    n = self.ctx.fresh("cb")
+                    self.lines.append(_Alloc(n, o.aval.shape, o.aval.dtype))
+                    names.append(n)
+                cid = self._const(np.asarray(cb.id, np.int64))
+                lines, helper = numba_loops.emit_callback(step, [self._var(a) for a in ins], names, cid)
+                self.lines += lines
+                self.ctx.helpers[helper[0]] = helper[1]
+                for o, n in zip(outs, names):
+                    self.lines.append(f"{self._var(o)} = {n}")
             elif isinstance(step, ir.InlineStep):
                 names = [self._var(a) for a in ins]
                 o, aval = self.ctx.fresh("o"), outs[0].aval
@@ -247,11 +275,26 @@ class ProgramSource:
         lines, names = numba_loops.emit(step, args, mctx.fresh, root._child)
         lines = [ln.render() if isinstance(ln, _Alloc) else ln for ln in lines]
         params = args + [n for n, _ in mctx.consts]
+        # every buffer is allocated first, then it and the arguments are borrowed (no reference
+        # counting in the loop: ``numba_loops.borrow``); the results are copied out of the buffers
+        hoisted = [ln for ln in lines if isinstance(ln, numba_loops.Hoist)]
+        owned = params + [ln.split(" = ", 1)[0] for ln in hoisted]
+        head = hoisted + [f"_own = ({''.join(n + ', ' for n in owned)})"]
+        head += [f"{n} = lp.borrow({n})" for n in owned]
+        lines = head + [ln for ln in lines if not isinstance(ln, numba_loops.Hoist)]
         fn = ["@njit(cache=CACHE, nogil=True, error_model='numpy')", f"def loop({', '.join(params)}):"]
         fn += ["    " + ln for ln in lines]
-        fn.append(f"    return ({''.join(n + ', ' for n in names)})")
+        # the copies are made before ``_own``'s last use: numba frees the buffers right after it
+        fn.append(f"    _res = ({''.join(n + '.copy(), ' for n in names)})")
+        fn.append("    lp.keep_alive(_own)")
+        fn.append("    return _res")
         parts = [f"# fjax compiled {step.kind} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
         parts.append(f"from fjax.backends.numba import loops as lp  # BLAS: {numba_loops.BLAS}\n")
+        if mctx.callbacks:
+            parts.append("import numba\n")
+            # the program holds the callbacks its loop calls by id (``numba_loops.HostCallback``)
+            self.ns[self.ctx.fresh("_callbacks")] = list(mctx.callbacks)
+        parts += list(mctx.helpers.values())
         for fname, nc in mctx.nests:
             # one module holds every nest: module-level constants ``k<j>`` get the nest's prefix
             nsrc = re.sub(r"\bk(\d+)\b", rf"{fname}_k\1", nc.src)
