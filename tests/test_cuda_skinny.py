@@ -23,6 +23,9 @@ needs_cxx = pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compil
 @pytest.fixture(autouse=True)
 def _on(monkeypatch):
     monkeypatch.setenv("FJAX_CUDA_SKINNY", "1")
+    # (a matrix-vector product followed by row-wise work joins a row kernel instead:
+    # tests/test_cuda_matvec_rows.py; here every product is a GEMM of its own)
+    monkeypatch.setenv("FJAX_CUDA_MATVEC_ROWS", "0")
 
 
 def _text(fn, *args) -> str:
