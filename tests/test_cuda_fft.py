@@ -212,8 +212,9 @@ def test_one_axis_ffts_are_captured_and_replayed(standin_gpu, monkeypatch):
                     _close(g, w.astype(np.asarray(g).dtype), True)
         assert (standin_gpu.calls["graph launch"] > 0) == captured, dict(standin_gpu.calls)
         if captured:
-            # the first call made the plans: rfft, irfft, and one C2C plan for fft and ifft
-            assert standin_gpu.calls["fft plan"] == 3, dict(standin_gpu.calls)
+            # rfft, irfft and one C2C plan for fft and ifft, made by the first call (launch by
+            # launch) and again for the capture's stream (plans are per stream), then no more
+            assert standin_gpu.calls["fft plan"] == 6, dict(standin_gpu.calls)
             ex = next(iter(_executors(f)))
             assert len(ex._graph.keep) == 4 and fft_exec.plan_count() >= 3
 
@@ -411,3 +412,19 @@ def test_complex_gemms_in_a_replayed_cuda_graph(standin_gpu, monkeypatch):
         got = np.asarray(f(fjax.device_put(a, gpu), fjax.device_put(b, gpu)))
         np.testing.assert_allclose(got, (np.conj(a) @ b) * 2 + 1, rtol=2e-5, atol=2e-5)
     assert standin_gpu.calls["graph launch"] >= 2, dict(standin_gpu.calls)
+
+
+def test_plans_are_per_stream(standin_gpu):
+    """Transforms on two streams never share a plan (its work area): one plan per stream."""
+    from fjax.backends.cuda import fft_exec, runtime
+
+    cp = standin_gpu
+    x = cp.asarray(np.random.default_rng(6).standard_normal((3, 10)).astype(np.float32))
+    out = cp.empty((3, 6), np.complex64)
+    before = fft_exec.plan_count()
+    runtime.fft(x, out, 2, (10,))
+    with cp.cuda.Stream(non_blocking=True):
+        runtime.fft(x, out, 2, (10,))
+    runtime.fft(x, out, 2, (10,))
+    assert fft_exec.plan_count() == before + 2
+    _close(out.get(), np.fft.rfft(np.asarray(x)).astype(np.complex64), True)

@@ -1,8 +1,8 @@
 """``lax.fft`` on cuFFT with plans of fjax's own, written straight into the plan's output buffer.
 
 A one-axis transform (``jnp.fft.fft/ifft/rfft/irfft`` over the last axis, the usual case) runs on a
-``cupy.cuda.cufft.Plan1d`` that this module creates once per (device, length, type, batch) and
-keeps: ``plan.fft(x, out, direction)`` writes the result where the plan wants it. Against
+``cupy.cuda.cufft.Plan1d`` that this module creates once per (device, stream, length, type, batch)
+and keeps: ``plan.fft(x, out, direction)`` writes the result where the plan wants it. Against
 ``cupy.fft.fft`` (the path kept for transforms over several axes) that saves a copy kernel and an
 allocation per call (cupy.fft has no ``out=``) and cupy's plan-cache lookup, and it makes the
 step capturable in a CUDA graph:
@@ -67,7 +67,9 @@ def plan_count() -> int:
 
 
 def _plan(cp: Any, n: int, cufft_type: int, batch: int) -> Any:
-    key = (int(cp.cuda.runtime.getDevice()), n, cufft_type, batch)
+    # one plan per stream too: a plan's work area must not be shared by transforms that may run
+    # at the same time (threads on two streams); a graph's plan is its capture stream's own
+    key = (int(cp.cuda.runtime.getDevice()), int(cp.cuda.get_current_stream().ptr), n, cufft_type, batch)
     keep = getattr(_local, "captured", None)
     with _lock:
         plan = _plans.get(key)
