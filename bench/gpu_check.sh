@@ -45,3 +45,5 @@ FJAX_CUDA_CUBLASLT=1 timeout 60 $PY bench/gpu_kernels.py --only mlp 2>&1 | grep 
   | head -40 | tee -a "$OUT/kernels.txt"
 timeout 60 $PY examples/digits_mlp.py --device gpu --no-plot 2>&1 | tee "$OUT/digits_gpu.txt" | tail -4
 timeout 40 $PY bench/gpu_profile.py --calls 1000 2>&1 | tee "$OUT/profile.txt" | head -30
+# one launch and one allocation a call: what cupy's own operations cost on this machine
+timeout 40 $PY bench/gpu_profile.py --calls 1000 --workload "chain 4M" 2>&1 | tee -a "$OUT/profile.txt" | head -30
