@@ -173,3 +173,223 @@ def test_pad_integer_widths_match_numpy(before: int, after: int, int_type) -> No
 def test_pad_empty_float_widths_of_a_scalar_pass() -> None:
     # JAX 0.10.2: jnp.pad(jnp.float32(1), np.zeros((0, 2))) returns 1.0 (no entries, nothing to check)
     assert float(jnp.pad(jnp.float32(1), np.zeros((0, 2)))) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# grad through a scan whose outputs are forwarded: JAX's JVP scan takes the nonzero tangents even
+# when no tangent comes out, and its partial evaluation runs no known scan that has no outputs
+# and no effects, and passes the known scan only the consts its body reads
+
+
+def _carry_fwd(c, xs):
+    c2, _ = fjax.lax.scan(lambda c, x: (c, None), c, xs)
+    return c2 * 3.0
+
+
+def _ys_from_xs(c, xs):
+    _, ys = fjax.lax.scan(lambda c, x: (c, x), c, xs)
+    return jnp.sum(ys * 2.0)
+
+
+def _both_fwd(c, xs):
+    c2, ys = fjax.lax.scan(lambda c, x: (c, x), c, xs)
+    return jnp.sum(ys * c2)
+
+
+def _mixed(c, xs):
+    (a, b), ys = fjax.lax.scan(lambda c, x: ((c[0], c[1] * x), x), (c, c), xs)
+    return a + b + jnp.sum(ys)
+
+
+def _two_carries_fwd(c, xs):
+    c2, ys = fjax.lax.scan(lambda c, x: ((c[0], c[1]), x), (c, c * 2), xs)
+    return c2[0] * c2[1] + jnp.sum(ys)
+
+
+def _effect_fwd(c, xs):
+    def body(c, x):
+        fjax.debug.callback(lambda v: None, x)
+        return c, x
+
+    c2, ys = fjax.lax.scan(body, c, xs)
+    return c2 * jnp.sum(ys)
+
+
+_C0, _XS = jnp.float32(2.0), jnp.arange(3.0)
+
+SCAN_GRAD_CASES = {
+    "grad carry_fwd": lambda: fjax.make_jaxpr(fjax.grad(_carry_fwd))(_C0, _XS),
+    "grad ys_from_xs argnums=1": lambda: fjax.make_jaxpr(fjax.grad(_ys_from_xs, 1))(_C0, _XS),
+    "vjp both_fwd": lambda: fjax.make_jaxpr(lambda c, xs: fjax.vjp(_both_fwd, c, xs)[1](jnp.float32(1.0)))(_C0, _XS),
+    "grad mixed": lambda: fjax.make_jaxpr(fjax.grad(_mixed))(_C0, _XS),
+    "grad two_carries_fwd argnums=(0,1)": lambda: fjax.make_jaxpr(fjax.grad(_two_carries_fwd, (0, 1)))(_C0, _XS),
+    "jvp carry_fwd": lambda: fjax.make_jaxpr(lambda c, xs: fjax.jvp(_carry_fwd, (c, xs), (c, xs)))(_C0, _XS),
+    "linearize carry_fwd": lambda: fjax.make_jaxpr(lambda c, xs: fjax.linearize(_carry_fwd, c, xs)[1](c, xs))(_C0, _XS),
+    "vmap grad mixed": lambda: fjax.make_jaxpr(fjax.vmap(fjax.grad(_mixed), (0, None)))(_XS, _XS),
+}
+
+# str(jax.make_jaxpr(...)) of the same calls under JAX 0.10.2 (jax.lax.scan for fjax.lax.scan)
+SCAN_GRAD_JAXPRS = {
+    "grad carry_fwd": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    _:f32[] = mul a 3.0:f32[]\n"
+        "    c:f32[] = mul 1.0:f32[] 3.0:f32[]\n"
+        "  in (c,) }"
+    ),
+    "grad ys_from_xs argnums=1": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    c:f32[3] = mul b 2.0:f32[]\n"
+        "    _:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n"
+        "    d:f32[3] = broadcast_in_dim 1.0:f32[]\n"
+        "    e:f32[3] = mul d 2.0:f32[]\n"
+        "  in (e,) }"
+    ),
+    "vjp both_fwd": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    c:f32[3] = mul b a\n"
+        "    _:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n"
+        "    d:f32[3] = broadcast_in_dim 1.0:f32[]\n"
+        "    e:f32[3] = mul b d\n"
+        "    f:f32[] = reduce_sum[axes=(0,) out_sharding=None] e\n"
+        "    g:f32[3] = mul d a\n"
+        "  in (f, g) }"
+    ),
+    "grad mixed": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    c:f32[] = scan[\n"
+        "      jaxpr={ lambda ; d:f32[] e:f32[]. let f:f32[] = mul d e in (f,) }\n"
+        "      length=3\n"
+        "      num_carry=1\n"
+        "      num_consts=0\n"
+        "      reverse=False\n"
+        "      unroll=1\n"
+        "    ] a b\n"
+        "    g:f32[] = add a c\n"
+        "    h:f32[] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+        "    _:f32[] = add g h\n"
+        "    i:f32[] = scan[\n"
+        "      jaxpr={ lambda ; j:f32[] k:f32[]. let l:f32[] = mul j k in (l,) }\n"
+        "      length=3\n"
+        "      num_carry=1\n"
+        "      num_consts=0\n"
+        "      reverse=True\n"
+        "      unroll=1\n"
+        "    ] 1.0:f32[] b\n"
+        "    m:f32[] = add_any 1.0:f32[] i\n"
+        "  in (m,) }"
+    ),
+    "grad two_carries_fwd argnums=(0,1)": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    c:f32[] = mul a 2.0:f32[]\n"
+        "    d:f32[] = mul a c\n"
+        "    e:f32[] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+        "    _:f32[] = add d e\n"
+        "    f:f32[3] = broadcast_in_dim 1.0:f32[]\n"
+        "    g:f32[] = mul a 1.0:f32[]\n"
+        "    h:f32[] = mul 1.0:f32[] c\n"
+        "    i:f32[] = mul g 2.0:f32[]\n"
+        "    j:f32[] = add_any h i\n"
+        "  in (j, f) }"
+    ),
+    "jvp carry_fwd": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n"
+        "    scan[\n"
+        "      jaxpr={ lambda ; c:f32[] d:f32[] e:f32[] f:f32[]. let  in () }\n"
+        "      length=3\n"
+        "      num_carry=0\n"
+        "      num_consts=2\n"
+        "      reverse=False\n"
+        "      unroll=1\n"
+        "    ] a a b b\n"
+        "    g:f32[] = mul a 3.0:f32[]\n"
+        "    h:f32[] = mul a 3.0:f32[]\n"
+        "  in (g, h) }"
+    ),
+    "linearize carry_fwd": (
+        "{ lambda ; a:f32[] b:f32[3]. let\n    _:f32[] = mul a 3.0:f32[]\n    c:f32[] = mul a 3.0:f32[]\n  in (c,) }"
+    ),
+    "vmap grad mixed": (
+        "{ lambda ; a:f32[3] b:f32[3]. let\n"
+        "    c:f32[3] = scan[\n"
+        "      jaxpr={ lambda ; d:f32[3] e:f32[]. let f:f32[3] = mul d e in (f,) }\n"
+        "      length=3\n"
+        "      num_carry=1\n"
+        "      num_consts=0\n"
+        "      reverse=False\n"
+        "      unroll=1\n"
+        "    ] a b\n"
+        "    g:f32[3] = add a c\n"
+        "    h:f32[] = reduce_sum[axes=(0,) out_sharding=None] b\n"
+        "    _:f32[3] = add g h\n"
+        "    i:f32[] = scan[\n"
+        "      jaxpr={ lambda ; j:f32[] k:f32[]. let l:f32[] = mul j k in (l,) }\n"
+        "      length=3\n"
+        "      num_carry=1\n"
+        "      num_consts=0\n"
+        "      reverse=True\n"
+        "      unroll=1\n"
+        "    ] 1.0:f32[] b\n"
+        "    m:f32[] = add_any 1.0:f32[] i\n"
+        "    n:f32[3] = broadcast_in_dim m\n"
+        "  in (n,) }"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCAN_GRAD_CASES))
+def test_grad_of_forwarded_scan_prints_as_jaxs(name: str) -> None:
+    assert str(SCAN_GRAD_CASES[name]()) == SCAN_GRAD_JAXPRS[name]
+
+
+def test_grad_of_forwarded_scan_runs_no_empty_scan() -> None:
+    for name in ("grad carry_fwd", "grad ys_from_xs argnums=1", "vjp both_fwd", "linearize carry_fwd"):
+        assert "scan[" not in str(SCAN_GRAD_CASES[name]()), name
+
+
+def test_effectful_forwarded_scan_is_kept_under_grad() -> None:
+    # the known scan has no outputs but a callback: it still runs, once per step
+    calls = []
+
+    def f(c, xs):
+        def body(c, x):
+            fjax.debug.callback(lambda v: calls.append(float(v)), x)
+            return c, None
+
+        c2, _ = fjax.lax.scan(body, c, xs)
+        return c2 * 3.0
+
+    assert "scan[" in str(fjax.make_jaxpr(fjax.grad(f))(_C0, _XS))
+    calls.clear()
+    assert float(fjax.grad(f)(_C0, _XS)) == 3.0
+    assert calls == [0.0, 1.0, 2.0]
+
+
+def _fd_grad(f, c: float, xs: np.ndarray, eps: float = 1e-3) -> tuple[float, np.ndarray]:
+    """Central differences in float64 of ``f`` (a numpy function of the scalar ``c`` and ``xs``)."""
+    gc = (f(c + eps, xs) - f(c - eps, xs)) / (2 * eps)
+    gx = np.array([(f(c, xs + eps * e) - f(c, xs - eps * e)) / (2 * eps) for e in np.eye(len(xs))])
+    return gc, gx
+
+
+_NUMPY_REFS = {
+    _carry_fwd: lambda c, xs: c * 3.0,
+    _ys_from_xs: lambda c, xs: np.sum(xs * 2.0),
+    _both_fwd: lambda c, xs: np.sum(xs * c),
+    _mixed: lambda c, xs: c + c * np.prod(xs) + np.sum(xs),
+    _two_carries_fwd: lambda c, xs: c * (2 * c) + np.sum(xs),
+    _effect_fwd: lambda c, xs: c * np.sum(xs),
+}
+
+
+@pytest.mark.parametrize("f", list(_NUMPY_REFS), ids=lambda f: f.__name__)
+@given(c=st.floats(-2.0, 2.0), xs=st.lists(st.floats(-2.0, 2.0), min_size=1, max_size=4))
+def test_grad_of_forwarded_scan_matches_finite_differences(f, c: float, xs: list) -> None:
+    xs64 = np.asarray(xs, np.float64)
+    gc, gx = fjax.grad(f, (0, 1))(jnp.float32(c), jnp.asarray(xs64, jnp.float32))
+    want_c, want_x = _fd_grad(_NUMPY_REFS[f], c, xs64)
+    np.testing.assert_allclose(float(gc), want_c, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(np.asarray(gx), want_x, rtol=2e-3, atol=2e-3)
+    # the same under jit (the scan nested in a jaxpr, split by partial_eval_jaxpr)
+    gc_j, gx_j = fjax.jit(fjax.grad(f, (0, 1)))(jnp.float32(c), jnp.asarray(xs64, jnp.float32))
+    np.testing.assert_allclose(float(gc_j), float(gc), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(gx_j), np.asarray(gx), rtol=1e-6)

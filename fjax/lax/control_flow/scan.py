@@ -251,7 +251,9 @@ def _scan_jvp(
         if new == carry_nz:
             break
         carry_nz = new
-    if not any(carry_nz) and not any(y_nz):
+    # with tangents in but none out, JAX still binds the JVP scan (taking the tangents); only
+    # all-zero tangents skip it. Under grad its split then runs no empty known scan.
+    if not any(nonzeros):
         outs = _bind(
             primals,
             jaxpr=jaxpr,
@@ -307,6 +309,8 @@ class _Split:
         "const_res",
         "ext_res",
         "res_avals",
+        "known_const_keep",
+        "known_runs",
     )
 
 
@@ -395,6 +399,16 @@ def _split_scan(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, unknowns: t
             pre_eqns.append(e.replace(invars=ins, outvars=outs))
     known = Jaxpr([], jk.invars, jk.outvars[:n_known_outs] + stacked_outs, jk.eqns)
     known = pe.dce_jaxpr(known, keep_inputs=True)
+    # known consts the known body no longer reads (a forwarded carry turned constant, or one
+    # only the tangent side used) are not passed: JAX's known scan takes only the consts its
+    # body uses (what its hoisting of the known body's consts leaves)
+    n_kc = num_consts - sum(const_uk)
+    read = {x for e in known.eqns for x in e.invars if type(x) is Var}
+    read.update(x for x in known.outvars if type(x) is Var)
+    known_const_keep = tuple(v in read for v in known.invars[:n_kc])
+    if not all(known_const_keep):
+        kept = [v for v, k in zip(known.invars[:n_kc], known_const_keep) if k]
+        known = Jaxpr([], kept + list(known.invars[n_kc:]), known.outvars, known.eqns)
     core.check_jaxpr(known)
     uk_ins = ju.invars[num_res:]
     n_uc = sum(const_uk)
@@ -407,7 +421,12 @@ def _split_scan(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, unknowns: t
     s.carry_uk = tuple(carry_uk)
     s.out_uk = tuple(out_uk)
     s.known_jaxpr = ClosedJaxpr(known, [])
-    s.known_num_consts = num_consts - sum(const_uk)
+    s.known_num_consts = sum(known_const_keep)
+    s.known_const_keep = known_const_keep
+    # a known scan with no outputs and no effects is not run (JAX binds none: "Run the known
+    # part of the scan (if it has any outputs or effects)"), so grad of a scan whose outputs
+    # are all forwarded leaves no empty scan behind
+    s.known_runs = bool(known.outvars) or pe.jaxpr_has_effects(known)
     s.known_num_carry = num_carry - n_ucarry
     s.num_known_outs = n_known_outs
     s.unknown_jaxpr = ClosedJaxpr(unknown, [])
@@ -417,6 +436,12 @@ def _split_scan(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, unknowns: t
     s.ext_res = tuple(ext_res)
     s.res_avals = tuple(v.aval for v in stacked_outs)
     return s
+
+
+def _known_operands(s: _Split, operands: list, in_uk: list, num_consts: int) -> list:
+    """The operands of the known scan: the known consts its body reads, known carries, known xs."""
+    keep = iter(s.known_const_keep)
+    return [x for i, (x, u) in enumerate(zip(operands, in_uk)) if not u and (i >= num_consts or next(keep))]
 
 
 def _unknown_operands(s: _Split, operands: list, stacked_res: list, unknowns: list, num_consts: int, num_carry: int):
@@ -449,9 +474,11 @@ def _scan_partial_eval(
     s = _split_scan(jaxpr, num_consts, num_carry, tuple(unknowns))
     in_uk = list(unknowns)
     in_uk[num_consts : num_consts + num_carry] = s.carry_uk
-    known_vals = [t.const for t, u in zip(tracers, in_uk) if not u]
-    known_outs = _bind(
-        known_vals, jaxpr=s.known_jaxpr, num_carry=s.known_num_carry, num_consts=s.known_num_consts, **params
+    known_vals = [t.const for t in _known_operands(s, list(tracers), in_uk, num_consts)]
+    known_outs = (
+        _bind(known_vals, jaxpr=s.known_jaxpr, num_carry=s.known_num_carry, num_consts=s.known_num_consts, **params)
+        if s.known_runs
+        else []
     )
     stacked = [trace.get_or_make_const_tracer(r) for r in known_outs[s.num_known_outs :]]
     uk_ops = _unknown_operands(s, list(tracers), stacked, unknowns, num_consts, num_carry)
@@ -486,21 +513,25 @@ def _scan_partial_eval_jaxpr(eqn: JaxprEqn, unknowns: list) -> tuple:
     s = _split_scan(p["jaxpr"], num_consts, num_carry, tuple(unknowns))
     in_uk = list(unknowns)
     in_uk[num_consts : num_consts + num_carry] = s.carry_uk
-    known_ins = [x for x, u in zip(eqn.invars, in_uk) if not u]
+    known_ins = _known_operands(s, list(eqn.invars), in_uk, num_consts)
     known_outs = [v for v, u in zip(eqn.outvars, s.out_uk) if not u]
     res = [Var(_stacked(a, p["length"])) for a in s.res_avals]
-    eqn_known = core.JaxprEqn(
-        scan_p,
-        known_ins,
-        known_outs + res,
-        dict(
-            jaxpr=s.known_jaxpr,
-            length=p["length"],
-            num_carry=s.known_num_carry,
-            num_consts=s.known_num_consts,
-            reverse=p["reverse"],
-            unroll=p["unroll"],
-        ),
+    eqn_known = (
+        None
+        if not s.known_runs
+        else core.JaxprEqn(
+            scan_p,
+            known_ins,
+            known_outs + res,
+            dict(
+                jaxpr=s.known_jaxpr,
+                length=p["length"],
+                num_carry=s.known_num_carry,
+                num_consts=s.known_num_consts,
+                reverse=p["reverse"],
+                unroll=p["unroll"],
+            ),
+        )
     )
     uk_ins = _unknown_operands(s, list(eqn.invars), res, unknowns, num_consts, num_carry)
     uk_outs = [v for v, u in zip(eqn.outvars, s.out_uk) if u]
