@@ -87,3 +87,17 @@ def test_src_flatten_util():
     flat, unravel = src_flatten_util.ravel_pytree({"a": jnp.ones(2), "b": jnp.zeros(())})
     assert flat.shape == (3,)
     np.testing.assert_array_equal(unravel(flat)["a"], np.ones(2))
+
+
+def test_cond_old_five_argument_form():
+    # cond(pred, true_operand, true_fun, false_operand, false_fun), which JAX still accepts
+    def f(p, a, b):
+        return fjax.lax.cond(p, a, lambda x: x * 2.0, b, lambda y: y["v"] - 1.0)
+
+    assert float(f(True, 3.0, {"v": 10.0})) == 6.0
+    assert float(f(False, 3.0, {"v": 10.0})) == 9.0
+    assert float(fjax.jit(f)(jnp.array(False), 3.0, {"v": 10.0})) == 9.0
+    g = fjax.grad(lambda a: f(jnp.array(True), a, {"v": a}), 0)(3.0)
+    assert float(g) == 2.0
+    with pytest.raises(TypeError, match="should be callable"):
+        fjax.lax.cond(True, 1.0, 2.0)

@@ -422,6 +422,11 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
             )
         operands = (operand,)
     if not callable(true_fun) or not callable(false_fun):
+        # JAX's old form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which it
+        # still accepts (numpyro calls it)
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     if pred is None:
         raise TypeError("cond predicate is None")
