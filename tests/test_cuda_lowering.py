@@ -508,6 +508,39 @@ def test_emulated_matches_numba(name, runtime):
             np.testing.assert_array_equal(g, w)
 
 
+# programs with cooperative kernels: barriers, shared memory, warp shuffles or atomics, whose
+# threads share data (the ones a thread order could change)
+_COOPERATIVE = re.compile(r"__syncthreads|__shared__|__shfl|atomic")
+
+
+def _cooperative() -> list:
+    return sorted(n for n, (fn, args) in CORPUS.items() if _COOPERATIVE.search(_lowered(fn, args).as_text()))
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+@pytest.mark.parametrize("order", ["reverse", "shuffle"])
+def test_emulated_in_any_thread_order(order, runtime, monkeypatch):
+    """The cooperative programs of the corpus give numba's numbers when the emulator runs blocks,
+    and the threads of a block between barriers, in reverse or in a shuffled order
+    (``FJAX_EMU_ORDER``): no kernel reads what another thread writes between the same two barriers
+    or what another block writes, which a GPU's free order would expose."""
+    names = _cooperative()
+    assert len(names) >= 10, names  # (the check itself: cooperative kernels were found)
+    monkeypatch.setenv("FJAX_EMU_ORDER", order)
+    monkeypatch.setenv("FJAX_EMU_SEED", "7")
+    for name in names:
+        fn, args = CORPUS[name]
+        got = emulate.run_lowered(_lowered(fn, args), *args, runtime=runtime)
+        want = [np.asarray(w) for w in fjax.tree_util.tree_leaves(fjax.jit(fn)(*args))]
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype, (name, g.shape, w.shape)
+            if w.dtype.kind in "fc":
+                single = w.dtype.itemsize <= 4 or w.dtype == np.complex64
+                np.testing.assert_allclose(g, w, err_msg=name, **_tol(np.float32 if single else np.float64))
+            else:
+                np.testing.assert_array_equal(g, w, err_msg=name)
+
+
 @pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
 def test_threefry_bits_identical(runtime):
     fn, args = CORPUS["random"]
@@ -560,6 +593,16 @@ extern "C" __global__ void __launch_bounds__(64) emu_warp_sum(const float* x, fl
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
   if ((threadIdx.x & 31) == 0) out[threadIdx.x >> 5] = v;
 }
+// a race: each thread reads its right neighbour's slot with no barrier between the write and the
+// read, so what it sees depends on the order threads run in (``racy_blocks``: across blocks)
+extern "C" __global__ void __launch_bounds__(64) emu_racy(int* buf, int* out) {
+  buf[threadIdx.x] = (int)threadIdx.x + 1;
+  out[threadIdx.x] = buf[(threadIdx.x + 1) % 64];
+}
+extern "C" __global__ void __launch_bounds__(32) emu_racy_blocks(int* buf, int* out) {
+  if (threadIdx.x == 0) buf[blockIdx.x] = (int)blockIdx.x + 1;
+  if (threadIdx.x == 0) out[blockIdx.x] = buf[(blockIdx.x + 1) % gridDim.x];
+}
 // lanes 0..15 shuffle, the others do not: a deadlock (undefined on a GPU)
 extern "C" __global__ void __launch_bounds__(32) emu_divergent(float* out) {
   float v = 1.0f;
@@ -583,6 +626,32 @@ def test_emulator_barriers_shuffles_deadlocks():
     np.testing.assert_array_equal(s, [sum(range(32)), sum(range(32, 64))])
     with pytest.raises(RuntimeError, match="deadlocked"):
         rt.launch(mod, "emu_divergent", (1, 1, 1), (32, 1, 1), (rt.empty((32,), np.float32),))
+
+
+@pytest.mark.skipif(emulate.compiler() is None, reason="no C++ compiler")
+def test_emulator_thread_orders_expose_races(monkeypatch):
+    """FJAX_EMU_ORDER changes what a racy kernel reads (threads of a block between barriers, or
+    blocks) and not what a correct one computes (the barrier kernels above, in every order)."""
+    rt = emulate.EmulatedRuntime()
+    mod = rt.module(_EMU_SRC)
+    seen: dict = {}
+    for order in ("forward", "reverse", "shuffle"):
+        monkeypatch.setenv("FJAX_EMU_ORDER", order)
+        for kernel, grid, block, n in (("emu_racy", 1, 64, 64), ("emu_racy_blocks", 8, 32, 8)):
+            buf, out = np.zeros(n, np.int32), rt.empty((n,), np.int32)
+            rt.launch(mod, kernel, (grid, 1, 1), (block, 1, 1), (buf, out))
+            seen[order, kernel] = out.copy()
+        out = rt.empty((3 * 64,), np.int32)
+        rt.launch(mod, "emu_rotate", (3, 1, 1), (64, 1, 1), (out,))
+        want = np.array([b * 1000 + (t + 1) % 64 for b in range(3) for t in range(64)], np.int32)
+        np.testing.assert_array_equal(out, want)
+    for kernel in ("emu_racy", "emu_racy_blocks"):
+        # forward: a thread (block) reads its neighbour's slot before the neighbour writes it,
+        # except the last one, whose neighbour is the first; reverse: after it, but the last
+        fwd, rev, shf = (seen[o, kernel] for o in ("forward", "reverse", "shuffle"))
+        assert fwd[-1] == 1 and (fwd[:-1] == 0).all(), fwd
+        np.testing.assert_array_equal(rev, [*range(2, len(rev) + 1), 0])
+        assert not np.array_equal(shf, fwd) and not np.array_equal(shf, rev), shf
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,12 @@
 // (__shared__ = a static local: one copy, shared by the block's fibers) sees the same values.
 // Threads that have exited no longer count at __syncthreads; a warp shuffle needs all its lanes. Atomics are plain read-modify-writes
 // (fibers never interleave inside one). Device math names are the C library's.
+//
+// FJAX_EMU_ORDER (read at each launch) sets the order blocks run in and the order the scheduler
+// resumes a block's threads in every pass: "forward" (the default: 0, 1, 2, ...), "reverse", or
+// "shuffle" (a fresh pseudo-random permutation per block and per pass, seeded by FJAX_EMU_SEED).
+// A GPU guarantees no order: a kernel whose results change with it reads what another thread
+// writes between the same two barriers, or what another block writes (a race).
 #ifndef FJAX_CUDA_EMU_H
 #define FJAX_CUDA_EMU_H
 
@@ -18,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <vector>
 
 using std::isfinite;
@@ -126,6 +133,32 @@ inline void entry() {
 
 static const size_t kStack = 64 * 1024;
 
+// the run order (FJAX_EMU_ORDER): 0 forward, 1 reverse, 2 shuffle
+static thread_local int order_mode = 0;
+static thread_local unsigned long long order_state = 0;
+
+inline void read_order() {
+  const char* m = std::getenv("FJAX_EMU_ORDER");
+  order_mode = !m ? 0 : (std::strcmp(m, "reverse") == 0 ? 1 : (std::strcmp(m, "shuffle") == 0 ? 2 : 0));
+  const char* seed = std::getenv("FJAX_EMU_SEED");
+  order_state = 0x9E3779B97F4A7C15ull ^ (seed ? std::strtoull(seed, nullptr, 10) : 0ull);
+}
+
+inline unsigned long long next_random() {  // splitmix64
+  unsigned long long z = (order_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// ``perm`` (0 .. n-1) in the run order
+inline void arrange(std::vector<int>& perm) {
+  int n = (int)perm.size();
+  for (int i = 0; i < n; ++i) perm[i] = order_mode == 1 ? n - 1 - i : i;
+  if (order_mode == 2)
+    for (int i = n - 1; i > 0; --i) std::swap(perm[i], perm[(int)(next_random() % (unsigned long long)(i + 1))]);
+}
+
 // Run ``f`` as every thread of every block of a grid: 0, or 1 for a barrier deadlock, 2 for a
 // block size out of range.
 inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
@@ -137,9 +170,16 @@ inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
   grid_dim = g;
   block_dim = b;
   nthreads = n;
-  for (unsigned int bz = 0; bz < g.z; ++bz)
-    for (unsigned int by = 0; by < g.y; ++by)
-      for (unsigned int bx = 0; bx < g.x; ++bx) {
+  read_order();
+  unsigned long long nblocks = (unsigned long long)g.x * g.y * g.z;
+  std::vector<int> thread_order(n);
+  // blocks in the run order (a permutation of up to 2^31 blocks; grids here are far smaller)
+  std::vector<int> block_order(order_mode == 0 ? 0 : (size_t)nblocks);
+  if (order_mode != 0) arrange(block_order);
+  for (unsigned long long bi = 0; bi < nblocks; ++bi) {
+        unsigned long long bl = order_mode == 0 ? bi : (unsigned long long)block_order[bi];
+        unsigned int bx = (unsigned int)(bl % g.x), by = (unsigned int)((bl / g.x) % g.y);
+        unsigned int bz = (unsigned int)(bl / ((unsigned long long)g.x * g.y));
         block_idx = dim3{bx, by, bz};
         alive = n;
         arrived = 0;
@@ -164,7 +204,9 @@ inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
         while (left > 0) {
           left = 0;
           unsigned long long before = events;
-          for (int i = 0; i < n; ++i) {
+          arrange(thread_order);
+          for (int k = 0; k < n; ++k) {
+            int i = thread_order[k];
             if (fibers[i].done) continue;
             cur = &fibers[i];
             swapcontext(&sched, &fibers[i].ctx);
@@ -176,7 +218,7 @@ inline int launch(dim3 g, dim3 b, const std::function<void()>& f) {
             return 1;
           }
         }
-      }
+  }
   cur = nullptr;
   return 0;
 }
