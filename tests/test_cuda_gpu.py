@@ -6,6 +6,8 @@ with no CUDA form raises naming it, with no copy to the host. Skips cleanly with
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -123,7 +125,15 @@ def test_repeated_calls_replay_a_cuda_graph():
     """From the second call on, a plan with enough launches runs as one CUDA graph
     (``runtime.capture_graph``): a training loop feeding each step's parameters to the next, with
     new data each step, gives the CPU's numbers at every step."""
-    captured = []
+    with _captures() as captured:
+        _repeated_calls()
+    assert captured and all(captured), captured  # graphs were captured (and replayed from then on)
+
+
+@contextlib.contextmanager
+def _captures():
+    """The graphs ``runtime.capture_graph`` returns inside the block (None for a failed capture)."""
+    captured: list = []
     real = cuda_runtime.capture_graph
 
     def spy(run, args):
@@ -133,10 +143,9 @@ def test_repeated_calls_replay_a_cuda_graph():
 
     cuda_runtime.capture_graph = spy
     try:
-        _repeated_calls()
+        yield captured
     finally:
         cuda_runtime.capture_graph = real
-    assert captured and all(captured), captured  # graphs were captured (and replayed from then on)
 
 
 def _repeated_calls():
@@ -200,13 +209,6 @@ def test_one_axis_ffts_replay_in_a_cuda_graph(dt):
     the power spectrum and its gradient (RFFT, then the transpose's C2C FFT), an IFFT and an IRFFT
     (both scaled by 1/n after cuFFT) over five calls with new data, against the CPU each call; the
     IRFFT's operand is left intact (cuFFT's C2R may overwrite its input)."""
-    captured = []
-    real = cuda_runtime.capture_graph
-
-    def spy(run, args):
-        g = real(run, args)
-        captured.append(g)
-        return g
 
     def f(x):
         v, g = fjax.value_and_grad(lambda s: jnp.sum(jnp.log1p(jnp.abs(jnp.fft.rfft(s, axis=-1)) ** 2)))(x)
@@ -215,15 +217,11 @@ def test_one_axis_ffts_replay_in_a_cuda_graph(dt):
 
     rng = np.random.default_rng(11)
     ctx = fjax.enable_x64() if dt == np.float64 else fjax.default_device(fjax.devices("gpu")[0])
-    cuda_runtime.capture_graph = spy
-    try:
-        with ctx:
-            jf = fjax.jit(f)
-            for i in range(5):
-                x = rng.standard_normal((8, 96)).astype(dt)
-                got, want = jf(_gpu(x)), jf(_cpu(x))
-                _check(tree_util.tree_leaves(got), tree_util.tree_leaves(want), f"fft graph call {i}")
-                np.testing.assert_allclose(np.asarray(got[2]), x * 0.5, rtol=1e-4, atol=1e-5)
-    finally:
-        cuda_runtime.capture_graph = real
+    with _captures() as captured, ctx:
+        jf = fjax.jit(f)
+        for i in range(5):
+            x = rng.standard_normal((8, 96)).astype(dt)
+            got, want = jf(_gpu(x)), jf(_cpu(x))
+            _check(tree_util.tree_leaves(got), tree_util.tree_leaves(want), f"fft graph call {i}")
+            np.testing.assert_allclose(np.asarray(got[2]), x * 0.5, rtol=1e-4, atol=1e-5)
     assert captured and all(captured), captured
