@@ -393,3 +393,111 @@ def test_grad_of_forwarded_scan_matches_finite_differences(f, c: float, xs: list
     gc_j, gx_j = fjax.jit(fjax.grad(f, (0, 1)))(jnp.float32(c), jnp.asarray(xs64, jnp.float32))
     np.testing.assert_allclose(float(gc_j), float(gc), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(gx_j), np.asarray(gx), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX's messages for bad shapes given to the creation functions (each printed by JAX 0.10.2)
+
+_NONINT = "Shapes must be 1D sequences of concrete values of integer type, got {}."
+_NEG = "broadcast_in_dim shape must have every element be nonnegative, got {}."
+_F3 = jnp.ones(3, jnp.float32)
+
+CREATION_CASES = [
+    *[
+        (fn, lambda fn=fn, shape=shape: getattr(jnp, fn)(shape), "TypeError", msg)
+        for fn in ("zeros", "ones", "empty")
+        for shape, msg in [
+            ((2.5,), _NONINT.format("(2.5,)")),
+            (2.5, _NONINT.format("(2.5,)")),
+            ((2, None), _NONINT.format("(2, None)")),
+            ("a", _NONINT.format("('a',)")),
+            ((np.float32(2),), _NONINT.format("(np.float32(2.0),)")),
+            (((2,),), _NONINT.format("((2,),)")),
+            ((-1,), _NEG.format("(-1,)")),
+            (-1, _NEG.format("(-1,)")),
+            ((2, -3), _NEG.format("(2, -3)")),
+        ]
+    ],
+    *[
+        (fn, lambda fn=fn, shape=shape: getattr(jnp, fn)(_F3, shape=shape), "TypeError", msg)
+        for fn in ("zeros_like", "ones_like", "empty_like")
+        for shape, msg in [((-1,), _NEG.format("(-1,)")), ((2.5,), _NONINT.format("(2.5,)"))]
+    ],
+    ("full float", lambda: jnp.full((2.5,), 1.0), "TypeError", _NONINT.format("(2.5,)")),
+    ("full neg", lambda: jnp.full((-1,), 1.0), "TypeError", _NEG.format("(-1,)")),
+    (
+        "full neg with array fill",
+        lambda: jnp.full((-1,), _F3),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[-1]",
+    ),
+    (
+        "full mismatch",
+        lambda: jnp.full((2,), _F3),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]",
+    ),
+    (
+        "full mismatch, dtype given",
+        lambda: jnp.full((2,), _F3, dtype=jnp.int32),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=int32[3] and requested type=int32[2]",
+    ),
+    (
+        "full fewer dims",
+        lambda: jnp.full((3,), jnp.ones((2, 3))),
+        "ValueError",
+        "Cannot broadcast to shape with fewer dimensions: arr_shape=(2, 3) shape=(3,)",
+    ),
+    (
+        "full 2d mismatch",
+        lambda: jnp.full((2, 4), jnp.ones((2, 3))),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=float32[2,3] and requested type=float32[2,4]",
+    ),
+    (
+        "full numpy fill",
+        lambda: jnp.full((2,), np.ones(3)),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]",
+    ),
+    ("full_like neg", lambda: jnp.full_like(_F3, 1.0, shape=(-1,)), "TypeError", _NEG.format("(-1,)")),
+    ("full_like float", lambda: jnp.full_like(_F3, 1.0, shape=(2.5,)), "TypeError", _NONINT.format("(2.5,)")),
+    (
+        "full_like mismatch",
+        lambda: jnp.full_like(_F3, _F3, shape=(2,)),
+        "ValueError",
+        "Incompatible types for broadcasting: input type=float32[3] and requested type=float32[2]",
+    ),
+    ("eye -1", lambda: jnp.eye(-1), "ValueError", "negative dimensions are not allowed, got -1 and None"),
+    ("eye -1 2", lambda: jnp.eye(-1, 2), "ValueError", "negative dimensions are not allowed, got -1 and 2"),
+    ("eye 2 -1", lambda: jnp.eye(2, -1), "ValueError", "negative dimensions are not allowed, got 2 and -1"),
+    (
+        "eye 2.5",
+        lambda: jnp.eye(2.5),
+        "TypeError",
+        "Shapes must be 1D sequences of concrete values of integer type, got (2.5,). argument of 'N' jnp.eye().",
+    ),
+    ("identity -1", lambda: jnp.identity(-1), "ValueError", "negative dimensions are not allowed, got -1 and None"),
+    (
+        "bincount negative length",
+        lambda: jnp.bincount(jnp.ones(3, jnp.int32), length=-1),
+        "TypeError",
+        _NEG.format("(-1,)"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CREATION_CASES, ids=lambda c: c[0])
+def test_creation_shape_errors_are_jaxs(case) -> None:
+    _, fn, typ, msg = case
+    assert _raises(fn) == (typ, msg)
+
+
+@given(shape=st.lists(st.integers(0, 3), max_size=3), fill_shape_len=st.integers(0, 3))
+def test_full_broadcasts_compatible_fills(shape: list, fill_shape_len: int) -> None:
+    fill_shape = tuple(shape[len(shape) - min(fill_shape_len, len(shape)) :])
+    fill = np.arange(int(np.prod(fill_shape)), dtype=np.float32).reshape(fill_shape)
+    np.testing.assert_array_equal(jnp.full(tuple(shape), fill), np.full(tuple(shape), fill))
+    np.testing.assert_array_equal(jnp.zeros(np.array(shape, np.int64)), np.zeros(shape, np.float32))
+    np.testing.assert_array_equal(jnp.eye(len(shape) + 1, len(shape)), np.eye(len(shape) + 1, len(shape)))

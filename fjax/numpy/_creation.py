@@ -438,18 +438,26 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Any:
 # filled arrays
 
 
-def _shape_arg(shape: Any, fn: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer)) and shape.ndim == 0):
-        shape = (shape,)
+def _shape_arg(shape: Any, fn: str, nonnegative: bool = True) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, refused with JAX's messages (its ``canonicalize_shape``, then
+    the ``broadcast_in_dim`` that fills the array: a negative size is a TypeError there)."""
+    if not isinstance(shape, (list, tuple, np.ndarray)) and not (isinstance(shape, (Array, Tracer)) and shape.ndim):
+        shape = (shape,)  # one size, as JAX's canonicalize_shape takes it (a string included)
     try:
         out = tuple(operator.index(core.concrete_or_error(s, f"shape argument of jnp.{fn}")) for s in shape)
     except TypeError as err:
         if isinstance(err, core.ConcretizationTypeError):
             raise
-        raise TypeError(f"jnp.{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
-    if any(s < 0 for s in out):  # TypeError, as JAX raises (from broadcast_in_dim)
-        raise TypeError(f"jnp.{fn}: shape must have every element be nonnegative, got {out}")
+        msg = f"Shapes must be 1D sequences of concrete values of integer type, got {tuple(shape)}."
+        raise TypeError(msg) from None
+    if nonnegative:
+        _check_nonnegative(out)
     return out
+
+
+def _check_nonnegative(shape: tuple[int, ...]) -> None:
+    if any(s < 0 for s in shape):
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
 
 
 def _default_dtype(dt: Any, default: np.dtype, fn: str) -> np.dtype:
@@ -482,13 +490,14 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     """An array of ``shape`` filled with ``fill_value`` (which may be an array broadcast to it)."""
     if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
         return _out_sharding.created("jnp.full", device, out_sharding, full, shape, fill_value, dtype)
-    shape = _shape_arg(shape, "full")
+    shape = _shape_arg(shape, "full", nonnegative=False)  # an array fill is broadcast first
     check_arraylike("full", fill_value)
     dt = _canon_dtype_arg(dtype, "full")
     if dt is not None:
         check_python_complex(fill_value, dt)
     fv = to_fjax(fill_value, "full")
     if fv.ndim == 0:
+        _check_nonnegative(shape)
         return lax.full(shape, fv, dt)
     if dt is not None:
         fv = lax.convert_element_type(fv, dt)
@@ -496,9 +505,17 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
 
 
 def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    # JAX's messages (jnp.broadcast_to's, as jnp.full and the *_like functions reach it)
     nd = len(shape)
-    if x.ndim > nd or any(d != 1 and d != s for d, s in zip(x.shape[::-1], shape[::-1])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {x.shape} and requested shape {shape}")
+    if x.ndim > nd:
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={x.shape} shape={tuple(shape)}")
+    if any(d != 1 and d != s for d, s in zip(x.shape[::-1], shape[::-1])):
+        dt = x.dtype.name if isinstance(x.dtype, np.dtype) else str(x.dtype)
+        raise ValueError(
+            f"Incompatible types for broadcasting: input type={dt}[{','.join(map(str, x.shape))}] and requested "
+            f"type={dt}[{','.join(map(str, shape))}]"
+        )
+    _check_nonnegative(tuple(shape))
     return broadcast_to_shape(x, tuple(shape))
 
 
@@ -511,12 +528,13 @@ def _like_fill(a: Any, fill: Any, dtype: Any, shape: Any, fn: str) -> Any:
         a = to_fjax(a, fn)
     # JAX's empty_like names ones_like in its x64 truncation warning
     dt = _canon_dtype_arg(dtype, "ones_like" if fn == "empty_like" else fn, 3)
-    shp = a.shape if shape is None else _shape_arg(shape, fn)
+    shp = a.shape if shape is None else _shape_arg(shape, fn, nonnegative=False)
     weak = a.weak_type and dt is None
     target = a.dtype if dt is None else dt
     if isinstance(fill, Tracer) or (isinstance(fill, (Array, np.ndarray)) and fill.ndim):
         fv = lax._convert_element_type_weak(to_fjax(fill, fn), target, weak)
         return _broadcast_to(fv, shp)
+    _check_nonnegative(shp)
     check_python_complex(fill, target)
     val = np.array(core.concrete_or_error(fill)).astype(target)
     return lax.broadcast_in_dim(Array(val, weak), shp, ())
@@ -727,16 +745,28 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
     """A 2-D array with ones on the ``k``-th diagonal and zeros elsewhere."""
     if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
         return _out_sharding.on_device(eye(N, M, k, dtype, device=None), device)
-    n = operator.index(core.concrete_or_error(N, "N argument of jnp.eye"))
-    m = n if M is None else operator.index(core.concrete_or_error(M, "M argument of jnp.eye"))
+    n = _eye_dim(N, "N")
+    m = n if M is None else _eye_dim(M, "M")
     k = operator.index(core.concrete_or_error(k, "k argument of jnp.eye"))
-    if n < 0 or m < 0:
-        raise ValueError(f"negative dimensions are not allowed, got {n} and {m}")
+    if n < 0 or m < 0:  # (JAX names M as given: None when left out)
+        raise ValueError(f"negative dimensions are not allowed, got {n} and {M if M is None else m}")
     dt = _default_dtype(dtype, dtypes.default_float_dtype(), "eye")
     i = lax.broadcasted_iota(np.int32, (n, m), 0)
     j = lax.broadcasted_iota(np.int32, (n, m), 1)
     mask = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
     return lax.convert_element_type(mask, dt)
+
+
+def _eye_dim(d: Any, name: str) -> int:
+    try:
+        return operator.index(core.concrete_or_error(d, f"{name} argument of jnp.eye"))
+    except TypeError as err:
+        if isinstance(err, core.ConcretizationTypeError):
+            raise
+        raise TypeError(  # JAX's wording, word for word
+            f"Shapes must be 1D sequences of concrete values of integer type, got {(d,)}. argument of '{name}' "
+            "jnp.eye()."
+        ) from None
 
 
 def identity(n: int, dtype: Any = None) -> Any:
