@@ -163,14 +163,15 @@ def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
 
 
 def _canonicalize_shape(shape: Any, name: str) -> tuple:
-    if isinstance(shape, int):  # JAX's canonicalize_shape takes one int as a 1-D shape
+    """JAX's ``canonicalize_shape`` with its messages: one int is a 1-D shape; another
+    non-sequence fails as ``tuple()`` of it does ("'float' object is not iterable")."""
+    if isinstance(shape, int):
         shape = (shape,)
+    dims = tuple(shape)
     try:
-        return tuple(_dim(d) for d in shape)
+        return tuple(_dim(d) for d in dims)
     except TypeError:
-        raise TypeError(
-            f"{name}: shapes must be 1D sequences of concrete values of integer type, got {shape!r}."
-        ) from None
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got {dims!r}.") from None
 
 
 def _dim(d: Any) -> int:
@@ -216,6 +217,9 @@ def _check_shape(name: str, shape: tuple, *param_shapes: tuple) -> None:
             shape_ = np.broadcast_shapes(shape, *param_shapes)
         except ValueError:
             shape_ = None
+        if shape_ is None:  # JAX's lax.broadcast_shapes fails first
+            shapes = [tuple(s) for s in (shape, *param_shapes)]
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
         if shape != shape_:
             raise ValueError(
                 f"{name} parameter shapes must be broadcast-compatible with shape argument, and the result "
@@ -239,7 +243,10 @@ def _bcast(x: Any, shape: tuple) -> Any:
 def _seed_to_key(seed: Any) -> Any:
     aval = core.get_aval(seed)
     if _dkind(aval.dtype) not in "iu":
-        raise TypeError(f"PRNG key seed must be an integer; got {aval.dtype.name}{list(aval.shape)}")
+        # JAX names the seed as the tracer of its jitted seeding prints (~: weakly typed)
+        weak = "~" if aval.weak_type else ""
+        dims = ",".join(map(str, aval.shape))
+        raise TypeError(f"PRNG key seed must be an integer; got JitTracer({weak}{aval.dtype.name}[{dims}])")
     lo = lax.convert_element_type(seed, _U32)
     if aval.dtype.itemsize == 8:
         hi = lax.convert_element_type(lax.shift_right_logical(seed, _c(32, aval.dtype)), _U32)
@@ -249,13 +256,16 @@ def _seed_to_key(seed: Any) -> Any:
 
 
 def _make_key(name: str, seed: Any) -> Any:
+    if not (_is_arraylike(seed) or isinstance(seed, (Tracer, int))):
+        # as JAX: a list is an array seed; a string, None, an object fail as jnp.asarray fails on them
+        seed = jnp.asarray(seed)
     if _is_arraylike(seed) and jnp.ndim(seed):
         raise TypeError(
             f"{name} accepts a scalar seed, but was given an array of shape {jnp.shape(seed)} != (). "
             "Use jax.vmap for batching"
         )
-    if isinstance(seed, bool):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if isinstance(seed, bool):  # JAX seeds with True as with 1
+        seed = int(seed)
     if isinstance(seed, int):
         if not -(2**63) <= seed < 2**63:
             raise OverflowError("Python int too large to convert to C long")
@@ -264,20 +274,33 @@ def _make_key(name: str, seed: Any) -> Any:
         if not dtypes.canonicalize_dtype(np.int64) == np.int64:
             seed = seed.astype(np.int32)
         return _seed_to_key(Array(np.asarray(seed), False))
-    if not _is_arraylike(seed):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     return _seed_to_key(_asarray(seed) if not isinstance(seed, Tracer) else seed)
+
+
+# JAX 0.10.2's PRNG implementations, in the order its "Did you mean" lists them; fjax implements
+# threefry2x32 only
+_JAX_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
+
+
+def _check_impl_name(name: str) -> None:
+    if name == "threefry2x32":
+        return
+    if name in _JAX_IMPLS:
+        raise NotImplementedError(f'PRNG implementation "{name}" is not supported by fjax (only "threefry2x32")')
+    names = ", ".join(f'"{n}"' for n in _JAX_IMPLS)
+    raise ValueError(f'unrecognized PRNG implementation "{name}". Did you mean one of: {names}?')
 
 
 def _resolve_impl(impl: Any) -> None:
     """JAX's resolve_prng_impl for fjax's one implementation: None, ``"threefry2x32"`` or its key
-    dtype (``key_dtype()``, ``key(0).dtype``); another name is a ValueError, another type a TypeError."""
+    dtype (``key_dtype()``, ``key(0).dtype``); JAX's other implementations raise
+    NotImplementedError, an unknown name a ValueError, another type a TypeError."""
     if impl is None or impl is dtypes.KEY_DTYPE or impl == "threefry2x32":
         return
     if isinstance(impl, dtypes.KeyDtype):  # (fjax has only the threefry key dtype)
         return
     if type(impl) is str:
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: "threefry2x32"?')
+        _check_impl_name(impl)
     raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation.")
 
 
@@ -335,8 +358,8 @@ def key_dtype(impl_spec: Any = None) -> dtypes.KeyDtype:
     """
     if impl_spec is not None and not isinstance(impl_spec, str):
         raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG implementation.")
-    if impl_spec not in (None, "threefry2x32"):
-        raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". Did you mean one of: "threefry2x32"?')
+    if impl_spec is not None:
+        _check_impl_name(impl_spec)
     return dtypes.KEY_DTYPE
 
 
@@ -355,7 +378,10 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     ``key`` and of each other."""
     given, key = key, _check_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (num,)
-    shape = _canonicalize_shape(shape, "split")
+    # each count through operator.index, as JAX's split ("'float' object cannot be interpreted as an integer")
+    shape = _canonicalize_shape(
+        tuple(d if isinstance(d, (Array, Tracer)) else operator.index(d) for d in shape), "split"
+    )
     b1, b2 = _hash_shape(key, shape)
     return _like_key(given, _stack_last(b1, b2))
 
@@ -365,7 +391,8 @@ def fold_in(key: Any, data: Any) -> Any:
     given, key = key, _check_key("fold_in", key)
     if np.ndim(data) if not isinstance(data, Tracer) else data.ndim:
         raise TypeError(
-            f"fold_in accepts a scalar, but was given an array of shape {jnp.shape(data)} != (). "
+            # "ofshape": JAX 0.10.2's wording, letter for letter
+            f"fold_in accepts a scalar, but was given an array ofshape {jnp.shape(data)} != (). "
             "Use jax.vmap for batching."
         )
     if isinstance(data, int) and not isinstance(data, bool):
@@ -397,7 +424,10 @@ def _uniform(key: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) 
     nbits, nmant = finfo.bits, finfo.nmant
     minval = _convert(minval, dtype)
     maxval = _convert(maxval, dtype)
-    _check_shape("uniform", shape, core.get_aval(minval).shape, core.get_aval(maxval).shape)
+    lo_shape, hi_shape = core.get_aval(minval).shape, core.get_aval(maxval).shape
+    if lo_shape or hi_shape:
+        _uniform_shape_errors(shape, lo_shape, hi_shape)
+    _check_shape("uniform", shape, lo_shape, hi_shape)
     b = _random_bits(key, nbits, shape)
     mant = lax.shift_right_logical(b, _c(nbits - nmant, b.dtype))
     # == bitcast(mant | bits(1.0)) - 1.0, computed exactly without the bitcast
@@ -405,6 +435,28 @@ def _uniform(key: Any, shape: tuple, dtype: np.dtype, minval: Any, maxval: Any) 
     lo = _bcast(minval, shape)
     hi = _bcast(maxval, shape)
     return lax.max(lo, _fma(floats, lax.sub(hi, lo), lo))
+
+
+def _uniform_shape_errors(shape: tuple, lo: tuple, hi: tuple) -> None:
+    """JAX's errors for bounds that do not fit ``shape``: it computes ``floats * (maxval - minval)
+    + minval`` with both bounds raised to rank ``len(shape)``, so the first failing op names them."""
+    r = len(shape)
+    lo = (1,) * (r - len(lo)) + tuple(lo)
+    hi = (1,) * (r - len(hi)) + tuple(hi)
+    _binop_shape("mul", shape, _binop_shape("sub", hi, lo))
+
+
+def _binop_shape(name: str, a: tuple, b: tuple) -> tuple:
+    # jnp's binary ops: ranks are first equalized (failing as lax.broadcast_shapes does), then
+    # the lax op checks equal-rank shapes (size-1 dimensions broadcast)
+    if len(a) != len(b):
+        try:
+            return tuple(np.broadcast_shapes(a, b))
+        except ValueError:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[a, b]}") from None
+    if any(x != y and x != 1 and y != 1 for x, y in zip(a, b)):
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {a}, {b}.")
+    return tuple(max(x, y) if x != 1 and y != 1 else x * y for x, y in zip(a, b))
 
 
 def uniform(key: Any, shape: Shape = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:

@@ -501,3 +501,167 @@ def test_full_broadcasts_compatible_fills(shape: list, fill_shape_len: int) -> N
     np.testing.assert_array_equal(jnp.full(tuple(shape), fill), np.full(tuple(shape), fill))
     np.testing.assert_array_equal(jnp.zeros(np.array(shape, np.int64)), np.zeros(shape, np.float32))
     np.testing.assert_array_equal(jnp.eye(len(shape) + 1, len(shape)), np.eye(len(shape) + 1, len(shape)))
+
+
+# ---------------------------------------------------------------------------------------------
+# jax.random: JAX 0.10.2's messages for bad seeds, shapes, parameter shapes and implementations
+
+_K = fjax.random.PRNGKey(0)
+_SHAPES = "Shapes must be 1D sequences of concrete values of integer type, got {}."
+_IMPLS = '"philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32"'
+
+RANDOM_CASES = [
+    ("PRNGKey float", lambda: fjax.random.PRNGKey(1.5), "PRNG key seed must be an integer; got JitTracer(~float32[])"),
+    (
+        "PRNGKey np.float32",
+        lambda: fjax.random.PRNGKey(np.float32(1.5)),
+        "PRNG key seed must be an integer; got JitTracer(float32[])",
+    ),
+    (
+        "PRNGKey complex",
+        lambda: fjax.random.PRNGKey(1.5 + 0j),
+        "PRNG key seed must be an integer; got JitTracer(~complex64[])",
+    ),
+    (
+        "PRNGKey under jit",
+        lambda: fjax.jit(fjax.random.PRNGKey)(1.5),
+        "PRNG key seed must be an integer; got JitTracer(~float32[])",
+    ),
+    (
+        "key np.float64",
+        lambda: fjax.random.key(np.float64(1.5)),
+        "PRNG key seed must be an integer; got JitTracer(float32[])",
+    ),
+    (
+        "PRNGKey str",
+        lambda: fjax.random.PRNGKey("a"),
+        "Value 'a' with dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+    ),
+    (
+        "PRNGKey list",
+        lambda: fjax.random.PRNGKey([1]),
+        "PRNGKey accepts a scalar seed, but was given an array of shape (1,) != (). Use jax.vmap for batching",
+    ),
+    ("split float", lambda: fjax.random.split(_K, 2.5), "'float' object cannot be interpreted as an integer"),
+    ("split float tuple", lambda: fjax.random.split(_K, (2.5,)), "'float' object cannot be interpreted as an integer"),
+    (
+        "split np.float32",
+        lambda: fjax.random.split(_K, np.float32(2.0)),
+        "'numpy.float32' object cannot be interpreted as an integer",
+    ),
+    ("split str", lambda: fjax.random.split(_K, "a"), "'str' object cannot be interpreted as an integer"),
+    ("normal float dim", lambda: fjax.random.normal(_K, (2.0,)), _SHAPES.format("(2.0,)")),
+    ("normal float shape", lambda: fjax.random.normal(_K, 2.5), "'float' object is not iterable"),
+    ("normal str dim", lambda: fjax.random.normal(_K, ("a",)), _SHAPES.format("('a',)")),
+    ("normal None dim", lambda: fjax.random.normal(_K, (None,)), _SHAPES.format("(None,)")),
+    ("uniform float dim", lambda: fjax.random.uniform(_K, (2, 2.5)), _SHAPES.format("(2, 2.5)")),
+    ("gumbel float dim", lambda: fjax.random.gumbel(_K, (2.5,)), _SHAPES.format("(2.5,)")),
+    ("normal typed key", lambda: fjax.random.normal(fjax.random.key(0), (2.5,)), _SHAPES.format("(2.5,)")),
+]
+RANDOM_VALUE_ERRORS = [
+    (
+        "bernoulli p",
+        lambda: fjax.random.bernoulli(_K, jnp.ones(3), (2,)),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (3,)]",
+    ),
+    (
+        "bernoulli p 2d",
+        lambda: fjax.random.bernoulli(_K, jnp.ones((3, 4)), (2,)),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (3, 4)]",
+    ),
+    (
+        "randint minval",
+        lambda: fjax.random.randint(_K, (2,), np.zeros(3, np.int32), 5),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (3,), ()]",
+    ),
+    (
+        "randint maxval",
+        lambda: fjax.random.randint(_K, (2,), 0, np.zeros(3, np.int32)),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (), (3,)]",
+    ),
+    (
+        "randint both",
+        lambda: fjax.random.randint(_K, (2,), np.zeros(4, np.int32), np.zeros(3, np.int32)),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (4,), (3,)]",
+    ),
+    (
+        "truncated_normal lower",
+        lambda: fjax.random.truncated_normal(_K, jnp.ones(3), 1.0, (2,)),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (3,), ()]",
+    ),
+    (
+        "uniform minval rank 2",
+        lambda: fjax.random.uniform(_K, (2,), minval=jnp.ones((2, 3))),
+        "Incompatible shapes for broadcasting: shapes=[(2,), (2, 3)]",
+    ),
+    (
+        "key bad impl",
+        lambda: fjax.random.key(0, impl="nope"),
+        f'unrecognized PRNG implementation "nope". Did you mean one of: {_IMPLS}?',
+    ),
+    (
+        "key_dtype bad impl",
+        lambda: fjax.random.key_dtype("nope"),
+        f'unrecognized PRNG implementation "nope". Did you mean one of: {_IMPLS}?',
+    ),
+]
+RANDOM_UNIFORM_TYPE_ERRORS = [
+    ("minval", dict(minval=jnp.ones(3)), "mul got incompatible shapes for broadcasting: (2,), (3,)."),
+    ("maxval", dict(maxval=jnp.ones(3)), "mul got incompatible shapes for broadcasting: (2,), (3,)."),
+    ("both", dict(minval=jnp.ones(4), maxval=jnp.ones(3)), "sub got incompatible shapes for broadcasting: (3,), (4,)."),
+]
+
+
+@pytest.mark.parametrize("case", RANDOM_CASES, ids=lambda c: c[0])
+def test_random_type_errors_are_jaxs(case) -> None:
+    _, fn, msg = case
+    assert _raises(fn) == ("TypeError", msg)
+
+
+@pytest.mark.parametrize("case", RANDOM_VALUE_ERRORS, ids=lambda c: c[0])
+def test_random_value_errors_are_jaxs(case) -> None:
+    _, fn, msg = case
+    assert _raises(fn) == ("ValueError", msg)
+
+
+@pytest.mark.parametrize("case", RANDOM_UNIFORM_TYPE_ERRORS, ids=lambda c: c[0])
+def test_uniform_bounds_errors_are_jaxs(case) -> None:
+    _, kw, msg = case
+    assert _raises(lambda: fjax.random.uniform(_K, (2,), **kw)) == ("TypeError", msg)
+
+
+def test_fold_in_array_data_message_is_jaxs() -> None:
+    # JAX 0.10.2 prints "ofshape" (sic)
+    assert _raises(lambda: fjax.random.fold_in(_K, jnp.ones((2, 2), jnp.int32))) == (
+        "TypeError",
+        "fold_in accepts a scalar, but was given an array ofshape (2, 2) != (). Use jax.vmap for batching.",
+    )
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32"])
+def test_jaxs_other_prng_impls_are_not_implemented(impl: str) -> None:
+    for fn in (lambda: fjax.random.key(0, impl=impl), lambda: fjax.random.PRNGKey(0, impl=impl)):
+        with pytest.raises(NotImplementedError, match=f'"{impl}" is not supported by fjax'):
+            fn()
+
+
+def test_bool_seed_is_seed_one_as_in_jax() -> None:
+    # JAX 0.10.2: PRNGKey(True) == PRNGKey(1) == [0, 1]
+    np.testing.assert_array_equal(fjax.random.PRNGKey(True), [0, 1])
+    np.testing.assert_array_equal(fjax.random.key_data(fjax.random.key(True)), [0, 1])
+
+
+@given(
+    lo=st.sampled_from([(), (1,), (2,), (3,), (2, 1)]),
+    hi=st.sampled_from([(), (1,), (2,), (3,), (1, 2)]),
+)
+def test_uniform_bounds_that_fit_still_sample(lo: tuple, hi: tuple) -> None:
+    # bounds broadcasting to the shape (2,) sample in [lo, hi); the others raise (as in JAX)
+    fits = all(s in ((), (1,), (2,)) for s in (lo, hi))
+    call = lambda: fjax.random.uniform(_K, (2,), minval=-jnp.ones(lo), maxval=2 * jnp.ones(hi))  # noqa: E731
+    if fits:
+        u = np.asarray(call())
+        assert u.shape == (2,) and np.all(u >= -1) and np.all(u < 2)
+    else:
+        with pytest.raises((TypeError, ValueError), match="shapes"):
+            call()

@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import pathlib
+import re
 import warnings
 
 import numpy as np
@@ -367,8 +368,8 @@ def test_errors():
         random.choice(key, 3, (5,), replace=False)
     with pytest.raises(TypeError, match="at least 1-dimensional"):
         random.permutation(key, 2.5)
-    with pytest.raises(ValueError, match="broadcast-compatible"):
-        random.randint(key, (3,), jnp.zeros(4, jnp.int32), 5)
+    with pytest.raises(ValueError, match=re.escape("Incompatible shapes for broadcasting: shapes=[(3,), (4,), ()]")):
+        random.randint(key, (3,), jnp.zeros(4, jnp.int32), 5)  # (JAX 0.10.2's message)
     with pytest.raises(TypeError, match="scalar seed"):
         random.PRNGKey(jnp.arange(2))
     with pytest.raises(TypeError, match="must be an integer"):
@@ -400,5 +401,5 @@ def test_an_int_shape_is_one_dimension():
     k = fjax.random.key(3)
     for f in (fjax.random.normal, fjax.random.uniform, fjax.random.bits):
         np.testing.assert_array_equal(np.asarray(f(k, 5)), np.asarray(f(k, (5,))))
-    with pytest.raises(TypeError, match="shapes must be 1D sequences"):
+    with pytest.raises(TypeError, match="'float' object is not iterable"):  # as JAX 0.10.2
         fjax.random.normal(k, 2.5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -235,8 +236,8 @@ def test_errors():
         random.gamma(k, 1.0, dtype=jnp.int32)
     with pytest.raises(ValueError, match="must be an int dtype"):
         random.poisson(k, 1.0, dtype=jnp.float32)
-    with pytest.raises(ValueError, match="broadcast-compatible"):
-        random.beta(k, jnp.ones(3), 1.0, (4,))
+    with pytest.raises(ValueError, match=re.escape("Incompatible shapes for broadcasting: shapes=[(4,), (3,), ()]")):
+        random.beta(k, jnp.ones(3), 1.0, (4,))  # (JAX 0.10.2's message)
     with pytest.raises(ValueError, match="alpha.ndim >= 1"):
         random.dirichlet(k, 1.0)
     with pytest.raises(TypeError):

@@ -24,6 +24,8 @@ def test_key_dtype_matches_typed_keys():
 
 def test_key_dtype_errors():
     with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        random.key_dtype("nope")
+    with pytest.raises(NotImplementedError, match="rbg"):  # JAX has it; fjax implements threefry2x32 only
         random.key_dtype("rbg")
     with pytest.raises(TypeError, match="PRNG implementation"):
         random.key_dtype(3)
