@@ -665,3 +665,73 @@ def test_uniform_bounds_that_fit_still_sample(lo: tuple, hi: tuple) -> None:
     else:
         with pytest.raises((TypeError, ValueError), match="shapes"):
             call()
+
+
+# ---------------------------------------------------------------------------------------------
+# collectives over an unbound axis name: JAX 0.10.2's NameError, plain where JAX looks the axis
+# size up, "Found an unbound axis name" where its bind checks the names
+
+
+def _found(name: str, who: str) -> str:
+    return f"Found an unbound axis name: {name}. To fix this, please call {who} under `jax.shard_map`."
+
+
+_X3 = jnp.ones(3)
+_COLLECTIVES = {
+    "psum": (lambda v, n: fjax.lax.psum(v, n), "psum"),
+    "pmax": (lambda v, n: fjax.lax.pmax(v, n), "psum"),
+    "pmin": (lambda v, n: fjax.lax.pmin(v, n), "psum"),
+    "pmean": (lambda v, n: fjax.lax.pmean(v, n), "psum"),
+    "axis_index": (lambda v, n: fjax.lax.axis_index(n), "axis_index"),
+    "all_gather": (lambda v, n: fjax.lax.all_gather(v, n), None),
+    "axis_size": (lambda v, n: fjax.lax.axis_size(n), None),
+    "psum_scatter": (lambda v, n: fjax.lax.psum_scatter(v, n), None),
+    "all_to_all": (lambda v, n: fjax.lax.all_to_all(v, n, 0, 0), None),
+}
+# where JAX's message is the plain one although the collective is found by name elsewhere: an eager
+# psum / pmean looks the size up
+_EAGER_PLAIN = {"psum", "pmean"}
+
+
+def _unbound_cases():
+    for op, (fn, who) in _COLLECTIVES.items():
+        plain = lambda n: f"unbound axis name: {n}"  # noqa: E731
+        msg = (lambda n, who=who: _found(n, who)) if who else plain
+        eager = plain if op in _EAGER_PLAIN or who is None else msg
+        yield f"{op} eager", lambda fn=fn: fn(_X3, "i"), eager("i")
+        yield f"{op} jit", lambda fn=fn: fjax.jit(lambda v: fn(v, "i"))(_X3), msg("i")
+        yield f"{op} vmap other name", lambda fn=fn: fjax.vmap(lambda v: fn(v, "j"), axis_name="i")(_X3), msg("j")
+        yield (
+            f"{op} vmap names tuple",
+            lambda fn=fn: fjax.vmap(lambda v: fn(v, ("i", "j")), axis_name="i")(_X3),
+            msg("j"),
+        )
+        if op in ("psum", "pmean", "axis_index"):
+            yield f"{op} grad", lambda fn=fn: fjax.grad(lambda v: jnp.sum(fn(v, "i") * 1.0))(_X3), msg("i")
+    yield (
+        "psum nested vmap",
+        lambda: fjax.vmap(fjax.vmap(lambda v: fjax.lax.psum(v, "k"), axis_name="j"), axis_name="i")(jnp.ones((2, 3))),
+        _found("k", "psum"),
+    )
+    yield (
+        "ppermute jit",
+        lambda: fjax.jit(lambda v: fjax.lax.ppermute(v, "i", [(0, 1)]))(_X3),
+        _found("i", "ppermute"),
+    )
+
+
+@pytest.mark.parametrize("case", list(_unbound_cases()), ids=lambda c: c[0])
+def test_unbound_axis_name_errors_are_jaxs(case) -> None:
+    _, fn, msg = case
+    assert _raises(fn) == ("NameError", msg)
+
+
+def test_bound_collectives_still_compute() -> None:
+    x = jnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(fjax.vmap(lambda v: fjax.lax.psum(v, "i"), axis_name="i")(x), np.tile(x.sum(0), (2, 1)))
+    got = fjax.vmap(lambda v: fjax.lax.pmean(v, "i"), axis_name="i")(x)
+    np.testing.assert_allclose(got, np.tile(np.asarray(x).mean(0), (2, 1)))
+    np.testing.assert_array_equal(fjax.vmap(lambda v: fjax.lax.axis_index("i"), axis_name="i")(x), [0, 1])
+    got = fjax.vmap(lambda v: fjax.lax.ppermute(v, "i", [(0, 1), (1, 0)]), axis_name="i")(x)
+    np.testing.assert_array_equal(got, np.asarray(x)[::-1])
+    assert fjax.lax.psum(1, ()) == 1

@@ -93,30 +93,32 @@ def _pos_reduce(x: Any, pos: tuple, kind: str, fn: str) -> Any:
     return tu.tree_map(one, x)
 
 
-def _frame(name: Any) -> batching.AxisData:
+def _frame(name: Any, found: str | None = None) -> batching.AxisData:
+    """The frame of the bound axis ``name``; JAX 0.10.2's NameError when none binds it: plain
+    where JAX looks the size up (``all_gather``, an eager ``psum``), "Found an unbound axis name
+    ... call {found} under `jax.shard_map`" where its bind checks the names (``found`` names the
+    collective JAX's message names)."""
     fr = batching.axis_frame(name)
     if fr is None:
-        bound = [n for n, _ in batching.axis_env()]
-        raise NameError(
-            f"unbound axis name: {name}. The following axis names (e.g. defined by pmap) are available to "
-            f"collective operations: {bound}"
-        )
+        if found is None:
+            raise NameError(f"unbound axis name: {name}")
+        raise NameError(f"Found an unbound axis name: {name}. To fix this, please call {found} under `jax.shard_map`.")
     return fr[1]
 
 
-def _axis_main(params: dict) -> core.MainTrace:
+def _axis_main(params: dict, found: str | None = None) -> core.MainTrace:
     best = None
     for name in params["axes"]:
         fr = batching.axis_frame(name)
         if fr is None:
-            _frame(name)  # raises NameError
+            _frame(name, found)  # raises NameError
         if best is None or fr[0].level > best.level:
             best = fr[0]
     return best
 
 
-def _size_of(names: Sequence) -> int:
-    return math.prod(_frame(n).global_size for n in names)
+def _size_of(names: Sequence, found: str | None = None) -> int:
+    return math.prod(_frame(n, found).global_size for n in names)
 
 
 def _check_groups(fn: str, groups: Any) -> None:
@@ -174,9 +176,15 @@ def _grouped_reduce(x: Any, name: Any, groups: tuple, kind: str, fn: str) -> Any
     return tu.tree_map(one, x)
 
 
+# the collective JAX names in its unbound-axis message when the primitive is bound (pmax and
+# pmin included: JAX 0.10.2 says psum for them); the others name none
+_FOUND = {"psum": "psum", "pmax": "psum", "pmin": "psum", "axis_index": "axis_index", "ppermute": "ppermute"}
+
+
 def _collective(name: str) -> core.Primitive:
     p = core.Primitive(name)
-    p.axis_main = _axis_main
+    found = _FOUND.get(name)
+    p.axis_main = lambda params: _axis_main(params, found)
     batching.axis_names_of[p] = lambda params: params["axes"]
     return p
 
@@ -426,7 +434,9 @@ def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
         total = _grouped_reduce(x, name, groups, "sum", "pmean")
         return tu.tree_map(lambda v: _mean_div(v, len(groups[0])), total)
     axes, pos = _split_positional(axis_name)
-    n = _size_of(axes)
+    if axes and not any(isinstance(v, core.Tracer) for v in tu.tree_leaves(x)):
+        _size_of(axes)  # eagerly, JAX's psum looks the size up (plain "unbound axis name")
+    n = _size_of(axes, "psum")  # traced, its psum binds (JAX's message names psum)
     if pos:  # the mean also runs over the operand's own axes: count their entries
         counts = tu.tree_map(
             lambda v: math.prod(
@@ -644,6 +654,7 @@ def psum_scatter(
     ``tiled=True``)."""
     _check_groups("psum_scatter", axis_index_groups)
     axes = _names(axis_name)
+    _size_of(axes)  # an unbound name first, as JAX (before the operand's axes are checked)
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "psum_scatter")
@@ -771,6 +782,7 @@ def all_to_all(
     along ``concat_axis`` in member order (``tiled=True``: concatenated)."""
     _check_groups("all_to_all", axis_index_groups)
     axes = _names(axis_name)
+    _size_of(axes)  # an unbound name first, as JAX (before the operand's axes are checked)
 
     def one(leaf: Any) -> Any:
         leaf = leaf if isinstance(leaf, (core.Array, core.Tracer)) else core.to_array(leaf, "all_to_all")
@@ -855,7 +867,7 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Send ``x`` from member ``src`` to member ``dst`` for each ``(src, dst)`` in ``perm``;
     members that receive nothing get zeros."""
     axes = _names(axis_name)
-    n = _size_of(axes)
+    n = _size_of(axes, "ppermute")
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
