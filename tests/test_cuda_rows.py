@@ -196,3 +196,36 @@ def test_small_contractions_are_fused_code_on_a_gpu(k):
         text, (got,) = _run(lambda a, b: jnp.tanh(a @ b), a, b)
     assert ("cublas gemm" in text) == (k > 16), k
     np.testing.assert_allclose(got, np.tanh(a.astype(np.float64) @ b), rtol=1e-5, atol=1e-6)
+
+
+@needs_cxx
+def test_row_results_read_only_by_lane_zero_stay_in_a_register():
+    """A row's sum that only the rows-alone phases read (lane 0's) is kept in a register: no
+    buffer, no store. One the kernel returns, or that the all-lane phases read, is stored. All
+    three against numpy, and the register one compared with the fusion off."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((300, 70)).astype(np.float32)
+
+    def local(x):  # the sum feeds a per-row value only
+        return jnp.tanh(jnp.sum(x * x, axis=1)) * 2.0 + x[:, 0]
+
+    def returned(x):  # the sum is an output as well
+        s = jnp.sum(x * x, axis=1)
+        return s, jnp.tanh(s) * 2.0
+
+    def broadcast(x):  # the all-lane phase over the row's columns reads the sum
+        s = jnp.sum(x, axis=1, keepdims=True)
+        return jnp.exp(x - s)
+
+    def kept(text):
+        return text.count("kept in lane 0's register")
+
+    for fn, regs in ((local, 1), (returned, 0), (broadcast, 0)):
+        text, got = _run(fn, x)
+        assert len(_launches(text)) == 1 and _launches(text)[0].startswith("fj_row_"), text[-600:]
+        assert kept(text) == regs, (fn.__name__, text[-1500:])
+        want = fn(x.astype(np.float64) if fn is not broadcast else x)  # (jnp on the CPU)
+        for g, w in zip(got, fjax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(g, np.asarray(w, np.float32), rtol=2e-5, atol=2e-5)
+    empties = _lower(local, x).as_text().count("= empty(")
+    assert empties == 1  # the output only

@@ -34,7 +34,7 @@ from fjax.backends.cuda import callbacks, complex_ops, host_ops, matvec_rows, sk
 from fjax.backends.cuda.ops import LOW_FLOATS, PRELUDE, stype
 from fjax.backends.cuda.records import Alloc, Branch, Launch, Loop, MatMul, Plan, View, gemm_compute
 from fjax.backends.cuda.render import GROUP_MAX, CudaKernel, describe, groupable, render_group, render_nest
-from fjax.backends.cuda.rows import RowGroup, render_rows, schedule
+from fjax.backends.cuda.rows import RowGroup, local_buffers, render_rows, schedule
 
 __all__ = ["Alloc", "Branch", "Launch", "Loop", "MatMul", "Plan", "View", "build", "source"]
 
@@ -203,13 +203,13 @@ class _Builder:
                 args.append(bn(b))
             plan.steps.append(Launch(kname, nl.grid, nl.block, tuple(args), 0, comment))
 
-        def finish(st: ir.LoopNest) -> None:
-            # outputs of an empty nest (no launch) still exist
+        def finish(st: ir.LoopNest, local: frozenset = frozenset()) -> None:
+            # outputs of an empty nest (no launch) still exist (but a row group's register results)
             for b, _ in st.stores:
                 if b.name not in bufname:
                     plan.steps.append(Alloc(bn(b), b.shape, b.dtype))
             for r in st.reductions:
-                if r.out.name not in bufname:
+                if r.out.name not in bufname and r.out.name not in local:
                     plan.steps.append(Alloc(bn(r.out), r.out.shape, r.out.dtype))
 
         group: list = []  # consecutive independent elementwise nests, launched together
@@ -230,9 +230,10 @@ class _Builder:
         for st in stmts:
             if isinstance(st, RowGroup):
                 flush()
-                emit(render_rows(st, consts, root), " ; ".join(describe(n) for n in st.nests))
+                local = frozenset(local_buffers(st, stmts, k.outputs, root))
+                emit(render_rows(st, consts, root, local), " ; ".join(describe(n) for n in st.nests))
                 for n in st.nests:
-                    finish(n)
+                    finish(n, local)
                 continue
             if isinstance(st, ir.LoopNest) and groupable(st) and self.hfuse:
                 reads = {root.get(x.buf.name, x.buf).name for x in st.body if isinstance(x, ir.Load)}

@@ -220,8 +220,32 @@ def schedule(stmts: list, root: dict) -> list:
     return out
 
 
-def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
-    """The group's one kernel: a warp per row, the nests as phases (see the module docstring)."""
+def local_buffers(g: RowGroup, stmts: list, outputs: list, root: dict) -> set:
+    """Names of the group's reduction results that never leave it: not a kernel output, read by no
+    statement outside the group, and inside it only by phases over the rows alone (run by lane 0,
+    which holds the warp's sum). ``render_rows`` keeps them in a register: no buffer, no store."""
+    outside: set = {root.get(b.name, b).name for b in outputs}
+    for st in stmts:
+        if st is not g:
+            for n in st.nests if isinstance(st, RowGroup) else [st]:
+                outside |= _reads(n, root)
+    local = set()
+    for i, n in enumerate(g.nests):
+        for r in n.reductions:
+            b = r.out
+            if b.name in outside or b.dtype.kind not in "fiub" or b.dtype.itemsize < 4:
+                continue
+            if any(v.name == b.name for v in root.values()):
+                continue  # (a view of it exists)
+            readers = [(m, q) for m, q in zip(g.nests, g.prefix) if b.name in _reads(m, root)]
+            if all(g.nests.index(m) > i and q == len(m.domain) for m, q in readers):
+                local.add(b.name)
+    return local
+
+
+def render_rows(g: RowGroup, consts: dict, root: dict, local: frozenset = frozenset()) -> NestLaunch:
+    """The group's one kernel: a warp per row, the nests as phases (see the module docstring).
+    ``local`` (``local_buffers``): reduction results held in a register of lane 0, not stored."""
     names = _Names(consts, root)
     nrows = g.nrows
     big = max([nrows] + [n.size for n in g.nests] + [1])
@@ -229,8 +253,13 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
     # buffers the kernel writes: stores and reductions, in order; loads of them use these names
     outs: list = []
     params: dict = {}
+    regs: list = []  # (register, buffer) of the local results
     for n in g.nests:
         for b in [b for b, _ in n.stores] + [r.out for r in n.reductions]:
+            if b.name in local:
+                params[b.name] = (f"rv{len(regs)}", b)
+                regs.append((f"rv{len(regs)}", b))
+                continue
             params[b.name] = (f"y{len(outs)}", b)
             outs.append(b)
     phases: list = []
@@ -240,7 +269,11 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
         ind = "        "
         rsplit, rax = _split_lines("row", list(range(p)), d, IDX, "      ")
         csplit, cax = _split_lines("c", list(range(p, len(d))), d, IDX, ind)
-        body = _body_lines(n, names, IDX, {**rax, **cax}, ind, params)
+        # loads of a local result read its register (lane 0 runs the phases that read one)
+        held = {
+            li: params[x.buf.name][0] for li, x in enumerate(n.body) if isinstance(x, ir.Load) and x.buf.name in local
+        }
+        body = _body_lines(n, names, IDX, {**rax, **cax}, ind, params, held)
         flat = f"row * {ncols} + c" if ncols != 1 else "row"
         stores = [f"{ind}{params[b.name][0]}[{flat}] = {store_expr(b.dtype, names.val(v))};" for b, v in n.stores]
         head = f"      // phase {i}: {describe(n)}"
@@ -265,7 +298,12 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
                 "      }",
                 *[ln for r, a in zip(n.reductions, accs) for ln in _warp_reduce(r.kind, a, r.acc_dtype, "      ")],
                 "      if (lane == 0) {",
-                *[f"        {params[r.out.name][0]}[row] = {_final(r, a)};" for r, a in zip(n.reductions, accs)],
+                *[
+                    f"        {params[r.out.name][0]} = {_final(r, a)};"
+                    if r.out.name in local
+                    else f"        {params[r.out.name][0]}[row] = {_final(r, a)};"
+                    for r, a in zip(n.reductions, accs)
+                ],
                 "      }",
                 "    }",
             ]
@@ -300,7 +338,7 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
     while wpb < 8 and -(-nrows // wpb) > 128:
         wpb *= 2
     tpb = 32 * wpb
-    written = {b.name for b in outs}
+    written = {b.name for b in outs} | {b.name for _, b in regs}
     sig = [f"const {stype(b.dtype)}* __restrict__ {q}" for q, b in params.values() if b.name not in written]
     sig += [f"{stype(b.dtype)}* {params[b.name][0]}" for b in outs]
     src = [
@@ -310,6 +348,7 @@ def render_rows(g: RowGroup, consts: dict, root: dict) -> NestLaunch:
         "  const int lane = threadIdx.x & 31;",
         f"  for ({IDX} row = ({IDX})blockIdx.x * {wpb} + (threadIdx.x >> 5); row < {nrows};"
         f" row += ({IDX})gridDim.x * {wpb}) {{",
+        *[f"    {ctype(b.dtype)} {q} = 0;  // {b.name}: a reduction result kept in lane 0's register" for q, b in regs],
         *phases,
         "    __syncwarp();",
         "  }",
