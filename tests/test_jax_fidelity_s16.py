@@ -735,3 +735,276 @@ def test_bound_collectives_still_compute() -> None:
     got = fjax.vmap(lambda v: fjax.lax.ppermute(v, "i", [(0, 1), (1, 0)]), axis_name="i")(x)
     np.testing.assert_array_equal(got, np.asarray(x)[::-1])
     assert fjax.lax.psum(1, ()) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# lax shape/dtype checks worded as JAX 0.10.2's (each message printed by JAX for the same call)
+
+_X23 = jnp.ones((2, 3), jnp.float32)
+_F = lambda *s: jnp.ones(s, jnp.float32)  # noqa: E731
+_I = lambda *s: jnp.ones(s, jnp.int32)  # noqa: E731
+_DOT = (
+    "jax.lax.dot: dimension_numbers must be specified when not performing simple un-batched matrix-matrix, "
+    "matrix-vector, or vector-vector products; got lhs_shape={} rhs_shape={}"
+)
+_SPATIAL = "convolution dimension_numbers elements must each have the same set of spatial characters, got {}."
+
+LAX_CASES = [
+    *[
+        case
+        for nm in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")
+        for case in [
+            (
+                f"{nm} oob",
+                lambda nm=nm: getattr(fjax.lax, nm)(_X23, (2,)),
+                "ValueError",
+                "reduction axes (2,) contains out-of-bounds indices for float32[2,3].",
+            ),
+            (
+                f"{nm} negative",
+                lambda nm=nm: getattr(fjax.lax, nm)(_X23, (-1,)),
+                "ValueError",
+                "reduction axes (-1,) contains out-of-bounds indices for float32[2,3].",
+            ),
+            (
+                f"{nm} duplicate",
+                lambda nm=nm: getattr(fjax.lax, nm)(_X23, (0, 0)),
+                "ValueError",
+                "duplicate value in 'axes' of reduction: (0, 0)",
+            ),
+            (
+                f"{nm} jit oob",
+                lambda nm=nm: fjax.jit(lambda v: getattr(fjax.lax, nm)(v, (2,)))(_X23),
+                "ValueError",
+                "reduction axes (2,) contains out-of-bounds indices for float32[2,3].",
+            ),
+        ]
+    ],
+    (
+        "int32 reduce_sum oob",
+        lambda: fjax.lax.reduce_sum(_I(2, 3), (3,)),
+        "ValueError",
+        "reduction axes (3,) contains out-of-bounds indices for int32[2,3].",
+    ),
+    (
+        "bfloat16 reduce_sum oob",
+        lambda: fjax.lax.reduce_sum(jnp.ones((2,), jnp.bfloat16), (3,)),
+        "ValueError",
+        "reduction axes (3,) contains out-of-bounds indices for bfloat16[2].",
+    ),
+    (
+        "reduce oob",
+        lambda: fjax.lax.reduce(_X23, 0.0, fjax.lax.add, (3,)),
+        "ValueError",
+        "reduction axes (3,) contains out-of-bounds indices for float32[2,3].",
+    ),
+    (
+        "reduce duplicate",
+        lambda: fjax.lax.reduce(_X23, 0.0, fjax.lax.add, (0, 0)),
+        "ValueError",
+        "duplicate value in 'axes' of reduction: (0, 0)",
+    ),
+    (
+        "reduce more operands",
+        lambda: fjax.lax.reduce((_X23, _X23), (0.0,), lambda a, b: a, (0,)),
+        "ValueError",
+        "Operands must have the same tree structure as init_values: PyTreeDef((*, *)) vs. PyTreeDef((*,))",
+    ),
+    (
+        "reduce more inits",
+        lambda: fjax.lax.reduce((_X23,), (0.0, 0.0), lambda a, b: a, (0,)),
+        "ValueError",
+        "Operands must have the same tree structure as init_values: PyTreeDef((*,)) vs. PyTreeDef((*, *))",
+    ),
+    (
+        "reduce dict operands",
+        lambda: fjax.lax.reduce({"a": _X23}, (0.0,), lambda a, b: a, (0,)),
+        "ValueError",
+        "Operands must have the same tree structure as init_values: PyTreeDef({'a': *}) vs. PyTreeDef((*,))",
+    ),
+    *[
+        (f"{fn} axis {ax}", lambda fn=fn, ax=ax: getattr(fjax.lax, fn)(_X23, ax, jnp.int32), "ValueError", msg)
+        for fn, ax, msg in [
+            ("argmax", 2, "Invalid axis 2 for operand shape (2, 3)"),
+            ("argmax", -1, "Invalid axis -1 for operand shape (2, 3)"),
+            ("argmin", 3, "Invalid axis 3 for operand shape (2, 3)"),
+        ]
+    ],
+    (
+        "argmax float index",
+        lambda: fjax.lax.argmax(_X23, 0, jnp.float32),
+        "TypeError",
+        "index_dtype must be an integer type, but got float32",
+    ),
+    (
+        "argmin float16 index",
+        lambda: fjax.lax.argmin(_X23, 0, jnp.float16),
+        "TypeError",
+        "index_dtype must be an integer type, but got float16",
+    ),
+    (
+        "argmax bool index",
+        lambda: fjax.lax.argmax(_X23, 0, jnp.bool_),
+        "TypeError",
+        "index_dtype must be an integer type, but got bool",
+    ),
+    (
+        "sort shapes",
+        lambda: fjax.lax.sort((_F(3), _F(4))),
+        "TypeError",
+        "Arguments to sort must have equal shapes, got: (3,) (4,)",
+    ),
+    (
+        "sort three shapes",
+        lambda: fjax.lax.sort((_F(3), _F(4), _F(2, 2))),
+        "TypeError",
+        "Arguments to sort must have equal shapes, got: (3,) (4,) (2, 2)",
+    ),
+    (
+        "sort_key_val shapes",
+        lambda: fjax.lax.sort_key_val(_F(3), _F(4)),
+        "TypeError",
+        "Arguments to sort must have equal shapes, got: (3,) (4,)",
+    ),
+    (
+        "sort num_keys 3",
+        lambda: fjax.lax.sort((_F(3), _F(3)), num_keys=3),
+        "ValueError",
+        "num_keys=3 must be between 1 and len(operand)=2",
+    ),
+    (
+        "sort num_keys 0",
+        lambda: fjax.lax.sort((_F(3), _F(3)), num_keys=0),
+        "ValueError",
+        "num_keys=0 must be between 1 and len(operand)=2",
+    ),
+    (
+        "sort num_keys one operand",
+        lambda: fjax.lax.sort(_F(3), num_keys=2),
+        "ValueError",
+        "num_keys=2 must equal 1 for a single operand.",
+    ),
+    (
+        "reduce_window dims",
+        lambda: fjax.lax.reduce_window(_F(4, 4), 0.0, fjax.lax.add, (2,), (1, 1), "VALID"),
+        "TypeError",
+        "reduce_window got the wrong number of window_dimensions for operand: got operand shape (4, 4) with "
+        "window_dimensions (2,).",
+    ),
+    (
+        "reduce_window strides",
+        lambda: fjax.lax.reduce_window(_F(4, 4), 0.0, fjax.lax.add, (2, 2), (1,), "VALID"),
+        "TypeError",
+        "reduce_window got inconsistent window_strides and window_dimensions: got window_strides (1,) and "
+        "window_dimensions (2, 2).",
+    ),
+    (
+        "reduce_window dims 3",
+        lambda: fjax.lax.reduce_window(_F(4, 4), 0.0, fjax.lax.add, (2, 2, 2), (1, 1, 1), "VALID"),
+        "TypeError",
+        "reduce_window got the wrong number of window_dimensions for operand: got operand shape (4, 4) with "
+        "window_dimensions (2, 2, 2).",
+    ),
+    ("dot", lambda: fjax.lax.dot(_F(2, 3), _F(4, 2)), "ValueError", _DOT.format("(2, 3)", "(4, 2)")),
+    ("dot rank 3", lambda: fjax.lax.dot(_F(2, 3, 4), _F(3, 4)), "ValueError", _DOT.format("(2, 3, 4)", "(3, 4)")),
+    ("dot vectors", lambda: fjax.lax.dot(_F(3), _F(4)), "ValueError", _DOT.format("(3,)", "(4,)")),
+    (
+        "fft type",
+        lambda: fjax.lax.fft(_F(4).astype(jnp.complex64), "BOGUS", (4,)),
+        "ValueError",
+        "Unknown FFT type 'BOGUS'",
+    ),
+    (
+        "fft type lower case",
+        lambda: fjax.lax.fft(_F(4).astype(jnp.complex64), "bogus", (4,)),
+        "ValueError",
+        "Unknown FFT type 'bogus'",
+    ),
+    (
+        "fft lengths",
+        lambda: fjax.lax.fft(_F(4).astype(jnp.complex64), "FFT", (5,)),
+        "ValueError",
+        "FFT input shape (4,) minor dimensions must be equal to fft_lengths (5,)",
+    ),
+    (
+        "fft lengths 2d",
+        lambda: fjax.lax.fft(_F(3, 4).astype(jnp.complex64), "FFT", (2, 4)),
+        "ValueError",
+        "FFT input shape (3, 4) minor dimensions must be equal to fft_lengths (2, 4)",
+    ),
+    (
+        "rfft lengths",
+        lambda: fjax.lax.fft(_F(4), "RFFT", (5,)),
+        "ValueError",
+        "RFFT input shape (4,) minor dimensions must be equal to fft_lengths (5,)",
+    ),
+    (
+        "conv dtypes",
+        lambda: fjax.lax.conv_general_dilated(_F(1, 2, 5, 5), _I(3, 2, 3, 3), (1, 1), "VALID"),
+        "TypeError",
+        "lax.conv_general_dilated requires arguments to have the same dtypes, got float32, int32.",
+    ),
+    (
+        "conv dtypes float16",
+        lambda: fjax.lax.conv(_F(1, 2, 5, 5), _F(3, 2, 3, 3).astype(jnp.float16), (1, 1), "VALID"),
+        "TypeError",
+        "lax.conv_general_dilated requires arguments to have the same dtypes, got float32, float16.",
+    ),
+    (
+        "conv strides",
+        lambda: fjax.lax.conv_general_dilated(_F(1, 2, 5, 5), _F(3, 2, 3, 3), (1,), "VALID"),
+        "ValueError",
+        "conv_general_dilated window and window_strides must have the same number of dimensions, but got 2 and 1",
+    ),
+    (
+        "conv strides 3",
+        lambda: fjax.lax.conv_general_dilated(_F(1, 2, 5, 5), _F(3, 2, 3, 3), (1, 1, 1), "VALID"),
+        "ValueError",
+        "conv_general_dilated window and window_strides must have the same number of dimensions, but got 2 and 3",
+    ),
+    (
+        "conv out spec",
+        lambda: fjax.lax.conv_general_dilated(
+            _F(1, 2, 5, 5), _F(3, 2, 3, 3), (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCXW")
+        ),
+        "TypeError",
+        _SPATIAL.format("('NCHW', 'OIHW', 'NCXW')"),
+    ),
+    (
+        "conv rhs spec",
+        lambda: fjax.lax.conv_general_dilated(
+            _F(1, 2, 5, 5), _F(3, 2, 3, 3), (1, 1), "VALID", dimension_numbers=("NCHW", "OIXW", "NCHW")
+        ),
+        "TypeError",
+        _SPATIAL.format("('NCHW', 'OIXW', 'NCHW')"),
+    ),
+    *[
+        (
+            f"jnp.{fn} empty",
+            lambda fn=fn, shape=shape, axis=axis: getattr(jnp, fn)(jnp.ones(shape), axis=axis),
+            "ValueError",
+            f"attempt to get {fn} of an empty sequence",
+        )
+        for fn, shape, axis in [("argmax", (0,), None), ("argmin", (0, 3), 0), ("argmax", (2, 0), 1)]
+    ],
+]
+
+
+@pytest.mark.parametrize("case", LAX_CASES, ids=lambda c: c[0])
+def test_lax_errors_are_jaxs(case) -> None:
+    _, fn, typ, msg = case
+    assert _raises(fn) == (typ, msg)
+
+
+@given(
+    shape=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_valid_reductions_and_sorts_still_compute(shape: list, data) -> None:
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)[..., ::-1].copy()
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
+    np.testing.assert_allclose(fjax.lax.reduce_sum(jnp.asarray(x), axes), x.sum(axes))
+    np.testing.assert_allclose(fjax.lax.reduce(jnp.asarray(x), 0.0, fjax.lax.add, axes), x.sum(axes))
+    ax = data.draw(st.integers(0, len(shape) - 1))
+    np.testing.assert_array_equal(fjax.lax.argmax(jnp.asarray(x), ax, jnp.int32), x.argmax(ax))
+    np.testing.assert_array_equal(fjax.lax.sort(jnp.asarray(x), ax), np.sort(x, ax))

@@ -372,16 +372,17 @@ def reduce(
 
     flat_ops, tree = tu.tree_flatten(operands)
     flat_init, init_tree = tu.tree_flatten(init_values)
-    if len(flat_ops) != len(flat_init):
-        raise ValueError(f"reduce: {len(flat_ops)} operands but {len(flat_init)} init values")
+    if tree != init_tree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: {tree} vs. {init_tree}")
     shape = core.get_aval(flat_ops[0]).shape
     nd = len(shape)
     if any(not 0 <= int(d) < nd for d in dimensions):
-        operand = core.ShapedArray(shape, core.get_aval(flat_ops[0]).dtype).str_short()
-        raise ValueError(f"reduce: reduction axes {tuple(dimensions)} contains out-of-bounds indices for {operand}.")
+        dt = core.get_aval(flat_ops[0]).dtype
+        operand = f"{dt.name if isinstance(dt, np.dtype) else dt}[{','.join(map(str, shape))}]"
+        raise ValueError(f"reduction axes {tuple(dimensions)} contains out-of-bounds indices for {operand}.")
     dims = tuple(sorted(int(d) for d in dimensions))
     if len(set(dims)) != len(dims):
-        raise ValueError(f"reduce: duplicate dimensions {tuple(dimensions)}")
+        raise ValueError(f"duplicate value in 'axes' of reduction: {tuple(dimensions)}")
     keep = tuple(i for i in range(nd) if i not in dims)
     out_shape = tuple(shape[i] for i in keep)
     n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
@@ -429,10 +430,15 @@ def reduce_window(
     nd = aval.ndim
     window = tuple(int(w) for w in window_dimensions)
     strides = (1,) * len(window) if window_strides is None else tuple(int(s) for s in window_strides)
-    if len(window) != nd or len(strides) != nd:
+    if len(window) != nd:
         raise TypeError(
-            f"reduce_window: window_dimensions {window} and window_strides {strides} must have one entry per "
-            f"dimension of the operand {aval.shape}"
+            "reduce_window got the wrong number of window_dimensions for operand: got operand shape "
+            f"{aval.shape} with window_dimensions {window}."
+        )
+    if len(strides) != nd:
+        raise TypeError(
+            "reduce_window got inconsistent window_strides and window_dimensions: got window_strides "
+            f"{strides} and window_dimensions {window}."
         )
     base = tuple(base_dilation) if base_dilation is not None else (1,) * nd
     wdil = tuple(window_dilation) if window_dilation is not None else (1,) * nd

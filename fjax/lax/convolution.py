@@ -67,11 +67,11 @@ def _spec_from_strings(
                 f"{special[1]!r} and no repeated characters"
             )
     spatial = [c for c in rhs_s if c not in "OI"]
-    for name, s in (("lhs", lhs_s), ("out", out_s)):
+    for s in (lhs_s, out_s):
         if sorted(c for c in s if c not in "NC") != sorted(spatial):
             raise TypeError(
-                f"convolution dimension_numbers {name} spec {s!r} and rhs spec {rhs_s!r} must have the "
-                "same spatial dimensions"
+                "convolution dimension_numbers elements must each have the same set of spatial characters, "
+                f"got {(lhs_s, rhs_s, out_s)}."
             )
     return ConvDimensionNumbers(
         (lhs_s.index("N"), lhs_s.index("C")) + tuple(lhs_s.index(c) for c in spatial),
@@ -175,7 +175,8 @@ def _conv_abstract(
             )
     if lhs.dtype != rhs.dtype and preferred_element_type is None:
         raise TypeError(
-            f"conv_general_dilated requires arguments to have the same dtypes, got {lhs.dtype.name}, {rhs.dtype.name}."
+            f"lax.conv_general_dilated requires arguments to have the same dtypes, got {lhs.dtype.name}, "
+            f"{rhs.dtype.name}."
         )
     if lhs.ndim != rhs.ndim:
         raise TypeError(f"conv_general_dilated requires lhs and rhs ndim to be equal, got {lhs.ndim} and {rhs.ndim}.")
@@ -661,8 +662,8 @@ def conv_general_dilated(
     rhs_c = tuple(ra.shape[i] for i in dnums.rhs_spec)
     if len(window_strides) != nsp:
         raise ValueError(
-            f"conv_general_dilated window_strides must have one entry per spatial dimension ({nsp}), "
-            f"got {window_strides}"
+            "conv_general_dilated window and window_strides must have the same number of dimensions, but got "
+            f"{nsp} and {len(window_strides)}"
         )
     pads = _canon_padding(padding, lhs_c, rhs_c, window_strides, lhs_dilation, rhs_dilation)
     # kept in JAX's canonical form (None: config jax_default_matmul_precision); the CPU computes

@@ -48,7 +48,7 @@ def _canon_type(t: Any) -> FftType:
     if isinstance(t, str):
         key = t.lower().replace("ffttype.", "")
         if key not in _NAMES:
-            raise ValueError(f"fft: unknown fft_type {t!r}; expected one of fft, ifft, rfft, irfft")
+            raise ValueError(f"Unknown FFT type {t!r}")
         return _NAMES[key]
     return FftType(int(t))
 
@@ -87,7 +87,9 @@ def _fft_abstract(x: ShapedArray, *, fft_type: FftType, fft_lengths: tuple) -> S
         if x.dtype not in (np.float32, np.float64):
             raise TypeError(f"fft: RFFT requires a float32 or float64 operand, got {_desc(x)}")
         if tail != tuple(fft_lengths):
-            raise ValueError(f"fft: RFFT operand trailing shape {tail} must equal fft_lengths {fft_lengths}")
+            raise ValueError(
+                f"RFFT input shape {tuple(x.shape)} minor dimensions must be equal to fft_lengths {tuple(fft_lengths)}"
+            )
         return ShapedArray(x.shape[:-1] + (fft_lengths[-1] // 2 + 1,), _complex_of(x.dtype))
     if x.dtype not in (np.complex64, np.complex128):
         raise TypeError(f"fft: {fft_type.name} requires a complex64 or complex128 operand, got {_desc(x)}")
@@ -97,7 +99,9 @@ def _fft_abstract(x: ShapedArray, *, fft_type: FftType, fft_lengths: tuple) -> S
             raise ValueError(f"fft: IRFFT operand trailing shape {tail} must be {want} for fft_lengths {fft_lengths}")
         return ShapedArray(x.shape[:-1] + (fft_lengths[-1],), _real_of(x.dtype))
     if tail != tuple(fft_lengths):
-        raise ValueError(f"fft: operand trailing shape {tail} must equal fft_lengths {fft_lengths}")
+        raise ValueError(
+            f"FFT input shape {tuple(x.shape)} minor dimensions must be equal to fft_lengths {tuple(fft_lengths)}"
+        )
     return ShapedArray(x.shape, x.dtype)
 
 

@@ -27,17 +27,23 @@ from fjax.lax.lax import (  # noqa: F401
 _F16 = (np.dtype(np.float16), dtypes.bfloat16)
 
 
+def _long(x: Any) -> str:
+    """``float32[2,3]``: an operand as JAX's reduction messages print it."""
+    dt = x.dtype.name if isinstance(x.dtype, np.dtype) else str(x.dtype)
+    return f"{dt}[{','.join(map(str, x.shape))}]"
+
+
 def _reduce_abstract(name: str, kinds: str, keep_weak: bool = True, f16_option: bool = False) -> Callable:
     # f16_option: refuse float16/bfloat16 operands while jax_allow_f16_reductions is False (reduce_sum)
     def rule(x: Any, *, axes: tuple, **params: Any) -> ShapedArray:
         # JAX's reduce_sum/reduce_prod name the class np.number
         _check_kind(name, x, kinds, accepted="number" if kinds == _num else None)
         # ValueError, as JAX's reduction shape rules raise
+        # (JAX's messages, word for word: the operand as dtype[shape] with the dtype's full name)
         if any(not 0 <= a < x.ndim for a in axes):
-            operand = ShapedArray(x.shape, x.dtype).str_short()
-            raise ValueError(f"{name}: reduction axes {tuple(axes)} contains out-of-bounds indices for {operand}.")
+            raise ValueError(f"reduction axes {tuple(axes)} contains out-of-bounds indices for {_long(x)}.")
         if len(set(axes)) != len(axes):
-            raise ValueError(f"{name}: duplicate value in 'axes' of reduction: {tuple(axes)}")
+            raise ValueError(f"duplicate value in 'axes' of reduction: {tuple(axes)}")
         if f16_option and not config.jax_allow_f16_reductions and x.dtype in _F16:
             if any(x.shape[a] != 1 for a in axes):
                 operand = ShapedArray(x.shape, x.dtype).str_short()
@@ -189,12 +195,13 @@ def _arg_abstract(name: str) -> Callable:
                 f"{'gt' if name == 'argmax' else 'lt'} does not accept dtype {x.dtype.name} at position 0. "
                 "Accepted dtypes at position 0 are subtypes of integer, floating, bool."
             )
+        # (JAX's messages: lax.argmax's checks, and jnp.argmax's for an empty axis)
         if len(axes) != 1 or not 0 <= axes[0] < x.ndim:
-            raise ValueError(f"{name}: invalid axis {axes} for operand shape {x.shape}")
+            raise ValueError(f"Invalid axis {axes[0] if len(axes) == 1 else axes} for operand shape {x.shape}")
         if x.shape[axes[0]] == 0:
-            raise ValueError(f"{name}: attempt to get {name} of an empty sequence (axis {axes[0]} of shape {x.shape})")
+            raise ValueError(f"attempt to get {name} of an empty sequence")
         if _dkind(np.dtype(index_dtype)) not in "iu":
-            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
+            raise TypeError(f"index_dtype must be an integer type, but got {np.dtype(index_dtype).name}")
         return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i != axes[0]), index_dtype, False)
 
     return rule

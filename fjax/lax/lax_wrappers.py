@@ -498,7 +498,7 @@ def dot(
     # ValueError, as JAX's lax.dot raises for anything but a plain matrix/vector product
     if la.ndim not in (1, 2) or ra.ndim not in (1, 2) or la.shape[-1] != ra.shape[0]:
         raise ValueError(
-            "lax.dot: dimension_numbers must be specified when not performing simple un-batched matrix-matrix, "
+            "jax.lax.dot: dimension_numbers must be specified when not performing simple un-batched matrix-matrix, "
             f"matrix-vector, or vector-vector products; got lhs_shape={la.shape} rhs_shape={ra.shape}"
         )
     if preferred_element_type is not None:

@@ -310,9 +310,10 @@ def _sort_abstract(*operands: Any, dimension: int, is_stable: bool, num_keys: in
     shape = operands[0].shape
     for o in operands:
         if o.shape != shape:
-            raise TypeError(f"sort: operands must all have the same shape, got {[tuple(a.shape) for a in operands]}")
+            shapes = " ".join(str(tuple(a.shape)) for a in operands)
+            raise TypeError(f"Arguments to sort must have equal shapes, got: {shapes}")
     if not 1 <= num_keys <= len(operands):
-        raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of operands ({len(operands)})")
+        raise ValueError(f"num_keys={num_keys} must be between 1 and len(operand)={len(operands)}")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"sort: dimension {dimension} is out of bounds for operand shape {shape}")
     return [ShapedArray(o.shape, o.dtype, o.weak_type) for o in operands]
@@ -349,7 +350,7 @@ def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: in
     single = not isinstance(operand, (tuple, list))
     ops = [operand] if single else list(operand)
     if single and num_keys != 1:
-        raise ValueError(f"sort: num_keys={num_keys} requires a sequence of operands")
+        raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand.")
     ndim = core.get_aval(ops[0]).ndim
     dim = _canon_axis(dimension, ndim, "sort")
     outs = core.bind(sort_p, ops, dict(dimension=dim, is_stable=bool(is_stable), num_keys=int(num_keys)))
