@@ -7,7 +7,8 @@ A user's typical diffrax call, ``jax.jit`` of ``diffrax.diffeqsolve`` on a small
 - ``tsit5 adaptive``: Tsit5 with ``PIDController(rtol=1e-6, atol=1e-6)`` over the same interval;
 - ``tsit5 vmap64``: the fixed-step solve ``jax.vmap``-ed over 64 initial conditions;
 - ``kvaerno5 adaptive``: the implicit Kvaerno5 (Newton + LU from optimistix/lineax) on the same
-  problem, ``PIDController(rtol=1e-5, atol=1e-5)``.
+  problem, ``PIDController(rtol=1e-5, atol=1e-5)``;
+- ``heun sde``: geometric Brownian motion (scalar), Heun on a ``VirtualBrownianTree``, 100 steps.
 
 For each: the first call (trace + compile + run) and the steady state (median of repeated calls,
 each ``block_until_ready``). diffrax imports ``jax`` once, so each side runs in its own process:
@@ -72,11 +73,24 @@ def _worker(repeat: int) -> dict:
             lambda y0: solve(diffrax.Kvaerno5(), diffrax.PIDController(rtol=1e-5, atol=1e-5), 0.01, y0)
         ),
     }
+    mu, sigma = 0.5, 0.3
+
+    def sde(key):
+        # geometric Brownian motion, Heun on a VirtualBrownianTree (equinox's error_if callbacks
+        # sit in cond branches inside the tree's search loop and diffrax's step loop)
+        bm = diffrax.VirtualBrownianTree(0.0, 1.0, tol=1e-3, shape=(), key=key)
+        terms = diffrax.MultiTerm(
+            diffrax.ODETerm(lambda t, y, args: mu * y), diffrax.ControlTerm(lambda t, y, args: sigma * y, bm)
+        )
+        sol = diffrax.diffeqsolve(terms, diffrax.Heun(), 0.0, 1.0, 0.01, jnp.array(1.0, jnp.float32))
+        return sol.ys[-1], sol.stats["num_steps"]
+
+    cases["heun sde"] = jax.jit(sde)
     y0 = jnp.array([1.0, 0.0], jnp.float32)
     y0s = jnp.stack([jnp.linspace(-1.5, 1.5, 64), jnp.zeros(64)], axis=1).astype(jnp.float32)
     out = {}
     for name, f in cases.items():
-        arg = y0s if "vmap" in name else y0
+        arg = y0s if "vmap" in name else jax.random.PRNGKey(0) if "sde" in name else y0
         t0 = time.perf_counter()
         y, n = jax.block_until_ready(f(arg))
         first = time.perf_counter() - t0

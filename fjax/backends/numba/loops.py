@@ -346,7 +346,9 @@ def _alloc(name: str, shape: tuple, dtype: np.dtype) -> Hoist:
 
 
 def _carry(ins: list, avals: list, fresh: Callable[[str], str]) -> tuple[list, list, list]:
-    """Two buffers per carry (current, next), the current one filled with the initial value."""
+    """Two buffers per carry (current, next), the current one filled with the initial value. They
+    are named ``c<k>`` and ``n<k>`` with one ``k`` (nothing else takes those prefixes): after the
+    loop a carry is in one of the two (``buffer_pair``)."""
     cur, nxt, lines = [], [], []
     for a, av in zip(ins, avals):
         c, n = fresh("c"), fresh("n")
@@ -354,6 +356,20 @@ def _carry(ins: list, avals: list, fresh: Callable[[str], str]) -> tuple[list, l
         cur.append(c)
         nxt.append(n)
     return cur, nxt, lines
+
+
+def buffer_pair(name: str) -> tuple[str, ...]:
+    """The buffers a loop output named ``name`` may be in: both of a carry's (``_carry``), else itself."""
+    if name[:1] == "c" and name[1:].isdigit():
+        return name, "n" + name[1:]
+    return (name,)
+
+
+@njit(cache=True, nogil=True)
+def pick(v, a, b):  # noqa: ANN001, ANN201
+    """``a`` if ``v`` (a borrowed view of ``a`` or ``b``) points at ``a``'s data, else ``b``: the
+    owned buffer a loop function returns for a carry that ended in either of its two buffers."""
+    return a if v.ctypes.data == a.ctypes.data else b
 
 
 def emit(step: ControlStep, ins: list, fresh: Callable[[str], str], child: Child) -> tuple[list, list]:

@@ -267,8 +267,9 @@ class ProgramSource:
                 raise AssertionError(f"host call in a compiled loop body: {step.describe()}")
         self.out_names = [self._var(v) for v in prog.out_slots]
 
-    def _control_call(self, step: ir.ControlStep, ins: list, outs: list) -> None:
-        """A control-flow step of the (Python) program: one call of a compiled loop function."""
+    def _control_call(self, step: ir.ControlStep, ins: list, outs: list, used: set | None = None) -> None:
+        """A control-flow step of the (Python) program: one call of a compiled loop function that
+        returns the outputs in ``used`` (all when None; boxing an array costs ~0.3 us)."""
         mctx = _Ctx(nopython=True)
         root = ProgramSource(None, mctx)
         args = [f"a{j}" for j in range(len(ins))]
@@ -284,8 +285,19 @@ class ProgramSource:
         lines = head + [ln for ln in lines if not isinstance(ln, numba_loops.Hoist)]
         fn = ["@njit(cache=CACHE, nogil=True, error_model='numpy')", f"def loop({', '.join(params)}):"]
         fn += ["    " + ln for ln in lines]
-        # the copies are made before ``_own``'s last use: numba frees the buffers right after it
-        fn.append(f"    _res = ({''.join(n + '.copy(), ' for n in names)})")
+        # each result is the owned buffer its borrowed name views (``_own[k]``), taken before
+        # ``_own``'s last use: numba frees what it alone holds right after it
+        keep = [k for k, o in enumerate(outs) if used is None or o in used]
+        pos = {n: i for i, n in enumerate(owned)}
+        res = []
+        for k in keep:
+            cand = numba_loops.buffer_pair(names[k])
+            if all(c in pos for c in cand):
+                own = [f"_own[{pos[c]}]" for c in cand]
+                res.append(own[0] if len(own) == 1 else f"lp.pick({names[k]}, {', '.join(own)})")
+            else:
+                res.append(f"{names[k]}.copy()")
+        fn.append(f"    _res = ({''.join(r + ', ' for r in res)})")
         fn.append("    lp.keep_alive(_own)")
         fn.append("    return _res")
         parts = [f"# fjax compiled {step.kind} (generated; runtime {disk_cache._RT_VERSION})", _PRELUDE]
@@ -310,8 +322,8 @@ class ProgramSource:
         call = [self._var(a) for a in ins] + [self._const(v) for _, v in mctx.consts]
         self.lines.append(f"# {step.describe()}")
         self.lines.append(f"_r = {lname}({', '.join(call)})")
-        for k, o in enumerate(outs):
-            self.lines.append(f"{self._var(o)} = _r[{k}]")
+        for j, k in enumerate(keep):
+            self.lines.append(f"{self._var(outs[k])} = _r[{j}]")
 
     def _build(self) -> None:
         prog = self.prog
@@ -332,9 +344,15 @@ class ProgramSource:
                 if v in kernel_inputs:
                     body.append(f"{n} = _contig({n})")
         body.append(_IN_DONE)
+        # the values each step's successors (or the program's result) read
+        read_after: list = [set() for _ in prog.steps]
+        live = {v for v in prog.out_slots if type(v) is not core.Literal}
+        for si in range(len(prog.steps) - 1, -1, -1):
+            read_after[si] = set(live)
+            live.update(a for a in prog.step_io[si][0] if type(a) is not core.Literal)
         for si, (step, (ins, outs)) in enumerate(zip(prog.steps, prog.step_io)):
             if isinstance(step, ir.ControlStep):
-                self._control_call(step, ins, outs)
+                self._control_call(step, ins, outs, read_after[si])
                 continue
             if isinstance(step, ir.HostCall):
                 kern = host_kernel(step)
