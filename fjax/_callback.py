@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from fjax import _numba_interop, core, dtypes
 from fjax import _tree_lifted as tu
-from fjax import core, dtypes
 from fjax.core import Array, ShapedArray
 from fjax.dtypes import kind as _dkind
 from fjax.interpreters import ad, batching
@@ -92,6 +92,8 @@ class FlatCallback:
         n = len(flat) + len(self.static)
         leaves = [self.static[i] if i in self.static else _host_array(next(it)) for i in range(n)]
         args, kwargs = tu.tree_unflatten(self.tree, leaves)
+        if not _numba_interop._done:
+            _numba_interop.register()  # numba-compiled callbacks take fjax arrays, as JAX's take its
         try:
             return self.fn(*args, **kwargs)
         except Exception as e:
