@@ -1008,3 +1008,133 @@ def test_valid_reductions_and_sorts_still_compute(shape: list, data) -> None:
     ax = data.draw(st.integers(0, len(shape) - 1))
     np.testing.assert_array_equal(fjax.lax.argmax(jnp.asarray(x), ax, jnp.int32), x.argmax(ax))
     np.testing.assert_array_equal(fjax.lax.sort(jnp.asarray(x), ax), np.sort(x, ax))
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp axis and shape checks worded as JAX 0.10.2's (each message printed by JAX for the same call)
+
+_DUP = "duplicate value in 'axis': {}"
+_ONES13 = jnp.ones((1, 3))
+_PERM = "transpose permutation isn't a permutation of operand dimensions, got permutation {} for operand shape (2, 3)."
+_QMETHOD = "method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' or 'inverted_cdf'"
+
+JNP_CASES = [
+    *[
+        (f"{fn} duplicate axis", lambda fn=fn: getattr(jnp, fn)(_X23, axis=(0, 0)), "ValueError", _DUP.format("(0, 0)"))
+        for fn in ("sum", "prod", "max", "min", "any", "all", "mean", "var", "std", "nansum", "count_nonzero", "ptp")
+    ],
+    ("sum (1, -1)", lambda: jnp.sum(_X23, (1, -1)), "ValueError", _DUP.format("(1, -1)")),
+    ("vector_norm duplicate", lambda: jnp.linalg.vector_norm(_X23, axis=(0, 0)), "ValueError", _DUP.format("(0, 0)")),
+    ("median duplicate axis", lambda: jnp.median(_X23, axis=(0, 0)), "ValueError", "repeated axis"),
+    ("average duplicate axis", lambda: jnp.average(_X23, axis=(0, 0)), "ValueError", "repeated axis: (0, 0)"),
+    ("squeeze duplicate", lambda: jnp.squeeze(_ONES13, (0, 0)), "ValueError", "dimensions are not unique: (0, 0)"),
+    (
+        "method squeeze duplicate",
+        lambda: jnp.ones((1, 3)).squeeze((0, 0)),
+        "ValueError",
+        "dimensions are not unique: (0, 0)",
+    ),
+    ("flip duplicate", lambda: jnp.flip(_X23, (0, 0)), "TypeError", "rev dimensions must be unique, got (0, 0)."),
+    (
+        "expand_dims repeated",
+        lambda: jnp.expand_dims(jnp.ones(3), (0, 0)),
+        "ValueError",
+        "repeated axis in lax.expand_dims: (0, 0)",
+    ),
+    (
+        "expand_dims repeated list",
+        lambda: jnp.expand_dims(jnp.ones(3), [1, 1]),
+        "ValueError",
+        "repeated axis in lax.expand_dims: (1, 1)",
+    ),
+    (
+        "lax.expand_dims repeated",
+        lambda: fjax.lax.expand_dims(jnp.ones(3), (0, 0)),
+        "ValueError",
+        "repeated axis in lax.expand_dims: (0, 0)",
+    ),
+    ("transpose", lambda: jnp.transpose(_X23, (1, 1)), "TypeError", _PERM.format("(1, 1)")),
+    ("transpose negative", lambda: jnp.transpose(_X23, (-1, 1)), "TypeError", _PERM.format("(1, 1)")),
+    ("method transpose", lambda: _X23.transpose((1, 1)), "TypeError", _PERM.format("(1, 1)")),
+    ("method transpose args", lambda: _X23.transpose(1, 1), "TypeError", _PERM.format("(1, 1)")),
+    ("permute_dims", lambda: jnp.permute_dims(_X23, (1, 1)), "TypeError", _PERM.format("(1, 1)")),
+    (
+        "take_along_axis float",
+        lambda: jnp.take_along_axis(_X23, jnp.ones((2, 1)), 1),
+        "TypeError",
+        "take_along_axis indices must be of integer type, got float32",
+    ),
+    (
+        "take_along_axis bool",
+        lambda: jnp.take_along_axis(_X23, jnp.ones((2, 1), bool), 1),
+        "TypeError",
+        "take_along_axis indices must be of integer type, got bool",
+    ),
+    (
+        "take_along_axis shape",
+        lambda: jnp.take_along_axis(_X23, jnp.ones((3, 1), jnp.int32), 1),
+        "ValueError",
+        "Incompatible shapes for broadcasting: shapes=[(3, 1), (2, 1)]",
+    ),
+    (
+        "take_along_axis shape axis 0",
+        lambda: jnp.take_along_axis(_X23, jnp.ones((1, 4), jnp.int32), 0),
+        "ValueError",
+        "Incompatible shapes for broadcasting: shapes=[(1, 4), (1, 3)]",
+    ),
+    (
+        "take_along_axis 3d",
+        lambda: jnp.take_along_axis(jnp.ones((2, 3, 4)), jnp.ones((3, 1, 4), jnp.int32), 1),
+        "ValueError",
+        "Incompatible shapes for broadcasting: shapes=[(3, 1, 4), (2, 1, 4)]",
+    ),
+    (
+        "rot90 1d",
+        lambda: jnp.rot90(jnp.ones(3)),
+        "ValueError",
+        "rot90 requires its first argument to have ndim at least two, but got first argument of shape (3,), which "
+        "has ndim 1",
+    ),
+    ("rot90 same axes", lambda: jnp.rot90(_X23, axes=(0, 0)), "ValueError", "Axes must be different"),
+    ("rot90 same axes negative", lambda: jnp.rot90(_X23, axes=(1, -1)), "ValueError", "Axes must be different"),
+    ("rot90 3 axes", lambda: jnp.rot90(_X23, axes=(0, 1, 2)), "ValueError", "too many values to unpack (expected 2)"),
+    ("tril 1d", lambda: jnp.tril(jnp.ones(3)), "ValueError", "Argument to jax.numpy.tril must be at least 2D"),
+    ("triu 1d", lambda: jnp.triu(jnp.ones(3)), "ValueError", "Argument to jax.numpy.triu must be at least 2D"),
+    ("trace 1d", lambda: jnp.trace(jnp.ones(3)), "ValueError", "axis 1 is out of bounds for array of dimension 1"),
+    (
+        "interp lengths",
+        lambda: jnp.interp(1.0, jnp.ones(3), jnp.ones(4)),
+        "ValueError",
+        "xp and fp must be one-dimensional arrays of equal size",
+    ),
+    (
+        "interp 2d",
+        lambda: jnp.interp(1.0, jnp.ones((3, 1)), jnp.ones(3)),
+        "ValueError",
+        "xp and fp must be one-dimensional arrays of equal size",
+    ),
+    ("quantile method", lambda: jnp.quantile(_X23, 0.5, method="bogus"), "ValueError", _QMETHOD),
+    ("percentile method", lambda: jnp.percentile(_X23, 50, method="bogus"), "ValueError", _QMETHOD),
+    ("nanquantile method", lambda: jnp.nanquantile(_X23, 0.5, method="bogus"), "ValueError", _QMETHOD),
+]
+
+
+@pytest.mark.parametrize("case", JNP_CASES, ids=lambda c: c[0])
+def test_jnp_errors_are_jaxs(case) -> None:
+    _, fn, typ, msg = case
+    assert _raises(fn) == (typ, msg)
+
+
+@given(shape=st.lists(st.integers(1, 3), min_size=2, max_size=3), data=st.data())
+def test_valid_axes_still_compute(shape: list, data) -> None:
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    np.testing.assert_array_equal(jnp.transpose(jnp.asarray(x), perm), np.transpose(x, perm))
+    np.testing.assert_array_equal(jnp.asarray(x).transpose(*perm), x.transpose(*perm))
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    np.testing.assert_allclose(jnp.sum(jnp.asarray(x), axes), x.sum(axes))
+    np.testing.assert_allclose(jnp.average(jnp.asarray(x), axes), np.average(x, axes))
+    np.testing.assert_array_equal(jnp.rot90(jnp.asarray(x), 1, (0, 1)), np.rot90(x, 1, (0, 1)))
+    np.testing.assert_array_equal(jnp.tril(jnp.asarray(x)), np.tril(x))
+    idx = np.zeros(shape[:-1] + [1], np.int32)
+    np.testing.assert_array_equal(jnp.take_along_axis(jnp.asarray(x), idx, -1), np.take_along_axis(x, idx, -1))

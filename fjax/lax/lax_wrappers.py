@@ -337,6 +337,8 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
     aval = core.get_aval(array)
     nd_out = aval.ndim + len(dimensions)
     dims = sorted(_canon_axis(d, nd_out) for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dimensions)}")
     shape = list(aval.shape)
     for d in dims:
         shape.insert(d, 1)

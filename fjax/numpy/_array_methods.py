@@ -106,8 +106,11 @@ def _transpose(self: Any, *axes: Any) -> Any:
     else:
         perm = _shape_tuple(axes, "transpose")
         perm = tuple(canonicalize_axis(a, nd, "transpose") for a in perm)
-        if sorted(perm) != list(range(nd)):
-            raise ValueError(f"transpose permutation isn't a permutation of operand dimensions, got {axes}")
+        if sorted(perm) != list(range(nd)):  # (JAX's TypeError, from lax.transpose)
+            raise TypeError(
+                f"transpose permutation isn't a permutation of operand dimensions, got permutation {perm} "
+                f"for operand shape {tuple(self.shape)}."
+            )
     return lax.transpose(self, perm)
 
 

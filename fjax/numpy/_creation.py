@@ -785,7 +785,7 @@ def _tri_select(m: Any, k: int, upper: builtins.bool, fn: str) -> Any:
     check_arraylike(fn, m)
     m = to_fjax(m, fn)
     if m.ndim < 2:
-        raise ValueError(f"{fn} requires an array of at least two dimensions, got shape {m.shape}")
+        raise ValueError(f"Argument to jax.numpy.{fn} must be at least 2D")
     n, c = m.shape[-2:]
     mask = _tri_mask(n, c, int(k) if not upper else int(k), upper)
     mask = lax.broadcast_in_dim(mask, m.shape, (m.ndim - 2, m.ndim - 1))

@@ -734,8 +734,8 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
 
     a = _arr(a, "average")
     if weights is None:
+        axes = canonicalize_axes(axis, a.ndim, "average")  # (first: JAX's own "repeated axis" message)
         avg = mean(a, axis=axis, keepdims=keepdims)
-        axes = canonicalize_axes(axis, a.ndim, "average")
         n = 1
         for i in axes:
             n *= a.shape[i]
@@ -863,7 +863,7 @@ def _quantile(
     from fjax.numpy._util import promote_dtypes_inexact  # noqa: PLC0415
 
     if method not in ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf"):
-        raise ValueError(f"{name}: method {method!r} is not supported")
+        raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' or 'inverted_cdf'")
     a = _arr(a, name)
     # ``a`` to its inexact dtype on its own first (as JAX: an int4 array's median is float32,
     # where promoting int4 with the Python float ``q`` is refused)

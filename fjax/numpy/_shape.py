@@ -96,6 +96,10 @@ def _axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
         return (_axis(fn, axis, ndim),)
     out = tuple(_axis(fn, a, ndim) for a in axis)
     if len(set(out)) != len(out):
+        if fn == "squeeze":  # (JAX 0.10.2's words)
+            raise ValueError(f"dimensions are not unique: {tuple(axis)}")
+        if fn == "flip":
+            raise TypeError(f"rev dimensions must be unique, got {out}.")
         raise ValueError(f"{fn}: repeated axis in {tuple(axis)}")
     return out
 
@@ -230,7 +234,7 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
         perm = tuple(_axis("transpose", ax, nd) for ax in axes)
         if len(axes) != nd or len(set(perm)) != nd:
             raise TypeError(
-                f"transpose: permutation isn't a permutation of operand dimensions, got permutation {axes} "
+                f"transpose permutation isn't a permutation of operand dimensions, got permutation {perm} "
                 f"for operand shape {tuple(a.shape)}."
             )
     return lax.transpose(a, perm)
@@ -301,7 +305,7 @@ def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     nd_out = a.ndim + len(axes)
     dims = tuple(_util.canonicalize_axis(d, nd_out, "expand_dims") for d in axes)
     if len(set(dims)) != len(dims):
-        raise ValueError(f"expand_dims: repeated axis in {axes}")
+        raise ValueError(f"repeated axis in lax.expand_dims: {axes}")
     return lax.expand_dims(a, dims)
 
 
@@ -754,13 +758,16 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first towards the second)."""
     a = _arr("rot90", m)
-    if len(axes) != 2:
-        raise ValueError(f"rot90: len(axes) must be 2, got {axes}")
+    # (JAX 0.10.2's messages)
     if a.ndim < 2:
-        raise ValueError(f"rot90 requires an array with at least 2 dimensions, got shape {tuple(a.shape)}")
-    a0, a1 = _axis("rot90", axes[0], a.ndim), _axis("rot90", axes[1], a.ndim)
+        raise ValueError(
+            "rot90 requires its first argument to have ndim at least two, but got first argument of shape "
+            f"{tuple(a.shape)}, which has ndim {a.ndim}"
+        )
+    ax1, ax2 = axes  # more or fewer than two: Python's "too many values to unpack", as in JAX
+    a0, a1 = _axis("rot90", ax1, a.ndim), _axis("rot90", ax2, a.ndim)
     if a0 == a1:
-        raise ValueError(f"rot90: axes must be different, got {axes}")
+        raise ValueError("Axes must be different")
     k = _static_int(k, "k argument of rot90") % 4
     if k == 0:
         return a

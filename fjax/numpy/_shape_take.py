@@ -307,7 +307,7 @@ def take_along_axis(
     _util.check_arraylike("take_along_axis", indices)
     idx = _util.to_fjax(indices, "take_along_axis")
     if _dkind(idx.dtype) not in "iu":
-        raise TypeError(f"take_along_axis: indices must be of integer type, got {idx.dtype}")
+        raise TypeError(f"take_along_axis indices must be of integer type, got {idx.dtype}")
     if axis is None:
         if idx.ndim != 1:
             raise ValueError(f"take_along_axis: when axis=None, indices must be 1-D, got shape {tuple(idx.shape)}")
@@ -331,10 +331,9 @@ def take_along_axis(
             continue
         s, t = x.shape[d], idx.shape[d]
         if s != t and s != 1 and t != 1:
-            raise ValueError(
-                f"take_along_axis: arr shape {tuple(x.shape)} and indices shape {tuple(idx.shape)} are not "
-                f"broadcast-compatible outside axis {ax}"
-            )
+            # JAX broadcasts the indices against arr's shape with its axis ``ax`` set to 1
+            arr_shape = tuple(1 if i == ax else n for i, n in enumerate(x.shape))
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(idx.shape), arr_shape]}")
         out_shape.append(max(s, t) if s and t else 0)
     full_idx: list[Any] = []
     for d in range(x.ndim):
@@ -459,8 +458,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     if dtype is not None:
         dtype = dtypes.canonicalize_user_dtype(getattr(dtype, "_np_type", dtype), "trace")
     x = _arr("trace", a)
-    if x.ndim < 2:
-        raise ValueError(f"trace requires an array of at least 2 dimensions, got shape {tuple(x.shape)}")
+    # (on a 1-D array, JAX's message is that of the out-of-range axis2)
     a1, a2 = _axis("trace", axis1, x.ndim), _axis("trace", axis2, x.ndim)
     if a1 == a2:
         raise ValueError(f"trace: axis1 and axis2 cannot be the same, got {axis1} and {axis2}")

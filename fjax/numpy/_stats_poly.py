@@ -170,10 +170,8 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``."""
     x, xp, fp = _util.promote_dtypes_inexact("interp", x, xp, fp)
-    if xp.ndim != 1 or fp.ndim != 1:
-        raise ValueError("xp and fp must be one-dimensional")
-    if xp.shape[0] != fp.shape[0]:
-        raise ValueError("xp and fp must be of the same length")
+    if xp.ndim != 1 or fp.ndim != 1 or xp.shape[0] != fp.shape[0]:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
     if period is not None:
         if left is not None or right is not None:
             raise ValueError("period argument is only valid when left and right are None")

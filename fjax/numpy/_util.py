@@ -151,6 +151,14 @@ def canonicalize_axis(axis: int, ndim: int, fn_name: str = "fjax.numpy") -> int:
     return axis % ndim if ndim else 0
 
 
+_DUPLICATE_AXES = {
+    "squeeze": "dimensions are not unique: {}",
+    "average": "repeated axis: {}",
+    "median": "repeated axis",
+    "nanmedian": "repeated axis",
+}
+
+
 def canonicalize_axes(axis: Any, ndim: int, fn_name: str = "fjax.numpy") -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
@@ -158,5 +166,7 @@ def canonicalize_axes(axis: Any, ndim: int, fn_name: str = "fjax.numpy") -> tupl
         axis = (axis,)
     out = tuple(canonicalize_axis(a, ndim, fn_name) for a in axis)
     if len(set(out)) != len(out):
-        raise ValueError(f"{fn_name}: repeated axis in {axis}")
+        # JAX 0.10.2's words: its reductions', and those of the few functions checking on their own
+        msg = _DUPLICATE_AXES.get(fn_name, "duplicate value in 'axis': {}")
+        raise ValueError(msg.format(tuple(axis)))
     return out
