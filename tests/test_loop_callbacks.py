@@ -246,3 +246,29 @@ def test_loops_with_and_without_trips_in_turn():
         got = fjax.jvp(fjax.jit(f), (x, a), (np.float32(1.764), np.float32(0.4)))
         want = _eager(lambda x, a: fjax.jvp(f, (x, a), (np.float32(1.764), np.float32(0.4))), x, a)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_callbacks_from_compiled_loops_in_threads():
+    # the loop function releases the GIL (nogil); the object-mode call takes it back
+    import threading
+
+    def f(x):
+        def body(i, c):
+            return fjax.pure_callback(
+                lambda c: (np.asarray(c) + 1).astype(np.float32), fjax.ShapeDtypeStruct((), jnp.float32), c
+            )
+
+        return lax.fori_loop(0, 300, body, x)
+
+    jf = fjax.jit(f)
+    res: dict = {}
+
+    def run(k):
+        res[k] = [float(jf(np.float32(k))) for _ in range(3)]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert res == {k: [300.0 + k] * 3 for k in range(4)}
