@@ -1138,3 +1138,101 @@ def test_valid_axes_still_compute(shape: list, data) -> None:
     np.testing.assert_array_equal(jnp.tril(jnp.asarray(x)), np.tril(x))
     idx = np.zeros(shape[:-1] + [1], np.int32)
     np.testing.assert_array_equal(jnp.take_along_axis(jnp.asarray(x), idx, -1), np.take_along_axis(x, idx, -1))
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp argument checks worded as JAX 0.10.2's: non-array arguments, bitwise dtypes, FFT sizes and
+# float slice entries (each message printed by JAX for the same call)
+
+_X5 = jnp.ones(5)
+_ARRAYLIKE = "{} requires ndarray or scalar arguments, got {} at position {}."
+
+
+def _bitwise(op: str, dt: str = "float32", kinds: str = "integer, bool") -> str:
+    return f"{op} does not accept dtype {dt} at position 0. Accepted dtypes at position 0 are subtypes of {kinds}."
+
+
+JNP_ARG_CASES = [
+    ("where None y", lambda: jnp.where(_X5 > 0, _X5, None), _ARRAYLIKE.format("where", "<class 'NoneType'>", 2)),
+    ("where None x", lambda: jnp.where(_X5 > 0, None, _X5), _ARRAYLIKE.format("where", "<class 'NoneType'>", 1)),
+    ("where list", lambda: jnp.where(_X5 > 0, [1.0] * 5, _X5), _ARRAYLIKE.format("where", "<class 'list'>", 1)),
+    ("sum list", lambda: jnp.sum([1, 2]), _ARRAYLIKE.format("sum", "<class 'list'>", 0)),
+    ("sum None", lambda: jnp.sum(None), _ARRAYLIKE.format("sum", "<class 'NoneType'>", 0)),
+    ("sum dict", lambda: jnp.sum({"a": 1}), _ARRAYLIKE.format("sum", "<class 'dict'>", 0)),
+    ("add list", lambda: jnp.add([1, 2], _X5[:2]), _ARRAYLIKE.format("add", "<class 'list'>", 0)),
+    ("full list", lambda: jnp.full((2,), [1.0, 2.0]), _ARRAYLIKE.format("full", "<class 'list'>", 0)),
+    ("sin tuple", lambda: jnp.sin((1.0, 2.0)), _ARRAYLIKE.format("sin", "<class 'tuple'>", 0)),
+    ("bitwise_and", lambda: jnp.bitwise_and(_X5, 1), _bitwise("and")),
+    ("bitwise_and int, float", lambda: jnp.bitwise_and(1, _X5), _bitwise("and")),
+    ("bitwise_or", lambda: jnp.bitwise_or(_X5, _X5), _bitwise("or")),
+    ("bitwise_xor bool, float", lambda: jnp.bitwise_xor(_X5 > 0, _X5), _bitwise("xor")),
+    ("bitwise_and complex", lambda: jnp.bitwise_and(_X5.astype(jnp.complex64), 1), _bitwise("and", "complex64")),
+    ("operator &", lambda: _X5 & 1, _bitwise("and")),
+    ("operator |", lambda: 1 | _X5, _bitwise("or")),
+    ("left_shift", lambda: jnp.left_shift(_X5, 1), _bitwise("shift_left", kinds="integer")),
+    (
+        "left_shift int, float",
+        lambda: jnp.left_shift(jnp.ones(5, jnp.int32), _X5),
+        _bitwise("shift_left", kinds="integer"),
+    ),
+    ("right_shift", lambda: jnp.right_shift(_X5, 1), _bitwise("shift_right_arithmetic", kinds="integer")),
+    (
+        "right_shift uint, float",
+        lambda: jnp.right_shift(jnp.ones(5, jnp.uint32), _X5),
+        _bitwise("shift_right_arithmetic", kinds="integer"),
+    ),
+    ("operator <<", lambda: _X5 << 1, _bitwise("shift_left", kinds="integer")),
+    ("operator >>", lambda: _X5 >> 1, _bitwise("shift_right_arithmetic", kinds="integer")),
+    *[
+        (name, fn, "not does not accept dtype float32. Accepted dtypes are subtypes of integer, bool.")
+        for name, fn in [("invert", lambda: jnp.invert(_X5)), ("operator ~", lambda: ~_X5)]
+    ],
+    (
+        "bitwise_count",
+        lambda: jnp.bitwise_count(_X5),
+        "population_count does not accept dtype float32. Accepted dtypes are subtypes of integer.",
+    ),
+    ("slice float step", lambda: _X5[0:2:0.5], "'float' object cannot be interpreted as an integer"),
+    ("slice float start", lambda: _X5[0.5:2], "'float' object cannot be interpreted as an integer"),
+    ("slice float stop", lambda: _X5[0:2.5], "'float' object cannot be interpreted as an integer"),
+    (
+        "slice numpy float step",
+        lambda: _X5[0 : 2 : np.float32(1)],
+        "'numpy.float32' object cannot be interpreted as an integer",
+    ),
+    ("at[] float step", lambda: _X5.at[0:2:0.5].set(1.0), "'float' object cannot be interpreted as an integer"),
+]
+
+FFT_SIZES = [
+    ("fft n=0", lambda: jnp.fft.fft(_X5, n=0)),
+    ("fft n=-1", lambda: jnp.fft.fft(_X5, n=-1)),
+    ("irfft n=-2", lambda: jnp.fft.irfft(_X5, n=-2)),
+    ("rfft n=0", lambda: jnp.fft.rfft(_X5, n=0)),
+    ("ifft n=0", lambda: jnp.fft.ifft(_X5, n=0)),
+    ("hfft n=0", lambda: jnp.fft.hfft(_X5, n=0)),
+    ("fft2 s=(0, 2)", lambda: jnp.fft.fft2(jnp.ones((5, 5)), s=(0, 2))),
+    ("fftn s=(2, -1)", lambda: jnp.fft.fftn(jnp.ones((5, 5)), s=(2, -1))),
+]
+
+
+@pytest.mark.parametrize("case", JNP_ARG_CASES, ids=lambda c: c[0])
+def test_jnp_argument_type_errors_are_jaxs(case) -> None:
+    _, fn, msg = case
+    assert _raises(fn) == ("TypeError", msg)
+
+
+@pytest.mark.parametrize("case", FFT_SIZES, ids=lambda c: c[0])
+def test_fft_sizes_are_jaxs(case) -> None:
+    assert _raises(case[1]) == ("ValueError", "Shape should be positive.")
+
+
+@given(a=st.integers(-8, 8), b=st.integers(0, 3), lo=st.integers(0, 4), step=st.integers(1, 3))
+def test_bitwise_shift_and_slices_still_compute(a: int, b: int, lo: int, step: int) -> None:
+    x = np.array([a, a + 1], np.int32)
+    np.testing.assert_array_equal(jnp.bitwise_and(x, 3), x & 3)
+    np.testing.assert_array_equal(jnp.left_shift(x, b), x << b)
+    np.testing.assert_array_equal(jnp.right_shift(x, b), x >> b)
+    np.testing.assert_array_equal(jnp.invert(x), ~x)
+    y = np.arange(6.0, dtype=np.float32)
+    np.testing.assert_array_equal(jnp.asarray(y)[lo : 5 : np.int64(step)], y[lo:5:step])
+    np.testing.assert_array_equal(jnp.where(y > 2, y, -y), np.where(y > 2, y, -y))

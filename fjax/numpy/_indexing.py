@@ -12,6 +12,7 @@ out-of-bounds indices (``mode=None``/``"promise_in_bounds"``/``"clip"``) or fill
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -116,10 +117,8 @@ def _static_slice_part(v: Any, what: str, pos: int) -> int | None:
             c = None
         if c is not None and np.ndim(c) == 0 and _dkind(np.asarray(c).dtype) in "iu":
             return int(c)
-    if isinstance(v, (float, complex, str)):  # TypeError, as JAX's slice handling raises (via operator.index)
-        raise TypeError(
-            f"Slice entries must be integers; '{type(v).__name__}' object {v!r} in {what} at position {pos}"
-        )
+    if isinstance(v, (float, complex, str, np.floating, np.complexfloating)):
+        operator.index(v)  # Python's TypeError, as JAX's ("'float' object cannot be interpreted as an integer")
     raise IndexError(f"Slice entries must be static integers. Got {what} at position {pos}")
 
 

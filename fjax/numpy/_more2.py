@@ -545,7 +545,8 @@ def bitwise_count(x: Any, /) -> Any:
     """Number of 1 bits in the absolute value of each integer (uint8)."""
     x = _arr(x, "bitwise_count")
     if not np.issubdtype(x.dtype, np.integer) and x.dtype != np.bool_:
-        raise TypeError(f"bitwise_count requires integer inputs; got {x.dtype}")
+        # (JAX 0.10.2's words: lax.population_count refuses it)
+        raise TypeError(f"population_count does not accept dtype {x.dtype}. Accepted dtypes are subtypes of integer.")
     if x.dtype == np.bool_:  # as JAX: booleans are promoted to the default integer first
         x = lax.convert_element_type(x, dtypes.default_int_dtype())
     return lax.population_count(U.abs(x) if np.issubdtype(x.dtype, np.signedinteger) else x).astype(np.uint8)

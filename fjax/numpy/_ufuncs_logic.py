@@ -67,9 +67,27 @@ def logical_not(x: Any, /) -> Any:
     return lax.bitwise_not(_to_bool(_one("logical_not", x)))
 
 
+# the lax primitive each function binds and the kinds it accepts, for JAX's dtype message
+_LAX_BITWISE = {
+    "bitwise_and": ("and", "integer, bool"),
+    "bitwise_or": ("or", "integer, bool"),
+    "bitwise_xor": ("xor", "integer, bool"),
+    "bitwise_not": ("not", "integer, bool"),
+    "left_shift": ("shift_left", "integer"),
+    "right_shift": ("shift_right_arithmetic", "integer"),
+}
+
+
 def _check_intb(name: str, x: Any) -> None:
     if _dkind(x.dtype) not in "iub":
-        raise TypeError(f"{name} requires integer or boolean arguments, got {x.dtype.name}")
+        # JAX 0.10.2's words: its lax primitive refuses the (promoted) dtype
+        op, kinds = _LAX_BITWISE[name]
+        if name == "bitwise_not":
+            raise TypeError(f"{op} does not accept dtype {x.dtype.name}. Accepted dtypes are subtypes of {kinds}.")
+        raise TypeError(
+            f"{op} does not accept dtype {x.dtype.name} at position 0. Accepted dtypes at position 0 are subtypes "
+            f"of {kinds}."
+        )
 
 
 def _make_bitwise(name: str, lax_fn: Callable, doc: str) -> Callable:
@@ -245,8 +263,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
         from fjax.numpy._indexing import nonzero  # noqa: PLC0415
 
         return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to jax.numpy.where")
+    # one of x and y None: check_arraylike refuses it below, as in JAX ("got <class 'NoneType'>")
     if getattr(x, "dtype", None) is dtypes.KEY_DTYPE or getattr(y, "dtype", None) is dtypes.KEY_DTYPE:
         return _where_keys(condition, x, y)
     check_arraylike("where", condition, x, y)

@@ -103,7 +103,7 @@ def _canon_axes(name: str, nd: int, s: Any, axes: Any) -> tuple[tuple | None, tu
             raise ValueError(f"{name}: shape s={s} and axes={axes} have different lengths")
         for n in s:
             if n < 1:
-                raise ValueError(f"{name}: invalid number of data points ({n}) specified")
+                raise ValueError("Shape should be positive.")  # (JAX 0.10.2's words)
     return s, axes
 
 
@@ -120,7 +120,7 @@ def _fftn_core(name: str, a: Any, s: Any, axes: Any, norm: str | None, kind: Fft
     if kind == FftType.IRFFT:
         lengths = list(s) if s is not None else [x.shape[d] for d in dst[:-1]] + [2 * (x.shape[-1] - 1)]
         if lengths[-1] < 1:
-            raise ValueError(f"{name}: invalid number of data points ({lengths[-1]}) specified")
+            raise ValueError(f"{name}: invalid number of data points ({lengths[-1]}) specified")  # (JAX: empty)
         for d, n in zip(dst[:-1], lengths[:-1]):
             x = _resize(x, d, n)
         x = _resize(x, nd - 1, lengths[-1] // 2 + 1)
