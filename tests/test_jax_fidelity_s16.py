@@ -1236,3 +1236,29 @@ def test_bitwise_shift_and_slices_still_compute(a: int, b: int, lo: int, step: i
     y = np.arange(6.0, dtype=np.float32)
     np.testing.assert_array_equal(jnp.asarray(y)[lo : 5 : np.int64(step)], y[lo:5:step])
     np.testing.assert_array_equal(jnp.where(y > 2, y, -y), np.where(y > 2, y, -y))
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX's class names in control-flow structure reports, and lax.stop_gradient's type check
+
+
+def test_scan_carry_structure_report_names_jaxs_aval_class() -> None:
+    # JAX 0.10.2 names the carry leaf <class 'jax._src.core.ShapedArray'>
+    msg = _raises(lambda: fjax.lax.scan(lambda c, x: ((c, c), x), jnp.float32(0), jnp.ones(3)))[1]
+    assert "is a <class 'jax._src.core.ShapedArray'> but the corresponding component of the carry output is a " in msg
+    assert "<class 'tuple'>, so their Python types differ." in msg
+    msg = _raises(lambda: fjax.lax.fori_loop(0, 3, lambda i, c: (c, c), jnp.float32(0)))[1]
+    assert "<class 'jax._src.core.ShapedArray'>" in msg and "_core_values" not in msg
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [("abc", "Argument 'abc' of type <class 'str'>"), ([1.0, "x"], "Argument 'x' of type <class 'str'>")],
+)
+def test_stop_gradient_of_non_arrays_is_jaxs_type_error(value, shown: str) -> None:
+    assert _raises(lambda: fjax.lax.stop_gradient(value)) == ("TypeError", f"{shown} is not a valid JAX type")
+
+
+def test_stop_gradient_still_stops_gradients() -> None:
+    g = fjax.grad(lambda x: jnp.sum(x * fjax.lax.stop_gradient({"a": x, "b": None})["a"]))(jnp.arange(3.0))
+    np.testing.assert_array_equal(g, np.arange(3.0))

@@ -514,7 +514,10 @@ def stop_gradient(x: Any) -> Any:
     from fjax import _tree_lifted as tree_util  # noqa: PLC0415 - sees through key arrays
 
     def stop(v: Any) -> Any:
-        aval = core.get_aval(v)
+        try:
+            aval = core.get_aval(v)
+        except TypeError:  # (JAX 0.10.2's words)
+            raise TypeError(f"Argument '{v}' of type {type(v)} is not a valid JAX type") from None
         if _dkind(aval.dtype) not in "fc":
             return v
         return _bind(stop_gradient_p, v)

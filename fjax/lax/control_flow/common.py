@@ -292,6 +292,17 @@ class _PytreeLeafMeta(type):
         return "pytree leaf"
 
 
+class _JaxShapedArrayMeta(type):
+    # JAX's structure reports name a carry leaf by the type of its aval; code written for JAX
+    # reads JAX's class there
+    def __repr__(cls) -> str:
+        return "<class 'jax._src.core.ShapedArray'>"
+
+
+class _AvalLeaf(metaclass=_JaxShapedArrayMeta):
+    """Stands for a carry aval in structure reports (its type prints as JAX's ``ShapedArray``)."""
+
+
 class PytreeLeaf(metaclass=_PytreeLeafMeta):
     """A leaf whose type prints as ``pytree leaf`` (JAX's ``equality_errors_pytreedef``)."""
 
@@ -338,8 +349,9 @@ def check_tree_match(
     if init_tree == out_tree:
         return
     try:
-        leaf = ShapedArray((), np.dtype(np.float32))
-        in_leaves = list(init_avals) if init_avals is not None else [leaf] * init_tree.num_leaves
+        # (only the structure is compared: every leaf, input or output, is one placeholder aval)
+        leaf = _AvalLeaf()
+        in_leaves = [leaf] * init_tree.num_leaves
         diffs = [
             f"{_component(what, p)} is a {a} but the corresponding component of the carry output is a {b}, so {why}"
             for p, a, b, why in structure_diffs(init_tree, out_tree, in_leaves, [leaf] * out_tree.num_leaves)
