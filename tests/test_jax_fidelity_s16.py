@@ -1262,3 +1262,23 @@ def test_stop_gradient_of_non_arrays_is_jaxs_type_error(value, shown: str) -> No
 def test_stop_gradient_still_stops_gradients() -> None:
     g = fjax.grad(lambda x: jnp.sum(x * fjax.lax.stop_gradient({"a": x, "b": None})["a"]))(jnp.arange(3.0))
     np.testing.assert_array_equal(g, np.arange(3.0))
+
+
+# JAX 0.10.2 transforms empty axes to empty results (shape, dtype as it printed them)
+EMPTY_FFTS = [
+    ("fft of (0,)", lambda: jnp.fft.fft(jnp.ones(0)), (0,), "complex64"),
+    ("ifft ortho of (0,)", lambda: jnp.fft.ifft(jnp.ones(0), norm="ortho"), (0,), "complex64"),
+    ("fft2 of (0, 3)", lambda: jnp.fft.fft2(jnp.ones((0, 3))), (0, 3), "complex64"),
+    ("fft axis 0 of (3, 0)", lambda: jnp.fft.fft(jnp.ones((3, 0)), axis=0), (3, 0), "complex64"),
+    ("irfft of (1,)", lambda: jnp.fft.irfft(jnp.ones(1)), (0,), "float32"),
+    ("irfft of (0,)", lambda: jnp.fft.irfft(jnp.ones(0)), (0,), "float32"),
+    ("irfftn of (2, 1)", lambda: jnp.fft.irfftn(jnp.ones((2, 1))), (2, 0), "float32"),
+    ("hfft of (1,)", lambda: jnp.fft.hfft(jnp.ones(1)), (0,), "float32"),
+]
+
+
+@pytest.mark.parametrize("case", EMPTY_FFTS, ids=lambda c: c[0])
+def test_empty_ffts_are_empty_as_in_jax(case) -> None:
+    _, fn, shape, dtype = case
+    out = fn()
+    assert (out.shape, str(out.dtype)) == (shape, dtype)

@@ -119,8 +119,12 @@ def _fftn_core(name: str, a: Any, s: Any, axes: Any, norm: str | None, kind: Fft
     x = moveaxis(x, axes, dst)
     if kind == FftType.IRFFT:
         lengths = list(s) if s is not None else [x.shape[d] for d in dst[:-1]] + [2 * (x.shape[-1] - 1)]
-        if lengths[-1] < 1:
-            raise ValueError(f"{name}: invalid number of data points ({lengths[-1]}) specified")  # (JAX: empty)
+        if lengths[-1] < 1:  # (irfft of one element) an empty result, as JAX's
+            shape = list(x.shape)
+            for d, n in zip(dst, lengths):
+                shape[d] = max(n, 0)
+            real = np.dtype(x.dtype).type(0).real.dtype
+            return moveaxis(lax.full(tuple(shape), 0, real), dst, axes)
         for d, n in zip(dst[:-1], lengths[:-1]):
             x = _resize(x, d, n)
         x = _resize(x, nd - 1, lengths[-1] // 2 + 1)
@@ -129,7 +133,9 @@ def _fftn_core(name: str, a: Any, s: Any, axes: Any, norm: str | None, kind: Fft
         for d, n in zip(dst, lengths):
             x = _resize(x, d, n)
     if any(x.shape[d] == 0 for d in dst) and kind != FftType.IRFFT:
-        raise ValueError(f"{name}: invalid number of data points (0) specified")
+        if kind == FftType.RFFT:
+            raise ValueError(f"{name}: invalid number of data points (0) specified")
+        return moveaxis(lax.full(tuple(x.shape), 0, x.dtype), dst, axes)  # empty, as JAX's
     y = _lax_fft(x, kind, tuple(lengths))
     inverse = kind in (FftType.IFFT, FftType.IRFFT)
     y = _scale(y, _norm_scale(norm, math.prod(lengths), inverse, name))
