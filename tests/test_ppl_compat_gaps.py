@@ -13,6 +13,7 @@ import pytest
 
 import fjax
 import fjax.numpy as jnp
+from fjax import lax
 from fjax.compat._shims._src import core as src_core
 from fjax.compat._shims._src import flatten_util as src_flatten_util
 from fjax.extend import linear_util as lu
@@ -101,3 +102,35 @@ def test_cond_old_five_argument_form():
     assert float(g) == 2.0
     with pytest.raises(TypeError, match="should be callable"):
         fjax.lax.cond(True, 1.0, 2.0)
+
+
+_INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+@pytest.mark.parametrize("dtype", _INT_DTYPES)
+def test_population_count_and_clz_compile(dtype, caplog):
+    # numpyro's NUTS counts bits in its tree-building while loop: a host step there made every
+    # sample run the loop eagerly
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(0)
+    x = rng.integers(info.min, info.max, 300, dtype=dtype, endpoint=True)
+    x[:6] = [0, info.max, info.min, 1, info.max // 2, info.min // 2 if info.min else 2]
+    bits = 8 * np.dtype(dtype).itemsize
+    ux = x.view(f"u{bits // 8}").astype(np.uint64)
+    want_pop = np.array([bin(int(v)).count("1") for v in ux]).astype(dtype)
+    want_clz = np.array([bits - int(v).bit_length() for v in ux]).astype(dtype)
+
+    def body(i, acc):
+        p, c = acc
+        return p + lax.population_count(xs), c + lax.clz(xs)
+
+    with fjax.enable_x64():
+        xs = jnp.asarray(x)
+        caplog.set_level("INFO", logger="fjax.lowering")
+        zero = jnp.zeros_like(xs)
+        p, c = fjax.jit(lambda: lax.fori_loop(0, 1, body, (zero, zero)))()
+        np.testing.assert_array_equal(p, want_pop)
+        np.testing.assert_array_equal(c, want_clz)
+        np.testing.assert_array_equal(lax.population_count(xs), want_pop)
+        np.testing.assert_array_equal(lax.clz(xs), want_clz)
+    assert "runs on the host" not in caplog.text

@@ -525,6 +525,47 @@ population_count_p = _int_unop("population_count", _popcount_impl)
 clz_p = _int_unop("clz", _clz_impl)
 
 
+# What ``jit`` compiles the two to: shifts, masks and adds on the unsigned type of the same width
+# (SWAR bit counting), so loops using them (numpyro's NUTS tree building) stay compiled.
+def _unsigned(x: Any) -> tuple[Any, int]:
+    w = 8 * np.dtype(x.dtype).itemsize
+    return lax.convert_element_type(x, np.dtype(f"u{w // 8}")), w
+
+
+def _popcount_bits(u: Any, w: int) -> Any:
+    def c(v: int) -> Any:
+        return lax.full_like(u, v)
+
+    ones = (1 << w) - 1
+    m1, m2, m4 = ones // 3, ones // 5, ones // 17  # 0x55.., 0x33.., 0x0f..
+    u = lax.sub(u, lax.bitwise_and(lax.shift_right_logical(u, c(1)), c(m1)))
+    u = lax.add(lax.bitwise_and(u, c(m2)), lax.bitwise_and(lax.shift_right_logical(u, c(2)), c(m2)))
+    u = lax.bitwise_and(lax.add(u, lax.shift_right_logical(u, c(4))), c(m4))
+    s = 8
+    while s < w:  # add the byte counts together (the total fits in the low byte)
+        u = lax.add(u, lax.shift_right_logical(u, c(s)))
+        s *= 2
+    return lax.bitwise_and(u, c(0xFF if w > 8 else ones))
+
+
+def _popcount_composed(x: Any) -> Any:
+    u, w = _unsigned(x)
+    return lax.convert_element_type(_popcount_bits(u, w), x.dtype)
+
+
+def _clz_composed(x: Any) -> Any:
+    u, w = _unsigned(x)
+    s = 1
+    while s < w:  # set every bit below the highest set bit
+        u = lax.bitwise_or(u, lax.shift_right_logical(u, lax.full_like(u, s)))
+        s *= 2
+    return lax.convert_element_type(lax.sub(lax.full_like(u, w), _popcount_bits(u, w)), x.dtype)
+
+
+mlir.register_lowering(population_count_p, mlir.lower_fun(_popcount_composed, multiple_results=False))
+mlir.register_lowering(clz_p, mlir.lower_fun(_clz_composed, multiple_results=False))
+
+
 def population_count(x: Any) -> Any:
     """Number of set bits in each element (same integer dtype)."""
     return core.bind1(population_count_p, x)
