@@ -79,7 +79,8 @@ def test_reshape_errors():
         S.split(x, 3)
     with pytest.raises(ValueError, match="out of bounds"):
         S.moveaxis(A(np.ones((2, 3))), 0, 5)
-    with pytest.raises(TypeError, match="jnp.array"):
+    # (JAX 0.10.2: "reshape requires ndarray or scalar arguments, got <class 'list'> at position 0.")
+    with pytest.raises(TypeError, match="got <class 'list'> at position 0"):
         S.reshape([1, 2], (2,))
 
 
