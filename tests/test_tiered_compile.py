@@ -313,3 +313,28 @@ def test_auto_threads_racing_for_a_new_program(auto):
     for o in out:
         np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
     assert dispatch._tier_stats["eager_calls"] - e0 == 1  # one eager call; the others waited for the compile
+
+
+def test_a_transient_background_failure_is_retried(tiered, monkeypatch, caplog):
+    """An exception outside the compile itself (the backend's import racing another thread's
+    import of numba, seen once) counts as one failed attempt: a later call queues the compile
+    again and the program ends up compiled, not eager for good."""
+    real = dispatch.get_backend
+    fails = []
+
+    def flaky(name):
+        if not fails:
+            fails.append(name)
+            raise ImportError("cannot import name 'njit' from partially initialized module 'numba'")
+        return real(name)
+
+    monkeypatch.setattr(dispatch, "get_backend", flaky)
+    f = fjax.jit(lambda x: jnp.cos(x) * 2.0 - 0.5)
+    x = np.arange(7, dtype=np.float32)
+    for _ in range(4):
+        np.testing.assert_allclose(np.asarray(f(x)), np.cos(x) * 2.0 - 0.5, rtol=1e-6)
+        assert dispatch.wait_compiled(120)
+    assert fails
+    entry = f.trace(x).jaxpr.compiled["numba"]
+    assert entry[1] is not None and entry[2] == 0, entry  # compiled on the retry
+    assert "attempt 1 of" in caplog.text

@@ -246,10 +246,20 @@ def _tier_loop() -> None:
                 _compile_locked(closed, backend)
                 _tier_stats["compiled"] += 1
         except Exception:  # noqa: BLE001 - a failed compile leaves the program evaluating eagerly
-            log.warning("fjax: compiling in the background failed; the program keeps running eagerly", exc_info=True)
+            # (e.g. the backend's import racing another thread's import of numba): one failed
+            # attempt, so a later call queues the compile again, up to _MAX_ATTEMPTS in all
             cache = closed.compiled if closed.compiled is not None else {}
             closed.compiled = cache
-            cache[backend] = (_generation[0], None, _MAX_ATTEMPTS)
+            entry = cache.get(backend)
+            attempts = entry[2] + 1 if entry is not None and entry[0] == _generation[0] else 1
+            cache[backend] = (_generation[0], None, attempts)
+            log.warning(
+                "fjax: compiling in the background failed (attempt %d of %d); the program runs eagerly%s",
+                attempts,
+                _MAX_ATTEMPTS,
+                " for good" if attempts >= _MAX_ATTEMPTS else " until a later call compiles it",
+                exc_info=True,
+            )
         finally:
             with _tier_lock:
                 _tier_pending.pop((id(closed), backend), None)
