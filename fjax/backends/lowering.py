@@ -21,8 +21,9 @@ What does not lower (dtypes the backend does not hold, ops it renders only for s
 (``Capabilities.op_reason``: asin of complex values on numba), windowed gather, scatter, control
 flow and other primitives without a rule here) runs on the host between kernels: the jaxpr is cut into segments
 and the unsupported equation is evaluated with its primitive's numpy ``impl`` (never through numba
-objmode). ``compile_jaxpr`` returns None (jit then evaluates the jaxpr eagerly) only when nothing at
-all would be compiled. Fallbacks are logged on the ``fjax.lowering`` logger, naming the primitive.
+objmode; only host callbacks in compiled loop bodies are called through it, ``numba.loops``).
+``compile_jaxpr`` returns None (jit then evaluates the jaxpr eagerly) only when nothing at all would
+be compiled. Fallbacks are logged on the ``fjax.lowering`` logger, naming the primitive.
 """
 
 from __future__ import annotations

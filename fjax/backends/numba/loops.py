@@ -13,6 +13,9 @@ scan over 10 steps does, and never unrolls. Inside it:
 - ``xs`` are read in place (``xs[t]`` is a view) and ``ys`` are written in place into arrays
   allocated before the loop;
 - a ``cond`` writes the chosen branch's outputs into buffers allocated before the ``if``;
+- every buffer of the loop function, nested loops' and branches' included, is allocated once at
+  its start (``Hoist``), and then borrowed (``borrow``): numba counts no references in the loop;
+- host callbacks in bodies are called through a small object-mode helper (``emit_callback``);
 - GEMMs call the OpenBLAS that numpy's wheels bundle directly (``np.dot`` inside numba needs
   SciPy, which fjax does not depend on), or loop matmuls when that library is not found.
 
