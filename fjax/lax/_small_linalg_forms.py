@@ -1,4 +1,5 @@
-"""``lu``, ``triangular_solve`` and ``lu_pivots_to_permutation`` of small matrices, compiled.
+"""``lu``, ``cholesky``, ``triangular_solve`` and ``lu_pivots_to_permutation`` of small matrices,
+compiled.
 
 Their implementations call LAPACK/BLAS (``getrf``, ``trsm``) as host steps. A host step inside a
 ``while``/``scan``/``cond`` body keeps the whole loop on the host, run equation by equation: an
@@ -13,6 +14,11 @@ matrices of static side <= ``MAX_N``, into lax operations the backends compile:
   (left as it is for a zero pivot, as LAPACK does) and the trailing block gets the rank-1 update.
   Pivots and permutation are LAPACK's wherever the pivot choice has no ties; the factors agree
   to rounding (the update order within a step differs from the blocked LAPACK code).
+- ``cholesky``: right-looking, one column a step (``potf2``'s order of operations): the column
+  below the diagonal is divided by the square root of the pivot, the trailing block gets the
+  rank-1 update. A matrix with a pivot that is not positive (or NaN) gives a NaN factor, as the
+  LAPACK path (and JAX) does; ``symmetrize_input`` and ``upper`` as the primitive's. blackjax's
+  NUTS window adaptation factors its mass matrix inside the sampler's loops.
 - ``triangular_solve``: every combination of ``left_side``/``lower``/``transpose_a``/
   ``conjugate_a``/``unit_diagonal`` reduced to a left-side solve with a lower or upper matrix
   (a transposed side or matrix is a transposed operand), by column-oriented substitution.
@@ -176,6 +182,52 @@ def _lu_rewrite(eqn: core.JaxprEqn) -> Callable | None:
     return _lu_form
 
 
+# ---- cholesky -----------------------------------------------------------------------------------
+
+
+def _cholesky_form(x: Any, *, symmetrize_input: bool = False, upper: bool = False) -> Any:
+    """``cholesky``'s factor by ``potf2``'s steps (see the module docstring)."""
+    lax = _lax()
+    if symmetrize_input:
+        sw = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+        x = lax.mul(lax.add(x, lax.transpose(x, sw)), lax.full_like(x, 0.5))
+    shape = x.shape
+    n = shape[-1]
+    bs = shape[:-2]
+    rows, cols = _iota(shape, -2), _iota(shape, -1)
+    rows1 = _iota(bs + (n,), -1)
+
+    def step(k: Any, state: tuple) -> tuple:
+        a, bad = state
+        col = _at(a, k, -1)  # a[..., :, k]: its rows >= k are the trailing block's first column
+        akk = _at(col, k, -1)
+        pos = lax.gt(akk, lax.full_like(akk, 0))  # (False for NaN)
+        d = lax.sqrt(lax.select(pos, akk, lax.full_like(akk, 1)))
+        scaled = lax.div(col, _along(d, col.shape, -1))
+        lcol = lax.select(
+            lax.gt(rows1, _like(k, rows1)), scaled,
+            lax.select(lax.eq(rows1, _like(k, rows1)), _along(d, col.shape, -1), lax.full_like(col, 0)),
+        )  # fmt: skip
+        trailing = lax.bitwise_and(lax.gt(rows, _like(k, rows)), lax.gt(cols, _like(k, cols)))
+        upd = lax.sub(a, lax.mul(_along(lcol, shape, -1), _along(lcol, shape, -2)))
+        a = lax.select(lax.eq(cols, _like(k, cols)), _along(lcol, shape, -1), lax.select(trailing, upd, a))
+        return a, lax.bitwise_or(bad, lax.bitwise_not(pos))
+
+    a, bad = _steps(n, step, (x, lax.full(bs, False, np.bool_)))
+    low = lax.select(lax.ge(rows, cols), a, lax.full_like(a, 0))
+    out = lax.select(lax.broadcast_in_dim(bad, shape, tuple(range(len(bs)))), lax.full_like(a, np.nan), low)
+    if upper:
+        out = lax.transpose(out, tuple(range(len(bs))) + (len(bs) + 1, len(bs)))
+    return out
+
+
+def _cholesky_rewrite(eqn: core.JaxprEqn) -> Callable | None:
+    aval = eqn.invars[0].aval
+    if aval.dtype not in _REAL or not 1 <= aval.shape[-1] <= MAX_N:
+        return None
+    return _cholesky_form
+
+
 # ---- triangular_solve ---------------------------------------------------------------------------
 
 
@@ -242,5 +294,6 @@ def _l2p_rewrite(eqn: core.JaxprEqn) -> Callable | None:
 
 
 mlir.register_rewrite(lax_linalg.lu_p, _lu_rewrite, bodies_only=True)
+mlir.register_rewrite(lax_linalg.cholesky_p, _cholesky_rewrite, bodies_only=True)
 mlir.register_rewrite(lax_linalg.triangular_solve_p, _trsolve_rewrite, bodies_only=True)
 mlir.register_rewrite(lax_linalg.lu_pivots_to_permutation_p, _l2p_rewrite, bodies_only=True)
