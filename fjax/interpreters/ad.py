@@ -192,14 +192,26 @@ def linearize_flat(
     return primals_out, jaxpr, consts, diff_mask
 
 
-def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts: Sequence[Any]) -> list:
+def backward_pass(
+    jaxpr: core.Jaxpr,
+    consts: Sequence[Any],
+    args: Sequence[Any],
+    cts: Sequence[Any],
+    ct_seeds: Sequence[Any] | None = None,
+) -> list:
     """Transpose ``jaxpr`` with respect to the inputs given as ``UndefinedPrimal``.
 
     ``cts`` are the output cotangents (``Zero`` allowed); returns one cotangent per input
-    (``Zero`` where none flows, ``None`` for defined, non-linear inputs).
+    (``Zero`` where none flows, ``None`` for defined, non-linear inputs). ``ct_seeds`` (one per
+    input, ``None`` for none) start an input's cotangent at a value that each contribution is
+    added to as it arrives (JAX's seeded ``ValAccum``: a scan's const-cotangent accumulator).
     """
     primal_env: dict = {}
     ct_env: dict = {}
+    if ct_seeds is not None:
+        for v, seed in core.safe_zip(jaxpr.invars, ct_seeds):
+            if seed is not None:
+                ct_env[v] = seed
 
     def read_primal(v: Any) -> Any:
         if type(v) is core.Literal:

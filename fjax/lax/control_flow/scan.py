@@ -589,10 +589,14 @@ def _transpose_body(
         )
         cy = iter(ct_y)
         cts = list(ct_carry) + [next(cy) if z else Zero(ad.tangent_aval(a)) for a, z in zip(y_avals, ys_ct_nz)]
-        res = ad.backward_pass(jaxpr.jaxpr, [], full, cts)
+        # the accumulators seed the consts' cotangents, so each contribution is added where it
+        # arrives (JAX's order of equations in the transposed body)
+        it_acc = iter(acc)
+        seeds = [next(it_acc) if lin else None for lin in const_lin] + [None] * (len(full) - num_consts)
+        res = ad.backward_pass(jaxpr.jaxpr, [], full, cts, seeds)
         ct_c, ct_init, ct_x = core.split_list(res, [num_consts, num_carry])
         ct_c_lin = [c for c, lin in zip(ct_c, const_lin) if lin]
-        new_acc = [ad.instantiate_zeros(ad.add_tangents(a, _nonone(c, a))) for a, c in zip(acc, ct_c_lin)]
+        new_acc = [ad.instantiate_zeros(_nonone(c, a)) for a, c in zip(acc, ct_c_lin)]
         ct_init = [
             ad.instantiate_zeros(Zero(ad.tangent_aval(a)) if c is None else c) for c, a in zip(ct_init, carry_avals)
         ]
