@@ -36,7 +36,6 @@ XFAIL: dict[str, str] = {
     ),
     **dict.fromkeys(["vmap_jit", "grad_jit2", "grad_vmap_jit"], _JIT),
     **dict.fromkeys(["debug_print", "debug_print_kw", "debug_print_noargs", "debug_print_ordered"], _DEBUG),
-    "full_int32_overflow": "fjax raises OverflowError for a fill value outside int32",
 }
 
 
@@ -91,14 +90,37 @@ def test_scan_const_grads_match_finite_differences(name, x, w):
     np.testing.assert_allclose([float(gx2), float(gw2)], [float(gx), float(gw)], rtol=1e-6)
 
 
-# JAX 0.10.2 (x64 off): the fill value is cast to the dtype with numpy's wrap-around.
-# Recorded: jnp.full((2,), v, dtype=jnp.int32) for v = 2**40, 2**31, -2**40 - 5, 2**40 + 7.
-FULL_WRAP = [(2**40, [0, 0]), (2**31, [-(2**31)] * 2), (-(2**40) - 5, [-5, -5]), (2**40 + 7, [7, 7])]
+# JAX 0.10.2 (x64 off): a Python int fill value is cast to the dtype with numpy's wrap-around.
+# Recorded from jnp.full((2,), value, dtype=dtype) (dtype None: a weak int32).
+FULL_WRAP = [
+    (2**40, "int32", [0, 0]),
+    (2**31, "int32", [-(2**31)] * 2),
+    (-(2**40) - 5, "int32", [-5, -5]),
+    (2**40 + 7, "int32", [7, 7]),
+    (2**63, "int32", [0, 0]),
+    (-(2**63), "int32", [0, 0]),
+    (2**40, "uint8", [0, 0]),
+    (70000, "int16", [4464, 4464]),
+    (2**40, "float32", [1.0995116e12] * 2),
+    (2**40, "bool", [True, True]),
+    (2**40, None, [0, 0]),
+]
 
 
-@pytest.mark.xfail(reason="fjax raises OverflowError", strict=True)
-@pytest.mark.parametrize("value,expected", FULL_WRAP)
-def test_full_wraps_out_of_range_int(value, expected):
-    out = jnp.full((2,), value, dtype=jnp.int32)
-    assert out.dtype == np.int32
-    np.testing.assert_array_equal(np.asarray(out), np.array(expected, np.int32))
+@pytest.mark.parametrize("value,dtype,expected", FULL_WRAP)
+def test_full_wraps_out_of_range_int(value, dtype, expected):
+    out = jnp.full((2,), value, dtype=dtype)
+    assert out.dtype == np.dtype(dtype or "int32")
+    assert out.weak_type == (dtype is None)
+    np.testing.assert_array_equal(np.asarray(out), np.array(expected, out.dtype))
+    like = jnp.full_like(jnp.ones(2, dtype or "int32"), value)
+    np.testing.assert_array_equal(np.asarray(like), np.array(expected, out.dtype))
+    np.testing.assert_array_equal(np.asarray(lax.full((2,), value, dtype)), np.array(expected, out.dtype))
+    traced = fjax.jit(lambda: jnp.full((2,), value, dtype=dtype))()
+    np.testing.assert_array_equal(np.asarray(traced), np.array(expected, out.dtype))
+
+
+def test_full_int_beyond_int64_is_numpys_overflow():
+    # JAX 0.10.2: OverflowError('Python int too large to convert to C long')
+    with pytest.raises(OverflowError, match="Python int too large to convert to C long"):
+        jnp.full((2,), 2**64, dtype=jnp.int32)

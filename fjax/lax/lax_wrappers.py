@@ -531,7 +531,13 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
     if sharding is not None:
         return _out_sharding.place(full(shape, fill_value, dtype), sharding, "lax.full")
     shape = tuple(int(s) for s in shape)
-    if dtype is None:
+    if dtype is None and dtypes.is_python_scalar(fill_value):
+        # converted as JAX's convert_element_type converts a Python scalar (numpy's astype): an int
+        # outside the default int dtype wraps, one of 2**64 or more is numpy's OverflowError
+        dt = dtypes.dtype_of_python_scalar(fill_value)
+        weak = type(fill_value) is not bool
+        fv = fill_value
+    elif dtype is None:
         fv = fill_value if isinstance(fill_value, (core.Tracer, core.Array)) else core.to_array(fill_value, "lax.full")
         weak = core.get_aval(fv).weak_type
         dt = core.get_aval(fv).dtype

@@ -495,6 +495,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     dt = _canon_dtype_arg(dtype, "full")
     if dt is not None:
         check_python_complex(fill_value, dt)
+    if dtypes.is_python_scalar(fill_value):
+        # not through to_fjax: JAX casts a Python int to the dtype with numpy (2**40 -> int32 wraps)
+        _check_nonnegative(shape)
+        return lax.full(shape, fill_value, dt)
     fv = to_fjax(fill_value, "full")
     if fv.ndim == 0:
         _check_nonnegative(shape)

@@ -44,7 +44,7 @@ def cases(jax, jnp, lax):
         return x
 
     out["debug_print"] = (dbg, (1.0,))
-    out["debug_print_kw"] = (dbg_kw, (1.0, jnp.ones(2)))
+    out["debug_print_kw"] = (dbg_kw, (jnp.ones(()), jnp.ones(2)))
     out["debug_print_noargs"] = (dbg_noargs, (1.0,))
     out["debug_print_ordered"] = (dbg_ordered, (1.0,))
 
@@ -78,5 +78,5 @@ def cases(jax, jnp, lax):
     out["fori_grad_self"] = (jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0 + c, x)), (1.0,))
 
     # 4. a Python int fill value outside the dtype's range wraps (JAX casts it with numpy)
-    out["full_int32_overflow"] = (lambda x: jnp.full((2,), 2**40, dtype=jnp.int32) + x, (1,))
+    out["full_int32_overflow"] = (lambda x: jnp.full((2,), 2**40, dtype=jnp.int32) + x, (jnp.ones((), jnp.int32),))
     return out
