@@ -79,13 +79,22 @@ def _runtime_error(e: Exception) -> Exception:
 class FlatCallback:
     """Calls ``fn(*args, **kwargs)`` from the flat dynamic values (numpy arrays) of a bind."""
 
-    __slots__ = ("fn", "tree", "static", "label")
+    __slots__ = ("fn", "tree", "static", "label", "printed")
 
-    def __init__(self, fn: Callable, tree: tu.PyTreeDef, static: dict[int, Any], label: str | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        tree: tu.PyTreeDef,
+        static: dict[int, Any],
+        label: str | None = None,
+        printed: tuple[str, list] | None = None,
+    ):
         self.fn = fn
         self.tree = tree
         self.static = static
         self.label = label
+        # (name, [(param, value)]) an equation calling it prints as (``debug_print[...]``, as JAX)
+        self.printed = printed
 
     def __call__(self, *flat: Any) -> Any:
         it = iter(flat)
@@ -154,14 +163,23 @@ ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose
 batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
 
 
-def bind_debug_callback(fn: Callable[..., Any], args: tuple, kwargs: dict, label: str | None = None) -> None:
-    """Stage (or run) ``fn(*args, **kwargs)`` as one ``debug_callback`` equation."""
+def bind_debug_callback(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    label: str | None = None,
+    printed: Callable[[tu.PyTreeDef, dict], tuple[str, list]] | None = None,
+) -> None:
+    """Stage (or run) ``fn(*args, **kwargs)`` as one ``debug_callback`` equation. ``printed(tree,
+    static)`` gives the name and parameters the equation prints with (``debug.print``'s are JAX's
+    ``debug_print`` ones); the primitive stays ``debug_callback``, which every backend runs."""
     tree, dyn, static = split_args(args, kwargs)
 
     def call(*a: Any, **k: Any) -> None:
         fn(*a, **k)
 
-    debug_callback_p.bind(*dyn, callback=FlatCallback(call, tree, static, label or _name(fn)))
+    shown = None if printed is None else printed(tree, static)
+    debug_callback_p.bind(*dyn, callback=FlatCallback(call, tree, static, label or _name(fn), shown))
 
 
 def _name(fn: Any) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from fjax._core_pp_rules import printed_params
+from fjax._core_pp_rules import printed_name, printed_params
 from fjax.core import Array, Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
 # ---- documents: ("t", text) | ("b", text) | ("c", children) | ("g", child) | ("n", indent, child)
@@ -264,7 +264,7 @@ def _eqn_doc(eqn: JaxprEqn, namer: _Namer, col: int | None = None) -> tuple:
 
 
 def _eqn_rest(eqn: JaxprEqn, items: list, namer: _Namer, lhs: tuple) -> tuple:
-    rhs = concat(text(eqn.primitive.name), _pp_kv_pairs(items, namer), text(" "), pp_vars(eqn.invars, namer))
+    rhs = concat(text(printed_name(eqn)), _pp_kv_pairs(items, namer), text(" "), pp_vars(eqn.invars, namer))
     if not eqn.outvars:
         return rhs
     return concat(lhs, text(" = "), rhs)

@@ -20,6 +20,17 @@ from fjax.core import Jaxpr, JaxprEqn, Var
 pp_rules: dict[str, Callable] = {}
 
 
+def printed_name(eqn: JaxprEqn) -> str:
+    """The primitive name an equation prints with: a ``debug.print``'s ``debug_callback`` prints as
+    JAX's ``debug_print`` (fjax stages it as a ``debug_callback``, which the backends run)."""
+    name = eqn.primitive.name
+    if name == "debug_callback":
+        shown = getattr(eqn.params["callback"], "printed", None)
+        if shown is not None:
+            return shown[0]
+    return name
+
+
 def printed_params(eqn: JaxprEqn, namer: Any) -> list[tuple[str, Any]]:
     rule = pp_rules.get(eqn.primitive.name)
     if rule is None:
@@ -145,3 +156,11 @@ def _scatter(params: dict, eqn: JaxprEqn, namer: Any) -> list:
 for _name in ("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
     pp_rules[_name] = _scatter
 pp_rules["pure_callback"] = _sorted_with(sharding=None)
+
+
+def _debug_callback(params: dict, eqn: JaxprEqn, namer: Any) -> list:
+    shown = getattr(params["callback"], "printed", None)
+    return sorted(params.items()) if shown is None else list(shown[1])
+
+
+pp_rules["debug_callback"] = _debug_callback

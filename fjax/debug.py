@@ -129,11 +129,11 @@ def print(  # noqa: A001 - the public name is jax.debug.print
     it, separated by spaces).
 
     Two forms, as JAX: ``print(fmt, *args, **kwargs)`` and ``print(ordered=True)(fmt, ...)``.
-    fjax prints in program order whatever ``ordered`` says; ``partitioned`` is ignored.
+    fjax prints in program order whatever ``ordered`` says; ``partitioned`` is ignored. The staged
+    equation prints as JAX's ``debug_print[fmt=... ordered=... static_args=...]``.
     """
-    del ordered, partitioned
 
-    def _debug_print(fmt: str, *c_args: Any, **c_kwargs: Any) -> None:
+    def _debug_print(fmt: str, *c_args: Any, _depth: int = 1, **c_kwargs: Any) -> None:
         if not isinstance(fmt, str):
             raise TypeError(f"jax.debug.print: the format must be a str, got {type(fmt).__name__}")
         if not skip_format_check:
@@ -142,15 +142,37 @@ def print(  # noqa: A001 - the public name is jax.debug.print
         if fmt:
             _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
             has_placeholders = field_name is not None
-        printer = _Printer(fmt, has_placeholders, dict(np.get_printoptions()), _use_logging)
-        bind_debug_callback(printer, c_args, c_kwargs, label=f"print({fmt!r})")
+        printoptions = dict(np.get_printoptions())
+        printer = _Printer(fmt, has_placeholders, printoptions, _use_logging)
+        record = _log_record(sys._getframe(_depth)) if _use_logging else None
+
+        def printed(tree: Any, static: dict) -> tuple[str, list]:
+            return "debug_print", [
+                ("fmt", fmt),
+                ("has_placeholders", has_placeholders),
+                ("in_tree", tree),
+                ("logging_record", record),
+                ("np_printoptions", tuple(printoptions.items())),
+                ("ordered", ordered),
+                ("partitioned", partitioned),
+                ("static_args", tuple(sorted(static.items()))),
+            ]
+
+        bind_debug_callback(printer, c_args, c_kwargs, label=f"print({fmt!r})", printed=printed)
 
     if fmt is not None:
-        _debug_print(fmt, *args, **kwargs)
+        _debug_print(fmt, *args, _depth=2, **kwargs)
         return None
     if args or kwargs:
         raise TypeError(f"debug_print received unexpected arguments in the two-call form: {args=} {kwargs=}")
     return _debug_print
+
+
+def _log_record(frame: Any) -> logging.LogRecord:
+    """The record JAX's ``debug.log`` keeps in its equation (shown as ``logging_record``): the
+    caller's file and line, at INFO on JAX's logger."""
+    code = frame.f_code
+    return logging.LogRecord(_logger.name, logging.INFO, code.co_filename, frame.f_lineno, "", None, None, code.co_name)
 
 
 #: ``debug.print`` that logs the message at INFO level on the ``jax._src.debugging`` logger

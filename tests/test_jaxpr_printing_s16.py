@@ -28,14 +28,12 @@ _JIT = (
     "fjax names a jit under a transformation jvp(f)/transpose(jvp(f))/vmap(f) (JAX: f) "
     "and returns its inputs as residuals"
 )
-_DEBUG = "fjax prints jax.debug.print as debug_callback[callback=print(...)]"
 XFAIL: dict[str, str] = {
     **dict.fromkeys(
         ["grad_jit", "grad_jit_direct", "vjp_jit", "vjp_jit_fwd", "jvp_jit", "linearize_jit", "linearize_jit_primal"],
         _JIT,
     ),
     **dict.fromkeys(["vmap_jit", "grad_jit2", "grad_vmap_jit"], _JIT),
-    **dict.fromkeys(["debug_print", "debug_print_kw", "debug_print_noargs", "debug_print_ordered"], _DEBUG),
 }
 
 
@@ -124,3 +122,32 @@ def test_full_int_beyond_int64_is_numpys_overflow():
     # JAX 0.10.2: OverflowError('Python int too large to convert to C long')
     with pytest.raises(OverflowError, match="Python int too large to convert to C long"):
         jnp.full((2,), 2**64, dtype=jnp.int32)
+
+
+def test_debug_print_still_prints_under_jit_and_eagerly(capsys):
+    def f(x):
+        fjax.debug.print("x={x} s={}", "s", x=x)
+        return x * 2
+
+    f(jnp.float32(1.5))
+    fjax.jit(f)(jnp.float32(2.5))
+    assert capsys.readouterr().out == "x=1.5 s=s\nx=2.5 s=s\n"
+
+
+def test_debug_log_records_the_callers_line():
+    def f(x):
+        fjax.debug.log("v {}", x)  # the recorded line
+        return x
+
+    text = str(fjax.make_jaxpr(f)(1.0))
+    line = f.__code__.co_firstlineno + 1
+    assert f'logging_record=<LogRecord: jax._src.debugging, 20, {__file__}, {line}, "">' in text
+    assert text.startswith("{ lambda ; a:f32[]. let\n    debug_print[\n      fmt=v {}\n")
+
+
+def test_debug_callback_prints_its_callback():
+    def f(x):
+        fjax.debug.callback(print, x)
+        return x
+
+    assert "debug_print" not in str(fjax.make_jaxpr(f)(1.0))

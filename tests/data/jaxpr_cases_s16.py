@@ -43,6 +43,27 @@ def cases(jax, jnp, lax):
         jax.debug.print("x = {}", x, ordered=True)
         return x
 
+    def dbg_static(x):
+        jax.debug.print("{} {} {a} {b}", x, 3, a="s", b=x)
+        return x
+
+    def dbg_tree(x):
+        jax.debug.print("v {}", {"p": x, "q": (x, None)})
+        return x
+
+    def dbg_skip(x):
+        jax.debug.print("a", x, skip_format_check=True)
+
+    def dbg_square(x):
+        jax.debug.print("{}", x)
+        return x * x
+
+    out["debug_print_static"] = (dbg_static, (1.0,))
+    out["debug_print_tree"] = (dbg_tree, (1.0,))
+    out["debug_print_skip_check"] = (dbg_skip, (jnp.ones(2),))
+    out["debug_print_two_call_form"] = (lambda x: jax.debug.print(ordered=True)("{}", x), (jnp.ones(2),))
+    out["debug_print_grad"] = (jax.grad(dbg_square), (1.0,))
+    out["debug_print_vmap"] = (jax.vmap(dbg_square), (jnp.ones(2),))
     out["debug_print"] = (dbg, (1.0,))
     out["debug_print_kw"] = (dbg_kw, (jnp.ones(()), jnp.ones(2)))
     out["debug_print_noargs"] = (dbg_noargs, (1.0,))
