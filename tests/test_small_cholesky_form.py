@@ -77,3 +77,26 @@ def test_gradient_through_a_loop_with_cholesky():
         g = fjax.jit(fjax.grad(f))(x)
         g_eager = fjax.grad(lambda a: 2 * jnp.sum(lax_linalg.cholesky(a) ** 2))(x)
     np.testing.assert_allclose(g, g_eager, rtol=1e-10, atol=1e-12)
+
+
+def test_eager_scan_body_gets_the_loop_forms(caplog):
+    # an eager scan (outside jit) compiles its body: lower_fun rules and the forms for loop
+    # bodies apply there too (blackjax's documented sampling loop is such a scan)
+    caplog.set_level("INFO", logger="fjax.lowering")
+    c = jnp.asarray(_spd(np.random.default_rng(4), (), 3, np.float32))
+
+    def inner(carry):
+        return lax.while_loop(
+            lambda s: s[0] < carry[0] + 2, lambda s: (s[0] + 1, s[1] + jnp.linalg.cholesky(c)[2, 1]), carry
+        )
+
+    def body(carry, _):
+        out = inner(carry)
+        return out, lax.population_count(out[0])
+
+    (n, total), pops = lax.scan(body, (jnp.int32(0), jnp.float32(0)), None, length=3)
+    want = np.linalg.cholesky(np.asarray(c))[2, 1]
+    assert int(n) == 6
+    np.testing.assert_allclose(total, 6 * want, rtol=1e-5)
+    np.testing.assert_array_equal(pops, [1, 1, 2])  # of 2, 4, 6
+    assert "runs on the host" not in caplog.text

@@ -150,6 +150,11 @@ def _body_callable(jaxpr: ClosedJaxpr) -> Callable:
         check = getattr(jit_mod, "cpu_precision_check", None)
         if check is not None:
             check(jaxpr)
+        # the lower_fun rules and loop-body forms apply as in jit (a body whose nested loop held a
+        # Cholesky factorization ran that loop on the host, once per step)
+        expander = getattr(jit_mod, "lowering_expander", None)
+        if expander is not None:
+            jaxpr = expander(jaxpr)
         # compiled now, not tiered: an eager scan calls its body once per step
         fn = hook(jaxpr, tiered=False)
         if fn is not None:
