@@ -147,7 +147,9 @@ def as_unit(name: str) -> Callable[[Callable], Callable]:
 # ---- jit ------------------------------------------------------------------------------------
 
 
-def call_jit_checked(fn: Callable, args: Sequence[Any], jaxpr: core.ClosedJaxpr, name: str) -> list:
+def call_jit_checked(
+    fn: Callable, args: Sequence[Any], jaxpr: core.ClosedJaxpr, name: str, backward: bool = False
+) -> list:
     """Run a jitted program ``fn`` (compiled, or its jaxpr evaluated) on ``args`` as JAX runs one:
     nothing inside is checked (host steps included), its outputs are; on a NaN/inf re-run ``jaxpr``
     eagerly to raise ``FloatingPointError`` naming the first primitive that made one."""
@@ -162,7 +164,7 @@ def call_jit_checked(fn: Callable, args: Sequence[Any], jaxpr: core.ClosedJaxpr,
             break
     else:
         return outs
-    if name.startswith("transpose("):
+    if backward:  # a jit's transposed program (named as the function, as JAX)
         print(
             "Invalid nan value encountered in the backward pass of a jax.jit function. "
             "Calling the de-optimized backward pass."

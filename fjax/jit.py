@@ -62,6 +62,7 @@ def _expanded(jaxpr: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
+    backward = _debug_nans.active and jaxpr in _BACKWARD
     if cpu_precision_check is not None:
         cpu_precision_check(jaxpr)
     if lowering_expander is not None:
@@ -70,8 +71,13 @@ def _jit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     if fn is None:
         fn = functools.partial(_eval_flat, jaxpr)
     if _debug_nans.active:  # jax_debug_nans / jax_debug_infs: check the outputs, name the primitive
-        return _debug_nans.call_jit_checked(fn, args, jaxpr, name)
+        return _debug_nans.call_jit_checked(fn, args, jaxpr, name, backward)
     return fn(*args)
+
+
+# the transposed jaxprs of jit equations (named as the function, as JAX): jax_debug_nans reports a
+# NaN made by one as found "in the backward pass"
+_BACKWARD: weakref.WeakSet = weakref.WeakSet()
 
 
 # ---- jax_no_tracing / jax_no_execution --------------------------------------------------------
@@ -208,7 +214,8 @@ def trace_flat(fun: Callable, in_avals: Sequence[ShapedArray], name: str) -> tup
 def _jit_jvp(primals: list, tangents: list, *, jaxpr: ClosedJaxpr, name: str) -> tuple:
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     new, consts, _ = ad.jvp_jaxpr(jaxpr, nonzeros, True)  # every tangent output present
-    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, name=f"jvp({name})")
+    # the equation keeps the function's name under every transformation (as JAX's pjit)
+    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero], jaxpr=new, name=name)
     n = len(jaxpr.out_avals)
     return outs[:n], outs[n:]
 
@@ -221,7 +228,7 @@ def _jit_batch(vals: list, dims: list, *, jaxpr: ClosedJaxpr, name: str, axis_si
     # outputs that do not vary along the batch stay unbatched (as JAX's pjit rule): jacfwd of a
     # jitted function vmaps a jvp whose primal outputs must come back unmapped
     new, consts, out_b = batching.batch_jaxpr(jaxpr, dims, axis_size, False, "vmap")
-    outs = jit_p.bind(*consts, *vals, jaxpr=new, name=f"vmap({name})")
+    outs = jit_p.bind(*consts, *vals, jaxpr=new, name=name)
     return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
@@ -242,7 +249,9 @@ def _transpose_jaxpr(jaxpr: ClosedJaxpr, undef: tuple, in_avals: tuple, name: st
         res = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full, ctv)
         return [ad.instantiate_zeros(r) for r, u in zip(res, undef) if u]
 
-    return trace_flat(f, list(in_avals), f"transpose({name})")
+    new, consts = trace_flat(f, list(in_avals), f"transpose({name})")
+    _BACKWARD.add(new)
+    return new, consts
 
 
 def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
@@ -252,7 +261,7 @@ def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list
     cts = [ad._zeros_like(a) if type(c) is Zero else c for c, a in zip(cts, ct_avals)]
     in_avals = tuple(core.get_aval(d) for d in defined) + tuple(core.get_aval(c) for c in cts)
     new, consts = _transpose_jaxpr(jaxpr, undef, in_avals, name)
-    outs = jit_p.bind(*consts, *defined, *cts, jaxpr=new, name=f"transpose({name})")
+    outs = jit_p.bind(*consts, *defined, *cts, jaxpr=new, name=name)
     it = iter(outs)
     return [next(it) if u else None for u in undef]
 
@@ -260,11 +269,21 @@ def _jit_transpose(cts: list, *args: Any, jaxpr: ClosedJaxpr, name: str) -> list
 ad.primitive_transposes[jit_p] = _jit_transpose
 
 
+def _forwarded(srcs: tuple, known_ins: list, kept_outs: list) -> list:
+    """The known jaxpr's outputs from the pruned equation's outputs and the known inputs."""
+    ko = iter(kept_outs)
+    outs: list = []
+    for kind, i in srcs:
+        outs.append(known_ins[i] if kind == "in" else outs[i] if kind == "out" else next(ko))
+    return outs
+
+
 def _jit_partial_eval(trace: pe.StagingTrace, tracers: list, *, jaxpr: ClosedJaxpr, name: str) -> list:
     unknowns = [not pe.is_known(t) for t in tracers]
-    jk, ju, out_uk, num_res = _pe_split(jaxpr, tuple(unknowns))
+    jk, ju, out_uk, num_res, srcs = _pe_split(jaxpr, tuple(unknowns))
     known_vals = [t.const for t, u in zip(tracers, unknowns) if not u]
-    known_outs = core.bind(jit_p, known_vals, dict(jaxpr=jk, name=name))
+    kept = core.bind(jit_p, known_vals, dict(jaxpr=jk, name=name))
+    known_outs = _forwarded(srcs, known_vals, kept)
     n_known_out = len(known_outs) - num_res
     res = known_outs[n_known_out:]
     res_tracers = [trace.get_or_make_const_tracer(r) for r in res]
@@ -275,9 +294,30 @@ def _jit_partial_eval(trace: pe.StagingTrace, tracers: list, *, jaxpr: ClosedJax
 
 
 @core.cache_in_context(maxsize=4096)
-def _pe_split(jaxpr: ClosedJaxpr, unknowns: tuple) -> tuple:
+def _pe_split(jaxpr: ClosedJaxpr, unknowns: tuple, forward_primals: bool = True) -> tuple:
+    """The known and unknown jaxprs; the known one returns no residual that is one of its inputs
+    or primal outputs, nor (``forward_primals``) a primal output that is one of its inputs: those
+    are forwarded around the equation, as JAX's pjit partial evaluation does. ``srcs`` says where
+    each known output comes from: ``("in", i)`` the i-th known input, ``("out", j)`` the j-th
+    known output, ``("eqn", None)`` the equation."""
     jk, ju, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr.jaxpr, list(unknowns))
-    return ClosedJaxpr(jk, []), ClosedJaxpr(ju, []), out_uk, num_res
+    n_primal = len(jk.outvars) - num_res
+    in_pos = {v: i for i, v in enumerate(jk.invars)}
+    primal_pos: dict = {}
+    srcs, kept = [], []
+    for j, v in enumerate(jk.outvars):
+        if type(v) is core.Var and v in in_pos and (forward_primals or j >= n_primal):
+            srcs.append(("in", in_pos[v]))
+        elif j >= n_primal and type(v) is core.Var and v in primal_pos:
+            srcs.append(("out", primal_pos[v]))
+        else:
+            srcs.append(("eqn", None))
+            kept.append(v)
+        if j < n_primal and type(v) is core.Var:
+            primal_pos.setdefault(v, j)
+    if len(kept) < len(jk.outvars):
+        jk = pe.dce_jaxpr(jk, [k == "eqn" for k, _ in srcs], keep_inputs=True)
+    return ClosedJaxpr(jk, []), ClosedJaxpr(ju, []), out_uk, num_res, tuple(srcs)
 
 
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
@@ -287,13 +327,17 @@ def _jit_partial_eval_jaxpr(eqn: core.JaxprEqn, unknowns: list) -> tuple:
     """Split a jit equation nested in a jaxpr being partially evaluated."""
     jaxpr = eqn.params["jaxpr"]
     name = eqn.params["name"]
-    jk, ju, out_uk, num_res = _pe_split(jaxpr, tuple(unknowns))
+    # an equation cannot bind an outer variable to one of its inputs: primal outputs stay outputs
+    jk, ju, out_uk, num_res, srcs = _pe_split(jaxpr, tuple(unknowns), False)
     known_ins = [x for x, u in zip(eqn.invars, unknowns) if not u]
     unknown_ins = [x for x, u in zip(eqn.invars, unknowns) if u]
     known_outs = [v for v, u in zip(eqn.outvars, out_uk) if not u]
     unknown_outs = [v for v, u in zip(eqn.outvars, out_uk) if u]
-    res = [core.Var(a) for a in jk.out_avals[len(known_outs) :]]
-    eqn_known = core.JaxprEqn(jit_p, known_ins, known_outs + res, dict(jaxpr=jk, name=name))
+    res = [core.Var(a) for a in ju.in_avals[:num_res]]
+    # a forwarded residual is the known input (or output) variable itself
+    kept_outs = [v for v, (kind, _) in zip(known_outs + res, srcs) if kind == "eqn"]
+    res = _forwarded(srcs, known_ins, kept_outs)[len(known_outs) :]
+    eqn_known = core.JaxprEqn(jit_p, known_ins, kept_outs, dict(jaxpr=jk, name=name))
     eqn_unknown = core.JaxprEqn(jit_p, res + unknown_ins, unknown_outs, dict(jaxpr=ju, name=name))
     return eqn_known, eqn_unknown, out_uk
 
@@ -321,7 +365,10 @@ def _dce_split(closed: ClosedJaxpr, used_outputs: tuple) -> tuple[ClosedJaxpr, t
     inner = closed.jaxpr
     new = pe.dce_jaxpr(inner, list(used_outputs), keep_inputs=False)
     kept = set(new.invars)
-    return ClosedJaxpr(new, []), tuple(v in kept for v in inner.invars)
+    out = ClosedJaxpr(new, [])
+    if closed in _BACKWARD:
+        _BACKWARD.add(out)
+    return out, tuple(v in kept for v in inner.invars)
 
 
 pe.dce_rules[jit_p] = _jit_dce

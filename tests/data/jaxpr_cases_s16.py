@@ -25,6 +25,18 @@ def cases(jax, jnp, lax):
     out["vmap_jit"] = (jax.vmap(jf), (jnp.ones(3),))
     out["grad_jit2"] = (jax.grad(lambda x, y: jg(x, y)), (1.0, 2.0))
     out["grad_vmap_jit"] = (jax.grad(lambda x: jax.vmap(jf)(x).sum()), (jnp.ones(3),))
+    # known inputs that are outputs or residuals are forwarded around the known jit
+    jh = jax.jit(lambda x, y: (x, jnp.sin(x) * y, y))
+    out["linearize_jit_forwards_inputs"] = (lambda x, y: jax.linearize(jh, x, y)[0], (1.0, 2.0))
+    out["grad_jit_forwards_inputs"] = (jax.grad(lambda x, y: sum(jh(x, y)), argnums=(0, 1)), (1.0, 2.0))
+    j3 = jax.jit(lambda x: jnp.sin(x) * 3.0)
+    j4 = jax.jit(lambda w: jnp.cos(w) * w)
+    out["grad_jit_chain"] = (jax.grad(lambda x: j4(j3(x))), (1.0,))
+    out["grad_jit_in_jit"] = (jax.grad(jax.jit(lambda x: j4(j3(x)) * x)), (1.0,))
+    out["grad_jit_in_scan"] = (
+        jax.grad(lambda x: lax.scan(lambda c, _: (jf(c), None), x, None, length=2)[0]),
+        (1.0,),
+    )
 
     # 2. jax.debug.print is a debug_print equation
     def dbg(x):
