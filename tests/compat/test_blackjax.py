@@ -8,8 +8,8 @@ blackjax (it declares a dependency on jax) is installed with ``pip install --no-
 when missing, so the real JAX is never pulled in; without network access (or pip) the test skips with
 the reason. The checks (``_blackjax_checks.py``) pass under the real JAX too (0.10.2, 2026-11-27).
 
-A warm kernel cache runs the CI subset in ~5-15 s; MCLMC's tuning (~30 s warm) runs only under
-``FJAX_HYPOTHESIS_PROFILE=thorough``, with the other checks.
+A warm kernel cache runs the CI subset in ~5 s; MCLMC's tuning (~3 s warm, but ~2 minutes of numba
+compiles cold) runs only under ``FJAX_HYPOTHESIS_PROFILE=thorough``, with the other checks.
 """
 
 from __future__ import annotations
