@@ -25,8 +25,6 @@ EXPECTED = json.loads((DATA / "jaxpr_printing_s16.json").read_text())
 CASES = jaxpr_cases_s16.cases(fjax, jnp, lax)
 
 XFAIL = {
-    "linearize_jit_primal": "fjax's linearized function lists a residual that is a forwarded input "
-    "before the jit's residuals (JAX: in the linear jaxpr's order)",
     "grad_jit_in_scan": "JAX 0.10.2 prints an empty jit[name=f jaxpr={ lambda ; . let  in () }] before the "
     "scan (the loop-invariant part of the body's jit, with nothing in it); fjax stages none",
 }

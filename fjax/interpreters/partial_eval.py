@@ -140,12 +140,21 @@ def inline_literals(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
 
 
 def prune_consts(jaxpr: Jaxpr, consts: list) -> tuple[Jaxpr, list]:
+    """Drop unused constvars and order the rest by first use, as JAX's constvars are ordered (a
+    known input forwarded around a jit as a residual is lifted before it is used)."""
     used = set()
     for e in jaxpr.eqns:
         used.update(x for x in e.invars if type(x) is not Literal)
     used.update(x for x in jaxpr.outvars if type(x) is not Literal)
+    order: dict = {}
+    for e in jaxpr.eqns:
+        for x in e.invars:
+            order.setdefault(x, len(order))
+    for x in jaxpr.outvars:
+        order.setdefault(x, len(order))
     keep = [(v, c) for v, c in zip(jaxpr.constvars, consts) if v in used]
-    if len(keep) == len(consts):
+    keep.sort(key=lambda vc: order[vc[0]])
+    if [v for v, _ in keep] == list(jaxpr.constvars):
         return jaxpr, consts
     return Jaxpr([v for v, _ in keep], jaxpr.invars, jaxpr.outvars, jaxpr.eqns), [c for _, c in keep]
 
