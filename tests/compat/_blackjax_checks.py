@@ -9,40 +9,16 @@ Run some checks by name: ``python -m fjax.compat _blackjax_checks.py "NUTS"`` (s
 from __future__ import annotations
 
 import sys
-import time
-import traceback
 
 import blackjax
 import jax
 import jax.numpy as jnp
 import jax.scipy.stats as jstats
 import numpy as np
+from _checks_common import close_rel as close  # noqa: E402
+from _checks_common import finish, timed_checker  # noqa: E402
 
-ONLY = sys.argv[1:]
-results: list[str] = []
-failures: list[str] = []
-
-
-def check(name):
-    def deco(f):
-        if ONLY and not any(o in name for o in ONLY):
-            return f
-        t0 = time.perf_counter()
-        try:
-            f()
-        except Exception:  # noqa: BLE001
-            failures.append(name)
-            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-        else:
-            results.append(name)
-            print(f"ok   {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol, atol=0.0):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+check, results, failures = timed_checker(sys.argv[1:])
 
 
 def check_moments(samples, mean, cov, n_se=5.0, ess_fraction=0.2):
@@ -155,8 +131,4 @@ def _():
     assert 200 < ess < chains.size, ess
 
 
-print(f"blackjax checks passed: {len(results)}")
-if failures:
-    print("FAILED:", failures)
-    sys.exit(1)
-print("ALL OK")
+finish("blackjax", results, failures)

@@ -9,8 +9,6 @@ Run one check by name: ``python -m fjax.compat _diffrax_checks.py "lineax LU"`` 
 from __future__ import annotations
 
 import sys
-import time
-import traceback
 
 import jax
 
@@ -24,32 +22,10 @@ import numpy as np  # noqa: E402
 import optimistix as optx  # noqa: E402
 import scipy.integrate  # noqa: E402
 import scipy.optimize  # noqa: E402
+from _checks_common import close_rel as close  # noqa: E402
+from _checks_common import finish, timed_checker  # noqa: E402
 
-ONLY = sys.argv[1:]
-results: list[str] = []
-failures: list[str] = []
-
-
-def check(name):
-    def deco(f):
-        if ONLY and not any(o in name for o in ONLY):
-            return f
-        t0 = time.perf_counter()
-        try:
-            f()
-        except Exception:  # noqa: BLE001
-            failures.append(name)
-            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-        else:
-            results.append(name)
-            print(f"ok   {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol, atol=0.0):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+check, results, failures = timed_checker(sys.argv[1:])
 
 
 # ---------------------------------------------------------------- diffrax: ODEs
@@ -374,9 +350,4 @@ def _():
     close(sol.value, [3.0, -1.0], rtol=1e-9)
 
 
-print("diffrax checks passed:", len(results))
-print("\n".join(results))
-if failures:
-    print("FAILED:", failures)
-    sys.exit(1)
-print("ALL OK")
+finish("diffrax", results, failures)

@@ -9,8 +9,6 @@ Run some checks by name: ``python -m fjax.compat _jaxopt_checks.py "LBFGS"`` (su
 from __future__ import annotations
 
 import sys
-import time
-import traceback
 
 import jax
 
@@ -21,33 +19,11 @@ import jaxopt  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 import scipy.optimize  # noqa: E402
+from _checks_common import close_rel as close  # noqa: E402
+from _checks_common import finish, timed_checker  # noqa: E402
 from jaxopt.implicit_diff import custom_root  # noqa: E402
 
-ONLY = sys.argv[1:]
-results: list[str] = []
-failures: list[str] = []
-
-
-def check(name):
-    def deco(f):
-        if ONLY and not any(o in name for o in ONLY):
-            return f
-        t0 = time.perf_counter()
-        try:
-            f()
-        except Exception:  # noqa: BLE001
-            failures.append(name)
-            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-        else:
-            results.append(name)
-            print(f"ok   {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol, atol=0.0):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+check, results, failures = timed_checker(sys.argv[1:])
 
 
 rng = np.random.default_rng(0)
@@ -344,8 +320,4 @@ def _():
         close(sols[i], ridge_closed_form(lam), rtol=1e-7, atol=1e-9)
 
 
-print(f"jaxopt checks passed: {len(results)}")
-if failures:
-    print("FAILED:", failures)
-    sys.exit(1)
-print("ALL OK")
+finish("jaxopt", results, failures)

@@ -10,8 +10,6 @@ Run some checks by name: ``python -m fjax.compat _numpyro_checks.py "NUTS"`` (su
 from __future__ import annotations
 
 import sys
-import time
-import traceback
 
 import jax
 import jax.numpy as jnp
@@ -20,35 +18,13 @@ import numpyro
 import numpyro.distributions as dist
 import optax
 import scipy.stats as st
+from _checks_common import close_rel as close  # noqa: E402
+from _checks_common import finish, timed_checker  # noqa: E402
 from numpyro.infer import HMC, MCMC, NUTS, SVI, Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 from numpyro.infer.util import log_density
 
-ONLY = sys.argv[1:]
-results: list[str] = []
-failures: list[str] = []
-
-
-def check(name):
-    def deco(f):
-        if ONLY and not any(o in name for o in ONLY):
-            return f
-        t0 = time.perf_counter()
-        try:
-            f()
-        except Exception:  # noqa: BLE001
-            failures.append(name)
-            print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
-        else:
-            results.append(name)
-            print(f"ok   {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        return f
-
-    return deco
-
-
-def close(a, b, rtol, atol=0.0):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+check, results, failures = timed_checker(sys.argv[1:])
 
 
 def within_se(samples, mean, sd, n_se=5.0, ess_fraction=0.25):
@@ -241,8 +217,4 @@ def _():
     close(params["scale"], np.sqrt(post_var), rtol=0.15)
 
 
-print(f"numpyro checks passed: {len(results)}")
-if failures:
-    print("FAILED:", failures)
-    sys.exit(1)
-print("ALL OK")
+finish("numpyro", results, failures)

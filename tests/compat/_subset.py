@@ -44,6 +44,19 @@ def run_check_script(name: str, passed: int) -> None:
     assert f"{name} checks passed: {passed}" in proc.stdout, out[-2000:]
 
 
+def run_timed_checks(name: str, quick: list[str], n_checks: int) -> None:
+    """Run ``_<name>_checks.py`` under ``python -m fjax.compat``: the checks named by ``quick``
+    (substrings of their names), or all ``n_checks`` under ``FJAX_HYPOTHESIS_PROFILE=thorough``;
+    each must pass and the script end with ``ALL OK``."""
+    script = os.path.join(os.path.dirname(__file__), f"_{name}_checks.py")
+    full = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
+    cmd = [sys.executable, "-m", "fjax.compat", script, *([] if full else quick)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-6000:]
+    assert f"{name} checks passed: {n_checks if full else len(quick)}" in proc.stdout, out[-2000:]
+
+
 def run_subset(site: str, files: list[str], tmp_path, known_causes: dict) -> tuple[list, list, int]:  # noqa: ANN001
     """Run ``files`` (relative to ``site``) on fjax; (test cases, failures not explained by a
     ``known_causes`` pattern, number passed)."""

@@ -14,10 +14,6 @@ compiles cold) runs only under ``FJAX_HYPOTHESIS_PROFILE=thorough``, with the ot
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = ["blackjax==1.7.1", "optax==0.2.8", "chex==0.1.92", "absl-py", "toolz", "typing_extensions"]
@@ -35,10 +31,4 @@ QUICK = [
 
 def test_blackjax_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "blackjax")
-    script = os.path.join(os.path.dirname(__file__), "_blackjax_checks.py")
-    full = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
-    cmd = [sys.executable, "-m", "fjax.compat", script, *([] if full else QUICK)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-6000:]
-    assert f"blackjax checks passed: {N_CHECKS if full else len(QUICK)}" in proc.stdout, out[-2000:]
+    _subset.run_timed_checks("blackjax", QUICK, N_CHECKS)

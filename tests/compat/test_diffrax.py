@@ -15,10 +15,6 @@ found), ``FJAX_HYPOTHESIS_PROFILE=thorough`` runs all of them.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 from .test_equinox import MODULES as EQX_MODULES
 from .test_equinox import PACKAGES as EQX_PACKAGES
@@ -42,10 +38,4 @@ QUICK = [
 
 def test_diffrax_lineax_optimistix_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "diffrax")
-    script = os.path.join(os.path.dirname(__file__), "_diffrax_checks.py")
-    full = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
-    cmd = [sys.executable, "-m", "fjax.compat", script, *([] if full else QUICK)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-6000:]
-    assert f"diffrax checks passed: {23 if full else len(QUICK)}" in proc.stdout, out[-2000:]
+    _subset.run_timed_checks("diffrax", QUICK, 23)

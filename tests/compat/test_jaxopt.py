@@ -15,10 +15,6 @@ the subset below, ``FJAX_HYPOTHESIS_PROFILE=thorough`` all of them.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = ["jaxopt==0.8.5", "optax==0.2.8", "chex==0.1.92", "absl-py", "toolz"]
@@ -39,10 +35,4 @@ QUICK = [
 
 def test_jaxopt_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "jaxopt")
-    script = os.path.join(os.path.dirname(__file__), "_jaxopt_checks.py")
-    full = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
-    cmd = [sys.executable, "-m", "fjax.compat", script, *([] if full else QUICK)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-6000:]
-    assert f"jaxopt checks passed: {N_CHECKS if full else len(QUICK)}" in proc.stdout, out[-2000:]
+    _subset.run_timed_checks("jaxopt", QUICK, N_CHECKS)

@@ -16,10 +16,6 @@ minutes of numba compiles (NUTS's tree building). CI runs the subset below,
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from . import _subset
 
 PACKAGES = ["numpyro==0.22.0", "multipledispatch", "tqdm", "optax==0.2.8", "chex==0.1.92", "absl-py", "toolz"]
@@ -38,10 +34,4 @@ QUICK = [
 
 def test_numpyro_on_fjax():
     _subset.installed_site(PACKAGES, MODULES, "numpyro")
-    script = os.path.join(os.path.dirname(__file__), "_numpyro_checks.py")
-    full = os.environ.get("FJAX_HYPOTHESIS_PROFILE", "ci") == "thorough"
-    cmd = [sys.executable, "-m", "fjax.compat", script, *([] if full else QUICK)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "ALL OK" in proc.stdout, out[-6000:]
-    assert f"numpyro checks passed: {N_CHECKS if full else len(QUICK)}" in proc.stdout, out[-2000:]
+    _subset.run_timed_checks("numpyro", QUICK, N_CHECKS)
