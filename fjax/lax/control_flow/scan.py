@@ -461,6 +461,13 @@ def _unknown_operands(s: _Split, operands: list, stacked_res: list, unknowns: li
     return [*const_res, *uk_consts, *uk_carry, *ext, *uk_xs]
 
 
+def _part_params(jaxpr, num_consts: int, num_carry: int, length: int, reverse: bool, unroll) -> dict:  # noqa: ANN001
+    """The params of one part (known or unknown) of a scan split by partial evaluation: its own
+    body and counts, the original's length, direction and unrolling (nothing else: ``linear`` and
+    the like describe the original's operands)."""
+    return dict(jaxpr=jaxpr, length=length, num_carry=num_carry, num_consts=num_consts, reverse=reverse, unroll=unroll)
+
+
 def _scan_partial_eval(
     trace: pe.StagingTrace,
     tracers: list,
@@ -493,14 +500,7 @@ def _scan_partial_eval(
         uk_outs = trace.default_process_primitive(
             scan_p,
             uk_ops,
-            dict(
-                jaxpr=s.unknown_jaxpr,
-                length=length,
-                num_carry=s.unknown_num_carry,
-                num_consts=s.unknown_num_consts,
-                reverse=reverse,
-                unroll=unroll,
-            ),
+            _part_params(s.unknown_jaxpr, s.unknown_num_consts, s.unknown_num_carry, length, reverse, unroll),
         )
     else:
         uk_outs = []
@@ -515,6 +515,7 @@ def _scan_partial_eval_jaxpr(eqn: JaxprEqn, unknowns: list) -> tuple:
     """Split a scan equation nested in a jaxpr being partially evaluated."""
     p = eqn.params
     num_consts, num_carry = p["num_consts"], p["num_carry"]
+    how = (p["length"], p["reverse"], p["unroll"])
     s = _split_scan(p["jaxpr"], num_consts, num_carry, tuple(unknowns))
     in_uk = list(unknowns)
     in_uk[num_consts : num_consts + num_carry] = s.carry_uk
@@ -528,14 +529,7 @@ def _scan_partial_eval_jaxpr(eqn: JaxprEqn, unknowns: list) -> tuple:
             scan_p,
             known_ins,
             known_outs + res,
-            dict(
-                jaxpr=s.known_jaxpr,
-                length=p["length"],
-                num_carry=s.known_num_carry,
-                num_consts=s.known_num_consts,
-                reverse=p["reverse"],
-                unroll=p["unroll"],
-            ),
+            _part_params(s.known_jaxpr, s.known_num_consts, s.known_num_carry, *how),
         )
     )
     uk_ins = _unknown_operands(s, list(eqn.invars), res, unknowns, num_consts, num_carry)
@@ -546,14 +540,7 @@ def _scan_partial_eval_jaxpr(eqn: JaxprEqn, unknowns: list) -> tuple:
             scan_p,
             uk_ins,
             uk_outs,
-            dict(
-                jaxpr=s.unknown_jaxpr,
-                length=p["length"],
-                num_carry=s.unknown_num_carry,
-                num_consts=s.unknown_num_consts,
-                reverse=p["reverse"],
-                unroll=p["unroll"],
-            ),
+            _part_params(s.unknown_jaxpr, s.unknown_num_consts, s.unknown_num_carry, *how),
         )
     return eqn_known, eqn_unknown, list(s.out_uk)
 
