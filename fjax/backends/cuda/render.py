@@ -45,7 +45,11 @@ from fjax.backends.cuda.ops import (
 )
 
 BLOCK = 256  # threads per block of elementwise kernels
-MAX_GRID = 4096  # blocks of a grid-stride elementwise launch (x 256 threads: 1M threads in flight)
+# most blocks of a grid-stride elementwise launch: up to 268M threads, one vector (or element)
+# each. Capping the grid at 4096 blocks (3.9 waves of resident blocks on an H200) ran `x * 2 + 1`
+# over 64M floats at 96% of copy bandwidth; one vector per thread reaches 100% (bench/gpu_grid.py,
+# H200, 2026-11-27: 140.6 -> 133.9 us). FJAX_CUDA_MAX_GRID overrides it.
+MAX_GRID = int(os.environ.get("FJAX_CUDA_MAX_GRID", str(1 << 20)))
 RED_BLOCK = 256  # threads per block of a reduction over many positions
 MAX_SPLIT = 1024  # most blocks one output's reduced range is split over (second pass: partials)
 SPLIT_MIN_OUTPUTS = 128  # with this many outputs every block has its own output: no split
