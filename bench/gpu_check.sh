@@ -16,7 +16,7 @@ PY=${PY:-python3}
   $PY -c "import fjax; print('fjax devices', fjax.devices(), fjax.default_backend())"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-timeout 180 $PY -m pytest -q -p no:cacheprovider -n 8 tests/test_cuda_gpu.py tests/test_devices_gpu.py tests/test_cuda_precision.py \
+timeout 180 $PY -m pytest -o addopts="" -q -p no:cacheprovider -n 8 tests/test_cuda_gpu.py tests/test_devices_gpu.py tests/test_cuda_precision.py \
   -k "not fake and not emulated" --maxfail=40 2>&1 | tee "$OUT/tests_gpu.txt" | tail -20
 timeout 150 $PY bench/bench_gpu.py "$@" --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt" | tail -12
 # both libraries at full float32 matmul precision (the default above is TF32 on both)
