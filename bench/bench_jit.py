@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -130,12 +131,132 @@ def vmath_micro(n: int, repeat: int) -> None:
             print(line + ("" if vec else "   NOT VECTORIZED"))
 
 
+# ---- dispatch overhead: the per-call host cost of a jitted call, case by case ------------------
+
+
+class _Scaler:
+    """A class with a jitted method (``self`` static, as ``partial(jit, static_argnums=0)``)."""
+
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def __hash__(self) -> int:
+        return hash(self.k)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Scaler) and other.k == self.k
+
+
+def dispatch_cases(jax: Any, calls: int) -> dict:
+    """name -> a function making ``calls`` jitted calls of one case, written once against the
+    JAX API so the same code runs under ``jax`` and ``fjax`` (arrays of 8 float32: the compute is
+    negligible, the host overhead is what is measured)."""
+    import functools  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    jnp = jax.numpy
+    x = jnp.arange(8, dtype=jnp.float32)
+    y = jnp.ones(8, dtype=jnp.float32)
+    params = {f"w{i}": jnp.full((8,), float(i), dtype=jnp.float32) for i in range(6)}
+    batch = jnp.ones(8, dtype=jnp.float32)
+
+    add1 = jax.jit(lambda v: v + 1)
+    tree = jax.jit(lambda p, b: p["w0"] * b + p["w5"])
+    static_n = jax.jit(lambda v, n: v * n, static_argnums=1)
+    static_name = jax.jit(lambda v, mode="a": v + 1 if mode == "a" else v - 1, static_argnames="mode")
+    kw = jax.jit(lambda v, w: v + w)
+    donate = jax.jit(lambda v: v + 1, donate_argnums=0)
+    scalar = jax.jit(lambda v, s: v * s)
+
+    class Model(_Scaler):
+        @functools.partial(jax.jit, static_argnums=0)
+        def apply(self, v):
+            return v * self.k
+
+    m = Model(2.0)
+
+    def loop(f):
+        def run():
+            for _ in range(calls):
+                f()
+
+        return run
+
+    def donating():
+        v = jnp.zeros(8, dtype=jnp.float32) + 0  # a fresh buffer each round, consumed by the loop
+        for _ in range(calls):
+            v = donate(v)
+
+    def two_threads():
+        # both threads run calls // 2 calls, so the time per call is comparable with the others
+        def work():
+            for _ in range(calls // 2):
+                add1(x)
+
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    import warnings  # noqa: PLC0415
+
+    warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+    return {
+        "one array": loop(lambda: add1(x)),
+        "dict of 6 + batch": loop(lambda: tree(params, batch)),
+        "static_argnums": loop(lambda: static_n(x, 3)),
+        "static_argnames": loop(lambda: static_name(x, mode="b")),
+        "keyword argument": loop(lambda: kw(x, w=y)),
+        "donate_argnums": donating,
+        "Python scalar": loop(lambda: scalar(x, 2.0)),
+        "jitted method": loop(lambda: m.apply(x)),
+        "two threads": two_threads,
+    }
+
+
+def dispatch_bench(rounds: int, calls: int = 2000) -> None:
+    """Per-call time of each case for fjax and (when importable) JAX, rounds alternating between
+    them, best round of each; prints us per call and the fjax/JAX ratio."""
+    config.update("fjax_jit_backend", "numba")
+    libs = {"fjax": fjax}
+    try:
+        import jax  # noqa: PLC0415
+
+        libs["jax"] = jax
+    except ImportError:
+        pass
+    cases = {name: dispatch_cases(lib, calls) for name, lib in libs.items()}
+    for per in cases.values():
+        for f in per.values():
+            f()  # trace and compile
+    if "fjax" in libs:
+        dispatch.wait_compiled()
+    best = {(lib, c): math.inf for lib in cases for c in cases[lib]}
+    for _ in range(rounds):
+        for c in cases["fjax"]:
+            for lib in cases:
+                t = time.perf_counter()
+                cases[lib][c]()
+                best[(lib, c)] = min(best[(lib, c)], (time.perf_counter() - t) / calls)
+    print(f"jit dispatch, us per call (best of {rounds} rounds of {calls} calls, alternating)")
+    for c in cases["fjax"]:
+        line = f"  {c:18s} fjax {best[('fjax', c)] * 1e6:6.2f}"
+        if "jax" in cases:
+            line += f" | jax {best[('jax', c)] * 1e6:6.2f} | ratio {best[('fjax', c)] / best[('jax', c)]:5.2f}"
+        print(line)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--vmath", action="store_true", help="only the per-element vmath microbenchmark")
+    ap.add_argument("--dispatch", action="store_true", help="only the per-call dispatch cases, fjax beside JAX")
     args = ap.parse_args()
+    if args.dispatch:
+        dispatch_bench(args.repeat)
+        return
     if args.vmath:
         vmath_micro(1 << 20, args.repeat)
         return
