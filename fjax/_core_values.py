@@ -10,7 +10,7 @@ code imports them from there. This module imports no fjax module but ``fjax.dtyp
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -21,29 +21,69 @@ from fjax.dtypes import kind as _dkind
 # errors
 
 
-class JAXTypeError(TypeError):
+_ERROR_PAGE = "https://docs.jax.dev/en/latest/errors.html"
+
+
+class _JAXErrorMixin:
+    """Appends the link to the error's page of JAX's documentation, as every ``jax.errors`` class
+    does (``...\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError``)."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(f"{message}\nSee {_ERROR_PAGE}#jax.errors.{type(self).__name__}")  # type: ignore[call-arg]
+
+
+class JAXTypeError(_JAXErrorMixin, TypeError):
     """Base of fjax's TypeErrors about tracing (``jax.errors.JAXTypeError``)."""
 
 
-class JAXIndexError(IndexError):
+class JAXIndexError(_JAXErrorMixin, IndexError):
     """Base of fjax's IndexErrors about tracing (``jax.errors.JAXIndexError``)."""
 
 
 class ConcretizationTypeError(JAXTypeError):
-    """A traced value was used where a concrete (known at trace time) value is needed."""
+    """A traced value was used where a concrete (known at trace time) value is needed.
+
+    Raised as JAX's, ``ConcretizationTypeError(tracer, context)`` (the message names the traced
+    value, the context and where the value came from), or with a message of its own."""
+
+    def __init__(self, tracer: Any, context: str = "") -> None:
+        if isinstance(tracer, Tracer):
+            tracer = (
+                "Abstract tracer value encountered where concrete value is expected: "
+                f"{tracer._error_repr()}\n{context}{tracer._origin_msg()}\n"
+            )
+        super().__init__(tracer)
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
     """``bool()`` (a Python ``if``/``while``) was applied to a traced value."""
+
+    def __init__(self, tracer: Any) -> None:
+        if isinstance(tracer, Tracer):
+            tracer = f"Attempted boolean conversion of {tracer._error_repr()}.{tracer._origin_msg()}"
+        JAXTypeError.__init__(self, tracer)
 
 
 class TracerIntegerConversionError(JAXTypeError):
     """``operator.index`` (``__index__``: indexing a list, ``range``) was applied to a traced value.
     As in JAX it is not a ConcretizationTypeError, and ``int()`` raises that one instead."""
 
+    def __init__(self, tracer: Any) -> None:
+        if isinstance(tracer, Tracer):
+            tracer = f"The __index__() method was called on {tracer._error_repr()}{tracer._origin_msg()}"
+        super().__init__(tracer)
+
 
 class TracerArrayConversionError(JAXTypeError):
     """``np.asarray`` was applied to a traced value."""
+
+    def __init__(self, tracer: Any) -> None:
+        if isinstance(tracer, Tracer):
+            tracer = (
+                "The numpy.ndarray conversion method __array__() was called on "
+                f"{tracer._error_repr()}{tracer._origin_msg()}"
+            )
+        super().__init__(tracer)
 
 
 class UnexpectedTracerError(JAXTypeError):
@@ -432,16 +472,12 @@ def get_aval(x: Any) -> ShapedArray:
 
 
 def concrete_or_error(x: Any, context: str = "") -> Any:
-    """The concrete numpy value of ``x``, or a ConcretizationTypeError if it is traced."""
+    """The concrete numpy value of ``x``, or JAX's ConcretizationTypeError (naming ``context``)
+    if it is traced."""
     if isinstance(x, Tracer):
         val = x.to_concrete_value()
         if val is None:
-            raise ConcretizationTypeError(
-                f"Abstract tracer value encountered where a concrete value is expected: {x.aval.str_short()}"
-                f"{' (' + context + ')' if context else ''}. The value of a traced array is not known at trace "
-                "time; mark the argument static (static_argnums/static_argnames) or use a lax primitive "
-                "that accepts traced values."
-            )
+            raise ConcretizationTypeError(x, context)
         return val
     if isinstance(x, Array):
         return x._value
@@ -489,56 +525,62 @@ class Tracer:
         """The value if it is known at trace time (e.g. the primal of a JVP), else None."""
         return None
 
-    def _describe(self) -> str:
-        main = self._trace.main
-        what = main.debug_info or main.trace_type.__name__
-        return f"traced array with shape {self.aval.str_short()} (while tracing {what})"
+    def _error_repr(self) -> str:
+        return f"traced array with shape {long_str(self.aval)}"
+
+    def _origin_msg(self) -> str:
+        """Where the traced value came from (which arguments of which traced function), as JAX's
+        errors say it; the staging tracer knows (``partial_eval``), others say nothing."""
+        return ""
 
     def __bool__(self) -> bool:
         v = self.to_concrete_value()
         if v is None:
-            raise TracerBoolConversionError(
-                f"Attempted boolean conversion of {self._describe()}. The truth value of a traced array "
-                "is not known at trace time, so a Python `if`/`while`/`and`/`or` on it cannot be staged. "
-                "Use lax.cond, lax.switch or jnp.where for a value-dependent branch (lax.while_loop for a "
-                "loop), or mark the argument static with static_argnums/static_argnames."
-            )
+            raise TracerBoolConversionError(self)
         return bool(v)
 
-    def _concrete_scalar(self, kind: str, err: type) -> Any:
+    def _concrete_scalar(self, fun: Callable) -> Any:
         v = self.to_concrete_value()
         if v is None:
-            raise err(
-                f"{kind}() conversion of {self._describe()}: the value is not known at trace time. "
-                "Mark the argument static with static_argnums/static_argnames, or keep it as an array."
+            name = fun.__name__
+            raise ConcretizationTypeError(
+                self,
+                f"The problem arose with the `{name}` function. If trying to convert the data type of a "
+                f"value, try using `x.astype({name})` or `jnp.array(x, {name})` instead.",
             )
         return v
 
     def __float__(self) -> float:
-        return float(self._concrete_scalar("float", ConcretizationTypeError))
+        return float(self._concrete_scalar(float))
 
     def __int__(self) -> int:
-        return int(self._concrete_scalar("int", ConcretizationTypeError))
+        return int(self._concrete_scalar(int))
 
     def __complex__(self) -> complex:
-        return complex(self._concrete_scalar("complex", ConcretizationTypeError))
+        return complex(self._concrete_scalar(complex))
 
     def __index__(self) -> int:
-        return operator.index(self._concrete_scalar("index", TracerIntegerConversionError).item())
+        v = self.to_concrete_value()
+        if v is None:
+            raise TracerIntegerConversionError(self)
+        return operator.index(np.asarray(v).item())
 
     def item(self) -> Any:
-        return self._concrete_scalar("item", ConcretizationTypeError).item()
+        return np.asarray(concrete_or_error(self, f"The item() method was called on {self._error_repr()}.")).item()
 
     def tolist(self) -> Any:
-        return self._concrete_scalar("tolist", ConcretizationTypeError).tolist()
+        v = self.to_concrete_value()
+        if v is None:
+            # JAX names the origin twice: in its context and after it
+            raise ConcretizationTypeError(
+                self, f"The tolist() method was called on {self._error_repr()}.{self._origin_msg()}"
+            )
+        return np.asarray(v).tolist()
 
     def __array__(self, dtype=None, copy=None):
         v = self.to_concrete_value()
         if v is None:
-            raise TracerArrayConversionError(
-                f"The numpy.ndarray conversion method __array__() was called on {self._describe()}. "
-                "numpy functions cannot be applied to traced values: use fjax.numpy instead."
-            )
+            raise TracerArrayConversionError(self)
         return np.asarray(v, dtype=dtype)
 
     def __len__(self) -> int:

@@ -64,6 +64,14 @@ class StagingTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self) -> str:
+        return f"JitTracer({self._aval})"  # JAX's name for a tracer of a staged (jit) trace
+
+    def _origin_msg(self) -> str:
+        from fjax import _trace_origin  # noqa: PLC0415 (only when an error is being raised)
+
+        return _trace_origin.origin_msg(self)
+
 
 class JaxprBuilder:
     """Collects equations and constants while a function is traced."""
@@ -74,6 +82,7 @@ class JaxprBuilder:
         self.const_tracers: dict[int, StagingTracer] = {}
         self.constvals: dict[Var, Any] = {}
         self.tracers: list[StagingTracer] = []
+        self.in_tracers: Sequence[StagingTracer] = ()  # the traced function's (flat) arguments
 
     def new_tracer(self, trace: StagingTrace, aval: ShapedArray) -> StagingTracer:
         t = StagingTracer(trace, aval)
@@ -215,7 +224,7 @@ def trace_to_jaxpr(
     with core.new_main(StagingTrace, builder, debug_info) as main:
         with core.new_dynamic(main):
             trace = StagingTrace(main)
-            tracers_in = [trace.new_arg(a) for a in in_avals]
+            tracers_in = builder.in_tracers = [trace.new_arg(a) for a in in_avals]
             outs = fun(*tracers_in)
             tracers_out = [trace.get_or_make_const_tracer(o) if not _is_own(o, main) else o for o in outs]
             tracers_out = [core.full_raise(trace, t) for t in tracers_out]
