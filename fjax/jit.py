@@ -19,14 +19,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from fjax import _debug_nans, core, dtypes
+from fjax import _debug_nans, _jit_fast, core, dtypes
 from fjax import _tree_lifted as tu
 from fjax._tree_prefix import fun_sourceinfo
 from fjax.config import config
-from fjax.core import ClosedJaxpr, Jaxpr, ShapedArray
+from fjax.core import Array, ClosedJaxpr, Jaxpr, ShapedArray, _eval_main
 from fjax.interpreters import ad, batching
 from fjax.interpreters import partial_eval as pe
 from fjax.interpreters.ad import UndefinedPrimal, Zero, is_undefined_primal
+from fjax.tree_util import _flatten
 
 log = logging.getLogger("fjax.jit")
 _compile_log = logging.getLogger("jax._src.dispatch")
@@ -377,32 +378,9 @@ pe.dce_rules[jit_p] = _jit_dce
 # ---- the user-facing wrapper ------------------------------------------------------------------
 
 
-class _RefArgument(TypeError):
-    """A ``Ref`` among a jitted function's arguments (``JitWrapped.__call__`` threads it)."""
-
-
-def _leaf_signature(x: Any) -> Any:
-    t = type(x)
-    if t is core.Array:
-        v = x._value
-        return (v.shape, v.dtype, x.weak_type)
-    if isinstance(x, core.Array):  # sharded and device arrays subclass Array (never read their values here)
-        return (x.shape, x.dtype, x.weak_type)
-    if isinstance(x, core.Tracer):
-        a = x.aval
-        return (a.shape, a.dtype, a.weak_type)
-    if t in (float, int, complex, bool):
-        return ((), dtypes.dtype_of_python_scalar(x) if t is not bool else np.dtype(bool), t is not bool)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
-    if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
-        return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
-    if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
-        raise _RefArgument("a Ref argument: jit threads it (fjax.ref.call_with_ref_args)")
-    raise TypeError(
-        f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
-        "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
-    )
+# (defined beside the fast path; the names here are the ones other modules import)
+_RefArgument = _jit_fast.RefArgument
+_leaf_signature = _jit_fast.leaf_signature
 
 
 # lowering platform -> backend rendering it
@@ -536,13 +514,18 @@ class _TraceCache(dict):
     out_tree). Shared by every ``jit(f)`` wrapper of the same ``f`` (as JAX caches by the function)
     and dropped with the function."""
 
-    __slots__ = ("lock", "inflight", "__weakref__")
+    __slots__ = ("lock", "inflight", "fast", "__weakref__")
     __hash__ = object.__hash__  # identity: kept in a WeakSet
 
     def __init__(self) -> None:
         super().__init__()
         self.lock = threading.Lock()
         self.inflight: dict = {}
+        self.fast: dict = {}  # fast key -> _jit_fast.FastEntry (eager calls; fjax/_jit_fast.py)
+
+    def clear(self) -> None:
+        self.fast.clear()
+        super().clear()
 
 
 # function (weakly) -> {jit options: _TraceCache}
@@ -615,6 +598,8 @@ class JitWrapped:
         self.donate_argnums = donate_argnums
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._cache = _cache_for(fun, (static_argnums, static_argnames, donate_argnums))
+        self._fast = self._cache.fast
+        self._plans: dict = {}  # (nargs, keyword names) -> where static and dynamic arguments are
 
     def _split(self, args: tuple, kwargs: dict) -> tuple:
         nargs = len(args)
@@ -728,12 +713,74 @@ class JitWrapped:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
+        st = _trace_state
+        if st.dynamic[-1] is not _eval_main or len(st.stack) != 1 or self._refs:
+            return self._call(args, kwargs, None, None)
+        # an eager call: look its signature up in the fast keys (fjax/_jit_fast.py)
+        prec = config.jax_default_matmul_precision
+        cfg = config.jax_enable_x64 if prec is None and not core._odd_trace_config else _trace_config()
+        if kwargs or self.static_argnums:
+            got = _jit_fast.general_key(self, args, kwargs, cfg)
+            if got is None:
+                return self._call(args, kwargs, None, None)
+            key, leaves, vals, convert = got
+        else:
+            key = [cfg, None]
+            vals = []
+            convert = False
+            for x in args:
+                if type(x) is not Array:
+                    leaves = []
+                    key[1] = _flatten(args, leaves.append)
+                    vals.clear()
+                    del key[2:]
+                    convert = _jit_fast.leaf_key(leaves, key, vals)
+                    if convert is None:
+                        return self._call(args, kwargs, None, None)
+                    break
+                v = x._value
+                key.append((v.shape, v.dtype, x.weak_type))
+                vals.append(v)
+            else:
+                leaves = args
+                key[1] = _jit_fast.tuple_spec(len(args))
+            key = tuple(key)
+        try:
+            fe = self._fast.get(key)
+        except TypeError:  # an unhashable static argument: the general path raises JAX's error
+            return self._call(args, kwargs, None, None)
+        if fe is None:
+            return self._call(args, kwargs, key, leaves)
+        closed = fe.closed
+        hook = core.placement_hook
+        if hook is not None:
+            # inputs on a GPU or committed to a device, or a default device that is not the host's:
+            # run where they live (fjax._placement)
+            ins = fe.consts + list(leaves) if fe.consts else list(leaves)
+            outs = hook(jit_p, ins, dict(jaxpr=closed, name=self.name))
+            if outs is not core.NOT_HANDLED:
+                return tu.tree_unflatten(fe.out_tree, outs)
+        if convert:  # Python scalars, numpy values, Array subclasses
+            for i, v in enumerate(vals):
+                if v is None:
+                    vals[i] = core.to_array(leaves[i], self.name)._value
+        if fe.const_vals:
+            vals = fe.const_vals + vals
+        res = _jit_fast.wrap_outputs(_jit_impl(*vals, jaxpr=closed, name=self.name), fe.out_meta)
+        if self.donate_argnums:
+            _donate(args, self.donate_argnums, closed)
+        return res[0] if fe.single else fe.out_tree._unflatten_unchecked(res)
+
+    def _call(self, args: tuple, kwargs: dict, fast_key: Any, leaves: Any) -> Any:
+        """The general path: traces a new signature, runs under transforms (binding ``jit_p``),
+        threads refs; with ``fast_key``, an eager call whose signature the fast path missed,
+        remembered there (``leaves``: the fast path's leaves) when it can run it."""
         if self._refs:
             from fjax import ref  # noqa: PLC0415
 
             return ref.call_with_refs(self, args, kwargs)
         try:
-            (closed, consts, out_tree), flat = self._get(args, kwargs)
+            entry, flat = self._get(args, kwargs)
         except NotImplementedError as e:
             r = getattr(e, "fjax_ref", None)
             if r is None or not self._retry_refs:
@@ -746,6 +793,14 @@ class JitWrapped:
             if not self._retry_refs:
                 raise NotImplementedError("fjax.jit: a Ref passed to a jitted function under another one") from None
             return ref.call_with_ref_args(self, args, kwargs)  # refs passed as arguments
+        closed, consts, out_tree = entry
+        if fast_key is not None:
+            fe = _jit_fast.make_entry(entry, flat, list(leaves))
+            if fe is not None:
+                fast = self._fast
+                if len(fast) >= _jit_fast.MAX_FAST_KEYS:
+                    fast.clear()
+                fast[fast_key] = fe
         ins = consts + flat if consts else flat
         st = core._state
         if st.dynamic[-1] is core._eval_main and (
@@ -860,6 +915,7 @@ PjitFunction = JitWrapped
 # the trace-time config a jit cache key holds, as the calling thread sees it (the context managers
 # set options per thread), as JAX's cache keys hold its trace context
 _trace_config = core.trace_context
+_trace_state = core._state  # (thread-local: each thread sees its own stacks)
 
 
 def _config_parts(c: Any) -> tuple:

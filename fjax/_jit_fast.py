@@ -1,0 +1,182 @@
+"""The per-call fast path of ``fjax.jit`` (``JitWrapped.__call__``): signatures of eager calls
+looked up in one dict, and what a hit needs to run prepared once per signature.
+
+A call made outside every transform (this thread's trace stack holds only the eager main) whose
+dynamic leaves are plain ``Array``s, numpy arrays, numpy scalars or Python scalars gets a *fast
+key*: ``(trace config, tree spec, [nargs, keyword names, static values,] leaf signatures...)``.
+Each fast key maps to a ``FastEntry`` built from the trace cache's entry on the first call with
+that key (through the general path, which traces, validates and raises as before), so later
+calls skip building a ``PyTreeDef``, re-deriving output metadata and converting constants.
+
+What stays per call, as JAX: the leaf signatures (shape, dtype, weak type), the trace config
+(``jax_enable_x64`` and the other options in the trace context, per thread), the placement hook
+(inputs on a GPU or committed to a device), the backend's compile-cache check (``jit._jit_impl``:
+tiered compiles, retries, ``jax_no_execution``, ``jax_debug_nans``) and donation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fjax import _tree_lifted as tu
+from fjax import core, dtypes
+from fjax.core import Array
+from fjax.tree_util import _flatten
+
+# most fast keys a function keeps (static arguments with ever-new values would grow it for good)
+MAX_FAST_KEYS = 1024
+
+_FLOAT0 = dtypes.float0
+_TUPLE_SPECS: list = []
+
+
+def tuple_spec(n: int) -> tuple:
+    """The tree spec of a tuple of ``n`` leaves (what ``tree_util`` builds for ``args``), shared."""
+    while len(_TUPLE_SPECS) <= n:
+        _TUPLE_SPECS.append((tuple, None, (None,) * len(_TUPLE_SPECS)))
+    return _TUPLE_SPECS[n]
+
+
+class FastEntry:
+    """What a fast-key hit runs: the traced program and its output metadata."""
+
+    __slots__ = ("closed", "consts", "const_vals", "out_tree", "out_meta", "single")
+
+    def __init__(self, closed: core.ClosedJaxpr, consts: list, const_vals: list, out_tree: Any) -> None:
+        self.closed = closed
+        self.consts = consts
+        self.const_vals = const_vals
+        self.out_tree = out_tree
+        # per output: (dtype, weak_type, float0?, shape)
+        self.out_meta = tuple(
+            (a.dtype, a.weak_type, a.dtype.kind == "V" and a.dtype == _FLOAT0, a.shape) for a in closed.out_avals
+        )
+        self.single = out_tree._spec is None  # one array out: no unflattening
+
+
+def make_entry(entry: tuple, flat: list, leaves: list) -> FastEntry | None:
+    """A ``FastEntry`` for the trace cache's ``entry`` of a call whose general-path leaves are
+    ``flat`` and fast-path leaves ``leaves``; None when the fast path cannot run it (constants
+    that are not plain arrays, or leaves that differ: the general path keeps such calls)."""
+    closed, consts, out_tree = entry
+    if len(flat) != len(leaves) or any(a is not b for a, b in zip(flat, leaves)):
+        return None
+    if any(type(c) is not Array for c in consts):
+        return None
+    return FastEntry(closed, consts, [c._value for c in consts], out_tree)
+
+
+class RefArgument(TypeError):
+    """A ``Ref`` among a jitted function's arguments (``JitWrapped.__call__`` threads it)."""
+
+
+def leaf_signature(x: Any) -> Any:
+    """(shape, canonical dtype, weak type) of one leaf of a jitted function's arguments: what the
+    trace cache keys on; JAX's TypeError for a value that is not an array or scalar."""
+    t = type(x)
+    if t is Array:
+        v = x._value
+        return (v.shape, v.dtype, x.weak_type)
+    if isinstance(x, Array):  # sharded and device arrays subclass Array (never read their values here)
+        return (x.shape, x.dtype, x.weak_type)
+    if isinstance(x, core.Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if t in (float, int, complex, bool):
+        return ((), dtypes.dtype_of_python_scalar(x) if t is not bool else np.dtype(bool), t is not bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    if t.__name__ == "ShapeDtypeStruct" and hasattr(x, "weak_type"):  # fjax.ShapeDtypeStruct: lower/eval_shape
+        return (tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(x.weak_type))
+    if t.__name__ == "Ref" and t.__module__ == "fjax.ref":
+        raise RefArgument("a Ref argument: jit threads it (fjax.ref.call_with_ref_args)")
+    raise TypeError(
+        f"Argument {x!r} of type {t.__name__} is not a valid JAX type: jitted functions take arrays, scalars and "
+        "pytrees of them (mark other arguments static with static_argnums/static_argnames)"
+    )
+
+
+def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
+    """Append each leaf's signature to ``key`` and its numpy value (None: convert it on the call)
+    to ``vals``; whether some value is to convert, or None when a leaf needs the general path (a
+    tracer, a key array, a Ref, a value that is not a valid JAX type: the general path raises
+    JAX's error for it)."""
+    convert = False
+    for x in leaves:
+        if type(x) is Array:
+            v = x._value
+            key.append((v.shape, v.dtype, x.weak_type))
+            vals.append(v)
+            continue
+        if isinstance(x, core.Tracer) or type(x) in tu._lifted:
+            return None
+        try:
+            key.append(leaf_signature(x))
+        except Exception:  # noqa: BLE001 - the general path raises it (with the same message)
+            return None
+        vals.append(None)
+        convert = True
+    return convert
+
+
+def general_key(wrapped: Any, args: tuple, kwargs: dict, cfg: Any) -> tuple | None:
+    """``(key, leaves, vals, convert)`` of a call with static or keyword arguments (``leaves`` in the order
+    the general path flattens ``(dyn_args, dyn_kwargs)``: keyword arguments by sorted name), or
+    None for the general path."""
+    nargs = len(args)
+    names = tuple(kwargs)
+    plans = wrapped._plans
+    plan = plans.get((nargs, names))
+    if plan is None:
+        static_idx = tuple(i % nargs for i in wrapped.static_argnums if -nargs <= i < nargs)
+        sa = wrapped.static_argnames
+        plan = (
+            static_idx,
+            tuple(i for i in range(nargs) if i not in static_idx),
+            tuple(sorted(k for k in names if k in sa)),
+            tuple(sorted(k for k in names if k not in sa)),
+        )
+        if len(plans) > 256:
+            plans.clear()
+        plans[(nargs, names)] = plan
+    static_idx, dyn_idx, static_kw, dyn_kw = plan
+    statics = tuple([args[i] for i in static_idx] + [kwargs[k] for k in static_kw])
+    dyn = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_kw]
+    for a in dyn:
+        if type(a) is not Array:
+            leaves: list = []
+            spec = _flatten(tuple(dyn), leaves.append)
+            break
+    else:
+        leaves, spec = dyn, tuple_spec(len(dyn))
+    key = [cfg, spec, nargs, names, statics]
+    vals: list = []
+    convert = leaf_key(leaves, key, vals)
+    if convert is None:
+        return None
+    return tuple(key), leaves, vals, convert
+
+
+def wrap_outputs(outs: list, meta: tuple) -> list:
+    """The compiled program's numpy outputs as ``Array``s of the traced dtypes and weak types (a
+    float0 output, which holds no data, as a numpy array of zeros, as JAX returns it)."""
+    res = []
+    for o, (dt, weak, f0, shape) in zip(outs, meta):
+        if f0:
+            res.append(np.zeros(shape, dt))
+            continue
+        if type(o) is not np.ndarray or (o.dtype is not dt and o.dtype != dt):
+            o = np.asarray(o, dtype=dt)
+        # Array(o, weak), frozen with setflags (numpy's ``flags.writeable = False`` calls it, at
+        # about twice the cost: a few hundred ns per output)
+        o.setflags(write=False)
+        a = _new_array(Array)
+        a._value = o
+        a.weak_type = weak
+        res.append(a)
+    return res
+
+
+_new_array = Array.__new__
