@@ -484,6 +484,27 @@ def concrete_or_error(x: Any, context: str = "") -> Any:
     return x
 
 
+def invalid_shape_error(shape: Sequence, context: str = "") -> TypeError:
+    """JAX's TypeError for a shape that is not a sequence of concrete integers; for a traced size,
+    its hint and where the size came from (``_origin_msg``)."""
+    msg = f"Shapes must be 1D sequences of concrete values of integer type, got {tuple(shape)}."
+    if context:
+        msg += f" {context}."
+    if any(isinstance(d, Tracer) and d.to_concrete_value() is None for d in shape):
+        msg += "\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions."
+        msg += "".join(d._origin_msg() for d in shape if isinstance(d, Tracer))
+    return TypeError(msg)
+
+
+def canonicalize_shape(shape: Sequence, context: str = "") -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, or JAX's ``invalid_shape_error`` for a size that is traced or
+    not a number (lenient as fjax always was: an integral float is taken as its int)."""
+    try:
+        return tuple(int(d) for d in shape)
+    except TypeError:  # (a traced size: ConcretizationTypeError, a TypeError)
+        raise invalid_shape_error(tuple(shape), context) from None
+
+
 # ---------------------------------------------------------------------------------------------
 # tracers
 

@@ -171,7 +171,7 @@ def _canonicalize_shape(shape: Any, name: str) -> tuple:
     try:
         return tuple(_dim(d) for d in dims)
     except TypeError:
-        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got {dims!r}.") from None
+        raise core.invalid_shape_error(dims) from None
 
 
 def _dim(d: Any) -> int:

@@ -209,3 +209,170 @@ def test_values_still_computed():
     assert fjax.jit(_g, static_argnums=0)(2.0) == 2.0
     assert float(fjax.grad(_g)(-2.0)) == -1.0
     assert fjax.jit(lambda x: x.shape[0] + 0)(jnp.ones(4)) == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# a traced size where a shape needs a concrete one (JAX's canonicalize_shape), and other shapes
+# that are not integers; each message as JAX 0.10.2 printed it
+
+_JIT_HINT = "\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions."
+_N = "the value of the argument n"
+
+
+def _shape_msg(got: str, fn=None, context: str = "") -> str:
+    msg = f"Shapes must be 1D sequences of concrete values of integer type, got {got}.{context}"
+    return msg if fn is None else msg + _JIT_HINT + _origin(fn, _N)
+
+
+_X6 = jnp.ones(6)
+_reshape_n = lambda x, n: x.reshape(n, -1)  # noqa: E731
+_jnp_reshape_n = lambda x, n: jnp.reshape(x, (n, -1))  # noqa: E731
+_ones_n2 = lambda n: jnp.ones((n, 2))  # noqa: E731
+_full_2n = lambda n: jnp.full((2, n), 1.0)  # noqa: E731
+_empty_n = lambda n: jnp.empty(n)  # noqa: E731
+_zeros_like_n = lambda n: jnp.zeros_like(_X6, shape=(n,))  # noqa: E731
+_broadcast_to_n = lambda x, n: jnp.broadcast_to(x, (n, 6))  # noqa: E731
+_lax_full_n = lambda n: fjax.lax.full((n,), 1.0)  # noqa: E731
+_iota_n = lambda n: fjax.lax.iota(jnp.int32, n)  # noqa: E731
+_lax_reshape_n = lambda x, n: fjax.lax.reshape(x, (n, 3))  # noqa: E731
+_normal_n = lambda n: fjax.random.normal(fjax.random.key(0), (n,))  # noqa: E731
+_eye_n = lambda n: jnp.eye(n)  # noqa: E731
+_dslice_n = lambda x, n: fjax.lax.dynamic_slice(x, (0,), (n,))  # noqa: E731
+_dslice_in_dim_n = lambda x, n: fjax.lax.dynamic_slice_in_dim(x, 0, n)  # noqa: E731
+_repeat_n = lambda x, n: jnp.repeat(x, n)  # noqa: E731
+
+SHAPE_CASES = {
+    "jnp.reshape float": (lambda: jnp.reshape(_X6, (2.5, -1)), "TypeError", _shape_msg("(2.5, -1)")),
+    "jnp.reshape None": (lambda: jnp.reshape(_X6, (None, -1)), "TypeError", _shape_msg("(None, -1)")),
+    "Array.reshape float": (lambda: _X6.reshape(2.5, -1), "TypeError", _shape_msg("(2.5, -1)")),
+    "Array.reshape traced": (
+        lambda: fjax.jit(_reshape_n)(_X6, 2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]), -1)", _reshape_n),
+    ),
+    "jnp.reshape traced": (
+        lambda: fjax.jit(_jnp_reshape_n)(_X6, 2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]), -1)", _jnp_reshape_n),
+    ),
+    "lax.dynamic_slice float size": (
+        lambda: fjax.lax.dynamic_slice(_X6, (0,), (2.5,)),
+        "TypeError",
+        _shape_msg("(2.5,)"),
+    ),
+    "lax.dynamic_slice traced size": (
+        lambda: fjax.jit(_dslice_n)(_X6, 2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]),)", _dslice_n),
+    ),
+    "lax.dynamic_slice_in_dim traced size": (
+        lambda: fjax.jit(_dslice_in_dim_n)(_X6, 2),
+        "TracerIntegerConversionError",
+        "The __index__() method was called on traced array with shape int32[]"
+        f"{_origin(_dslice_in_dim_n, _N)}{_PAGE}TracerIntegerConversionError",
+    ),
+    "jnp.ones traced": (lambda: fjax.jit(_ones_n2)(2), "TypeError", _shape_msg("(JitTracer(~int32[]), 2)", _ones_n2)),
+    "jnp.full traced": (lambda: fjax.jit(_full_2n)(2), "TypeError", _shape_msg("(2, JitTracer(~int32[]))", _full_2n)),
+    "jnp.empty traced": (lambda: fjax.jit(_empty_n)(2), "TypeError", _shape_msg("(JitTracer(~int32[]),)", _empty_n)),
+    "jnp.zeros_like traced shape": (
+        lambda: fjax.jit(_zeros_like_n)(2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]),)", _zeros_like_n),
+    ),
+    "jnp.broadcast_to traced": (
+        lambda: fjax.jit(_broadcast_to_n)(_X6, 2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]), 6)", _broadcast_to_n),
+    ),
+    "lax.full traced": (
+        lambda: fjax.jit(_lax_full_n)(2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]),)", _lax_full_n),
+    ),
+    "lax.iota traced": (lambda: fjax.jit(_iota_n)(2), "TypeError", _shape_msg("(JitTracer(~int32[]),)", _iota_n)),
+    "lax.reshape traced": (
+        lambda: fjax.jit(_lax_reshape_n)(_X6, 2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]), 3)", _lax_reshape_n),
+    ),
+    "random.normal traced shape": (
+        lambda: fjax.jit(_normal_n)(2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]),)", _normal_n),
+    ),
+    "jnp.eye traced": (
+        lambda: fjax.jit(_eye_n)(2),
+        "TypeError",
+        _shape_msg("(JitTracer(~int32[]),)", _eye_n, " argument of 'N' jnp.eye()."),
+    ),
+    "jnp.repeat traced repeats": (
+        lambda: fjax.jit(_repeat_n)(_X6, 2),
+        "ConcretizationTypeError",
+        _concrete(
+            "int32[]",
+            "When jit-compiling jnp.repeat, the total number of repeats must be static. To fix this, either specify "
+            "a static value for `repeats`, or pass a static value to `total_repeat_length`.",
+            _repeat_n,
+            _N,
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SHAPE_CASES)
+def test_shape_errors_are_jaxs(name):
+    call, typ, msg = SHAPE_CASES[name]
+    assert _raises(call) == (typ, msg)
+
+
+def test_shapes_still_computed():
+    # the valid neighbours: concrete sizes given as arrays and numpy integers, static sizes under jit
+    assert jnp.zeros(jnp.int32(3)).shape == (3,)
+    assert jnp.ones((jnp.array(2), np.int64(3))).shape == (2, 3)
+    assert _X6.reshape(jnp.array(2), 3).shape == (2, 3)
+    assert fjax.jit(_jnp_reshape_n, static_argnums=1)(_X6, 2).shape == (2, 3)
+    assert fjax.jit(_dslice_n, static_argnums=1)(_X6, 4).shape == (4,)
+    np.testing.assert_array_equal(fjax.lax.dynamic_slice(jnp.arange(6), (np.int32(1),), (np.int64(3),)), [1, 2, 3])
+
+
+# ---------------------------------------------------------------------------------------------
+# indexing: a traced boolean mask, advanced indices that do not broadcast (JAX's ValueError)
+
+_A456 = jnp.ones((4, 5, 6))
+_MASK = jnp.array([True, False, True, False])
+
+INDEX_CASES = {
+    "mask under jit": (lambda: fjax.jit(lambda m: _A456[m])(_MASK), "NonConcreteBooleanIndexError"),
+    "mask at[].set under jit": (
+        lambda: fjax.jit(lambda m: _A456.at[m].set(0.0))(_MASK),
+        "NonConcreteBooleanIndexError",
+    ),
+    "mask under vmap": (
+        lambda: fjax.vmap(lambda m: _A456[m])(jnp.stack([_MASK, _MASK])),
+        "NonConcreteBooleanIndexError",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", INDEX_CASES)
+def test_traced_mask_error_is_jaxs(name):
+    call, typ = INDEX_CASES[name]
+    assert _raises(call) == (
+        typ,
+        f"Array boolean indices must be concrete; got bool[4]\n{_PAGE}NonConcreteBooleanIndexError",
+    )
+
+
+@pytest.mark.parametrize(
+    "index, shapes",
+    [
+        (([0, 1], [1, 2, 3]), "[(2,), (3,)]"),
+        ((0, [0, 1], [1, 2, 3]), "[(), (2,), (3,)]"),
+        (([0, 1], slice(None), [1, 2, 3]), "[(2,), (3,)]"),
+        ((np.array([[0], [1]]), [1, 2, 3], [1, 2]), "[(2, 1), (3,), (2,)]"),
+    ],
+)
+def test_index_broadcast_error_is_jaxs(index, shapes):
+    want = ("ValueError", f"Incompatible shapes for broadcasting: shapes={shapes}")
+    assert _raises(lambda: _A456[index]) == want
+    assert _raises(lambda: _A456.at[index].set(0.0)) == want

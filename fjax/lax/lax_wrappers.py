@@ -273,7 +273,7 @@ def broadcast_in_dim(
 ) -> Any:
     """Broadcast ``operand`` to ``shape``, operand dim i going to ``broadcast_dimensions[i]``
     (``out_sharding``: the result's sharding, fjax/_out_sharding.py)."""
-    shape = tuple(int(s) for s in shape)
+    shape = core.canonicalize_shape(shape)
     bd = tuple(int(d) for d in broadcast_dimensions)
     if core.get_aval(operand).shape == shape and bd == tuple(range(len(shape))):
         out = operand
@@ -299,7 +299,7 @@ def reshape(
     operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *, out_sharding: Any = None
 ) -> Any:
     """Reshape (after transposing by ``dimensions`` if given)."""
-    new_sizes = tuple(int(s) for s in new_sizes)
+    new_sizes = core.canonicalize_shape(new_sizes)
     aval = core.get_aval(operand)
     dims = None if dimensions is None or tuple(dimensions) == tuple(range(aval.ndim)) else tuple(dimensions)
     if aval.shape == new_sizes and dims is None:
@@ -353,7 +353,9 @@ def rev(operand: Any, dimensions: Sequence[int]) -> Any:
 
 def iota(dtype: Any, size: int) -> Any:
     """[0, 1, ..., size-1] of the given dtype."""
-    return broadcasted_iota(dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"), (int(size),), 0)
+    return broadcasted_iota(
+        dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"), core.canonicalize_shape((size,)), 0
+    )
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sharding: Any = None) -> Any:
@@ -366,7 +368,7 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *, out_sh
         (),
         dict(
             dtype=dtypes.canonicalize_user_dtype(_np_type(dtype), "broadcasted_iota"),
-            shape=tuple(int(s) for s in shape),
+            shape=core.canonicalize_shape(shape),
             dimension=int(dimension),
         ),
     )
@@ -530,7 +532,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
     (any sharding, as ``device_put``), which is ignored under ``jit`` (as JAX's documentation says)."""
     if sharding is not None:
         return _out_sharding.place(full(shape, fill_value, dtype), sharding, "lax.full")
-    shape = tuple(int(s) for s in shape)
+    shape = core.canonicalize_shape(shape)
     if dtype is None and dtypes.is_python_scalar(fill_value):
         # converted as JAX's convert_element_type converts a Python scalar (numpy's astype): an int
         # outside the default int dtype wraps, one of 2**64 or more is numpy's OverflowError

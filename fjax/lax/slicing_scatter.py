@@ -8,6 +8,8 @@ defined above its import of this module, and slicing.py re-exports every name de
 
 from __future__ import annotations
 
+import operator
+
 from fjax.lax import slicing as _slicing
 
 globals().update({k: v for k, v in vars(_slicing).items() if not (k.startswith("__") and k.endswith("__"))})
@@ -577,7 +579,11 @@ def dynamic_slice(
     negative indices count from the end when ``allow_negative_indices``)."""
     shape = core.get_aval(operand).shape
     idxs = _canon_start_indices("dynamic_slice", shape, start_indices, allow_negative_indices)
-    return core.bind(dynamic_slice_p, [operand] + idxs, dict(slice_sizes=_tup(slice_sizes)))
+    try:  # JAX's canonicalize_shape: integers only (a float or traced size is refused)
+        sizes = tuple(operator.index(s) for s in slice_sizes)
+    except TypeError:
+        raise core.invalid_shape_error(tuple(slice_sizes)) from None
+    return core.bind(dynamic_slice_p, [operand] + idxs, dict(slice_sizes=sizes))
 
 
 def dynamic_update_slice(
@@ -603,7 +609,7 @@ def dynamic_slice_in_dim(
     shape = core.get_aval(operand).shape
     axis = _canon_axis(axis, len(shape), "dynamic_slice_in_dim")
     sizes = list(shape)
-    sizes[axis] = int(slice_size)
+    sizes[axis] = operator.index(slice_size)  # (traced: JAX's TracerIntegerConversionError)
     allow = [allow_negative_indices if k == axis else True for k in range(len(shape))]
     return dynamic_slice(operand, _in_dim_starts(len(shape), axis, start_index), sizes, allow_negative_indices=allow)
 

@@ -79,7 +79,12 @@ def _shape_tuple(args: tuple, what: str) -> tuple:
         and not (isinstance(args[0], (Array, Tracer)) and args[0].ndim == 0)
     ):
         args = tuple(args[0]) if args[0] is not None else ()
-    return tuple(operator.index(a) for a in args)
+    try:
+        return tuple(operator.index(a) for a in args)
+    except TypeError:
+        if what != "reshape":
+            raise
+        raise core.invalid_shape_error(args) from None  # JAX's message, as jnp.reshape
 
 
 def _reshape(self: Any, *shape: Any, order: str = "C") -> Any:

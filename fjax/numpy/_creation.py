@@ -444,12 +444,9 @@ def _shape_arg(shape: Any, fn: str, nonnegative: bool = True) -> tuple[int, ...]
     if not isinstance(shape, (list, tuple, np.ndarray)) and not (isinstance(shape, (Array, Tracer)) and shape.ndim):
         shape = (shape,)  # one size, as JAX's canonicalize_shape takes it (a string included)
     try:
-        out = tuple(operator.index(core.concrete_or_error(s, f"shape argument of jnp.{fn}")) for s in shape)
-    except TypeError as err:
-        if isinstance(err, core.ConcretizationTypeError):
-            raise
-        msg = f"Shapes must be 1D sequences of concrete values of integer type, got {tuple(shape)}."
-        raise TypeError(msg) from None
+        out = tuple(operator.index(s) for s in shape)  # (a traced size: TracerIntegerConversionError)
+    except TypeError:
+        raise core.invalid_shape_error(tuple(shape)) from None
     if nonnegative:
         _check_nonnegative(out)
     return out
@@ -763,14 +760,9 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
 
 def _eye_dim(d: Any, name: str) -> int:
     try:
-        return operator.index(core.concrete_or_error(d, f"{name} argument of jnp.eye"))
-    except TypeError as err:
-        if isinstance(err, core.ConcretizationTypeError):
-            raise
-        raise TypeError(  # JAX's wording, word for word
-            f"Shapes must be 1D sequences of concrete values of integer type, got {(d,)}. argument of '{name}' "
-            "jnp.eye()."
-        ) from None
+        return operator.index(d)  # (a traced size: TracerIntegerConversionError, a TypeError)
+    except TypeError:
+        raise core.invalid_shape_error((d,), f"argument of '{name}' jnp.eye()") from None
 
 
 def identity(n: int, dtype: Any = None) -> Any:

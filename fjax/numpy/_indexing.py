@@ -30,11 +30,13 @@ __all__ = ["NonConcreteBooleanIndexError", "argwhere", "flatnonzero", "nonzero"]
 
 class NonConcreteBooleanIndexError(core.JAXIndexError):
     """A boolean mask used as an index is traced: its number of True entries (and so the
-    shape of the result) is not known at trace time."""
+    shape of the result) is not known at trace time. Raised as JAX's, with the mask's abstract
+    value (``NonConcreteBooleanIndexError(aval)``), or with a message."""
 
-
-class _IndexBroadcastError(IndexError, ValueError):
-    """Advanced indices whose shapes don't broadcast (IndexError in numpy, ValueError in JAX)."""
+    def __init__(self, tracer: Any) -> None:
+        if not isinstance(tracer, str):
+            tracer = f"Array boolean indices must be concrete; got {tracer}\n"
+        super().__init__(tracer)
 
 
 def broadcast_to_error(aval: Any, shape: tuple) -> Exception | None:
@@ -166,12 +168,7 @@ def _parse(shape: tuple[int, ...], idx: Any) -> tuple[list[_Entry], list[int]]:
                     continue
                 c = _concrete(i)
                 if c is None:
-                    raise NonConcreteBooleanIndexError(
-                        f"Array boolean indices must be concrete; got {core.get_aval(i).str_short()}. The shape of "
-                        "the result of boolean-mask indexing depends on the mask's values, which are not known at "
-                        "trace time. Use jnp.where(mask, x, fill) to keep the shape static, or pass size= to "
-                        "jnp.nonzero (see jax.errors.NonConcreteBooleanIndexError)."
-                    )
+                    raise NonConcreteBooleanIndexError(core.get_aval(i))
                 items.append(("mask", np.asarray(c)))
             elif _dkind(dt) in "iu":
                 if np.ndim(i) == 0:
@@ -293,10 +290,9 @@ class _GatherIndexer:
         try:
             bshape = _util.broadcast_shapes("indexing", *adv_shapes) if adv_shapes else ()
         except ValueError:
-            raise _IndexBroadcastError(
-                "shape mismatch: indexing arrays could not be broadcast together with shapes "
-                + " ".join(str(tuple(s)) for s in adv_shapes)
-            ) from None
+            # JAX's ValueError (numpy raises an IndexError)
+            shapes = [tuple(s) for s in adv_shapes]
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
         contiguous = bool(adv_pos) and adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
         contiguous = contiguous and not any(
             e.pos in range(adv_pos[0], adv_pos[-1] + 1) and not _is_adv(e) for e in entries

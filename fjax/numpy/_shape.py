@@ -108,9 +108,9 @@ def _shape_tuple(fn: str, shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) or (isinstance(shape, (Array, Tracer, np.ndarray)) and np.ndim(shape) == 0):
         shape = (shape,)
     try:
-        return tuple(_static_int(s, f"shape argument of {fn}") for s in shape)
-    except TypeError as e:
-        raise TypeError(f"{fn}: shape must be a sequence of integers, got {shape!r}") from e
+        return tuple(operator.index(s) for s in shape)  # (a traced size: TracerIntegerConversionError)
+    except TypeError:
+        raise core.invalid_shape_error(tuple(shape)) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -653,7 +653,9 @@ def repeat(
         return getitem(a, pre + (idx.astype(_INDEX_DTYPE),))
     if total_repeat_length is None:
         core.concrete_or_error(
-            repeats, "jnp.repeat with a non-constant `repeats` requires the `total_repeat_length` argument"
+            repeats,
+            "When jit-compiling jnp.repeat, the total number of repeats must be static. To fix this, either "
+            "specify a static value for `repeats`, or pass a static value to `total_repeat_length`.",
         )
     from fjax.lax import other  # noqa: PLC0415
 
