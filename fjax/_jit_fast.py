@@ -16,12 +16,15 @@ tiered compiles, retries, ``jax_no_execution``, ``jax_debug_nans``) and donation
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from fjax import _tree_lifted as tu
 from fjax import core, dtypes
+from fjax._core_values import DeletedArray as _DeletedArray
+from fjax.config import config
 from fjax.core import Array
 from fjax.tree_util import _flatten
 
@@ -98,6 +101,11 @@ def leaf_signature(x: Any) -> Any:
     )
 
 
+# (type, x64) -> signature of a Python scalar: weakly typed, of the default dtype (bool: not weak)
+_scalar_sigs: dict = {}
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
 def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
     """Append each leaf's signature to ``key`` and its numpy value (None: convert it on the call)
     to ``vals``; whether some value is to convert, or None when a leaf needs the general path (a
@@ -110,7 +118,18 @@ def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
             key.append((v.shape, v.dtype, x.weak_type))
             vals.append(v)
             continue
-        if isinstance(x, core.Tracer) or type(x) in tu._lifted:
+        t = type(x)
+        if t is float or t is int or t is bool or t is complex:
+            sig = _scalar_sigs.get((t, config.jax_enable_x64))
+            if sig is None:
+                sig = _scalar_sigs[(t, config.jax_enable_x64)] = leaf_signature(x)
+            dt = sig[1]
+            if t is int and not (_I32_MIN <= x <= _I32_MAX):  # JAX's OverflowError (or a wrap): as
+                return None  # array_from_python_scalar converts it, on the general path
+            key.append(sig)
+            vals.append(np.array(x, dt))
+            continue
+        if isinstance(x, core.Tracer) or t in tu._lifted:
             return None
         try:
             key.append(leaf_signature(x))
@@ -121,38 +140,63 @@ def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
     return convert
 
 
+def _plan(wrapped: Any, nargs: int, names: tuple) -> tuple:
+    """How to pick a call's static values and dynamic arguments (as ``JitWrapped._split`` does)
+    for ``nargs`` positional arguments and keyword arguments ``names`` (in call order)."""
+    static_idx = tuple(i % nargs for i in wrapped.static_argnums if -nargs <= i < nargs)
+    dyn_idx = tuple(i for i in range(nargs) if i not in static_idx)
+    sa = wrapped.static_argnames
+    static_kw = tuple(sorted(k for k in names if k in sa))
+    dyn_kw = tuple(sorted(k for k in names if k not in sa))
+    contiguous = dyn_idx == tuple(range(dyn_idx[0], dyn_idx[-1] + 1)) if dyn_idx else True
+    return (
+        operator.itemgetter(*static_idx) if static_idx else None,
+        operator.itemgetter(*static_kw) if static_kw else None,
+        slice(dyn_idx[0], dyn_idx[-1] + 1) if dyn_idx and contiguous else (slice(0, 0) if not dyn_idx else None),
+        dyn_idx,
+        dyn_kw,
+    )
+
+
 def general_key(wrapped: Any, args: tuple, kwargs: dict, cfg: Any) -> tuple | None:
-    """``(key, leaves, vals, convert)`` of a call with static or keyword arguments (``leaves`` in the order
-    the general path flattens ``(dyn_args, dyn_kwargs)``: keyword arguments by sorted name), or
-    None for the general path."""
+    """``(key, leaves, vals, convert)`` of a call with static or keyword arguments (``leaves`` in
+    the order the general path flattens ``(dyn_args, dyn_kwargs)``: keyword arguments by sorted
+    name), or None for the general path."""
     nargs = len(args)
-    names = tuple(kwargs)
+    names = tuple(kwargs) if kwargs else None
     plans = wrapped._plans
     plan = plans.get((nargs, names))
     if plan is None:
-        static_idx = tuple(i % nargs for i in wrapped.static_argnums if -nargs <= i < nargs)
-        sa = wrapped.static_argnames
-        plan = (
-            static_idx,
-            tuple(i for i in range(nargs) if i not in static_idx),
-            tuple(sorted(k for k in names if k in sa)),
-            tuple(sorted(k for k in names if k not in sa)),
-        )
+        plan = _plan(wrapped, nargs, names or ())
         if len(plans) > 256:
             plans.clear()
         plans[(nargs, names)] = plan
-    static_idx, dyn_idx, static_kw, dyn_kw = plan
-    statics = tuple([args[i] for i in static_idx] + [kwargs[k] for k in static_kw])
-    dyn = [args[i] for i in dyn_idx] + [kwargs[k] for k in dyn_kw]
-    for a in dyn:
-        if type(a) is not Array:
-            leaves: list = []
-            spec = _flatten(tuple(dyn), leaves.append)
-            break
-    else:
-        leaves, spec = dyn, tuple_spec(len(dyn))
-    key = [cfg, spec, nargs, names, statics]
+    s_get, skw_get, dyn_slice, dyn_idx, dyn_kw = plan
+    key = [
+        cfg,
+        None,
+        nargs,
+        names,
+        s_get(args) if s_get is not None else None,
+        skw_get(kwargs) if skw_get is not None else None,
+    ]
+    dyn = args[dyn_slice] if dyn_slice is not None else [args[i] for i in dyn_idx]
+    if dyn_kw:
+        dyn = [*dyn, *[kwargs[k] for k in dyn_kw]]
     vals: list = []
+    for x in dyn:
+        if type(x) is not Array:
+            break
+        v = x._value
+        key.append((v.shape, v.dtype, x.weak_type))
+        vals.append(v)
+    else:
+        key[1] = tuple_spec(len(dyn))
+        return tuple(key), dyn, vals, False
+    leaves: list = []
+    key[1] = _flatten(tuple(dyn), leaves.append)
+    del key[6:]
+    vals.clear()
     convert = leaf_key(leaves, key, vals)
     if convert is None:
         return None
@@ -180,3 +224,22 @@ def wrap_outputs(outs: list, meta: tuple) -> list:
 
 
 _new_array = Array.__new__
+
+
+# (shape, dtype) -> the value a deleted array keeps (no data: a broadcast zero, read-only)
+_dead: dict = {}
+_set_value = Array._value.__set__
+
+
+def delete(x: Array) -> None:
+    """``x.delete()`` for a plain ``Array`` donated to a jitted call, sharing the data-less value
+    per (shape, dtype): ``np.broadcast_to`` costs microseconds per call (as ``Array.delete``)."""
+    v = x._value
+    k = (v.shape, v.dtype)
+    dead = _dead.get(k)
+    if dead is None:
+        if len(_dead) > 1024:
+            _dead.clear()
+        dead = _dead[k] = np.broadcast_to(np.zeros((), v.dtype), v.shape)
+    _set_value(x, dead)
+    x.__class__ = _DeletedArray

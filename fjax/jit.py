@@ -108,8 +108,15 @@ def _donate(args: tuple, donate_argnums: tuple, closed: ClosedJaxpr) -> None:
     """After an eager call: delete the donated argument arrays an output of the same shape and
     dtype could take over (as XLA aliases them; a later use raises JAX's ``RuntimeError``), and
     warn once per program about the ones no output could use, with JAX's message."""
-    leaves = [x for i in donate_argnums if i < len(args) for x in tu.tree_leaves(args[i])]
-    donated = [x for x in leaves if type(x) is core.Array]
+    n = len(args)
+    donated = []
+    for i in donate_argnums:
+        if i < n:
+            a = args[i]
+            if type(a) is Array:
+                donated.append(a)
+            else:
+                donated.extend([x for x in tu.tree_leaves(a) if type(x) is Array])
     if not donated:
         return
     plan = _donation_plans.get(closed)
@@ -135,7 +142,7 @@ def _donate(args: tuple, donate_argnums: tuple, closed: ClosedJaxpr) -> None:
             )
     for x, ok in zip(donated, plan):
         if ok:
-            x.delete()
+            _jit_fast.delete(x)
 
 
 def _jit_impl_guarded(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
