@@ -26,7 +26,7 @@ from fjax import core, dtypes
 from fjax._core_values import DeletedArray as _DeletedArray
 from fjax.config import config
 from fjax.core import Array
-from fjax.tree_util import _flatten
+from fjax.tree_util import _NONE_SPEC, _flatten
 
 # most fast keys a function keeps (static arguments with ever-new values would grow it for good)
 MAX_FAST_KEYS = 1024
@@ -45,7 +45,7 @@ def tuple_spec(n: int) -> tuple:
 class FastEntry:
     """What a fast-key hit runs: the traced program and its output metadata."""
 
-    __slots__ = ("closed", "consts", "const_vals", "out_tree", "out_meta", "single")
+    __slots__ = ("closed", "consts", "const_vals", "out_tree", "out_meta", "single", "run", "run_for")
 
     def __init__(self, closed: core.ClosedJaxpr, consts: list, const_vals: list, out_tree: Any) -> None:
         self.closed = closed
@@ -57,6 +57,10 @@ class FastEntry:
             (a.dtype, a.weak_type, a.dtype.kind == "V" and a.dtype == _FLOAT0, a.shape) for a in closed.out_avals
         )
         self.single = out_tree._spec is None  # one array out: no unflattening
+        # the callable ``jit._jit_impl`` settled on (``jit._settle``) and (compile hook, expanded
+        # jaxpr, compile-cache generation) it was settled for
+        self.run: Any = None
+        self.run_for: tuple = ()
 
 
 def make_entry(entry: tuple, flat: list, leaves: list) -> FastEntry | None:
@@ -106,6 +110,87 @@ _scalar_sigs: dict = {}
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
+_NONES: list = []
+
+
+def _nones(n: int) -> tuple:
+    while len(_NONES) <= n:
+        _NONES.append((None,) * len(_NONES))
+    return _NONES[n]
+
+
+def _tree_key(x: Any, key: list, vals: list) -> Any:
+    """The tree spec of ``x`` (as ``tree_util._flatten`` builds it) when it is made of tuples,
+    lists, dicts and None around plain ``Array`` leaves, their signatures and values appended as
+    it goes (one pass: flattening and signing a params dict in one loop); None otherwise."""
+    t = type(x)
+    if t is dict:
+        try:
+            aux = tuple(sorted(x))
+        except TypeError:
+            return None  # (tree_util's ValueError, from the general path)
+        children = [x[k] for k in aux]
+    elif t is tuple or t is list:
+        aux = None
+        children = x
+    elif x is None:
+        return _NONE_SPEC
+    else:
+        return None
+    kids = None
+    for i, c in enumerate(children):
+        if type(c) is Array:
+            v = c._value
+            key.append((v.shape, v.dtype, c.weak_type))
+            vals.append(v)
+            if kids is not None:
+                kids.append(None)
+            continue
+        if kids is None:
+            kids = [None] * i
+        tc = type(c)
+        if tc is float or tc is int or tc is bool or tc is complex:
+            if not _scalar_key(c, tc, key, vals):
+                return None
+            kids.append(None)
+            continue
+        s = _tree_key(c, key, vals)
+        if s is None:
+            return None
+        kids.append(s)
+    return (t, aux, _nones(len(children)) if kids is None else tuple(kids))
+
+
+def tree_key(args: tuple, key: list, vals: list) -> bool:
+    """Set ``key[1]`` to the spec of ``args`` and append its leaves' signatures and values, for
+    ``args`` made of tuples, lists, dicts and None around plain arrays and Python scalars (the
+    leaves are not collected: ``leaves_of`` when needed); False for the general path."""
+    spec = _tree_key(args, key, vals)
+    if spec is None:
+        return False
+    key[1] = spec
+    return True
+
+
+def leaves_of(args: tuple) -> list:
+    leaves: list = []
+    _flatten(args, leaves.append)
+    return leaves
+
+
+def _scalar_key(x: Any, t: type, key: list, vals: list) -> bool:
+    """Append a Python scalar's signature and value (False: an int that does not fit int32, left
+    to the general path, which raises JAX's OverflowError or wraps it as ``to_array`` does)."""
+    sig = _scalar_sigs.get((t, config.jax_enable_x64))
+    if sig is None:
+        sig = _scalar_sigs[(t, config.jax_enable_x64)] = leaf_signature(x)
+    if t is int and not (_I32_MIN <= x <= _I32_MAX):
+        return False
+    key.append(sig)
+    vals.append(np.array(x, sig[1]))
+    return True
+
+
 def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
     """Append each leaf's signature to ``key`` and its numpy value (None: convert it on the call)
     to ``vals``; whether some value is to convert, or None when a leaf needs the general path (a
@@ -120,14 +205,8 @@ def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
             continue
         t = type(x)
         if t is float or t is int or t is bool or t is complex:
-            sig = _scalar_sigs.get((t, config.jax_enable_x64))
-            if sig is None:
-                sig = _scalar_sigs[(t, config.jax_enable_x64)] = leaf_signature(x)
-            dt = sig[1]
-            if t is int and not (_I32_MIN <= x <= _I32_MAX):  # JAX's OverflowError (or a wrap): as
-                return None  # array_from_python_scalar converts it, on the general path
-            key.append(sig)
-            vals.append(np.array(x, dt))
+            if not _scalar_key(x, t, key, vals):
+                return None
             continue
         if isinstance(x, core.Tracer) or t in tu._lifted:
             return None

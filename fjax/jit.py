@@ -145,6 +145,36 @@ def _donate(args: tuple, donate_argnums: tuple, closed: ClosedJaxpr) -> None:
             _jit_fast.delete(x)
 
 
+def _run_key(closed: ClosedJaxpr) -> tuple:
+    """What the callable ``_jit_impl`` runs for ``closed`` depends on, beside the options checked
+    on each call: the compile hook, the expanded jaxpr and the compile cache's generation."""
+    hook = compile_hook
+    if hook is None:
+        return (None, closed if lowering_expander is None else lowering_expander(closed), None)
+    return (hook, closed if lowering_expander is None else lowering_expander(closed), hook.generation[0])
+
+
+def _settle(fe: _jit_fast.FastEntry) -> None:
+    """Keep on ``fe`` the callable ``_jit_impl`` runs for its program once that is final (its compile
+    done, no retry pending), so later calls with that signature run it directly."""
+    fe.run = None
+    if _jit_impl is not _jit_impl_plain or cpu_precision_check is not None or _debug_nans.active:
+        return
+    hook = compile_hook
+    if hook is not None and getattr(hook, "settled", None) is None:
+        return  # a hook of another kind: ask it on every call
+    key = _run_key(fe.closed)
+    jaxpr = key[1]
+    if hook is None:
+        fn = None
+    else:
+        done, fn = hook.settled(jaxpr)
+        if not done:
+            return
+    fe.run = fn if fn is not None else functools.partial(_eval_flat, jaxpr)
+    fe.run_for = key
+
+
 def _jit_impl_guarded(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
     _check_execution(name)
     return _jit_impl_plain(*args, jaxpr=jaxpr, name=name)
@@ -737,13 +767,17 @@ class JitWrapped:
             convert = False
             for x in args:
                 if type(x) is not Array:
-                    leaves = []
-                    key[1] = _flatten(args, leaves.append)
                     vals.clear()
                     del key[2:]
-                    convert = _jit_fast.leaf_key(leaves, key, vals)
-                    if convert is None:
-                        return self._call(args, kwargs, None, None)
+                    leaves = None  # (collected when needed: a miss, the placement hook)
+                    if not _jit_fast.tree_key(args, key, vals):  # leaves other than plain arrays or custom nodes
+                        leaves = []
+                        key[1] = _flatten(args, leaves.append)
+                        vals.clear()
+                        del key[2:]
+                        convert = _jit_fast.leaf_key(leaves, key, vals)
+                        if convert is None:
+                            return self._call(args, kwargs, None, None)
                     break
                 v = x._value
                 key.append((v.shape, v.dtype, x.weak_type))
@@ -757,10 +791,12 @@ class JitWrapped:
         except TypeError:  # an unhashable static argument: the general path raises JAX's error
             return self._call(args, kwargs, None, None)
         if fe is None:
-            return self._call(args, kwargs, key, leaves)
+            return self._call(args, kwargs, key, _jit_fast.leaves_of(args) if leaves is None else leaves)
         closed = fe.closed
         hook = core.placement_hook
         if hook is not None:
+            if leaves is None:
+                leaves = _jit_fast.leaves_of(args)
             # inputs on a GPU or committed to a device, or a default device that is not the host's:
             # run where they live (fjax._placement)
             ins = fe.consts + list(leaves) if fe.consts else list(leaves)
@@ -773,7 +809,19 @@ class JitWrapped:
                     vals[i] = core.to_array(leaves[i], self.name)._value
         if fe.const_vals:
             vals = fe.const_vals + vals
-        res = _jit_fast.wrap_outputs(_jit_impl(*vals, jaxpr=closed, name=self.name), fe.out_meta)
+        run = fe.run
+        if (
+            run is not None
+            and _jit_impl is _jit_impl_plain
+            and cpu_precision_check is None
+            and not _debug_nans.active
+            and _run_key(closed) == fe.run_for
+        ):
+            outs = run(*vals)  # (what _jit_impl would run, settled for this program: _settle)
+        else:
+            outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
+            _settle(fe)
+        res = _jit_fast.wrap_outputs(outs, fe.out_meta)
         if self.donate_argnums:
             _donate(args, self.donate_argnums, closed)
         return res[0] if fe.single else fe.out_tree._unflatten_unchecked(res)

@@ -127,6 +127,22 @@ def compile_jaxpr(
     return _compile_locked(closed, backend)
 
 
+def _settled(closed: ClosedJaxpr, backend: str = DEFAULT_BACKEND) -> tuple[bool, Callable | None]:
+    """(True, what ``compile_jaxpr`` returns for ``closed``) once that is final for this generation
+    of the cache: compiled (or nothing to compile), no background compile or retry pending; else
+    (False, None). ``fjax.jit`` keeps such a callable per call signature and runs it directly
+    while ``_generation`` (``compile_jaxpr.generation``) is unchanged."""
+    cache = closed.compiled
+    entry = cache.get(backend) if cache is not None else None
+    if entry is not None and entry[0] == _generation[0] and entry[2] == 0:
+        return True, entry[1]
+    return False, None
+
+
+compile_jaxpr.settled = _settled  # type: ignore[attr-defined]
+compile_jaxpr.generation = _generation  # type: ignore[attr-defined]
+
+
 # ---- tiered compilation: evaluate eagerly while a background thread compiles --------------------
 
 _tier = threading.local()  # .depth: inside an eager evaluation standing in for a program compiling
