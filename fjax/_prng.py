@@ -107,10 +107,8 @@ class PRNGKeyArray:
     def astype(self, dtype: Any) -> PRNGKeyArray:
         if dtype is KEY_DTYPE or isinstance(dtype, KeyDtype):
             return self
-        raise ValueError(  # as JAX's convert_element_type raises
-            f"Cannot convert a key array (dtype {KEY_DTYPE}) to {dtype}: use jax.random.key_data(arr) for its "
-            "integer data"
-        )
+        # JAX's convert_element_type's words (its key.astype fails earlier, leaving the method abstract)
+        raise ValueError(f"Cannot convert_element_type from {KEY_DTYPE} to {np.dtype(dtype)}")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TypeError(
@@ -157,6 +155,76 @@ class PRNGKeyArray:
         return eq if eq is NotImplemented else jnp.logical_not(eq)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+_VALUES = (int, float, complex, bool, np.ndarray, np.generic, core.Array, core.Tracer)
+
+# operator -> (jnp's name, lax's name, the kinds lax accepts) for the errors JAX 0.10.2 raises on
+# key arithmetic: with a number, jnp's "add does not accept dtypes key<fry>, int32."; between two
+# keys, lax's "add does not accept dtype key<fry> at position 0. ..." (None: JAX fails earlier,
+# on numpy's "Cannot interpret 'key<fry>' as a data type")
+_ARITH, _BITS, _CMP = "integer, floating, complexfloating", "integer, bool", "integer, floating, bool"
+_KEY_BINOPS = {
+    "add": ("add", "add", _ARITH),
+    "sub": ("subtract", "sub", _ARITH),
+    "mul": ("multiply", "mul", _ARITH),
+    "truediv": ("true_divide", None, None),
+    "floordiv": ("floor_divide", None, None),
+    "mod": ("remainder", None, None),
+    "and": ("bitwise_and", "and", _BITS),
+    "or": ("bitwise_or", "or", _BITS),
+    "xor": ("bitwise_xor", "xor", _BITS),
+    "lshift": ("left_shift", None, None),
+    "rshift": ("right_shift", None, None),
+    "lt": ("less", "lt", _CMP),
+    "le": ("less_equal", "le", _CMP),
+    "gt": ("greater", "gt", _CMP),
+    "ge": ("greater_equal", "ge", _CMP),
+}
+_KEY_UNOPS = {
+    "neg": ("neg", _ARITH),
+    "abs": ("abs", "floating, complexfloating, signedinteger"),
+    "invert": ("not", _BITS),
+}
+
+
+def _key_binop(op: str, reflected: bool) -> Any:
+    jnp_name, lax_name, kinds = _KEY_BINOPS[op]
+
+    def method(self: PRNGKeyArray, other: Any) -> Any:
+        if isinstance(other, PRNGKeyArray):
+            if lax_name is None:
+                raise TypeError(f"Cannot interpret '{KEY_DTYPE}' as a data type")
+            raise TypeError(
+                f"{lax_name} does not accept dtype {KEY_DTYPE} at position 0. Accepted dtypes at position 0 are "
+                f"subtypes of {kinds}."
+            )
+        if not isinstance(other, _VALUES):
+            return NotImplemented
+        pair = (_dtype_name(other), KEY_DTYPE) if reflected else (KEY_DTYPE, _dtype_name(other))
+        raise TypeError(f"{jnp_name} does not accept dtypes {pair[0]}, {pair[1]}.")
+
+    method.__name__ = f"__{'r' if reflected else ''}{op}__"
+    return method
+
+
+def _key_unop(op: str) -> Any:
+    lax_name, kinds = _KEY_UNOPS[op]
+
+    def method(self: PRNGKeyArray) -> Any:
+        raise TypeError(f"{lax_name} does not accept dtype {KEY_DTYPE}. Accepted dtypes are subtypes of {kinds}.")
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+for _op in _KEY_BINOPS:
+    setattr(PRNGKeyArray, f"__{_op}__", _key_binop(_op, False))
+    if _op not in ("lt", "le", "gt", "ge"):  # (Python reflects a comparison to its mirror)
+        setattr(PRNGKeyArray, f"__r{_op}__", _key_binop(_op, True))
+for _op in _KEY_UNOPS:
+    setattr(PRNGKeyArray, f"__{_op}__", _key_unop(_op))
+PRNGKeyArray.__pos__ = lambda self: self  # type: ignore[attr-defined]
 
 
 def _dtype_name(x: Any) -> str:

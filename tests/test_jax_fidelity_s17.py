@@ -376,3 +376,178 @@ def test_index_broadcast_error_is_jaxs(index, shapes):
     want = ("ValueError", f"Incompatible shapes for broadcasting: shapes={shapes}")
     assert _raises(lambda: _A456[index]) == want
     assert _raises(lambda: _A456.at[index].set(0.0)) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp.array of a Python int outside an explicit integer dtype: numpy's words (JAX converts with
+# np.array); beyond 64 bits, and without a dtype, JAX's own
+
+
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (lambda: jnp.array(2**40, dtype=jnp.int32), "Python integer 1099511627776 out of bounds for int32"),
+        (lambda: jnp.asarray(2**40, dtype=jnp.int32), "Python integer 1099511627776 out of bounds for int32"),
+        (lambda: jnp.array(2**31, dtype=jnp.int32), "Python integer 2147483648 out of bounds for int32"),
+        (lambda: jnp.array(-(2**31) - 1, jnp.int32), "Python integer -2147483649 out of bounds for int32"),
+        (lambda: jnp.array(300, jnp.uint8), "Python integer 300 out of bounds for uint8"),
+        (lambda: jnp.array(-1, jnp.uint32), "Python integer -1 out of bounds for uint32"),
+        (lambda: jnp.array([1, 2**40], jnp.int32), "Python integer 1099511627776 out of bounds for int32"),
+        (lambda: jnp.int32(2**40), "Python integer 1099511627776 out of bounds for int32"),
+        (lambda: jnp.array(2**64), "Python int 18446744073709551616 too large to convert to int32"),
+        (lambda: jnp.array(2**40), "Python int 1099511627776 too large to convert to int32"),
+    ],
+)
+def test_int_overflow_messages_are_jaxs(call, msg):
+    assert _raises(call) == ("OverflowError", msg)
+
+
+@given(st.integers(-(2**31), 2**31 - 1))
+def test_ints_in_range_still_convert(v):
+    assert int(jnp.array(v, dtype=jnp.int32)) == v
+    assert int(jnp.array(20, jnp.int4)) == 4  # int4 wraps, as JAX's (ml_dtypes)
+
+
+# ---------------------------------------------------------------------------------------------
+# smaller families: the context of a traced jnp.arange / jnp.split argument, nn.one_hot's axis,
+# digitize's 2-D bins (JAX's digitize is jitted, so it names bins as a tracer), logsumexp's b
+
+_arange_n = lambda n: jnp.arange(n)  # noqa: E731
+_arange_1n = lambda n: jnp.arange(1, n)  # noqa: E731
+_split_n = lambda x, n: jnp.split(x, n)  # noqa: E731
+
+SMALL_CASES = {
+    "jnp.arange traced stop": (
+        lambda: fjax.jit(_arange_n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "It arose in the jnp.arange argument 'stop'", _arange_n, _N),
+    ),
+    "jnp.arange traced second": (
+        lambda: fjax.jit(_arange_1n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "It arose in the jnp.arange argument 'stop'", _arange_1n, _N),
+    ),
+    "jnp.split traced sections": (
+        lambda: fjax.jit(_split_n)(_X6, 2),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "in jax.numpy.split argument 1", _split_n, _N),
+    ),
+    "one_hot axis": (
+        lambda: fjax.nn.one_hot(jnp.arange(3), 4, axis=3),
+        "ValueError",
+        "axis 3 is out of bounds for array of dimension 2",
+    ),
+    "digitize 2-D bins": (
+        lambda: jnp.digitize(jnp.ones(3), jnp.ones((2, 2))),
+        "ValueError",
+        "digitize: bins must be a 1-dimensional array; got bins=JitTracer(float32[2,2])",
+    ),
+    "logsumexp b shape": (
+        lambda: fjax.scipy.special.logsumexp(jnp.ones(3), b=jnp.ones(4)),
+        "ValueError",
+        "Incompatible shapes for broadcasting: shapes=[(4,), (3,), ()]",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SMALL_CASES)
+def test_small_families_are_jaxs(name):
+    call, typ, msg = SMALL_CASES[name]
+    assert _raises(call) == (typ, msg)
+
+
+def test_logsumexp_with_b_still_computed():
+    a, b = np.arange(3.0, dtype=np.float32), np.array([[1.0, 0.0, 2.0], [0.5, 1.0, 1.0]], np.float32)
+    want = np.log(np.sum(b * np.exp(a)))
+    np.testing.assert_allclose(fjax.scipy.special.logsumexp(jnp.asarray(a), b=jnp.asarray(b)), want, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# arithmetic on typed PRNG keys: JAX's TypeErrors (jnp's, naming both dtypes, against a number;
+# lax's, naming the accepted dtypes, between two keys) and its conversion error
+
+_K = fjax.random.key(0)
+_I16 = jnp.ones(2, jnp.int16)
+_ARITH = "integer, floating, complexfloating"
+_BITS = "integer, bool"
+_CMP = "integer, floating, bool"
+# operator: (jnp's name, lax's name, accepted kinds; None where JAX fails on numpy's dtype parsing)
+_KEY_OPS = {
+    "+": ("add", "add", _ARITH),
+    "-": ("subtract", "sub", _ARITH),
+    "*": ("multiply", "mul", _ARITH),
+    "/": ("true_divide", None, None),
+    "//": ("floor_divide", None, None),
+    "%": ("remainder", None, None),
+    "&": ("bitwise_and", "and", _BITS),
+    "|": ("bitwise_or", "or", _BITS),
+    "^": ("bitwise_xor", "xor", _BITS),
+    "<<": ("left_shift", None, None),
+    ">>": ("right_shift", None, None),
+    "<": ("less", "lt", _CMP),
+    "<=": ("less_equal", "le", _CMP),
+    ">": ("greater", "gt", _CMP),
+    ">=": ("greater_equal", "ge", _CMP),
+}
+_MIRROR = {"<": "greater", "<=": "greater_equal", ">": "less", ">=": "less_equal"}
+
+
+def _apply(op: str, a, b):
+    return eval(f"a {op} b", {"a": a, "b": b})  # noqa: S307 - one of the operators above
+
+
+@pytest.mark.parametrize("op", _KEY_OPS)
+@pytest.mark.parametrize("other, other_dtype", [(1, "int32"), (2.0, "float32"), (_I16, "int16")])
+def test_key_arithmetic_with_numbers_is_jaxs_error(op, other, other_dtype):
+    jnp_name = _KEY_OPS[op][0]
+    assert _raises(lambda: _apply(op, _K, other)) == (
+        "TypeError",
+        f"{jnp_name} does not accept dtypes key<fry>, {other_dtype}.",
+    )
+    if isinstance(other, (int, float)):
+        # a Python number on the left: JAX reflects comparisons to their mirror
+        if op in _MIRROR:
+            want = f"{_MIRROR[op]} does not accept dtypes key<fry>, {other_dtype}."
+        else:
+            want = f"{jnp_name} does not accept dtypes {other_dtype}, key<fry>."
+        assert _raises(lambda: _apply(op, other, _K)) == ("TypeError", want)
+
+
+@pytest.mark.parametrize("op", _KEY_OPS)
+def test_key_arithmetic_between_keys_is_jaxs_error(op):
+    _, lax_name, kinds = _KEY_OPS[op]
+    if lax_name is None:
+        want = "Cannot interpret 'key<fry>' as a data type"
+    else:
+        want = (
+            f"{lax_name} does not accept dtype key<fry> at position 0. Accepted dtypes at position 0 are subtypes "
+            f"of {kinds}."
+        )
+    assert _raises(lambda: _apply(op, _K, _K)) == ("TypeError", want)
+
+
+def test_key_unary_and_conversion_errors_are_jaxs():
+    assert _raises(lambda: -_K) == (
+        "TypeError",
+        f"neg does not accept dtype key<fry>. Accepted dtypes are subtypes of {_ARITH}.",
+    )
+    assert _raises(lambda: abs(_K)) == (
+        "TypeError",
+        "abs does not accept dtype key<fry>. Accepted dtypes are subtypes of floating, complexfloating, signedinteger.",
+    )
+    assert _raises(lambda: ~_K) == (
+        "TypeError",
+        f"not does not accept dtype key<fry>. Accepted dtypes are subtypes of {_BITS}.",
+    )
+    assert _raises(lambda: jnp.asarray(_K, dtype=np.float32)) == (
+        "ValueError",
+        "Cannot convert_element_type from key<fry> to float32",
+    )
+    assert _raises(lambda: fjax.lax.convert_element_type(_K, jnp.uint32)) == (
+        "ValueError",
+        "Cannot convert_element_type from key<fry> to uint32",
+    )
+    # what still works: +key, comparing keys, their data
+    assert bool(+_K == _K)
+    assert bool(_K == _K) and not bool(_K != _K)
+    assert fjax.random.key_data(_K).dtype == np.uint32

@@ -229,7 +229,7 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = jnp.float32, axis: int = -
     out_ndim = x.ndim + 1
     ax = axis + out_ndim if axis < 0 else axis
     if not 0 <= ax < out_ndim:
-        raise ValueError(f"one_hot: axis {axis} out of range for an output of rank {out_ndim}")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {out_ndim}")
     xe = jnp.expand_dims(x, ax)
     shape = [1] * out_ndim
     shape[ax] = num_classes

@@ -351,6 +351,11 @@ def array(
             out = core.array_from_python_scalar(object)
         else:
             if t is int:
+                if np.dtype(dt).kind in "iu" and -(2**63) <= object < 2**64:
+                    # numpy's words (JAX converts with np.array); beyond 64 bits, JAX's own
+                    info = np.iinfo(dt)
+                    if not info.min <= object <= info.max:
+                        raise OverflowError(f"Python integer {object} out of bounds for {dt}")
                 dtypes.check_python_int(object, dt)
             check_python_complex(object, dt)
             out = Array(np.array(object).astype(dt))
@@ -380,7 +385,7 @@ def array(
             try:
                 val = np.array(obj, dtype=target)
             except OverflowError as err:
-                raise OverflowError(f"jnp.array: {err}") from None
+                raise OverflowError(str(err)) from None  # numpy's words, as JAX's
             out = Array(val)
     elif core.array_method(object) is not None:
         return array(core.array_method(object)(), dtype=dtype, copy=copy, ndmin=ndmin)
@@ -576,10 +581,10 @@ def full_like(
 # ranges
 
 
-def _concrete_scalar(x: Any, fn: str) -> Any:
+def _concrete_scalar(x: Any, fn: str, name: str) -> Any:
     if x is None:
         return None
-    v = core.concrete_or_error(x, f"jnp.{fn} requires concrete arguments")
+    v = core.concrete_or_error(x, f"It arose in the jnp.{fn} argument '{name}'")
     if isinstance(v, np.ndarray):
         if v.ndim:
             raise ValueError(f"jnp.{fn}: arguments must be scalars, got shape {v.shape}")
@@ -605,7 +610,9 @@ def arange(
         dt = dtypes.result_type(*args)
         if _dkind(dt) == "b":
             dt = dtypes.default_int_dtype()
-    vals = [_concrete_scalar(a, "arange") for a in (start, stop, step)]
+    # (JAX names a lone argument 'stop')
+    names = ("stop" if stop is None and step is None else "start", "stop", "step")
+    vals = [_concrete_scalar(a, "arange", name) for a, name in zip((start, stop, step), names)]
     if vals[1] is None and vals[2] is None and _dkind(dt) in "iu" and _dkind(np.asarray(vals[0]).dtype) in "iub":
         n = builtins.max(int(vals[0]), 0)
         return lax.iota(dt, n)

@@ -304,7 +304,8 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
     x = _arr(x, "digitize")
     bins = _arr(bins, "digitize")
     if bins.ndim != 1:
-        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+        # (JAX's digitize is jitted: it names bins as a tracer)
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins=JitTracer({core.get_aval(bins)})")
     if bins.shape[0] == 0:
         return C.zeros(x.shape, dtype=np.int32)
     side = "left" if right else "right"

@@ -522,7 +522,7 @@ def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, equal: bool) 
     if isinstance(indices_or_sections, (int, np.integer)) or (
         isinstance(indices_or_sections, (Array, Tracer, np.ndarray)) and np.ndim(indices_or_sections) == 0
     ):
-        k = _static_int(indices_or_sections, f"sections argument of {fn}")
+        k = _static_int(indices_or_sections, f"in jax.numpy.{fn} argument 1")
         if k <= 0:
             raise ValueError(f"{fn}: number of sections must be larger than 0, got {k}")
         if equal and n % k:
@@ -531,7 +531,7 @@ def _split(fn: str, ary: Any, indices_or_sections: Any, axis: int, equal: bool) 
         sizes = [q + 1] * r + [q] * (k - r)
         bounds = np.cumsum([0] + sizes).tolist()
     else:
-        idx = np.asarray(core.concrete_or_error(indices_or_sections, f"indices argument of {fn}"))
+        idx = np.asarray(core.concrete_or_error(indices_or_sections, f"in jax.numpy.{fn} argument 1"))
         if idx.ndim != 1 or (idx.size and _dkind(idx.dtype) not in "iu"):
             raise TypeError(f"{fn}: indices must be an int or a 1-D sequence of integers, got {indices_or_sections!r}")
         bounds = [0] + [int(i) for i in idx] + [n]

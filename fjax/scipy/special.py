@@ -377,8 +377,8 @@ def logsumexp(
 ) -> Any:
     """log(sum(b * exp(a))) over ``axis`` without overflow; with ``return_sign`` also the sign of
     the sum (for negative ``b``), else NaN where the sum is negative."""
-    if b is not None:  # broadcast as JAX's logsumexp does (a ValueError for any mismatch)
-        a, b = broadcast_arrays("logsumexp", *promote_dtypes_inexact("logsumexp", a, b))
+    if b is not None:  # broadcast by the where, as JAX's (its ValueError names the three shapes)
+        a, b = promote_dtypes_inexact("logsumexp", a, b)
         a = jnp.where(b != 0, a, -np.inf)
     else:
         (a,) = _args("logsumexp", a)
