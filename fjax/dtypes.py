@@ -488,7 +488,12 @@ def canonicalize_user_dtype(dtype: DTypeLike, fun_name: str, stacklevel: int = 2
     try:
         out, truncated = _user_canon_cache[key]
     except (KeyError, TypeError):  # TypeError: unhashable dtype-like
-        out = canonicalize_dtype(dtype)
+        try:
+            out = canonicalize_dtype(dtype)
+        except _UnsupportedDtype:  # JAX's words, naming the public function
+            raise TypeError(
+                f"JAX only supports number, bool, and string dtypes, got dtype {dtype} in {fun_name}"
+            ) from None
         truncated = None
         if not x64 and not any(dtype is t for t in _PY_SCALAR_TYPES):
             requested = _as_np_dtype(getattr(dtype, "_np_type", dtype))

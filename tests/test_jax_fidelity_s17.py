@@ -551,3 +551,25 @@ def test_key_unary_and_conversion_errors_are_jaxs():
     assert bool(+_K == _K)
     assert bool(_K == _K) and not bool(_K != _K)
     assert fjax.random.key_data(_K).dtype == np.uint32
+
+
+# ---------------------------------------------------------------------------------------------
+# a dtype fjax (like JAX) does not support, given to a public function: JAX's TypeError naming it
+
+
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (lambda: fjax.lax.convert_element_type(jnp.ones(2), object), "<class 'object'> in convert_element_type"),
+        (lambda: jnp.ones(2).astype(object), "<class 'object'> in astype"),
+        (lambda: jnp.zeros(2, object), "<class 'object'> in zeros"),
+        (lambda: jnp.array([1.0], dtype=object), "<class 'object'> in array"),
+        (lambda: jnp.asarray(jnp.ones(2), dtype="O"), "O in asarray"),
+        (lambda: fjax.lax.convert_element_type(jnp.ones(2), np.str_), "<class 'numpy.str_'> in convert_element_type"),
+        (lambda: fjax.lax.convert_element_type(jnp.ones(2), np.dtype("V4")), "|V4 in convert_element_type"),
+        (lambda: jnp.ones(2, np.datetime64), "<class 'numpy.datetime64'> in ones"),
+    ],
+)
+def test_unsupported_dtype_messages_are_jaxs(call, msg):
+    assert _raises(call) == ("TypeError", f"JAX only supports number, bool, and string dtypes, got dtype {msg}")
+    assert _raises(lambda: jnp.zeros(2, "foo")) == ("TypeError", "data type 'foo' not understood")
