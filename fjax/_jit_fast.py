@@ -221,19 +221,34 @@ def leaf_key(leaves: list, key: list, vals: list) -> bool | None:
 
 def _plan(wrapped: Any, nargs: int, names: tuple) -> tuple:
     """How to pick a call's static values and dynamic arguments (as ``JitWrapped._split`` does)
-    for ``nargs`` positional arguments and keyword arguments ``names`` (in call order)."""
+    for ``nargs`` positional arguments and keyword arguments ``names`` (in call order): getters
+    of the static positional and keyword values, the slice (else the indices) of the dynamic
+    positional arguments, and a getter of the dynamic keyword values as a tuple (sorted by name,
+    as flattening the keyword dict orders them)."""
     static_idx = tuple(i % nargs for i in wrapped.static_argnums if -nargs <= i < nargs)
     dyn_idx = tuple(i for i in range(nargs) if i not in static_idx)
     sa = wrapped.static_argnames
     static_kw = tuple(sorted(k for k in names if k in sa))
     dyn_kw = tuple(sorted(k for k in names if k not in sa))
-    contiguous = dyn_idx == tuple(range(dyn_idx[0], dyn_idx[-1] + 1)) if dyn_idx else True
+    if not dyn_idx:
+        dyn_slice: slice | None = slice(0, 0)
+    elif dyn_idx == tuple(range(dyn_idx[0], dyn_idx[-1] + 1)):
+        dyn_slice = slice(dyn_idx[0], dyn_idx[-1] + 1)
+    else:
+        dyn_slice = None
+    if not dyn_kw:
+        dkw_get = None
+    elif len(dyn_kw) == 1:
+        k0 = dyn_kw[0]
+        dkw_get = lambda d: (d[k0],)  # noqa: E731
+    else:
+        dkw_get = operator.itemgetter(*dyn_kw)
     return (
         operator.itemgetter(*static_idx) if static_idx else None,
         operator.itemgetter(*static_kw) if static_kw else None,
-        slice(dyn_idx[0], dyn_idx[-1] + 1) if dyn_idx and contiguous else (slice(0, 0) if not dyn_idx else None),
+        dyn_slice,
         dyn_idx,
-        dyn_kw,
+        dkw_get,
     )
 
 
@@ -241,27 +256,25 @@ def general_key(wrapped: Any, args: tuple, kwargs: dict, cfg: Any) -> tuple | No
     """``(key, leaves, vals, convert)`` of a call with static or keyword arguments (``leaves`` in
     the order the general path flattens ``(dyn_args, dyn_kwargs)``: keyword arguments by sorted
     name), or None for the general path."""
-    nargs = len(args)
-    names = tuple(kwargs) if kwargs else None
+    pk = (len(args), tuple(kwargs) if kwargs else ())
     plans = wrapped._plans
-    plan = plans.get((nargs, names))
+    plan = plans.get(pk)
     if plan is None:
-        plan = _plan(wrapped, nargs, names or ())
+        plan = _plan(wrapped, *pk)
         if len(plans) > 256:
             plans.clear()
-        plans[(nargs, names)] = plan
-    s_get, skw_get, dyn_slice, dyn_idx, dyn_kw = plan
+        plans[pk] = plan
+    s_get, skw_get, dyn_slice, dyn_idx, dkw_get = plan
+    dyn = args[dyn_slice] if dyn_slice is not None else tuple([args[i] for i in dyn_idx])
+    if dkw_get is not None:
+        dyn += dkw_get(kwargs)
     key = [
         cfg,
         None,
-        nargs,
-        names,
-        s_get(args) if s_get is not None else None,
-        skw_get(kwargs) if skw_get is not None else None,
+        pk,
+        None if s_get is None else s_get(args),
+        None if skw_get is None else skw_get(kwargs),
     ]
-    dyn = args[dyn_slice] if dyn_slice is not None else [args[i] for i in dyn_idx]
-    if dyn_kw:
-        dyn = [*dyn, *[kwargs[k] for k in dyn_kw]]
     vals: list = []
     for x in dyn:
         if type(x) is not Array:
@@ -273,8 +286,8 @@ def general_key(wrapped: Any, args: tuple, kwargs: dict, cfg: Any) -> tuple | No
         key[1] = tuple_spec(len(dyn))
         return tuple(key), dyn, vals, False
     leaves: list = []
-    key[1] = _flatten(tuple(dyn), leaves.append)
-    del key[6:]
+    key[1] = _flatten(dyn, leaves.append)
+    del key[5:]
     vals.clear()
     convert = leaf_key(leaves, key, vals)
     if convert is None:

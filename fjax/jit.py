@@ -13,6 +13,7 @@ import logging
 import operator
 import sys
 import threading
+import types
 import warnings
 import weakref
 from typing import Any, Callable, Iterator, Sequence
@@ -942,9 +943,10 @@ class JitWrapped:
     _backend: str | None = None
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        # a bound method, as JAX's PjitFunction gives (cheaper to make and call than a partial)
         if obj is None:
             return self
-        return functools.partial(self, obj)
+        return types.MethodType(self, obj)
 
     def __repr__(self) -> str:
         # JAX's wording: chex's is_traceable (assert_max_traces' ordering check) looks for it
