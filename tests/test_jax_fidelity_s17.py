@@ -573,3 +573,65 @@ def test_key_unary_and_conversion_errors_are_jaxs():
 def test_unsupported_dtype_messages_are_jaxs(call, msg):
     assert _raises(call) == ("TypeError", f"JAX only supports number, bool, and string dtypes, got dtype {msg}")
     assert _raises(lambda: jnp.zeros(2, "foo")) == ("TypeError", "data type 'foo' not understood")
+
+
+# ---------------------------------------------------------------------------------------------
+# make_jaxpr: a weakly typed traced scalar meeting a strongly typed array of its dtype is converted
+# first (convert_element_type[... weak_type=False]), as JAX's promotion does; two weak operands,
+# and lax (which does not promote), stage no conversion. Texts printed by JAX 0.10.2.
+
+_F32_3, _I32_3 = jnp.ones(3), jnp.ones(3, jnp.int32)
+
+
+def _conv_then(op: str, a: str, b: str, dt: str, short: str, out: str, first: bool = True) -> str:
+    args = "c b" if first else "b c"
+    return (
+        f"{{ lambda ; a:{a}[] b:{b}[3]. let\n"
+        f"    c:{short}[] = convert_element_type[new_dtype={dt} weak_type=False] a\n"
+        f"    d:{out}[3] = {op} {args}\n"
+        "  in (d,) }"
+    )
+
+
+WEAK_CASES = {
+    "weak + f32": (lambda x, y: x + y, (1.0, _F32_3), _conv_then("add", "f32", "f32", "float32", "f32", "f32")),
+    "weak + f16": (
+        lambda x, y: x + y,
+        (1.0, jnp.ones(3, jnp.float16)),
+        _conv_then("add", "f32", "f16", "float16", "f16", "f16"),
+    ),
+    "f16 + weak": (
+        lambda x, y: y + x,
+        (1.0, jnp.ones(3, jnp.float16)),
+        _conv_then("add", "f32", "f16", "float16", "f16", "f16", first=False),
+    ),
+    "weak int + i32": (lambda x, y: x + y, (1, _I32_3), _conv_then("add", "i32", "i32", "int32", "i32", "i32")),
+    "weak int * f32": (lambda x, y: x * y, (1, _F32_3), _conv_then("mul", "i32", "f32", "float32", "f32", "f32")),
+    "maximum": (
+        lambda x, y: jnp.maximum(x, y),
+        (1.0, _F32_3),
+        _conv_then("max", "f32", "f32", "float32", "f32", "f32"),
+    ),
+    "weak * weak": (lambda x, y: x * y, (1.0, 2.0), "{ lambda ; a:f32[] b:f32[]. let c:f32[] = mul a b in (c,) }"),
+    "lax.add": (
+        lambda x, y: fjax.lax.add(x, y),
+        (1.0, jnp.float32(2)),
+        "{ lambda ; a:f32[] b:f32[]. let c:f32[] = add a b in (c,) }",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", WEAK_CASES)
+def test_weak_operand_is_converted_as_jax(name):
+    fn, args, want = WEAK_CASES[name]
+    assert str(fjax.make_jaxpr(fn)(*args)) == want
+
+
+@given(st.floats(-10, 10, allow_nan=False, width=32), st.sampled_from([np.float16, np.float32, np.int32]))
+def test_weak_promotion_values_unchanged(s, dt):
+    y = jnp.arange(3).astype(dt)
+    got = fjax.jit(lambda a, b: a * b + a)(s if dt != np.int32 else int(s), y)
+    sv = s if dt != np.int32 else int(s)
+    want = (np.asarray(sv, dtype=dt) * np.arange(3).astype(dt) + np.asarray(sv, dtype=dt)).astype(dt)
+    assert got.dtype == dt
+    np.testing.assert_allclose(np.asarray(got, np.float64), want.astype(np.float64), rtol=1e-3)

@@ -55,7 +55,6 @@ XFAIL = {
     "split": "JAX 0.10.2 has a split primitive; fjax splits with slices",
     "at_set": "JAX builds a static int index with broadcast_in_dim and marks it sorted and unique; "
     "fjax passes a constant index array",
-    "scan": "JAX converts a weak-typed carry inside the scan body; fjax converts the initial carry outside",
     "jit_dead_code": _INNER_DCE,
     "cond_dead_code": _INNER_DCE,
 }

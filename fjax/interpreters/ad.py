@@ -176,7 +176,7 @@ def linearize_flat(
         pe_trace = pe.StagingTrace(pe_main)
         avals = [core.get_aval(p) for p in primals]
         diff_mask = [_dkind(a.dtype) in "fc" for a in avals]
-        tangent_tracers = [pe_trace.new_arg(tangent_aval(a).strip_weak_type()) for a, d in zip(avals, diff_mask) if d]
+        tangent_tracers = [pe_trace.new_arg(tangent_aval(a)) for a, d in zip(avals, diff_mask) if d]
         it = iter(tangent_tracers)
         tangents = [next(it) if d else Zero(tangent_aval(a)) for a, d in zip(avals, diff_mask)]
         primals_out, tangents_out = jvp_flat(fun, primals, tangents)

@@ -122,7 +122,8 @@ def _promote2(name: str, x: Any, y: Any) -> tuple[Any, Any]:
     tx, ty = type(x), type(y)
     if tx is Array or isinstance(x, Tracer):
         if ty is Array or isinstance(y, Tracer):
-            if x.dtype == y.dtype:
+            # (a weak operand meeting a strong one of its dtype is converted, as JAX's jaxprs show)
+            if x.dtype == y.dtype and x.weak_type == y.weak_type:
                 xs, ys = x.shape, y.shape
                 if xs == ys or not xs or not ys:
                     return x, y

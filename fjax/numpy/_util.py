@@ -73,9 +73,10 @@ def promote_dtypes(fn_name: str, *args: Any) -> list:
 def _convert(x: Any, dt: np.dtype, weak: bool) -> Any:
     if x.dtype == dt and x.weak_type == weak:
         return x
-    if type(x) is Array and x.ndim == 0:
-        # constant-fold scalar conversions (keeps jaxprs free of converts on literals)
-        return Array(np.asarray(x._value.astype(dt)), weak)
+    if type(x) is Array and (x.ndim == 0 or x.dtype == dt):
+        # constant-fold scalar conversions (keeps jaxprs free of converts on literals); a concrete
+        # array that only loses its weak type keeps its buffer
+        return Array(x._value if x.dtype == dt else np.asarray(x._value.astype(dt)), weak)
     return lax._convert_element_type_weak(x, dt, weak)
 
 
