@@ -187,7 +187,11 @@ def _scalar_key(x: Any, t: type, key: list, vals: list) -> bool:
     if t is int and not (_I32_MIN <= x <= _I32_MAX):
         return False
     key.append(sig)
-    vals.append(np.array(x, sig[1]))
+    v = np.array(x, sig[1])
+    # read-only, as every value a compiled program gets: its kernels are compiled for read-only
+    # inputs and a writable one may match no overload of a kernel that two programs share
+    v.setflags(write=False)
+    vals.append(v)
     return True
 
 
