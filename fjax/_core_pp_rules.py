@@ -24,6 +24,8 @@ def printed_name(eqn: JaxprEqn) -> str:
     """The primitive name an equation prints with: a ``debug.print``'s ``debug_callback`` prints as
     JAX's ``debug_print`` (fjax stages it as a ``debug_callback``, which the backends run)."""
     name = eqn.primitive.name
+    if name == "random_bitcast":  # (fjax's name for JAX's bitcast_convert_type primitive)
+        return "bitcast_convert_type"
     if name == "debug_callback":
         shown = getattr(eqn.params["callback"], "printed", None)
         if shown is not None:

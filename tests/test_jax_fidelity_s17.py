@@ -635,3 +635,19 @@ def test_weak_promotion_values_unchanged(s, dt):
     want = (np.asarray(sv, dtype=dt) * np.arange(3).astype(dt) + np.asarray(sv, dtype=dt)).astype(dt)
     assert got.dtype == dt
     np.testing.assert_allclose(np.asarray(got, np.float64), want.astype(np.float64), rtol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# lax.bitcast_convert_type_p: the primitive an equal-width bitcast stages (JAX 0.10.2's text)
+
+
+def test_bitcast_convert_type_p_is_the_staged_primitive():
+    closed = fjax.make_jaxpr(lambda x: fjax.lax.bitcast_convert_type(x, jnp.int32))(jnp.ones(3))
+    assert str(closed) == (
+        "{ lambda ; a:f32[3]. let\n    b:i32[3] = bitcast_convert_type[new_dtype=int32] a\n  in (b,) }"
+    )
+    assert closed.jaxpr.eqns[0].primitive is fjax.lax.bitcast_convert_type_p
+    assert closed.jaxpr.eqns[0].params == {"new_dtype": np.dtype("int32")}
+    np.testing.assert_array_equal(
+        fjax.lax.bitcast_convert_type(jnp.ones(3), jnp.int32), np.ones(3, np.float32).view(np.int32)
+    )

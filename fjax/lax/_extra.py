@@ -576,6 +576,11 @@ def clz(x: Any) -> Any:
     return core.bind1(clz_p, x)
 
 
+# the primitive an equal-width bitcast stages (``random_bitcast``, which fjax.random uses too;
+# it prints as JAX's ``bitcast_convert_type[new_dtype=...]``)
+from fjax._random_arith import _bitcast_p as bitcast_convert_type_p  # noqa: E402
+
+
 def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
     """Reinterpret the bits of ``operand`` as ``new_dtype`` (equal widths: same shape; a narrower
     type adds a trailing axis, a wider one consumes it)."""
@@ -621,6 +626,7 @@ __all__ += [
     "approx_min_k",
     "batch_matmul",
     "bitcast_convert_type",
+    "bitcast_convert_type_p",
     "clz",
     "clz_p",
     "collapse",
