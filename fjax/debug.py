@@ -19,7 +19,7 @@ import numpy as np
 
 from fjax import _tree_lifted as tu
 from fjax import core
-from fjax._callback import bind_debug_callback
+from fjax._callback import _name, bind_debug_callback
 from fjax._debugger import breakpoint  # noqa: A004 - the public name is jax.debug.breakpoint
 
 _logger = logging.getLogger("jax._src.debugging")  # JAX's logger name, so handlers set for JAX see it
@@ -35,7 +35,22 @@ __all__ = [
 ]
 
 
-def callback(
+class _Shown:
+    """A parameter value that prints as ``repr`` of what it holds (a function prints by its
+    ``__name__`` otherwise)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    __str__ = __repr__
+
+
+def debug_callback(
     callback: Callable[..., None] | None = None,
     *args: Any,
     ordered: bool = False,
@@ -49,16 +64,29 @@ def callback(
 
     Two forms, as JAX: ``callback(fn, *args, **kwargs)`` and ``callback(ordered=True)(fn, *args,
     **kwargs)``. fjax runs callbacks in program order whatever ``ordered`` says; ``partitioned``
-    is accepted and ignored (one device).
+    is accepted and ignored (one device). The staged equation prints as JAX 0.10.2's
+    ``debug_callback[callback=<function debug_callback.<locals>._debug_callback.<locals>._flat_callback
+    at 0xXXXXXXXXXXXX> effect=Debug partitioned=False]`` (``effect=OrderedDebug`` when ordered).
     """
-    del ordered, partitioned
+    effect = "OrderedDebug" if ordered else "Debug"
 
     def _debug_callback(fn: Callable[..., None], *c_args: Any, **c_kwargs: Any) -> None:
         if not callable(fn):
             raise TypeError(
                 f"first argument to jax.debug.callback must be callable, but got an object of type {type(fn)}"
             )
-        bind_debug_callback(fn, c_args, c_kwargs)
+
+        def _flat_callback(*a: Any, **k: Any) -> None:  # (named, and nested, as JAX's)
+            fn(*a, **k)
+
+        def printed(tree: Any, static: dict) -> tuple[str, list]:
+            return "debug_callback", [
+                ("callback", _Shown(_flat_callback)),
+                ("effect", effect),
+                ("partitioned", partitioned),
+            ]
+
+        bind_debug_callback(_flat_callback, c_args, c_kwargs, label=_name(fn), printed=printed)
 
     if callback is not None:
         _debug_callback(callback, *args, **kwargs)
@@ -66,6 +94,9 @@ def callback(
     if args or kwargs:
         raise TypeError(f"debug_callback received unexpected arguments in the two-call form: {args=} {kwargs=}")
     return _debug_callback
+
+
+callback = debug_callback  # (jax.debug.callback is JAX's debug_callback)
 
 
 class _FormatChecker(string.Formatter):

@@ -651,3 +651,59 @@ def test_bitcast_convert_type_p_is_the_staged_primitive():
     np.testing.assert_array_equal(
         fjax.lax.bitcast_convert_type(jnp.ones(3), jnp.int32), np.ones(3, np.float32).view(np.int32)
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# jax.debug.callback's staged equation prints JAX 0.10.2's parameters (its callback's address
+# masked, as JAX masks it; the number of X's is the address's length, so it is normalized here)
+
+
+def _cb_text(effect: str, operands: str) -> str:
+    return (
+        "    debug_callback[\n"
+        "      callback=<function debug_callback.<locals>._debug_callback.<locals>._flat_callback at 0xX>\n"
+        f"      effect={effect}\n"
+        "      partitioned=False\n"
+        f"    ] {operands}\n"
+    )
+
+
+def _masked(closed) -> str:
+    import re
+
+    return re.sub(r"0xX+>", "0xX>", str(closed))
+
+
+def test_debug_callback_prints_jaxs_params():
+    def cb(*_):
+        pass
+
+    def f(x):
+        fjax.debug.callback(cb, x)
+        return x + 1
+
+    def g(x):
+        fjax.debug.callback(cb, x, ordered=True)
+        return x
+
+    def h(x):
+        fjax.debug.callback(lambda a, b: None, x, b=x * 2)
+        return x
+
+    assert _masked(fjax.make_jaxpr(f)(jnp.ones(3))) == (
+        "{ lambda ; a:f32[3]. let\n" + _cb_text("Debug", "a") + "    b:f32[3] = add a 1.0:f32[]\n  in (b,) }"
+    )
+    assert (
+        _masked(fjax.make_jaxpr(g)(1.0)) == "{ lambda ; a:f32[]. let\n" + _cb_text("OrderedDebug", "a") + "  in (a,) }"
+    )
+    assert _masked(fjax.make_jaxpr(h)(1.0)) == (
+        "{ lambda ; a:f32[]. let\n    b:f32[] = mul a 2.0:f32[]\n" + _cb_text("Debug", "a b") + "  in (a,) }"
+    )
+
+
+def test_debug_callback_still_called_with_values():
+    seen = []
+    fjax.jit(lambda x: fjax.debug.callback(lambda v: seen.append(np.asarray(v)), x) or x)(jnp.arange(3.0))
+    fjax.debug.callback(lambda v, w=None: seen.append((float(v), float(w))), 2.0, w=3.0)
+    np.testing.assert_array_equal(seen[0], [0.0, 1.0, 2.0])
+    assert seen[1] == (2.0, 3.0)
