@@ -437,9 +437,11 @@ def test_memory_cache_hit():
     chain_sum(x)
     chain_sum(x)
     assert dispatch._stats["compiles"] == before["compiles"]
-    assert dispatch._stats["hits"] >= before["hits"] + 2
     fn = dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
     assert fn is dispatch.compile_jaxpr(chain_sum.lower(x).jaxpr)
+    # the later calls ran that program: jit's fast path keeps it per signature once compiled (it
+    # no longer looks it up in the compile cache on each call)
+    assert any(e.run is fn for e in chain_sum._fast.values())
     assert "def program" in fn.__fjax_source__ and "def nest" in fn.__fjax_source__
     assert os.path.exists(fn.__fjax_path__)
 
