@@ -707,3 +707,50 @@ def test_debug_callback_still_called_with_values():
     fjax.debug.callback(lambda v, w=None: seen.append((float(v), float(w))), 2.0, w=3.0)
     np.testing.assert_array_equal(seen[0], [0.0, 1.0, 2.0])
     assert seen[1] == (2.0, 3.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# an eager unit-stride lax.slice whose sizes do not fit: JAX evaluates it as a dynamic_slice of
+# numpy-computed sizes, so its message is that rule's (under jit, and with strides, slice's own)
+
+_SL = "slice slice_sizes must be"
+_LIM = "slice limit_indices must be less than or equal to operand shape, got limit_indices"
+
+
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (
+            lambda: fjax.lax.slice(jnp.ones(5), (0,), (7,)),
+            f"{_SL} less than or equal to operand shape, got slice_sizes (np.int64(7),) for operand shape (5,).",
+        ),
+        (
+            lambda: fjax.lax.slice(jnp.ones(5), (3,), (2,)),
+            f"{_SL} greater than or equal to zero, got slice_sizes of (np.int64(-1),).",
+        ),
+        (
+            lambda: fjax.lax.slice(jnp.ones((4, 5)), (0, 1), (5, 6)),
+            f"{_SL} less than or equal to operand shape, got slice_sizes (np.int64(5), np.int64(5)) for operand "
+            "shape (4, 5).",
+        ),
+        (
+            lambda: fjax.lax.slice(jnp.ones((4, 5)), (2, 3), (1, 2)),
+            f"{_SL} greater than or equal to zero, got slice_sizes of (np.int64(-1), np.int64(-1)).",
+        ),
+        (lambda: fjax.lax.slice(jnp.ones(5), (0,), (7,), (2,)), f"{_LIM} (7,) for operand shape (5,)."),
+        (
+            lambda: fjax.jit(lambda x: fjax.lax.slice(x, (0,), (7,)))(jnp.ones(5)),
+            f"{_LIM} (7,) for operand shape (5,).",
+        ),
+        (lambda: fjax.lax.slice_in_dim(jnp.ones(5), 0, 7), f"{_LIM} (7,) for operand shape (5,)."),
+    ],
+)
+def test_slice_size_errors_are_jaxs(call, msg):
+    assert _raises(call) == ("TypeError", msg)
+
+
+@given(st.integers(0, 5), st.integers(0, 5))
+def test_valid_slices_still_computed(a, b):
+    lo, hi = min(a, b), max(a, b)
+    x = np.arange(5.0, dtype=np.float32)
+    np.testing.assert_array_equal(fjax.lax.slice(jnp.asarray(x), (lo,), (hi,)), x[lo:hi])

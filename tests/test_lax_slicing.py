@@ -118,13 +118,21 @@ def test_slice_in_dim_and_index_in_dim():
 
 def test_slice_errors():
     x = farr((5,))
-    with pytest.raises(TypeError, match=r"slice limit_indices must be less than or equal to operand shape"):
+    # eager and unit-stride, JAX 0.10.2 checks the sizes as a dynamic_slice (numpy-int sizes)
+    with pytest.raises(
+        TypeError,
+        match=r"slice slice_sizes must be less than or equal to operand shape, got slice_sizes \(np.int64\(6\),\)",
+    ):
         sl.slice(x, (1,), (7,))
+    with pytest.raises(TypeError, match=r"slice limit_indices must be less than or equal to operand shape"):
+        sl.slice(x, (1,), (7,), (1,))
     with pytest.raises(TypeError, match="start_indices must have length equal"):
         sl.slice(x, (1, 1), (2, 2))
     with pytest.raises(TypeError, match="strides must be positive"):
         sl.slice(x, (1,), (3,), (0,))
     with pytest.raises(TypeError, match="greater than or equal to start_indices"):
+        sl.slice(x, (3,), (2,), (1,))
+    with pytest.raises(TypeError, match=r"slice slice_sizes must be greater than or equal to zero"):
         sl.slice(x, (3,), (2,))
 
 

@@ -472,8 +472,26 @@ def slice(
     strides: Sequence[int] | None = None,
 ) -> Any:
     """Static slice ``operand[start:limit:stride]`` in every dimension (XLA Slice)."""
+    if strides is None and not isinstance(operand, core.Tracer) and core._state.dynamic[-1] is core._eval_main:
+        _check_eager_slice_sizes(operand, start_indices, limit_indices)
     st = None if strides is None else _tup(strides)
     return _bind(slice_p, operand, start_indices=_tup(start_indices), limit_indices=_tup(limit_indices), strides=st)
+
+
+def _check_eager_slice_sizes(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int]) -> None:
+    """JAX evaluates an eager unit-stride slice as a dynamic_slice of numpy-computed sizes: a bad
+    size raises that rule's TypeError, naming the sizes as numpy ints (under jit, slice's own)."""
+    shape = np.shape(operand)
+    if not (len(start_indices) == len(limit_indices) == len(shape)):
+        return
+    sizes = tuple(np.array(limit_indices, np.int64) - np.array(start_indices, np.int64))
+    if not all(d >= s for d, s in zip(shape, sizes)):
+        raise TypeError(
+            f"slice slice_sizes must be less than or equal to operand shape, got slice_sizes {sizes} for operand "
+            f"shape {shape}."
+        )
+    if not all(s >= 0 for s in sizes):
+        raise TypeError(f"slice slice_sizes must be greater than or equal to zero, got slice_sizes of {sizes}.")
 
 
 def _canon_axis(axis: int, ndim: int, name: str) -> int:
