@@ -121,15 +121,17 @@ def _nones(n: int) -> tuple:
 
 def _tree_key(x: Any, key: list, vals: list) -> Any:
     """The tree spec of ``x`` (as ``tree_util._flatten`` builds it) when it is made of tuples,
-    lists, dicts and None around plain ``Array`` leaves, their signatures and values appended as
-    it goes (one pass: flattening and signing a params dict in one loop); None otherwise."""
+    lists, dicts and None around plain ``Array`` leaves and Python scalars, their signatures and
+    values appended as it goes (one pass: flattening and signing a params dict in one loop); None
+    otherwise."""
     t = type(x)
     if t is dict:
         try:
             aux = tuple(sorted(x))
         except TypeError:
             return None  # (tree_util's ValueError, from the general path)
-        children = [x[k] for k in aux]
+        get = x.__getitem__
+        children: Any = map(get, aux)
     elif t is tuple or t is list:
         aux = None
         children = x
@@ -137,35 +139,51 @@ def _tree_key(x: Any, key: list, vals: list) -> Any:
         return _NONE_SPEC
     else:
         return None
-    kids = None
-    for i, c in enumerate(children):
-        if type(c) is Array:
-            v = c._value
-            key.append((v.shape, v.dtype, c.weak_type))
-            vals.append(v)
-            if kids is not None:
-                kids.append(None)
-            continue
-        if kids is None:
-            kids = [None] * i
+    # first as if every child were a plain array (a params dict): the common case, kept lean
+    k0, v0 = len(key), len(vals)
+    kadd, vadd = key.append, vals.append
+    n = 0
+    for c in children:
+        if type(c) is not Array:
+            break
+        v = c._value
+        kadd((v.shape, v.dtype, c.weak_type))
+        vadd(v)
+        n += 1
+    else:
+        return (t, aux, _nones(n))
+    del key[k0:], vals[v0:]
+    return _mixed_key(x if aux is None else map(get, aux), t, aux, key, vals)
+
+
+def _mixed_key(children: Any, t: type, aux: Any, key: list, vals: list) -> Any:
+    """``_tree_key`` of a node whose ``children`` are not all plain arrays."""
+    kadd, vadd = key.append, vals.append
+    kids = []
+    for c in children:
         tc = type(c)
-        if tc is float or tc is int or tc is bool or tc is complex:
+        if tc is Array:
+            v = c._value
+            kadd((v.shape, v.dtype, c.weak_type))
+            vadd(v)
+            kids.append(None)
+        elif tc is float or tc is int or tc is bool or tc is complex:
             if not _scalar_key(c, tc, key, vals):
                 return None
             kids.append(None)
-            continue
-        s = _tree_key(c, key, vals)
-        if s is None:
-            return None
-        kids.append(s)
-    return (t, aux, _nones(len(children)) if kids is None else tuple(kids))
+        else:
+            s = _tree_key(c, key, vals)
+            if s is None:
+                return None
+            kids.append(s)
+    return (t, aux, tuple(kids))
 
 
 def tree_key(args: tuple, key: list, vals: list) -> bool:
     """Set ``key[1]`` to the spec of ``args`` and append its leaves' signatures and values, for
     ``args`` made of tuples, lists, dicts and None around plain arrays and Python scalars (the
     leaves are not collected: ``leaves_of`` when needed); False for the general path."""
-    spec = _tree_key(args, key, vals)
+    spec = _mixed_key(args, tuple, None, key, vals)  # (the caller found a non-array among args)
     if spec is None:
         return False
     key[1] = spec
