@@ -535,6 +535,21 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
     )
 
 
+def _device_put_array(x: Any) -> Array:
+    """``x`` as an Array, refused with JAX 0.10.2's device_put messages."""
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "OUSVMm":
+        raise TypeError(
+            f"Dtype {x.dtype} is not a valid JAX array type. Only arrays of numeric types are supported by JAX."
+        )
+    if isinstance(x, str):
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+    if not (core.is_arraylike(x) or core.array_method(x) is not None or hasattr(x, "__array__")):
+        raise TypeError(
+            f"Cannot interpret value of type {type(x)} as an abstract array; it does not have a dtype attribute"
+        )
+    return core.to_array(x, "device_put")
+
+
 def _put_leaf(x: Any, device: Any = None) -> Any:
     if isinstance(x, core.Tracer):
         return x
@@ -544,10 +559,10 @@ def _put_leaf(x: Any, device: Any = None) -> Any:
         # uncommitted, on the default device; an array already placed keeps its placement (as JAX)
         if isinstance(x, Array):
             return x
-        arr = core.to_array(x, "device_put")
+        arr = _device_put_array(x)
         d = get_default_device()
         return _placement.put(arr, d, committed=False) if d.platform != "cpu" else arr
-    arr = x if isinstance(x, Array) else core.to_array(x, "device_put")
+    arr = x if isinstance(x, Array) else _device_put_array(x)
     if isinstance(device, Device):
         device = sharding_for(device)
     if isinstance(device, SingleDeviceSharding):

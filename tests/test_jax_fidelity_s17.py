@@ -754,3 +754,44 @@ def test_valid_slices_still_computed(a, b):
     lo, hi = min(a, b), max(a, b)
     x = np.arange(5.0, dtype=np.float32)
     np.testing.assert_array_equal(fjax.lax.slice(jnp.asarray(x), (lo,), (hi,)), x[lo:hi])
+
+
+# ---------------------------------------------------------------------------------------------
+# device_put of a value that is not an array (JAX 0.10.2's messages)
+
+
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (
+            lambda: fjax.device_put(object()),
+            "Cannot interpret value of type <class 'object'> as an abstract array; it does not have a dtype attribute",
+        ),
+        (
+            lambda: fjax.device_put({"a": object()}),
+            "Cannot interpret value of type <class 'object'> as an abstract array; it does not have a dtype attribute",
+        ),
+        (
+            lambda: fjax.device_put(object(), fjax.devices()[0]),
+            "Cannot interpret value of type <class 'object'> as an abstract array; it does not have a dtype attribute",
+        ),
+        (lambda: fjax.device_put("abc"), "Argument 'abc' of type <class 'str'> is not a valid JAX type"),
+        (
+            lambda: fjax.device_put(np.array(["a"])),
+            "Dtype <U1 is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+        ),
+        (
+            lambda: fjax.device_put(np.array([object()])),
+            "Dtype object is not a valid JAX array type. Only arrays of numeric types are supported by JAX.",
+        ),
+    ],
+)
+def test_device_put_errors_are_jaxs(call, msg):
+    assert _raises(call) == ("TypeError", msg)
+
+
+def test_device_put_still_puts():
+    assert fjax.device_put(None) is None
+    out = fjax.device_put({"a": [1, 2.0], "b": np.ones(2, np.float32)})
+    assert out["a"][0].dtype == np.int32 and out["a"][1].weak_type
+    np.testing.assert_array_equal(out["b"], np.ones(2))
