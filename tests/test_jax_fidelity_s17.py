@@ -795,3 +795,31 @@ def test_device_put_still_puts():
     out = fjax.device_put({"a": [1, 2.0], "b": np.ones(2, np.float32)})
     assert out["a"][0].dtype == np.int32 and out["a"][1].weak_type
     np.testing.assert_array_equal(out["b"], np.ones(2))
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp functions that JAX itself jits (unique, nonzero, argwhere, flatnonzero) name themselves as
+# the traced function: the recorded messages match fjax's but for where the library lives
+
+import json as _json  # noqa: E402
+import pathlib as _pathlib  # noqa: E402
+import re as _re  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_DATA = _pathlib.Path(__file__).parent / "data"
+_sys.path.insert(0, str(_DATA))
+_RECORDED = _json.loads((_DATA / "error_cases.json").read_text())["cases"]
+
+
+def _lib_path(msg: str) -> str:
+    return _re.sub(r"the function (\w+) at \S+:\d+ for jit", r"the function \1 at <library> for jit", msg)
+
+
+@pytest.mark.parametrize(
+    "key", ["jnp.unique non-static", "jnp.nonzero under jit", "jnp.argwhere under jit", "jnp.flatnonzero under jit"]
+)
+def test_library_jitted_functions_messages_match_but_for_path(key):
+    from error_cases import all_cases, run
+
+    got, want = run(all_cases(fjax)[key]), _RECORDED[key]
+    assert (got["type"], _lib_path(got["message"])) == (want["type"], _lib_path(want["message"]))

@@ -801,11 +801,18 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     if a.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d(scalar).nonzero() instead.")
     if size is None:
-        c = core.concrete_or_error(
-            a,
+        msg = (
             "The size argument of jnp.nonzero must be statically specified to use jnp.nonzero within JAX "
-            "transformations.",
+            "transformations."
         )
+        if isinstance(a, Tracer) and a.to_concrete_value() is None:
+            # JAX asks for the count of nonzeros (an int32[] it stages first), so its error names that
+            from fjax.numpy import _reductions  # noqa: PLC0415
+
+            core.concrete_or_error(
+                _reductions.sum(lax.ne(a, lax.full_like(a, 0)), dtype=dtypes.default_int_dtype()), msg
+            )
+        c = core.concrete_or_error(a, msg)
         c = np.asarray(c)
         return tuple(Array(np.asarray(i, dtype=dtypes.default_int_dtype()), False) for i in np.nonzero(c))
     size = int(core.concrete_or_error(size, "nonzero size"))
