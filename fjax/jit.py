@@ -146,26 +146,37 @@ def _donate(args: tuple, donate_argnums: tuple, closed: ClosedJaxpr) -> None:
             _jit_fast.delete(x)
 
 
-def _run_key(closed: ClosedJaxpr) -> tuple:
-    """What the callable ``_jit_impl`` runs for ``closed`` depends on, beside the options checked
-    on each call: the compile hook, the expanded jaxpr and the compile cache's generation."""
-    hook = compile_hook
-    if hook is None:
-        return (None, closed if lowering_expander is None else lowering_expander(closed), None)
-    return (hook, closed if lowering_expander is None else lowering_expander(closed), hook.generation[0])
+_NO_GENERATION = [0]
+
+
+def _run_key() -> tuple | None:
+    """What the callable ``_jit_impl`` runs for a program depends on, beside the options checked on
+    each call: the compile hook, the lowering expander and the generations of their caches (as a
+    list and the value it held); None when one of them keeps no generation fjax knows."""
+    hook, expander = compile_hook, lowering_expander
+    dgen = _NO_GENERATION if hook is None else getattr(hook, "generation", None)
+    if expander is None:
+        mgen: Any = _NO_GENERATION
+    else:  # fjax.interpreters.mlir.expand: its results change only with its generation
+        mlir = sys.modules.get("fjax.interpreters.mlir")
+        mgen = getattr(mlir, "_generation", None) if getattr(mlir, "expand", None) is expander else None
+    if dgen is None or mgen is None:
+        return None
+    return (hook, expander, mgen, mgen[0], dgen, dgen[0])
 
 
 def _settle(fe: _jit_fast.FastEntry) -> None:
     """Keep on ``fe`` the callable ``_jit_impl`` runs for its program once that is final (its compile
-    done, no retry pending), so later calls with that signature run it directly."""
+    done, no retry pending), so later calls with that signature run it directly while ``_run_key``
+    holds (checked on each call)."""
     fe.run = None
     if _jit_impl is not _jit_impl_plain or cpu_precision_check is not None or _debug_nans.active:
         return
+    key = _run_key()
+    if key is None:
+        return
     hook = compile_hook
-    if hook is not None and getattr(hook, "settled", None) is None:
-        return  # a hook of another kind: ask it on every call
-    key = _run_key(fe.closed)
-    jaxpr = key[1]
+    jaxpr = _expanded(fe.closed)
     if hook is None:
         fn = None
     else:
@@ -816,16 +827,28 @@ class JitWrapped:
             and _jit_impl is _jit_impl_plain
             and cpu_precision_check is None
             and not _debug_nans.active
-            and _run_key(closed) == fe.run_for
+            and compile_hook is (rf := fe.run_for)[0]
+            and lowering_expander is rf[1]
+            and rf[2][0] == rf[3]
+            and rf[4][0] == rf[5]
         ):
             outs = run(*vals)  # (what _jit_impl would run, settled for this program: _settle)
         else:
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
             _settle(fe)
-        res = _jit_fast.wrap_outputs(outs, fe.out_meta)
         if self.donate_argnums:
             _donate(args, self.donate_argnums, closed)
-        return res[0] if fe.single else fe.out_tree._unflatten_unchecked(res)
+        if fe.single:  # one array out (wrap_outputs inline)
+            (o,) = outs
+            dt, weak, f0, shape = fe.out_meta[0]
+            if f0 or type(o) is not np.ndarray or (o.dtype is not dt and o.dtype != dt):
+                return _jit_fast.wrap_outputs(outs, fe.out_meta)[0]
+            o.setflags(write=False)
+            a = _new_array(Array)
+            a._value = o
+            a.weak_type = weak
+            return a
+        return fe.out_tree._unflatten_unchecked(_jit_fast.wrap_outputs(outs, fe.out_meta))
 
     def _call(self, args: tuple, kwargs: dict, fast_key: Any, leaves: Any) -> Any:
         """The general path: traces a new signature, runs under transforms (binding ``jit_p``),
@@ -973,6 +996,7 @@ PjitFunction = JitWrapped
 # set options per thread), as JAX's cache keys hold its trace context
 _trace_config = core.trace_context
 _trace_state = core._state  # (thread-local: each thread sees its own stacks)
+_new_array = Array.__new__
 
 
 def _config_parts(c: Any) -> tuple:

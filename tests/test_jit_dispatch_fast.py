@@ -288,6 +288,25 @@ def test_settled_callable_follows_cache_clears_and_backend_switches():
     assert not hasattr(_fast_entries(f)[0].run, "func")  # compiled again
 
 
+def test_settled_callable_follows_the_lowering_expansion():
+    """A lowering rule registered later (``mlir`` bumps its generation) makes jit settle again on
+    the program of the new expansion, never the stale callable."""
+    from fjax.interpreters import mlir
+
+    f = fjax.jit(lambda v: v - 1)
+    x = jnp.arange(3.0)
+    f(x)
+    f(x)
+    fe = _fast_entries(f)[0]
+    old_for = fe.run_for
+    mlir._generation[0] += 1
+    try:
+        np.testing.assert_array_equal(f(x), np.arange(3.0) - 1)
+        assert fe.run_for != old_for and fe.run_for[3] == mlir._generation[0]
+    finally:
+        mlir._generation[0] -= 1
+
+
 def test_disable_jit_debug_nans_and_no_execution_after_settling():
     seen = []
 
