@@ -823,3 +823,45 @@ def test_library_jitted_functions_messages_match_but_for_path(key):
 
     got, want = run(all_cases(fjax)[key]), _RECORDED[key]
     assert (got["type"], _lib_path(got["message"])) == (want["type"], _lib_path(want["message"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# a list used as an index (JAX suggests a tuple when an entry indexes a dimension of its own);
+# jnp.eye's k (a traced k works, as in JAX; a non-integer one is JAX's ValueError)
+
+_SEQ = (
+    "Using a non-tuple sequence for multidimensional indexing is not allowed; use `arr[{}]` instead of `arr[seq]`. "
+    "See https://github.com/jax-ml/jax/issues/4564 for more information."
+)
+
+
+@pytest.mark.parametrize(
+    "index, seq",
+    [
+        ([[0]], "tuple(seq)"),
+        ([0, 1], "array(seq)"),
+        ([slice(None)], "tuple(seq)"),
+        ([None], "tuple(seq)"),
+        ([jnp.array([0])], "tuple(seq)"),
+        ([jnp.array(0)], "array(seq)"),
+    ],
+)
+def test_list_index_message_is_jaxs(index, seq):
+    assert _raises(lambda: jnp.ones((2, 3))[index]) == ("TypeError", _SEQ.format(seq))
+
+
+def test_eye_k_is_jaxs():
+    assert _raises(lambda: jnp.eye(3, k=1.5)) == ("ValueError", "k must be a scalar integer; got 1.5")
+    assert _raises(lambda: jnp.eye(3, k=np.float32(1))) == ("ValueError", "k must be a scalar integer; got 1.0")
+    assert _raises(lambda: jnp.eye(3, k=jnp.ones(2, jnp.int32))) == (
+        "ValueError",
+        "k must be a scalar integer; got [1 1]",
+    )
+    np.testing.assert_array_equal(fjax.jit(lambda k: jnp.eye(3, k=k))(-1), np.eye(3, k=-1))
+    np.testing.assert_array_equal(jnp.eye(2, k=2**40), np.zeros((2, 2)))
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(-4, 4))
+def test_eye_values(n, m, k):
+    np.testing.assert_array_equal(jnp.eye(n, m, k=k), np.eye(n, m, k=k, dtype=np.float32))
+    np.testing.assert_array_equal(fjax.jit(lambda k: jnp.eye(n, m, k=k))(k), np.eye(n, m, k=k, dtype=np.float32))

@@ -755,13 +755,20 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: 
         return _out_sharding.on_device(eye(N, M, k, dtype, device=None), device)
     n = _eye_dim(N, "N")
     m = n if M is None else _eye_dim(M, "M")
-    k = operator.index(core.concrete_or_error(k, "k argument of jnp.eye"))
+    if isinstance(k, (Array, Tracer)) and k.ndim == 0 and _dkind(k.dtype) in "iu":
+        k_arr = lax.convert_element_type(k, np.int32)  # (a traced diagonal is fine, as JAX's)
+    else:
+        try:
+            kv = builtins.min(builtins.max(operator.index(k), -(2**31)), 2**31 - 1)  # (clipped, as JAX's)
+        except TypeError:
+            raise ValueError(f"k must be a scalar integer; got {k}") from None
+        k_arr = Array(np.array(kv, np.int32), True)
     if n < 0 or m < 0:  # (JAX names M as given: None when left out)
         raise ValueError(f"negative dimensions are not allowed, got {n} and {M if M is None else m}")
     dt = _default_dtype(dtype, dtypes.default_float_dtype(), "eye")
     i = lax.broadcasted_iota(np.int32, (n, m), 0)
     j = lax.broadcasted_iota(np.int32, (n, m), 1)
-    mask = lax.eq(lax.add(i, Array(np.array(k, np.int32), True)), j)
+    mask = lax.eq(lax.add(i, k_arr), j)
     return lax.convert_element_type(mask, dt)
 
 

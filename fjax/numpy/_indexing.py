@@ -97,12 +97,22 @@ def _concrete(x: Any) -> np.ndarray | None:
     return np.asarray(x)
 
 
+def _unpackable(i: Any) -> bool:
+    """Whether a list index's entry reads as an index of its own (a sequence, a non-scalar array,
+    a slice, ``...`` or ``None``), as JAX's ``_should_unpack_list_index``."""
+    if isinstance(i, (np.ndarray, Array, Tracer)):
+        return np.ndim(i) != 0
+    return isinstance(i, (list, tuple, slice)) or i is Ellipsis or i is None
+
+
 def _as_index_tuple(idx: Any) -> tuple:
     if isinstance(idx, tuple):
         return idx
     if isinstance(idx, list):
+        # (JAX suggests a tuple where an entry would index a dimension of its own)
+        seq = "tuple(seq)" if any(_unpackable(i) for i in idx) else "array(seq)"
         raise TypeError(
-            "Using a non-tuple sequence for multidimensional indexing is not allowed; use `arr[array(seq)]` "
+            f"Using a non-tuple sequence for multidimensional indexing is not allowed; use `arr[{seq}]` "
             "instead of `arr[seq]`. See https://github.com/jax-ml/jax/issues/4564 for more information."
         )
     return (idx,)
