@@ -17,6 +17,8 @@ tiered compiles, retries, ``jax_no_execution``, ``jax_debug_nans``) and donation
 from __future__ import annotations
 
 import operator
+import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -357,3 +359,50 @@ def delete(x: Array) -> None:
         dead = _dead[k] = np.broadcast_to(np.zeros((), v.dtype), v.shape)
     _set_value(x, dead)
     x.__class__ = _DeletedArray
+
+
+# ---- buffer donation ------------------------------------------------------------------------
+
+_donation_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> usable flags
+
+
+def donate(args: tuple, donate_argnums: tuple, closed: core.ClosedJaxpr, stacklevel: int = 3) -> None:
+    """After an eager call: delete the donated argument arrays an output of the same shape and
+    dtype could take over (as XLA aliases them; a later use raises JAX's ``RuntimeError``), and
+    warn once per program about the ones no output could use, with JAX's message (``stacklevel``:
+    the caller of the jitted function's frame)."""
+    n = len(args)
+    donated = []
+    for i in donate_argnums:
+        if i < n:
+            a = args[i]
+            if type(a) is Array:
+                donated.append(a)
+            else:
+                donated.extend([x for x in tu.tree_leaves(a) if type(x) is Array])
+    if not donated:
+        return
+    plan = _donation_plans.get(closed)
+    if plan is None or len(plan) != len(donated):
+        free: dict = {}
+        for a in closed.out_avals:
+            free[(a.shape, a.dtype)] = free.get((a.shape, a.dtype), 0) + 1
+        plan, unused = [], []
+        for x in donated:
+            key = (x.shape, x.dtype)
+            ok = free.get(key, 0) > 0
+            if ok:
+                free[key] -= 1
+            else:
+                unused.append(str(x.aval))
+            plan.append(ok)
+        _donation_plans[closed] = plan
+        if unused:
+            warnings.warn(
+                f"Some donated buffers were not usable: {', '.join(unused)}.\n"
+                "See an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                stacklevel=stacklevel,
+            )
+    for x, ok in zip(donated, plan):
+        if ok:
+            delete(x)

@@ -163,8 +163,9 @@ def test_donation_deletes_and_reuse_raises():
         np.testing.assert_array_equal(y, np.full(3, i + 1.0))
         x = y
     assert x.shape == (3,) and x.dtype == np.float32
-    with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
+    with pytest.warns(UserWarning, match="Some donated buffers were not usable") as rec:
         fjax.jit(lambda v: v.sum(), donate_argnums=0)(jnp.ones(4) + 0)
+    assert rec[0].filename == __file__  # the warning names the caller's line, as JAX's
 
 
 def test_static_and_keyword_arguments():
