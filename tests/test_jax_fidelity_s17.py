@@ -865,3 +865,55 @@ def test_eye_k_is_jaxs():
 def test_eye_values(n, m, k):
     np.testing.assert_array_equal(jnp.eye(n, m, k=k), np.eye(n, m, k=k, dtype=np.float32))
     np.testing.assert_array_equal(fjax.jit(lambda k: jnp.eye(n, m, k=k))(k), np.eye(n, m, k=k, dtype=np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# a reduction's where mask that does not fit (JAX's jnp.where names the three shapes; mean and var
+# count first, a broadcast_to); associative_scan's axis (JAX 0.10.2's words)
+
+_XW = jnp.ones((2, 3))
+_W4 = jnp.ones(4, bool)
+
+
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (lambda: jnp.sum(_XW, where=_W4), "Incompatible shapes for broadcasting: shapes=[(4,), (2, 3), ()]"),
+        (
+            lambda: jnp.max(_XW, where=_W4, initial=0.0),
+            "Incompatible shapes for broadcasting: shapes=[(4,), (2, 3), ()]",
+        ),
+        (
+            lambda: jnp.prod(_XW, where=jnp.ones((3, 2), bool)),
+            "Incompatible shapes for broadcasting: shapes=[(3, 2), (2, 3), ()]",
+        ),
+        (lambda: jnp.all(_XW > 0, where=_W4), "Incompatible shapes for broadcasting: shapes=[(4,), (2, 3), ()]"),
+        (
+            lambda: jnp.sum(_XW, where=jnp.ones((2, 3, 2), bool)),
+            "Incompatible shapes for broadcasting: shapes=[(2, 3, 2), (2, 3), ()]",
+        ),
+        (
+            lambda: jnp.mean(_XW, where=_W4),
+            "Incompatible types for broadcasting: input type=bool[4] and requested type=bool[2,3]",
+        ),
+        (
+            lambda: jnp.var(_XW, where=_W4),
+            "Incompatible types for broadcasting: input type=bool[4] and requested type=bool[2,3]",
+        ),
+        (
+            lambda: fjax.lax.associative_scan(lambda a, b: a + b, jnp.ones(3), axis=2),
+            "axis 2 is out of bounds for array of dimension 1",
+        ),
+    ],
+)
+def test_where_mask_and_axis_errors_are_jaxs(call, msg):
+    assert _raises(call) == ("ValueError", msg)
+
+
+def test_where_masks_still_reduce():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    w = np.array([True, False, True])
+    wb = np.broadcast_to(w, x.shape)
+    np.testing.assert_allclose(jnp.mean(x, where=w), np.mean(x, where=wb))
+    np.testing.assert_allclose(jnp.var(x, where=w), np.var(x, where=wb))
+    np.testing.assert_allclose(jnp.sum(x, where=w), np.sum(x, where=wb))

@@ -49,7 +49,7 @@ def associative_scan(fn: Callable, elems: Any, reverse: bool = False, axis: int 
         raise ValueError(f"associative_scan: every leaf of elems needs the same rank, got {sorted(ndims)}")
     nd = ndims.pop()
     if not -nd <= axis < nd:
-        raise ValueError(f"associative_scan: axis {axis} is out of range for arrays of rank {nd}")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")  # (JAX 0.10.2's words)
     axis = axis % nd
     lengths = {core.get_aval(x).shape[axis] for x in leaves}
     if len(lengths) != 1:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fjax import _debug_nans, _out_sharding, dtypes
+from fjax import _debug_nans, _out_sharding, core, dtypes
 from fjax.core import Array, Tracer
 from fjax.dtypes import kind as _dkind
 from fjax.lax import lax
@@ -87,15 +87,28 @@ def _strong(x: Any, dt: np.dtype) -> Any:
     return lax.convert_element_type(x, dt)
 
 
-def _mask(where: Any, shape: tuple, name: str) -> Any:
+def _mask(where: Any, shape: tuple, name: str, count: bool = False) -> Any:
+    """``where`` as a bool mask of ``shape``. A mask that does not fit raises JAX's errors: a
+    reduction's ``jnp.where(where, a, identity)`` names the three shapes; the count of ``mean``/``var``
+    (``count``), which JAX takes first, is a ``broadcast_to``."""
     m = _arr(where, name)
     if m.dtype != np.bool_:
         m = lax.ne(m, _const(m, 0))
     if m.shape != shape:
         from fjax.numpy._util import broadcast_shapes  # noqa: PLC0415
 
-        if broadcast_shapes(name, m.shape, shape) != shape:
-            raise ValueError(f"jnp.{name}: where mask of shape {m.shape} does not broadcast to {shape}")
+        if count:
+            from fjax.numpy._indexing import broadcast_to_error  # noqa: PLC0415
+
+            err = broadcast_to_error(m.aval, shape)
+            if err is not None:
+                raise err
+        try:
+            fits = broadcast_shapes(name, m.shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(m.shape), tuple(shape), ()]}")
         m = broadcast_to_shape(m, shape)
     return m
 
@@ -326,7 +339,7 @@ def _count(a: Any, axes: tuple, keepdims: bool, where: Any, dt: np.dtype, name: 
         for i in axes:
             n *= a.shape[i]
         return Array(np.array(n, dt), False)
-    m = lax.convert_element_type(_mask(where, a.shape, name), dt)
+    m = lax.convert_element_type(_mask(where, a.shape, name, count=True), dt)
     return _keep(lax.reduce_sum(m, axes), axes, keepdims)
 
 
@@ -352,6 +365,13 @@ def mean(
         else dtypes.canonicalize_dtype(dtype if isinstance(dtype, type) else getattr(dtype, "dtype", dtype))
     )
     comp = _upcast_f16(_inexact_dtype(dt))
+    if where is not None and np.shape(where) != a.shape:
+        # (JAX counts first: a mask that does not fit is broadcast_to's error)
+        from fjax.numpy._indexing import broadcast_to_error  # noqa: PLC0415
+
+        err = broadcast_to_error(core.ShapedArray(np.shape(where), np.bool_), a.shape)
+        if err is not None:
+            raise err
     s = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
     n = _count(a, axes, keepdims, where, np.dtype(comp) if _dkind(comp) != "c" else _real(comp), "mean")
     if n.dtype != s.dtype:
