@@ -138,26 +138,34 @@ def _is_arraylike(x: Any) -> bool:
 
 
 def _check_key(name: str, key: Any, allow_batched: bool = False) -> Any:
-    if isinstance(key, PRNGKeyArray):
+    typed = isinstance(key, PRNGKeyArray)
+    if typed:
         key = key._base
-    if not _is_arraylike(key):
-        raise TypeError(f"{name}: unexpected PRNG key type {type(key)}; make keys with fjax.random.PRNGKey or key")
-    aval = core.get_aval(key)
-    # JAX's words (its shape message goes on to print the PRNGImpl with function addresses; fjax names
-    # the implementation)
-    if aval.dtype != _U32:
+    # JAX's words and order of checks (its shape message goes on to print the PRNGImpl with
+    # function addresses; fjax names the implementation)
+    if type(key) in (bool, int, float, complex):
         raise TypeError(
-            f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={aval.dtype}"
+            "JAX encountered invalid PRNG key data: expected key_data to have ndim, shape, and dtype attributes. "
+            f"Got {key}"
         )
-    if aval.ndim < 1 or aval.shape[-1] != 2:
+    if not _is_arraylike(key):
+        raise TypeError(f"unexpected PRNG key type {type(key)}")
+    aval = core.get_aval(key)
+    if aval.ndim < 1:
+        raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; got ndim={aval.ndim}")
+    if aval.shape[-1] != 2:
         raise TypeError(
             "JAX encountered invalid PRNG key data: expected key_data.shape to end with (2,); got "
             f"shape={aval.shape} for impl=threefry2x32"
         )
+    if aval.dtype != _U32:
+        raise TypeError(
+            f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={aval.dtype}"
+        )
     if not allow_batched and aval.ndim > 1:
+        shape = aval.shape[:-1] if typed else aval.shape  # (a typed key array's own shape)
         raise ValueError(
-            f"{name} accepts a single key, but was given a key array of shape {aval.shape} != (). "
-            "Use jax.vmap for batching."
+            f"{name} accepts a single key, but was given a key array of shape {shape} != (). Use jax.vmap for batching."
         )
     return key if isinstance(key, (Array, Tracer)) else core.to_array(key)
 

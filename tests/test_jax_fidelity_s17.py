@@ -917,3 +917,77 @@ def test_where_masks_still_reduce():
     np.testing.assert_allclose(jnp.mean(x, where=w), np.mean(x, where=wb))
     np.testing.assert_allclose(jnp.var(x, where=w), np.var(x, where=wb))
     np.testing.assert_allclose(jnp.sum(x, where=w), np.sum(x, where=wb))
+
+
+# ---------------------------------------------------------------------------------------------
+# PRNG key checks in JAX's order and words; lax's reduce_precision, dynamic_slice index dtypes and
+# widening bitcast messages (each as JAX 0.10.2 printed it)
+
+_RAW2 = fjax.random.split(fjax.random.PRNGKey(0))
+_BAD = "JAX encountered invalid PRNG key data: expected "
+
+
+@pytest.mark.parametrize(
+    "call, typ, msg",
+    [
+        (
+            lambda: fjax.random.fold_in(fjax.random.split(fjax.random.key(0)), 1),
+            "ValueError",
+            "fold_in accepts a single key, but was given a key array of shape (2,) != (). Use jax.vmap for batching.",
+        ),
+        (
+            lambda: fjax.random.fold_in(_RAW2, 1),
+            "ValueError",
+            "fold_in accepts a single key, but was given a key array of shape (2, 2) != (). Use jax.vmap for batching.",
+        ),
+        (
+            lambda: fjax.random.normal(1.5),
+            "TypeError",
+            _BAD + "key_data to have ndim, shape, and dtype attributes. Got 1.5",
+        ),
+        (lambda: fjax.random.split(3), "TypeError", _BAD + "key_data to have ndim, shape, and dtype attributes. Got 3"),
+        (lambda: fjax.random.normal(np.float32(1)), "TypeError", _BAD + "key_data.ndim >= 1; got ndim=0"),
+        (lambda: fjax.random.uniform([1, 2]), "TypeError", "unexpected PRNG key type <class 'list'>"),
+        (
+            lambda: fjax.lax.reduce_precision(jnp.ones(2), exponent_bits=0, mantissa_bits=2),
+            "ValueError",
+            "reduce_precision: exponent_bits must be positive; got 0",
+        ),
+        (
+            lambda: fjax.lax.reduce_precision(jnp.ones(2), exponent_bits=2, mantissa_bits=-1),
+            "ValueError",
+            "reduce_precision: mantissa_bits must be non-negative; got -1",
+        ),
+        (
+            lambda: fjax.lax.dynamic_slice(jnp.ones((2, 3)), (0.0, 0), (1, 1)),
+            "TypeError",
+            "index arguments to dynamic_slice must be integers of the same type, got: float32, int32",
+        ),
+        (
+            lambda: fjax.lax.dynamic_update_slice(jnp.ones(3), jnp.ones(1), (0.5,)),
+            "TypeError",
+            "index arguments to dynamic_update_slice must be integers of the same type, got float32",
+        ),
+        (
+            lambda: fjax.lax.bitcast_convert_type(jnp.ones((3, 4), jnp.int16), jnp.float32),
+            "ValueError",
+            "Attempting to convert array of shape (3, 4) from int16 of size 16 bits to float32 of size 32, bits but "
+            "4 * 16 != 32",
+        ),
+        (
+            lambda: fjax.lax.bitcast_convert_type(jnp.ones((3,), jnp.int8), jnp.int16),
+            "ValueError",
+            "Attempting to convert array of shape (3,) from int8 of size 8 bits to int16 of size 16, bits but "
+            "3 * 8 != 16",
+        ),
+    ],
+)
+def test_key_and_lax_messages_are_jaxs(call, typ, msg):
+    assert _raises(call) == (typ, msg)
+
+
+def test_keys_and_bitcasts_still_work():
+    assert fjax.random.normal(fjax.random.PRNGKey(1)).shape == ()
+    np.testing.assert_array_equal(
+        fjax.lax.bitcast_convert_type(jnp.array([[1, 0], [0, 1]], jnp.int16), jnp.int32), [1, 65536]
+    )

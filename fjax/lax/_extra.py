@@ -608,9 +608,10 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
         return _bitcast(stacked, new)
     k = new.itemsize // old.itemsize
     if not aval.shape or aval.shape[-1] != k:
+        dim, ob, nb = aval.shape[-1] if aval.shape else 1, 8 * old.itemsize, 8 * new.itemsize  # (JAX's words)
         raise ValueError(
-            f"bitcast_convert_type: converting {old.name}{list(aval.shape)} to the wider {new.name} needs a last "
-            f"axis of size {k}"
+            f"Attempting to convert array of shape {aval.shape} from {old} of size {ob} bits to {new} of size "
+            f"{nb}, bits but {dim} * {ob} != {nb}"
         )
     u = lax.convert_element_type(_bitcast(operand, np.dtype(f"u{old.itemsize}")), np.dtype(f"u{new.itemsize}"))
     acc = None

@@ -99,9 +99,9 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     exponent_bits = operator.index(exponent_bits)
     mantissa_bits = operator.index(mantissa_bits)
     if exponent_bits < 1:
-        raise ValueError(f"reduce_precision: exponent_bits must be >= 1, got {exponent_bits}")
+        raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
     if mantissa_bits < 0:
-        raise ValueError(f"reduce_precision: mantissa_bits must be >= 0, got {mantissa_bits}")
+        raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
     x = _util.to_fjax(operand, "reduce_precision")
     return reduce_precision_p.bind(x, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
 

@@ -301,8 +301,10 @@ def _check_start_indices(name: str, operand: Any, idxs: Sequence[Any]) -> None:
     if any(i.ndim != 0 for i in idxs):
         raise TypeError(f"{name}: start indices must be scalars, got shapes {[i.shape for i in idxs]}")
     if idxs and (any(_dkind(i.dtype) not in "iu" for i in idxs) or len({i.dtype for i in idxs}) != 1):
+        sep = ": " if name == "dynamic_slice" else " "  # (JAX's two rules differ by the colon)
         raise TypeError(
-            f"index arguments to {name} must be integers of the same type, got: {', '.join(i.dtype.name for i in idxs)}"
+            f"index arguments to {name} must be integers of the same type, got{sep}"
+            f"{', '.join(i.dtype.name for i in idxs)}"
         )
 
 

@@ -572,6 +572,8 @@ def _canon_start_indices(name: str, shape: tuple, start_indices: Any, allow_nega
     py = [isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in idxs]
     arrs = [core.to_array(i, name) if isinstance(i, np.ndarray) else i for i, p in zip(idxs, py) if not p]
     dt = core.get_aval(arrs[0]).dtype if arrs else dtypes.canonicalize_dtype(np.int32)
+    if _dkind(dt) not in "iu":  # (Python ints stay int32 beside a float index: JAX's error names both)
+        dt = dtypes.canonicalize_dtype(np.int32)
     out = []
     for i, p, n, a in zip(idxs, py, shape, allow):
         if p:
