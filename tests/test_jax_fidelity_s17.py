@@ -991,3 +991,38 @@ def test_keys_and_bitcasts_still_work():
     np.testing.assert_array_equal(
         fjax.lax.bitcast_convert_type(jnp.array([[1, 0], [0, 1]], jnp.int16), jnp.int32), [1, 65536]
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# jnp.average's weights along several axes (JAX's rule and message), fftn's repeated axes, and
+# jnp.array's order (JAX 0.10.2 implements only order='K')
+
+
+def test_average_weights_along_axes():
+    a = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    w = np.arange(1.0, 13.0, dtype=np.float32).reshape(4, 3)
+    want = (a * w.T[None]).sum((1, 2)) / w.sum()
+    np.testing.assert_allclose(jnp.average(a, axis=(2, 1), weights=w), want, rtol=1e-6)
+    np.testing.assert_allclose(
+        jnp.average(a, axis=1, weights=np.array([1.0, 2.0, 3.0])), np.average(a, axis=1, weights=[1.0, 2.0, 3.0])
+    )
+    assert _raises(lambda: jnp.average(a, axis=1, weights=np.ones(2))) == (
+        "ValueError",
+        "Shape of weights must be consistent with shape of a along specified axis.",
+    )
+
+
+def test_fftn_repeated_axes_and_array_order_are_jaxs():
+    assert _raises(lambda: jnp.fft.fftn(jnp.ones((2, 3)), axes=(0, 0))) == (
+        "ValueError",
+        "jax.numpy.fft.fftn does not support repeated axes. Got axes (0, 0).",
+    )
+    for call in (
+        lambda: jnp.asarray(jnp.ones(3), order="C"),
+        lambda: jnp.array(jnp.ones(3), order="C"),
+        lambda: jnp.asarray(jnp.ones(3), order="F"),
+        lambda: jnp.array([1], order="A"),
+    ):
+        assert _raises(call) == ("NotImplementedError", "Only implemented for order='K'")
+    assert jnp.array(jnp.ones(3), order="K").shape == (3,)
+    assert jnp.asarray(jnp.ones(3), order=None).shape == (3,)

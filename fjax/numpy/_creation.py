@@ -333,8 +333,8 @@ def array(
             "jnp.array", device, out_sharding, array, object, dtype, copy=copy, order=order, ndmin=ndmin
         )
     del device
-    if order not in (None, "K", "C", "A"):
-        raise NotImplementedError(f"jnp.array: order={order!r} is not supported")
+    if order is not None and order != "K":  # (JAX 0.10.2 refuses even 'C' and 'A')
+        raise NotImplementedError("Only implemented for order='K'")
     if getattr(object, "dtype", None) is dtypes.KEY_DTYPE and hasattr(object, "_base"):
         # a typed key array stays one (as in JAX); a numeric dtype is refused by its astype
         return object.astype(dtype) if dtype is not None else object
@@ -420,6 +420,8 @@ def asarray(
     out_sharding: Any = None,
 ) -> Any:
     """Convert ``a`` to an fjax array without copying when it already is one."""
+    if order is not None and order != "K":  # (JAX 0.10.2 refuses even 'C' and 'A')
+        raise NotImplementedError("Only implemented for order='K'")
     if device is not None or out_sharding is not None:  # (fjax/_out_sharding.py)
         return _out_sharding.created("jnp.asarray", device, out_sharding, asarray, a, dtype, order, copy=copy)
     if type(a) is Array or isinstance(a, Tracer):

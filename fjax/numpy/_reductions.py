@@ -766,12 +766,11 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         if w.shape != a.shape:
             if axis is None:
                 raise ValueError("Axis must be specified when shapes of a and weights differ.")
-            if w.ndim != 1:
-                raise ValueError("1D weights expected when shapes of a and weights differ.")
-            ax = canonicalize_axis(axis, a.ndim, "average")
-            if w.shape[0] != a.shape[ax]:
-                raise ValueError("Length of weights not compatible with specified axis.")
-            w = lax.broadcast_in_dim(w, a.shape, (ax,))
+            axes = canonicalize_axes(axis, a.ndim, "average")
+            if w.shape != tuple(a.shape[ax] for ax in axes):  # (weights along several axes too, as JAX)
+                raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+            order = tuple(int(i) for i in np.argsort(axes))
+            w = lax.broadcast_in_dim(lax.transpose(w, order), a.shape, tuple(sorted(axes)))
         wsum = sum(w, axis=axis, keepdims=keepdims)
         avg = lax.div(sum(lax.mul(a, w), axis=axis, keepdims=keepdims), wsum)
     if returned:

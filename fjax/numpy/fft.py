@@ -94,9 +94,11 @@ def _scale(x: Any, c: float | None) -> Any:
 def _canon_axes(name: str, nd: int, s: Any, axes: Any) -> tuple[tuple | None, tuple[int, ...]]:
     if axes is None:
         axes = tuple(range(nd - len(s), nd)) if s is not None else tuple(range(nd))
+    given = tuple(axes)
     axes = tuple(_util.canonicalize_axis(operator.index(a), nd, name) for a in axes)
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{name} does not support repeated axes, got axes={axes}")
+    if len(set(axes)) != len(axes):  # (JAX 0.10.2's words, with the axes as given)
+        shown = given if len(set(given)) != len(given) else axes
+        raise ValueError(f"jax.numpy.fft.{name} does not support repeated axes. Got axes {shown}.")
     if s is not None:
         s = tuple(operator.index(n) for n in s)
         if len(s) != len(axes):
