@@ -576,12 +576,12 @@ def _put_leaf(x: Any, device: Any = None) -> Any:
 def device_get(x: Any) -> Any:
     """A pytree of arrays copied to the host: ``fjax.Array`` leaves become numpy arrays
     (read-only views, as JAX's); other leaves (Python scalars, numpy arrays, ...) are returned
-    unchanged. Traced values raise ``TracerArrayConversionError``."""
+    unchanged. Traced values are returned as they are (as JAX's: there is nothing to copy yet)."""
     return tu.tree_map(_get_leaf, x)
 
 
 def _get_leaf(x: Any) -> Any:
-    if isinstance(x, (Array, core.Tracer)):
+    if isinstance(x, Array):
         return np.asarray(x)
     return x
 

@@ -1026,3 +1026,9 @@ def test_fftn_repeated_axes_and_array_order_are_jaxs():
         assert _raises(call) == ("NotImplementedError", "Only implemented for order='K'")
     assert jnp.array(jnp.ones(3), order="K").shape == (3,)
     assert jnp.asarray(jnp.ones(3), order=None).shape == (3,)
+
+
+def test_device_get_passes_tracers_through():
+    # JAX 0.10.2 returns a traced value as it is (jit(lambda x: jax.device_get(x))(1.0) is an Array)
+    np.testing.assert_array_equal(fjax.jit(lambda x: fjax.device_get(x) * 2)(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    assert type(fjax.device_get(jnp.ones(2))) is np.ndarray
