@@ -47,10 +47,31 @@ __all__ = ["GpuArray", "put", "rearm"]
 
 
 def runtime() -> Any:
-    """The CUDA runtime module (``fjax.backends.cuda.runtime``; tests may stand in a double)."""
-    from fjax.backends.cuda import runtime as rt  # noqa: PLC0415
+    """The CUDA runtime module (``fjax.backends.cuda.runtime``; tests stand a double in by patching
+    its functions). Imported on first use (a CPU-only process never imports it), then kept: an
+    import statement costs a few hundred ns on every call of a GPU dispatch."""
+    rt = _runtime_module[0]
+    if rt is None:
+        from fjax.backends.cuda import runtime as rt  # noqa: PLC0415
 
+        _runtime_module[0] = rt
     return rt
+
+
+_runtime_module: list = [None]
+
+
+def _dispatch() -> Any:
+    """``fjax.backends.dispatch`` (imported on first use, then kept)."""
+    d = _dispatch_module[0]
+    if d is None:
+        from fjax.backends import dispatch as d  # noqa: PLC0415
+
+        _dispatch_module[0] = d
+    return d
+
+
+_dispatch_module: list = [None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,23 +421,24 @@ def _buffer_for(x: Any, device: Any) -> Any:
 
 
 def _run_on_gpu(prim: core.Primitive, args: Sequence[Any], params: dict, device: Any, committed: bool) -> Any:
-    from fjax.backends import dispatch  # noqa: PLC0415
-
     if prim.name == "jit":
-        closed, consts = params["jaxpr"], []
+        closed, consts = params["jaxpr"], ()
     else:
         closed, consts = _prim_jaxpr(prim, args, params)
     # primitives with a ``mlir.lower_fun`` rule (libraries' own, ``complex_p``) run as their jaxprs
     closed = mlir.expand(closed, own=False)
     rt = runtime()
     with rt.device(device.local_hardware_id):
-        bufs = [_buffer_for(x, device) for x in list(consts) + list(args)]
-        fn = dispatch.compile_for_device(closed, "cuda", rt)
+        bufs = [_buffer_for(x, device) for x in consts]
+        bufs += [_buffer_for(x, device) for x in args]
+        fn = _dispatch().compile_for_device(closed, "cuda", rt)
         outs = fn(*bufs) if fn is not None else _trivial(closed.jaxpr, bufs, device)
     # float0 values (the tangent/cotangent type of integers and bools) hold no data: host numpy
     # zeros, as JAX returns them, never device buffers (cupy has no such dtype)
     res = [
-        np.zeros(a.shape, _FLOAT0) if a.dtype == _FLOAT0 else GpuArray(b, a.weak_type, device, committed, a.dtype)
+        np.zeros(a.shape, _FLOAT0)
+        if a.dtype.kind == "V" and a.dtype == _FLOAT0
+        else GpuArray(b, a.weak_type, device, committed, a.dtype)
         for b, a in zip(outs, closed.out_avals)
     ]
     if prim.name != "jit" and not prim.multiple_results:

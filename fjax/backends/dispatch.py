@@ -367,6 +367,7 @@ class _AnyName:
 
 
 _ANY = _AnyName()
+_DEVICE = ("device",)  # the last device program's entry in ``ClosedJaxpr.compiled``: ((generation, backend), fn)
 # programs compiled for device backends: closed jaxpr (weakly) -> {(generation, backend): callable or None}
 _device_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _device_lock = threading.Lock()
@@ -380,9 +381,19 @@ def compile_for_device(closed: ClosedJaxpr, backend_name: str, runtime: Any) -> 
     Nothing falls back to the host here: every equation is handed to the backend (host steps
     included), and a primitive it cannot run raises its NotImplementedError to the caller."""
     key = (_generation[0], backend_name)
+    # the per-call lookup: on the jaxpr's own compile cache (a plain dict; a WeakKeyDictionary
+    # lookup makes a weak reference each time), under a key no compile_jaxpr backend name uses
+    comp = closed.compiled
+    hit = comp.get(_DEVICE) if comp is not None else None
+    if hit is not None and hit[0] == key:
+        _stats["hits"] += 1
+        return hit[1]
     per = _device_compiled.get(closed)
     if per is not None and key in per:
         _stats["hits"] += 1
+        if closed.compiled is None:
+            closed.compiled = {}
+        closed.compiled[_DEVICE] = (key, per[key])
         return per[key]
     b = get_backend(backend_name)
     # every host step counts as compiled, so only a jaxpr without any work lowers to None
@@ -399,6 +410,9 @@ def compile_for_device(closed: ClosedJaxpr, backend_name: str, runtime: Any) -> 
         if per is None:
             per = _device_compiled[closed] = {}
         per[key] = fn
+        if closed.compiled is None:
+            closed.compiled = {}
+        closed.compiled[_DEVICE] = (key, fn)
     return fn
 
 
