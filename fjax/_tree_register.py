@@ -123,14 +123,14 @@ def register_dataclass(
         )
     if data_fields is None or meta_fields is None:
         if (data_fields is None) != (meta_fields is None):
-            raise TypeError(
-                "register_dataclass: data_fields and meta_fields must both be given when either is;"
-                f" got data_fields={data_fields!r}, meta_fields={meta_fields!r}."
+            raise TypeError(  # (JAX 0.10.2's words, here and below)
+                "register_dataclass: data_fields and meta_fields must both be specified when either is specified."
+                f" Got {data_fields=} {meta_fields=}."
             )
         if not dataclasses.is_dataclass(nodetype):
             raise TypeError(
-                "register_dataclass: data_fields and meta_fields are required when nodetype is not"
-                f" a dataclass; got nodetype={nodetype!r}."
+                "register_dataclass: data_fields and meta_fields are required when nodetype is not a dataclass. "
+                f"Got {nodetype=}."
             )
         fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
@@ -141,14 +141,14 @@ def register_dataclass(
         init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
         given = {*data_names, *meta_names}
         if given != init_fields:
-            msg = "data_fields and meta_fields must include all dataclass fields with init=True and only them."
+            msg = "data_fields and meta_fields must include all dataclass fields with ``init=True`` and only them."
             if missing := init_fields - given:
-                msg += f" Missing fields: {sorted(missing)}. Add them to drop_fields to suppress this error."
+                msg += f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
             if unexpected := given - init_fields:
-                msg += f" Unexpected fields: {sorted(unexpected)}."
+                msg += f" Unexpected fields: {unexpected}."
             raise ValueError(msg)
     if overlap := set(data_names) & set(meta_names):
-        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {sorted(overlap)}.")
+        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
 
     cls = nodetype
     data_keys = tuple(GetAttrKey(n) for n in data_names)

@@ -1032,3 +1032,41 @@ def test_device_get_passes_tracers_through():
     # JAX 0.10.2 returns a traced value as it is (jit(lambda x: jax.device_get(x))(1.0) is an Array)
     np.testing.assert_array_equal(fjax.jit(lambda x: fjax.device_get(x) * 2)(jnp.arange(3.0)), [0.0, 2.0, 4.0])
     assert type(fjax.device_get(jnp.ones(2))) is np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------
+# tree_util.register_dataclass's messages (JAX 0.10.2's)
+
+
+def test_register_dataclass_messages_are_jaxs():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class D:
+        a: int
+        b: int
+
+    tu = fjax.tree_util
+    assert _raises(lambda: tu.register_dataclass(int)) == (
+        "TypeError",
+        "register_dataclass: data_fields and meta_fields are required when nodetype is not a dataclass. "
+        "Got nodetype=<class 'int'>.",
+    )
+    assert _raises(lambda: tu.register_dataclass(D, data_fields=["a"])) == (
+        "TypeError",
+        "register_dataclass: data_fields and meta_fields must both be specified when either is specified. "
+        "Got data_fields=['a'] meta_fields=None.",
+    )
+    fields = "data_fields and meta_fields must include all dataclass fields with ``init=True`` and only them."
+    assert _raises(lambda: tu.register_dataclass(D, data_fields=["a"], meta_fields=[])) == (
+        "ValueError",
+        fields + " Missing fields: {'b'}. Add them to drop_fields to suppress this error.",
+    )
+    assert _raises(lambda: tu.register_dataclass(D, data_fields=["a", "b", "c"], meta_fields=[])) == (
+        "ValueError",
+        fields + " Unexpected fields: {'c'}.",
+    )
+    assert _raises(lambda: tu.register_dataclass(D, data_fields=["a", "b"], meta_fields=["a"])) == (
+        "ValueError",
+        "data_fields and meta_fields must not overlap. Overlapping fields: {'a'}.",
+    )

@@ -591,7 +591,7 @@ def test_register_dataclass_errors():
     with pytest.raises(ValueError, match="must not overlap"):
         tu.register_dataclass(type("Overlap", (), {}), data_fields=["a"], meta_fields=["a"])
 
-    with pytest.raises(TypeError, match="must both be given"):
+    with pytest.raises(TypeError, match="must both be specified when either is specified"):
         tu.register_dataclass(type("Half", (), {}), data_fields=["a"])
 
 
