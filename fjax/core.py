@@ -457,13 +457,9 @@ def new_dynamic(main: MainTrace):
 
 
 def _leaked_tracer_error(t: Tracer) -> UnexpectedTracerError:
-    main = t._trace.main
-    what = main.debug_info or main.trace_type.__name__
-    return UnexpectedTracerError(
-        f"Encountered an unexpected tracer {t.aval.str_short()} from {what}, which has already finished. "
-        "A traced value escaped its transform (for example it was stored in a global, a closure or an "
-        "attribute of an object while tracing). Return the value from the transformed function instead."
-    )
+    from fjax import _trace_origin  # noqa: PLC0415 (only when an error is being raised)
+
+    return UnexpectedTracerError(_trace_origin.leaked_tracer_message(t))
 
 
 def find_top_trace(xs: Sequence[Any], extra: MainTrace | None = None) -> Trace:

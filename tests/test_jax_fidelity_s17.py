@@ -1070,3 +1070,41 @@ def test_register_dataclass_messages_are_jaxs():
         "ValueError",
         "data_fields and meta_fields must not overlap. Overlapping fields: {'a'}.",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# a leaked tracer: JAX 0.10.2's UnexpectedTracerError, naming the function traced for jit (the
+# creation-line parts are empty, as JAX's are for a leaked argument; fjax's equations carry no
+# source lines)
+
+_UNEXPECTED = (
+    "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a reference to "
+    "an intermediate value with type float32[] wrapped in a {} to escape the scope of the transformation.\n"
+    "JAX transformations require that functions explicitly return their outputs, and disallow saving intermediate "
+    "values to global state.\n"
+)
+_CATCH = (
+    "To catch the leak earlier, try setting the environment variable JAX_CHECK_TRACER_LEAKS or using the "
+    "`jax.checking_leaks` context manager.\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError"
+)
+
+
+def test_leaked_jit_argument_message_is_jaxs():
+    box = []
+    f = lambda x: box.append(x) or x  # noqa: E731
+    fjax.jit(f)(1.0)
+    bar = "-" * 30
+    assert _raises(lambda: box[0] + 1) == (
+        "UnexpectedTracerError",
+        _UNEXPECTED.format("DynamicJaxprTracer")
+        + f"The function being traced when the value leaked was {_where(f)} traced for jit.\n{bar}\n"
+        f"The leaked intermediate value was created on line . \n{bar}\n"
+        "When the value was created, the final 5 stack frames (most recent last) excluding JAX-internal frames "
+        f"were:\n{bar}\n\n{bar}\n\n" + _CATCH,
+    )
+
+
+def test_leaked_jvp_tracer_message_is_jaxs():
+    box = []
+    fjax.jvp(lambda x: box.append(x * 2) or x, (1.0,), (1.0,))
+    assert _raises(lambda: jnp.cos(box[0])) == ("UnexpectedTracerError", _UNEXPECTED.format("JVPTracer") + _CATCH)

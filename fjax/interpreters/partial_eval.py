@@ -12,6 +12,7 @@ inner jaxprs with ``partial_eval_jaxpr`` through ``partial_eval_rules``.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -83,6 +84,7 @@ class JaxprBuilder:
         self.constvals: dict[Var, Any] = {}
         self.tracers: list[StagingTracer] = []
         self.in_tracers: Sequence[StagingTracer] = ()  # the traced function's (flat) arguments
+        self.traced_src: str | None = None  # ``f at file:line`` of the user function traced, if known
 
     def new_tracer(self, trace: StagingTrace, aval: ShapedArray) -> StagingTracer:
         t = StagingTracer(trace, aval)
@@ -221,6 +223,9 @@ def trace_to_jaxpr(
     does); programs that run (jit, loop bodies) drop them.
     """
     builder = JaxprBuilder()
+    from fjax import _trace_origin  # noqa: PLC0415
+
+    builder.traced_src = _trace_origin.caller_function_src(sys._getframe(1))
     with core.new_main(StagingTrace, builder, debug_info) as main:
         with core.new_dynamic(main):
             trace = StagingTrace(main)
