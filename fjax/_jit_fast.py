@@ -47,7 +47,7 @@ def tuple_spec(n: int) -> tuple:
 class FastEntry:
     """What a fast-key hit runs: the traced program and its output metadata."""
 
-    __slots__ = ("closed", "consts", "const_vals", "out_tree", "out_meta", "single", "run", "run_for")
+    __slots__ = ("closed", "consts", "const_vals", "out_tree", "out_meta", "single", "run_for")
 
     def __init__(self, closed: core.ClosedJaxpr, consts: list, const_vals: list, out_tree: Any) -> None:
         self.closed = closed
@@ -59,10 +59,16 @@ class FastEntry:
             (a.dtype, a.weak_type, a.dtype.kind == "V" and a.dtype == _FLOAT0, a.shape) for a in closed.out_avals
         )
         self.single = out_tree._spec is None  # one array out: no unflattening
-        # the callable ``jit._jit_impl`` settled on (``jit._settle``) and (compile hook, expanded
-        # jaxpr, compile-cache generation) it was settled for
-        self.run: Any = None
-        self.run_for: tuple = ()
+        # (compile hook, expander, their generations as (list, value) pairs, callable): the callable
+        # ``jit._jit_impl`` settled on (``jit._settle``) and what it was settled for, set and read
+        # as one value (threads)
+        self.run_for: tuple | None = None
+
+    @property
+    def run(self) -> Any:
+        """The settled callable (None: calls go through ``jit._jit_impl``)."""
+        rf = self.run_for
+        return None if rf is None else rf[6]
 
 
 def make_entry(entry: tuple, flat: list, leaves: list) -> FastEntry | None:

@@ -126,7 +126,7 @@ def _settle(fe: _jit_fast.FastEntry) -> None:
     """Keep on ``fe`` the callable ``_jit_impl`` runs for its program once that is final (its compile
     done, no retry pending), so later calls with that signature run it directly while ``_run_key``
     holds (checked on each call)."""
-    fe.run = None
+    fe.run_for = None
     if _jit_impl is not _jit_impl_plain or cpu_precision_check is not None or _debug_nans.active:
         return
     key = _run_key()
@@ -140,8 +140,7 @@ def _settle(fe: _jit_fast.FastEntry) -> None:
         done, fn = hook.settled(jaxpr)
         if not done:
             return
-    fe.run = fn if fn is not None else functools.partial(_eval_flat, jaxpr)
-    fe.run_for = key
+    fe.run_for = (*key, fn if fn is not None else functools.partial(_eval_flat, jaxpr))
 
 
 def _jit_impl_guarded(*args: Any, jaxpr: ClosedJaxpr, name: str) -> list:
@@ -655,18 +654,18 @@ class JitWrapped:
                     vals[i] = core.to_array(leaves[i], self.name)._value
         if fe.const_vals:
             vals = fe.const_vals + vals
-        run = fe.run
+        rf = fe.run_for
         if (
-            run is not None
+            rf is not None
             and _jit_impl is _jit_impl_plain
             and cpu_precision_check is None
             and not _debug_nans.active
-            and compile_hook is (rf := fe.run_for)[0]
+            and compile_hook is rf[0]
             and lowering_expander is rf[1]
             and rf[2][0] == rf[3]
             and rf[4][0] == rf[5]
         ):
-            outs = run(*vals)  # (what _jit_impl would run, settled for this program: _settle)
+            outs = rf[6](*vals)  # (what _jit_impl would run, settled for this program: _settle)
         else:
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
             _settle(fe)
