@@ -1108,3 +1108,111 @@ def test_leaked_jvp_tracer_message_is_jaxs():
     box = []
     fjax.jvp(lambda x: box.append(x * 2) or x, (1.0,), (1.0,))
     assert _raises(lambda: jnp.cos(box[0])) == ("UnexpectedTracerError", _UNEXPECTED.format("JVPTracer") + _CATCH)
+
+
+# ---------------------------------------------------------------------------------------------
+# more of JAX 0.10.2's messages: jax.scipy.special on complex input (the lax primitive's dtype
+# rule, or the function's own), scipy.signal/ndimage, fft norm, tensordot, gradient, sort's kind
+# and order, vectorize's output core dimensions; a batched tracer prints as JAX's VmapTracer
+
+_Z = jnp.ones(2) + 1j
+_FL = "does not accept dtype complex64. Accepted dtypes are subtypes of floating."
+
+
+@pytest.mark.parametrize(
+    "call, typ, msg",
+    [
+        (lambda: fjax.scipy.special.erf(_Z), "TypeError", "erf " + _FL),
+        (lambda: fjax.scipy.special.erfc(_Z), "TypeError", "erfc " + _FL),
+        (lambda: fjax.scipy.special.erfinv(_Z), "TypeError", "erf_inv " + _FL),
+        (lambda: fjax.scipy.special.gammaln(_Z), "TypeError", "lgamma " + _FL),
+        (lambda: fjax.scipy.special.betaln(_Z, _Z), "TypeError", "lgamma " + _FL),
+        (lambda: fjax.scipy.special.digamma(_Z), "TypeError", "digamma " + _FL),
+        (lambda: fjax.scipy.special.i0e(_Z), "TypeError", "bessel_i0e " + _FL),
+        (lambda: fjax.scipy.special.i1e(_Z), "TypeError", "bessel_i1e " + _FL),
+        (
+            lambda: fjax.scipy.special.ndtri(_Z),
+            "TypeError",
+            "x.dtype=complex64 is not supported, see docstring for supported types.",
+        ),
+        (lambda: fjax.scipy.special.log_ndtr(_Z), "TypeError", "x.dtype=complex64 is not supported."),
+        (
+            lambda: fjax.scipy.special.zeta(_Z, _Z),
+            "TypeError",
+            "zeta does not accept dtype complex64 at position 0. Accepted dtypes at position 0 are subtypes of "
+            "floating.",
+        ),
+        (lambda: fjax.scipy.special.entr(_Z), "ValueError", "entr does not support complex-valued inputs."),
+        (
+            lambda: fjax.scipy.ndimage.map_coordinates(_XW, [jnp.ones(2), jnp.ones(2)], order=3),
+            "NotImplementedError",
+            "jax.scipy.ndimage.map_coordinates currently requires order<=1",
+        ),
+        (
+            lambda: fjax.scipy.signal.convolve(_XW, _XW, mode="foo"),
+            "ValueError",
+            "mode must be one of ['full', 'same', 'valid']",
+        ),
+        (
+            lambda: fjax.scipy.signal.fftconvolve(_XW, _XW, mode="foo"),
+            "ValueError",
+            "mode must be one of ['same', 'full', 'valid']",
+        ),
+        (
+            lambda: jnp.fft.fft(_XW, norm="foo"),
+            "ValueError",
+            'Invalid norm value foo; should be "backward","ortho" or "forward".',
+        ),
+        (
+            lambda: jnp.tensordot(_XW, _XW, axes=3),
+            "TypeError",
+            "Number of tensordot axes (axes 3) exceeds input ranks ((2, 3) and (2, 3))",
+        ),
+        (
+            lambda: jnp.gradient(_XW, 1.0, 2.0, 3.0),
+            "TypeError",
+            "Invalid number of spacing arguments 3 for axis=None",
+        ),
+        (
+            lambda: jnp.sort(_XW, kind="foo"),
+            "TypeError",
+            "'kind' argument to sort is not supported. Use stable=True or stable=False to specify sort stability.",
+        ),
+        (
+            lambda: jnp.argsort(_XW, kind="stable"),
+            "TypeError",
+            "'kind' argument to argsort is not supported. Use stable=True or stable=False to specify sort stability.",
+        ),
+        (lambda: jnp.sort(_XW, order="a"), "TypeError", "'order' argument to sort is not supported."),
+    ],
+)
+def test_more_messages_are_jaxs(call, typ, msg):
+    assert _raises(call) == (typ, msg)
+
+
+_CTX = "on vectorized function with excluded=frozenset() and signature='{}'"
+
+
+def test_vectorize_checks_output_core_dims_as_jax():
+    v = jnp.vectorize
+    assert _raises(lambda: v(lambda a: a, signature="(n)->()")(_XW)) == (
+        "ValueError",
+        "output shape (3,) does not match core dimensions () " + _CTX.format("(n)->()"),
+    )
+    assert _raises(lambda: v(lambda a: (a, a), signature="(n)->(n)")(_XW)) == (
+        "TypeError",
+        "wrong number of output arguments: expected 1, got 2 " + _CTX.format("(n)->(n)"),
+    )
+    assert _raises(lambda: v(lambda a: a, signature="(n)->(n),(n)")(_XW)) == (
+        "TypeError",
+        "output must be a tuple when multiple outputs are expected, got: "
+        "VmapTracer(aval=float32[3], batched=float32[2,3])\n" + _CTX.format("(n)->(n),(n)"),
+    )
+    assert _raises(lambda: v(lambda a: a[:2], signature="(n)->(n)")(_XW)) == (
+        "ValueError",
+        "inconsistent size for core dimension 'n': 2 vs 3 " + _CTX.format("(n)->(n)"),
+    )
+    # what still works
+    assert v(lambda a: a.sum(), signature="(n)->()")(_XW).shape == (2,)
+    assert v(lambda a: (a, a.sum()), signature="(n)->(n),()")(_XW)[1].shape == (2,)
+    assert v(lambda a: a[:2], signature="(n)->(m)")(_XW).shape == (2, 2)

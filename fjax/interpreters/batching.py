@@ -120,6 +120,10 @@ class BatchTracer(Tracer):
             return core.full_lower(self.val)
         return self
 
+    def __repr__(self) -> str:
+        # JAX's: the per-example type and the type of the value carrying the batch
+        return f"VmapTracer(aval={self.aval}, batched={core.get_aval(self.val)})"
+
 
 # primitive -> params rewrite applied when it is bound under vmap with no input mapped. JAX calls
 # dot_general's batching rule even then, and the rule rebinds through the ``lax.dot_general``

@@ -225,11 +225,10 @@ def tensordot(
     (x, y), dt = _promote("tensordot", a, b, preferred_element_type=preferred_element_type)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
-        if n < 0 or n > min(x.ndim, y.ndim):
-            raise TypeError(
-                f"tensordot: number of contracting axes {n} must be between 0 and "
-                f"min(a.ndim, b.ndim) = {min(x.ndim, y.ndim)}"
-            )
+        if n > min(x.ndim, y.ndim):  # (JAX 0.10.2's words)
+            raise TypeError(f"Number of tensordot axes (axes {n}) exceeds input ranks ({x.shape} and {y.shape})")
+        if n < 0:  # (JAX takes a negative count as some other count; fjax refuses it)
+            raise TypeError(f"tensordot: number of contracting axes {n} must be nonnegative")
         ca, cb = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
     elif isinstance(axes, (list, tuple)) and len(axes) == 2:
         ca, cb = _axes_list("tensordot", axes[0], x.ndim), _axes_list("tensordot", axes[1], y.ndim)

@@ -530,8 +530,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edg
         return []
     if builtins.min(f.shape[a] for a in axes) < 2:
         raise ValueError(
-            "Shape of array too small to calculate a numerical gradient, "
-            "at least (edge_order + 1) elements are required."
+            "Shape of array too small to calculate a numerical gradient, at least 2 elements are required."
         )
     if len(varargs) == 0:
         spacings = [1.0] * len(axes)
@@ -540,7 +539,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edg
     elif len(varargs) == len(axes):
         spacings = list(varargs)
     else:
-        raise TypeError(f"Invalid number of spacing arguments {len(varargs)}")
+        raise TypeError(f"Invalid number of spacing arguments {len(varargs)} for {axis=}")
     outs = []
     for ax, h in zip(axes, spacings):
         n = f.shape[ax]

@@ -614,6 +614,30 @@ _ARGUMENT_LIST = f"{_ARGUMENT}(?:,{_ARGUMENT})*"
 _SIGNATURE = f"^{_ARGUMENT_LIST}->{_ARGUMENT_LIST}$"
 
 
+def _checked_outputs(fn: Callable, sizes: dict, out_core: list, excluded: Any, signature: str) -> Callable:
+    """``fn`` (one example's computation) with its outputs checked against the signature's output
+    core dimensions, as JAX's vectorize checks them (its messages)."""
+    ctx = f"on vectorized function with excluded={excluded!r} and signature={signature!r}"
+
+    def checked(*args: Any) -> Any:
+        out = fn(*args)
+        shapes = [np.shape(o) for o in (out if isinstance(out, tuple) else [out])]
+        if len(out_core) > 1 and not isinstance(out, tuple):
+            raise TypeError(f"output must be a tuple when multiple outputs are expected, got: {out!r}\n{ctx}")
+        if len(shapes) != len(out_core):
+            raise TypeError(f"wrong number of output arguments: expected {len(out_core)}, got {len(shapes)} {ctx}")
+        seen = dict(sizes)
+        for shape, dims in zip(shapes, out_core):
+            if len(shape) != len(dims):
+                raise ValueError(f"output shape {tuple(shape)!r} does not match core dimensions {tuple(dims)!r} {ctx}")
+            for dim, size in zip(dims, shape):
+                if seen.setdefault(dim, size) != size:
+                    raise ValueError(f"inconsistent size for core dimension {dim!r}: {size!r} vs {seen[dim]!r} {ctx}")
+        return out
+
+    return checked
+
+
 def _parse_signature(signature: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     sig = signature.replace(" ", "")
     if not re.match(_SIGNATURE, sig):
@@ -679,11 +703,11 @@ def vectorize(
             if len(in_core) != len(dyn_args):
                 raise TypeError(f"wrong number of positional arguments: expected {len(in_core)}, got {len(dyn_args)}")
             cores = in_core
-        check_core_dims([a.shape for a in dyn_args], cores, excluded, signature)
+        sizes = check_core_dims([a.shape for a in dyn_args], cores, excluded, signature)
         broadcast_shapes = [a.shape[: a.ndim - len(c)] for a, c in zip(dyn_args, cores)]
         bshape = _util.broadcast_shapes("vectorize", *broadcast_shapes)
         dyn_args = [S.broadcast_to(a, bshape + a.shape[a.ndim - len(c) :]) for a, c in zip(dyn_args, cores)]
-        f = call
+        f = call if out_core is None else _checked_outputs(call, sizes, out_core, excluded, signature)
         for _ in range(len(bshape)):
             f = vmap(f)
         out = f(*dyn_args)

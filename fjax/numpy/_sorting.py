@@ -48,8 +48,13 @@ def sort(
     a: Any, axis: int | None = -1, *, kind: Any = None, order: Any = None, stable: bool = True, descending: bool = False
 ) -> Any:
     """Sorted copy of ``a`` along ``axis`` (flattened when None); NaNs go last (first if descending)."""
+    _util.check_arraylike("sort", a)
+    if kind is not None:  # (JAX 0.10.2's TypeErrors)
+        raise TypeError(
+            "'kind' argument to sort is not supported. Use stable=True or stable=False to specify sort stability."
+        )
     if order is not None:
-        raise ValueError("The 'order' argument to sort is not supported.")
+        raise TypeError("'order' argument to sort is not supported.")
     x, ax = _prep("sort", a, axis)
     if x.ndim == 0 or x.shape[ax] <= 1:
         return x
@@ -69,8 +74,13 @@ def argsort(
 ) -> Any:
     """Indices (int32, or ``dtype``) that sort ``a`` along ``axis``; with ``stable`` ties keep their
     order, also when ``descending``."""
+    _util.check_arraylike("argsort", a)
+    if kind is not None:  # (JAX 0.10.2's TypeErrors)
+        raise TypeError(
+            "'kind' argument to argsort is not supported. Use stable=True or stable=False to specify sort stability."
+        )
     if order is not None:
-        raise ValueError("The 'order' argument to argsort is not supported.")
+        raise TypeError("'order' argument to argsort is not supported.")
     idt = _index_dtype() if dtype is None else dtypes.canonicalize_user_dtype(dtype, "argsort")
     x, ax = _prep("argsort", a, axis)
     if x.ndim == 0:

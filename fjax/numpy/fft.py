@@ -81,7 +81,7 @@ def _norm_scale(norm: str | None, n: int, inverse: bool, name: str) -> float | N
         return math.sqrt(n) if inverse else 1.0 / math.sqrt(n)
     if norm == "forward":
         return float(n) if inverse else 1.0 / n
-    raise ValueError(f'{name}: invalid norm value {norm!r}; should be "backward", "ortho" or "forward"')
+    raise ValueError(f'Invalid norm value {norm}; should be "backward","ortho" or "forward".')  # (JAX's words)
 
 
 def _scale(x: Any, c: float | None) -> Any:
@@ -173,7 +173,7 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None)
 def _swap_norm(norm: str | None, name: str) -> str:
     table = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
     if norm not in table:
-        raise ValueError(f'{name}: invalid norm value {norm!r}; should be "backward", "ortho" or "forward"')
+        raise ValueError(f'Invalid norm value {norm}; should be "backward","ortho" or "forward".')  # (JAX's words)
     return table[norm]
 
 

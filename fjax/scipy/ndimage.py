@@ -73,7 +73,7 @@ def map_coordinates(
     elif order == 1:
         nodes_of = _linear
     else:
-        raise NotImplementedError("fjax.scipy.ndimage.map_coordinates currently requires order<=1")
+        raise NotImplementedError("jax.scipy.ndimage.map_coordinates currently requires order<=1")
     if coords and _dkind(coords[0].dtype) not in "fc" and order == 1:
         coords = [c.astype(jnp.result_type(float)) for c in coords]
     cval = jnp.asarray(cval, arr.dtype)

@@ -42,9 +42,31 @@ def _args(name: str, *args: Any) -> list:
     return broadcast_lax_style(name, *xs) if len(xs) > 1 else xs
 
 
+# a complex argument: the TypeError JAX 0.10.2 raises (from the lax primitive's dtype rule, or the
+# function's own check) where it is not the ValueError below
+_FLOATING = "does not accept dtype {}. Accepted dtypes are subtypes of floating."
+_DOCSTRING = "x.dtype={} is not supported, see docstring for supported types."
+_COMPLEX_ERRORS = {
+    "erf": "erf " + _FLOATING,
+    "erfc": "erfc " + _FLOATING,
+    "erfinv": "erf_inv " + _FLOATING,
+    "gammaln": "lgamma " + _FLOATING,
+    "betaln": "lgamma " + _FLOATING,
+    "digamma": "digamma " + _FLOATING,
+    "i0e": "bessel_i0e " + _FLOATING,
+    "i1e": "bessel_i1e " + _FLOATING,
+    "ndtri": _DOCSTRING,
+    "spence": _DOCSTRING,
+    "zeta": "zeta does not accept dtype {} at position 0. Accepted dtypes at position 0 are subtypes of floating.",
+}
+
+
 def _real(name: str, *args: Any) -> list:
     xs = _args(name, *args)
     if _dkind(xs[0].dtype) == "c":
+        msg = _COMPLEX_ERRORS.get(name)
+        if msg is not None:
+            raise TypeError(msg.format(xs[0].dtype))
         raise ValueError(f"{name} does not support complex-valued inputs.")
     return xs
 
@@ -239,7 +261,7 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
         raise ValueError(f"series_order must be a non-negative int at most 30, got {series_order!r}.")
     x = jnp.asarray(x)
     if x.dtype not in (np.float32, np.float64):
-        raise TypeError(f"x.dtype={x.dtype} is not supported, see docstring for supported types.")
+        raise TypeError(f"x.dtype={x.dtype} is not supported.")  # (JAX 0.10.2's words for log_ndtr)
     return P.log_ndtr_p.bind(x)
 
 
