@@ -1216,3 +1216,11 @@ def test_vectorize_checks_output_core_dims_as_jax():
     assert v(lambda a: a.sum(), signature="(n)->()")(_XW).shape == (2,)
     assert v(lambda a: (a, a.sum()), signature="(n)->(n),()")(_XW)[1].shape == (2,)
     assert v(lambda a: a[:2], signature="(n)->(m)")(_XW).shape == (2, 2)
+
+
+@pytest.mark.parametrize("shift, want", [(1.5, 1), (2.7, 2), (-1.2, -1), (np.float32(2.0), 2)])
+def test_roll_truncates_a_float_shift_as_jax(shift, want):
+    # JAX 0.10.2: jnp.roll(jnp.arange(5.), 1.5) == [4, 0, 1, 2, 3] (the shift converted to an int)
+    v = np.arange(5.0, dtype=np.float32)
+    np.testing.assert_array_equal(jnp.roll(v, shift), np.roll(v, want))
+    np.testing.assert_array_equal(fjax.jit(lambda s: jnp.roll(v, s))(shift), np.roll(v, want))

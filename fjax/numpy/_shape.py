@@ -750,9 +750,14 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
         raise ValueError(f"roll: 'shift' and 'axis' must have the same length, got {len(shifts)} and {len(axes)}")
     for s, ax in zip(shifts, axes):
         ax = _axis("roll", ax, x.ndim)
+        # (a float shift is truncated toward zero, as JAX's roll converts it)
         if isinstance(s, Tracer):
+            if _dkind(s.dtype) not in "iu":
+                s = lax.convert_element_type(s, np.int32)
             x = _roll_dynamic(x, s, ax)
         else:
+            if isinstance(s, (float, np.floating)) or (isinstance(s, (Array, np.ndarray)) and _dkind(s.dtype) == "f"):
+                s = int(np.asarray(s._value if isinstance(s, Array) else s))
             x = _roll_static(x, _static_int(s, "shift argument of roll"), ax)
     return x
 
