@@ -161,8 +161,13 @@ def timeit(f, repeat: int, inner: int = 1) -> float:
     return float(np.median(ts))
 
 
-def interleaved(fns: dict, repeat: int, inner: int = 5) -> dict:
-    """Median per-call time of each function, sampled round-robin so drift hits all alike."""
+def interleaved(fns: dict, repeat: int, inner: int = 5, settle: tuple = ()) -> dict:
+    """Median per-call time of each function, sampled round-robin so drift hits all alike.
+
+    After each sample of a function named in ``settle`` the loop sleeps ``SETTLE_S``: numpy's
+    OpenBLAS team (the BLAS baselines) keeps a thread spinning ~0.1 s after each multi-threaded
+    GEMM (measured here: 0.1 s of CPU time during a 0.2 s sleep after one 512^3 GEMM), which would
+    otherwise take a core from whichever function is timed next."""
     for f in fns.values():
         for _ in range(3):
             f()
@@ -173,7 +178,12 @@ def interleaved(fns: dict, repeat: int, inner: int = 5) -> dict:
             for _ in range(inner):
                 f()
             ts[k].append((time.perf_counter() - t) / inner)
+            if k in settle:
+                time.sleep(SETTLE_S)
     return {k: float(np.median(v)) for k, v in ts.items()}
+
+
+SETTLE_S = 0.15
 
 
 # ---- compile-time probe (runs in a subprocess) ---------------------------------------------------
@@ -205,7 +215,7 @@ def _probe(cache_dir: str) -> None:
     t2 = time.perf_counter()
     low = step.lower(params, x, y)
     t3 = time.perf_counter()
-    dispatch.compile_jaxpr(low.jaxpr)
+    dispatch.compile_jaxpr(low.jaxpr, tiered=False)  # (a tiered first call would be left uncalled)
     t4 = time.perf_counter()
     out = step(params, x, y)
     float(out[0])
@@ -300,7 +310,7 @@ def main() -> None:
     except ImportError:
         pass
 
-    res = interleaved(fns, args.repeat)
+    res = interleaved(fns, args.repeat, settle=("matmuls alone (8 np.dot)", "numpy step (hand-written)"))
     base = res["matmuls alone (8 np.dot)"]
     blas = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     print(f"MLP {'-'.join(map(str, SIZES))} batch {BATCH} f32 train step; median of {args.repeat}x5 calls; {blas}")

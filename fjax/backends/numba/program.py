@@ -4,7 +4,8 @@ A program is compiled into two kinds of generated code:
 
 - one plain Python function ``program`` (one line per step, ``# eqn`` comments) that allocates
   buffers, runs every ``Dot`` as ``np.dot``/``np.matmul`` on numpy's BLAS (transposed operands are
-  ``.T`` views, never copied), calls the loop-nest kernels, and evaluates the host-fallback
+  ``.T`` views, never copied; a large float GEMM through ``pgemm``: its blocks on all cores without
+  OpenBLAS's spinning team), calls the loop-nest kernels, and evaluates the host-fallback
   equations with their primitive's numpy ``impl``;
 - one small ``numba.njit`` kernel per fused loop nest. Kernels are shape-generic (extents are
   arguments, constants are module-level) and written to ``config.fjax_cache_dir/kernels/
@@ -41,7 +42,7 @@ from numba import types
 from fjax import _blas, core
 from fjax.backends import kernel_ir as ir
 from fjax.backends import memory
-from fjax.backends.numba import disk_cache
+from fjax.backends.numba import disk_cache, pgemm
 from fjax.backends.numba import loops as numba_loops
 from fjax.backends.numba.host_kernels import host_kernel
 from fjax.backends.numba.render import NestCode, _shape, renderer
@@ -489,6 +490,24 @@ class ProgramSource:
             rhs = f"np.transpose({rhs}, {d.rhs_perm})"
         o = bn(d.out)
         macs = nb * nl * nk * nr
+        dt = d.out.dtype
+        if (
+            nb == 1
+            and d.lhs_perm is None
+            and d.rhs_perm is None
+            and macs >= pgemm.MIN_PAR_MACS
+            and dt in (np.float32, np.float64)
+            and d.lhs.dtype == dt == d.rhs.dtype
+            and pgemm.available()
+        ):
+            # a large GEMM: blocks shared by this thread and pgemm's helper (no OpenBLAS team)
+            self.ns["_blas"], self.ns["_pg"] = _blas, pgemm.gemm
+            lx = f"{lhs}.reshape({nk}, {nl})" if d.lhs_t else f"{lhs}.reshape({nl}, {nk})"
+            rx = f"{rhs}.reshape({nr}, {nk})" if d.rhs_t else f"{rhs}.reshape({nk}, {nr})"
+            body.append(_Alloc(o, (nl, nr), dt, key=key))
+            body.append(f"_pg({lx}, {rx}, {o}, {d.lhs_t}, {d.rhs_t})")
+            body.append(f"{o} = {o}.reshape({_shape(d.out.shape)})")
+            return
         if macs > _blas.SERIAL_MACS:
             # small and medium GEMMs single-threaded (fjax._blas: OpenBLAS's team spins under load)
             self.ns["_blas"] = _blas
