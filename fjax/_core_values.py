@@ -614,8 +614,17 @@ class Tracer:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
+    def _jax_class_name(self) -> str:
+        """The name JAX's errors give this kind of tracer (``DynamicJaxprTracer`` for a staged one)."""
+        return getattr(type(self), "jax_name", type(self).__name__)
+
     def __hash__(self):
-        raise TypeError(f"unhashable type: {type(self).__name__}")
+        raise TypeError(f"unhashable type: '{self._jax_class_name()}'")
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise TypeError(f"unsupported format string passed to {self._jax_class_name()}.__format__")
+        return str(self)
 
     def __setitem__(self, idx, value):
         raise _array_type_error("item assignment")

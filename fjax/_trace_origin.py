@@ -125,9 +125,8 @@ def caller_function_src(frame: Any) -> str | None:
 def leaked_tracer_message(tracer: Any) -> str:
     """JAX 0.10.2's UnexpectedTracerError message for a tracer used after its trace ended."""
     from fjax._core_values import long_str  # noqa: PLC0415
-    from fjax.interpreters import partial_eval as pe  # noqa: PLC0415
 
-    kind = "DynamicJaxprTracer" if isinstance(tracer, pe.StagingTracer) else type(tracer).__name__
+    kind = tracer._jax_class_name()
     msg = (
         "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a "
         f"reference to an intermediate value with type {long_str(tracer.aval)} wrapped in a {kind} to escape the "

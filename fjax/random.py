@@ -649,7 +649,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     if not nd:
         if _dkind(dtypes.dtype(x)) not in "iu":
             raise TypeError("x must be an integer or at least 1-dimensional")
-        r = int(core.concrete_or_error(x, "argument x of fjax.random.permutation()"))
+        r = int(core.concrete_or_error(x, "argument x of jax.random.permutation()"))
         return _shuffle(key, jnp.arange(r), 0)
     x = _asarray(x)
     return _shuffle(key, x, axis, independent or nd == 1)

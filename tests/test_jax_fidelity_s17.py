@@ -1224,3 +1224,158 @@ def test_roll_truncates_a_float_shift_as_jax(shift, want):
     v = np.arange(5.0, dtype=np.float32)
     np.testing.assert_array_equal(jnp.roll(v, shift), np.roll(v, want))
     np.testing.assert_array_equal(fjax.jit(lambda s: jnp.roll(v, s))(shift), np.roll(v, want))
+
+
+# ---------------------------------------------------------------------------------------------
+# a traced value where a jnp/lax/random/nn function needs a static one: JAX 0.10.2's error class and
+# context (each recorded from JAX running the same call)
+
+_V4 = jnp.ones(4)
+_N3 = "the value of the argument n"
+_A = "the value of the argument a"
+
+
+def _index_msg(fn, args: str) -> str:
+    return (
+        "The __index__() method was called on traced array with shape int32[]"
+        f"{_origin(fn, args)}{_PAGE}TracerIntegerConversionError"
+    )
+
+
+_sum_a = lambda a: jnp.sum(_XW, axis=a)  # noqa: E731
+_moveaxis_a = lambda a: jnp.moveaxis(_XW, a, 0)  # noqa: E731
+_expand_a = lambda a: jnp.expand_dims(_XW, a)  # noqa: E731
+_squeeze_a = lambda a: jnp.squeeze(jnp.ones((1, 2)), a)  # noqa: E731
+_roll_a = lambda a: jnp.roll(_XW, 1, axis=a)  # noqa: E731
+_argmax_a = lambda a: jnp.argmax(_XW, axis=a)  # noqa: E731
+_concat_a = lambda a: jnp.concatenate([_XW, _XW], axis=a)  # noqa: E731
+_take_a = lambda a: jnp.take(_XW, 0, axis=a)  # noqa: E731
+_diag_k = lambda k: jnp.diag(_XW, k)  # noqa: E731
+_index_in_dim_i = lambda i: fjax.lax.index_in_dim(_V4, i)  # noqa: E731
+_slice_in_dim_i = lambda i: fjax.lax.slice_in_dim(_V4, 0, i)  # noqa: E731
+_linspace_n = lambda n: jnp.linspace(0, 1, n)  # noqa: E731
+_pad_n = lambda n: jnp.pad(_V4, n)  # noqa: E731
+_perm_n = lambda n: fjax.random.permutation(fjax.random.key(0), n)  # noqa: E731
+_one_hot_n = lambda n: fjax.nn.one_hot(jnp.ones(2, jnp.int32), n)  # noqa: E731
+_hist_n = lambda n: jnp.histogram(_V4, bins=n)  # noqa: E731
+_where_n = lambda n: jnp.where(_V4 > 0, size=n)  # noqa: E731
+_rp_n = lambda n: fjax.lax.reduce_precision(_V4, n, 2)  # noqa: E731
+_item = lambda a: a.item()  # noqa: E731
+_tri_n = lambda n: jnp.tri(n)  # noqa: E731
+_STATIC_IDX = "expected a static index or sequence of indices."
+_NONZERO = (
+    "The size argument of jnp.nonzero must be statically specified to use jnp.nonzero within JAX transformations."
+)
+
+TRACED_ARG_CASES = {
+    "sum axis": (
+        lambda: fjax.jit(_sum_a)(0),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "The axis argument must be known statically.", _sum_a, _A),
+    ),
+    "moveaxis": (
+        lambda: fjax.jit(_moveaxis_a)(1),
+        "ConcretizationTypeError",
+        _concrete("int32[]", _STATIC_IDX, _moveaxis_a, _A),
+    ),
+    "expand_dims": (
+        lambda: fjax.jit(_expand_a)(1),
+        "ConcretizationTypeError",
+        _concrete("int32[]", _STATIC_IDX, _expand_a, _A),
+    ),
+    "squeeze": (
+        lambda: fjax.jit(_squeeze_a)(0),
+        "ConcretizationTypeError",
+        _concrete("int32[]", _STATIC_IDX, _squeeze_a, _A),
+    ),
+    "roll axis": (
+        lambda: fjax.jit(_roll_a)(0),
+        "ConcretizationTypeError",
+        _concrete("int32[]", _STATIC_IDX, _roll_a, _A),
+    ),
+    "argmax axis": (lambda: fjax.jit(_argmax_a)(0), "TracerIntegerConversionError", _index_msg(_argmax_a, _A)),
+    "concatenate axis": (lambda: fjax.jit(_concat_a)(0), "TracerIntegerConversionError", _index_msg(_concat_a, _A)),
+    "take axis": (lambda: fjax.jit(_take_a)(0), "TracerIntegerConversionError", _index_msg(_take_a, _A)),
+    "diag k": (
+        lambda: fjax.jit(_diag_k)(1),
+        "TracerIntegerConversionError",
+        _index_msg(_diag_k, "the value of the argument k"),
+    ),
+    "index_in_dim": (
+        lambda: fjax.jit(_index_in_dim_i)(1),
+        "TracerIntegerConversionError",
+        _index_msg(_index_in_dim_i, "the value of the argument i"),
+    ),
+    "slice_in_dim": (
+        lambda: fjax.jit(_slice_in_dim_i)(2),
+        "TracerIntegerConversionError",
+        _index_msg(_slice_in_dim_i, "the value of the argument i"),
+    ),
+    "linspace num": (
+        lambda: fjax.jit(_linspace_n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "'num' argument of jnp.linspace", _linspace_n, _N3),
+    ),
+    "pad width": (
+        lambda: fjax.jit(_pad_n)(1),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "pad_width argument of jnp.pad", _pad_n, _N3),
+    ),
+    "random.permutation": (
+        lambda: fjax.jit(_perm_n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "argument x of jax.random.permutation()", _perm_n, _N3),
+    ),
+    "one_hot num_classes": (
+        lambda: fjax.jit(_one_hot_n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "The error arose in jax.nn.one_hot argument `num_classes`.", _one_hot_n, _N3),
+    ),
+    "histogram bins": (
+        lambda: fjax.jit(_hist_n)(3),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "bins argument of histogram_bin_edges", _hist_n, _N3),
+    ),
+    "where size": (
+        lambda: fjax.jit(_where_n)(2),
+        "ConcretizationTypeError",
+        _concrete("int32[]", _NONZERO, _where_n, _N3),
+    ),
+    "reduce_precision": (
+        lambda: fjax.jit(_rp_n)(5),
+        "ConcretizationTypeError",
+        _concrete("int32[]", "exponent_bits argument of lax.reduce_precision", _rp_n, _N3),
+    ),
+    "item": (
+        lambda: fjax.jit(_item)(jnp.float32(1)),
+        "ConcretizationTypeError",
+        _concrete("float32[]", "This occurred in the item() method of jax.Array", _item, _A),
+    ),
+    "tri": (
+        lambda: fjax.jit(_tri_n)(2),
+        "TypeError",
+        "Shapes must be 1D sequences of concrete values of integer type, got "
+        "(JitTracer(~int32[]), JitTracer(~int32[]))." + _JIT_HINT + _origin(_tri_n, _N3) * 2,
+    ),
+    "hash": (lambda: fjax.jit(lambda a: hash(a))(1.0), "TypeError", "unhashable type: 'DynamicJaxprTracer'"),
+    "format": (
+        lambda: fjax.jit(lambda a: f"{a:.2f}")(1.0),
+        "TypeError",
+        "unsupported format string passed to DynamicJaxprTracer.__format__",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TRACED_ARG_CASES)
+def test_traced_argument_errors_are_jaxs(name):
+    call, typ, msg = TRACED_ARG_CASES[name]
+    assert _raises(call) == (typ, msg)
+
+
+def test_static_arguments_still_work():
+    np.testing.assert_array_equal(jnp.sum(_XW, axis=jnp.int32(0)), [2.0, 2.0, 2.0])
+    assert jnp.moveaxis(_XW, np.int64(1), 0).shape == (3, 2)
+    assert jnp.expand_dims(_XW, (0, 3)).shape == (1, 2, 3, 1)
+    assert jnp.tri(np.int64(2)).shape == (2, 2)
+    assert fjax.jit(lambda x: jnp.roll(x, 1, axis=(0, 1)))(_XW).shape == (2, 3)
+    assert f"{jnp.float32(1.5):.2f}" == "1.50"

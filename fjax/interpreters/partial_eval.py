@@ -47,6 +47,7 @@ _no_const = object()
 
 class StagingTracer(Tracer):
     __slots__ = ("_aval", "const")
+    jax_name = "DynamicJaxprTracer"  # (as JAX's errors name it)
 
     def __init__(self, trace: StagingTrace, aval: ShapedArray, const: Any = _no_const):
         self._trace = trace

@@ -96,8 +96,10 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
     mantissa_bits=7`` rounds float32 values to bfloat16 values."""
     from fjax.numpy import _util  # noqa: PLC0415  (jnp imports lax)
 
-    exponent_bits = operator.index(exponent_bits)
-    mantissa_bits = operator.index(mantissa_bits)
+    # (JAX's contexts for a traced count)
+    ctx = "{} argument of lax.reduce_precision"
+    exponent_bits = operator.index(core.concrete_or_error(exponent_bits, ctx.format("exponent_bits")))
+    mantissa_bits = operator.index(core.concrete_or_error(mantissa_bits, ctx.format("mantissa_bits")))
     if exponent_bits < 1:
         raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
     if mantissa_bits < 0:

@@ -506,8 +506,9 @@ def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
     shape = core.get_aval(operand).shape
     axis = _canon_axis(axis, len(shape), "slice_in_dim")
     n = shape[axis]
-    start = 0 if start_index is None else int(start_index)
-    limit = n if limit_index is None else int(limit_index)
+    # (operator.index: a traced bound is JAX's TracerIntegerConversionError)
+    start = 0 if start_index is None else operator.index(start_index)
+    limit = n if limit_index is None else operator.index(limit_index)
     start = start + n if start < 0 else start
     limit = limit + n if limit < 0 else limit
     si, li, st = [0] * len(shape), list(shape), [1] * len(shape)
@@ -517,7 +518,7 @@ def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
 
 def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
     """The element ``index`` (static int, may be negative) along ``axis``."""
-    index = int(core.concrete_or_error(index, "index_in_dim index"))
+    index = operator.index(index)  # (traced: JAX's TracerIntegerConversionError)
     shape = core.get_aval(operand).shape
     axis = _canon_axis(axis, len(shape), "index_in_dim")
     n = shape[axis]

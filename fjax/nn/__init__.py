@@ -24,7 +24,7 @@ import operator
 import numpy as np
 
 import fjax.numpy as jnp
-from fjax import lax
+from fjax import core, lax
 
 __all__ = [
     "celu",
@@ -225,6 +225,8 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = jnp.float32, axis: int = -
     Out-of-range indices (negative or >= num_classes) give all-zero rows, as jax.nn.one_hot.
     """
     x = jnp.asarray(x)
+    if isinstance(num_classes, core.Tracer):  # (JAX's context)
+        num_classes = core.concrete_or_error(num_classes, "The error arose in jax.nn.one_hot argument `num_classes`.")
     num_classes = operator.index(num_classes)  # a float is a TypeError, as in JAX
     out_ndim = x.ndim + 1
     ax = axis + out_ndim if axis < 0 else axis

@@ -195,7 +195,7 @@ def _py_round(self: Any, ndigits: int | None = None) -> Any:
 
 
 def _item(self: Any, *args: Any) -> Any:
-    v = core.concrete_or_error(self, "item() of a traced array")
+    v = core.concrete_or_error(self, "This occurred in the item() method of jax.Array")
     return np.asarray(v).item(*args)
 
 

@@ -642,7 +642,7 @@ def linspace(
     """``num`` evenly spaced samples over [start, stop] (stop excluded if ``endpoint=False``)."""
     if device is not None:  # (put there as device_put puts it: fjax/_out_sharding.py)
         return _out_sharding.on_device(linspace(start, stop, num, endpoint, retstep, dtype, axis, device=None), device)
-    num = operator.index(core.concrete_or_error(num, "num argument of jnp.linspace"))
+    num = operator.index(core.concrete_or_error(num, "'num' argument of jnp.linspace"))
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike("linspace", start, stop)
@@ -790,7 +790,8 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     """Ones at and below the ``k``-th diagonal, zeros above."""
     m = N if M is None else M
     dt = _default_dtype(dtype, dtypes.default_float_dtype(), "tri")
-    return lax.convert_element_type(_tri_mask(int(N), int(m), int(k)), dt)
+    shape = core.canonicalize_shape((N, m))  # (traced sizes: JAX's shape error)
+    return lax.convert_element_type(_tri_mask(*shape, operator.index(k)), dt)
 
 
 def _tri_select(m: Any, k: int, upper: builtins.bool, fn: str) -> Any:
@@ -853,7 +854,7 @@ def diag(v: Any, k: int = 0) -> Any:
     """Extract the ``k``-th diagonal of a 2-D array, or build a 2-D array with a 1-D ``v`` on it."""
     check_arraylike("diag", v)
     v = to_fjax(v, "diag")
-    k = int(k)
+    k = operator.index(k)  # (traced: JAX's TracerIntegerConversionError)
     if v.ndim == 1:
         n = v.shape[0]
         size = n + builtins.abs(k)

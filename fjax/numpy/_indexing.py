@@ -825,7 +825,13 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
         c = core.concrete_or_error(a, msg)
         c = np.asarray(c)
         return tuple(Array(np.asarray(i, dtype=dtypes.default_int_dtype()), False) for i in np.nonzero(c))
-    size = int(core.concrete_or_error(size, "nonzero size"))
+    size = int(
+        core.concrete_or_error(
+            size,
+            "The size argument of jnp.nonzero must be statically specified to use jnp.nonzero within JAX "
+            "transformations.",
+        )
+    )
     if fill_value is None:
         fills = [0] * a.ndim
     else:

@@ -323,7 +323,7 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Sequence[Any] | None = No
     (a,) = _util.promote_dtypes_inexact("histogram_bin_edges", a)
     if np.ndim(bins) == 1:
         return C.asarray(bins, dtype=a.dtype)
-    bins = int(bins)
+    bins = int(core.concrete_or_error(bins, "bins argument of histogram_bin_edges"))  # (JAX's context)
     if range is None:
         lo, hi = R.min(a), R.max(a)
     else:

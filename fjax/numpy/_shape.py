@@ -86,12 +86,27 @@ def _static_int(v: Any, what: str) -> int:
 
 
 def _axis(fn: str, axis: Any, ndim: int) -> int:
+    if isinstance(axis, Tracer):  # (JAX's TracerIntegerConversionError, from operator.index)
+        operator.index(axis)
     return _util.canonicalize_axis(_static_int(axis, f"axis argument of {fn}"), ndim, fn)
+
+
+def _index_tuple(x: Any) -> tuple:
+    """One index or a sequence of them as a tuple (JAX's ``_ensure_index_tuple``): a traced one is
+    JAX's ConcretizationTypeError."""
+    if isinstance(x, Tracer) and x.ndim == 0 and x.to_concrete_value() is None:
+        raise core.ConcretizationTypeError(x, "expected a static index or sequence of indices.")
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(x)
 
 
 def _axes(fn: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
+    if isinstance(axis, Tracer):
+        axis = _index_tuple(axis)
     if isinstance(axis, (int, np.integer)):
         return (_axis(fn, axis, ndim),)
     out = tuple(_axis(fn, a, ndim) for a in axis)
@@ -259,8 +274,8 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
     """Move axes ``source`` to positions ``destination``; the others keep their order."""
     a = _arr("moveaxis", a)
     nd = a.ndim
-    src = (source,) if isinstance(source, (int, np.integer)) else tuple(source)
-    dst = (destination,) if isinstance(destination, (int, np.integer)) else tuple(destination)
+    src = _index_tuple(source)
+    dst = _index_tuple(destination)
     if len(src) != len(dst):
         raise ValueError(
             f"moveaxis: inconsistent number of elements: {len(src)} vs {len(dst)} (source={source}, "
@@ -301,7 +316,7 @@ def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
     """Insert size-1 dimensions at positions ``axis`` of the result."""
     a = _arr("expand_dims", a)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = _index_tuple(axis)
     nd_out = a.ndim + len(axes)
     dims = tuple(_util.canonicalize_axis(d, nd_out, "expand_dims") for d in axes)
     if len(set(dims)) != len(dims):
@@ -731,7 +746,7 @@ def roll(a: Any, shift: Any, axis: int | Sequence[int] | None = None) -> Any:
     x = _arr("roll", a)
     if axis is None:
         return lax.reshape(roll(ravel(x), shift, 0), tuple(x.shape))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = _index_tuple(axis)
     if isinstance(shift, Tracer) or (isinstance(shift, (Array, np.ndarray)) and np.ndim(shift) > 0):
         shifts_b = shift
         if np.ndim(shifts_b) == 0:

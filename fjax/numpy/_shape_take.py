@@ -41,7 +41,7 @@ def _pairs(name: str, vals: Any, nd: int) -> np.ndarray:
 
 
 def _pad_widths(fn: str, pad_width: Any, nd: int) -> np.ndarray:
-    return _pairs("pad_width", core.concrete_or_error(pad_width, f"pad_width argument of {fn}"), nd)
+    return _pairs("pad_width", core.concrete_or_error(pad_width, f"pad_width argument of jnp.{fn}"), nd)
 
 
 def _pad_ints(pw: np.ndarray) -> list[tuple[int, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
@@ -139,8 +140,9 @@ def broadcast_arrays(fn_name: str, *xs: Any) -> list:
 
 
 def canonicalize_axis(axis: int, ndim: int, fn_name: str = "fjax.numpy") -> int:
-    """Normalize a possibly negative axis, raising a numpy-style AxisError-like ValueError."""
-    axis = int(axis)
+    """Normalize a possibly negative axis, raising a numpy-style AxisError-like ValueError (a traced
+    axis: JAX's TracerIntegerConversionError, from ``operator.index``)."""
+    axis = operator.index(axis) if isinstance(axis, Tracer) else int(axis)
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0
@@ -159,6 +161,11 @@ def canonicalize_axes(axis: Any, ndim: int, fn_name: str = "fjax.numpy") -> tupl
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (axis,)
+    elif isinstance(axis, Tracer) and axis.ndim == 0:
+        # (JAX's reductions ask for the axis statically)
+        axis = (core.concrete_or_error(axis, "The axis argument must be known statically.").item(),)
+    elif isinstance(axis, (Array, np.ndarray)) and axis.ndim == 0:
+        axis = (operator.index(axis),)
     out = tuple(canonicalize_axis(a, ndim, fn_name) for a in axis)
     if len(set(out)) != len(out):
         # JAX 0.10.2's words: its reductions', and those of the few functions checking on their own
