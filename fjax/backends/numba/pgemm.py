@@ -70,6 +70,7 @@ _ALIGN = 16
 # calls (other runnable threads get the core), then asleep on a futex until the next job: the GEMMs
 # of a training step (50-200 us apart) find it awake, and an idle process costs nothing
 _SPINS, _YIELDS = 2000, 300
+_WAIT_SPINS = 80000
 
 
 # ---- atomics and libc calls for compiled code ----------------------------------------------------
@@ -291,10 +292,12 @@ def _gemm(ctl, a, b, o, ta, tb):  # noqa: ANN001, ANN201
             break
         _block(p, p[16 + c], p[17 + c])
         _fetch_add(ctl, DONE, 1)
+    # wait for the helper's block: pause-spins only for ~2 ms (a yield on a busy core hands it to
+    # another process for a whole time slice, 3-4 ms here), then yield
     spins = 0
     while _load(ctl, DONE) < nb:
         spins += 1
-        if spins < _SPINS:
+        if spins < _WAIT_SPINS:
             _pause()
         else:
             _yield()
