@@ -127,7 +127,7 @@ def _settle(fe: _jit_fast.FastEntry) -> None:
     done, no retry pending), so later calls with that signature run it directly while ``_run_key``
     holds (checked on each call)."""
     fe.run_for = None
-    if _jit_impl is not _jit_impl_plain or cpu_precision_check is not None or _debug_nans.active:
+    if _jit_impl is not _jit_impl_plain or _debug_nans.active:
         return
     key = _run_key()
     if key is None:
@@ -658,14 +658,16 @@ class JitWrapped:
         if (
             rf is not None
             and _jit_impl is _jit_impl_plain
-            and cpu_precision_check is None
             and not _debug_nans.active
             and compile_hook is rf[0]
             and lowering_expander is rf[1]
             and rf[2][0] == rf[3]
             and rf[4][0] == rf[5]
         ):
-            outs = rf[6](*vals)  # (what _jit_impl would run, settled for this program: _settle)
+            # (what _jit_impl would run, settled for this program: _settle)
+            if cpu_precision_check is not None:
+                cpu_precision_check(closed)
+            outs = rf[6](*vals)
         else:
             outs = _jit_impl(*vals, jaxpr=closed, name=self.name)
             _settle(fe)
