@@ -319,6 +319,26 @@ def test_settled_callable_follows_the_lowering_expansion():
         mlir._generation[0] -= 1
 
 
+def test_settles_beside_the_cpu_precision_check():
+    """Once a refused dot precision was traced (the CPU check installed for every program), other
+    programs still settle, and the refused one raises JAX's error on every call."""
+    from fjax import lax
+
+    a = jnp.ones((2, 2))
+    bad = fjax.jit(lambda u, v: lax.dot(u, v, precision="TF32_TF32_F32"))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="is not supported by dot_general on CPU"):
+            bad(a, a)
+    jit_mod = __import__("importlib").import_module("fjax.jit")
+    assert jit_mod.cpu_precision_check is not None
+    good = fjax.jit(lambda u, v: lax.dot(u, v) + 1)
+    for _ in range(2):
+        np.testing.assert_array_equal(good(a, a), np.full((2, 2), 3.0))
+    assert _fast_entries(good)[0].run is not None
+    with pytest.raises(ValueError, match="is not supported by dot_general on CPU"):
+        bad(a, a)
+
+
 def test_disable_jit_debug_nans_and_no_execution_after_settling():
     seen = []
 
