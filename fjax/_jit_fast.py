@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import operator
 import warnings
-import weakref
 from typing import Any
 
 import numpy as np
@@ -369,7 +368,9 @@ def delete(x: Array) -> None:
 
 # ---- buffer donation ------------------------------------------------------------------------
 
-_donation_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ClosedJaxpr -> usable flags
+# which donated leaves an output can take over, per program: kept in the jaxpr's own ``compiled`` dict
+# (it dies with the jaxpr; a plain dict lookup per call, not a WeakKeyDictionary's)
+_DONATION = ("donation",)
 
 
 def donate(args: tuple, donate_argnums: tuple, closed: core.ClosedJaxpr, stacklevel: int = 3) -> None:
@@ -388,7 +389,8 @@ def donate(args: tuple, donate_argnums: tuple, closed: core.ClosedJaxpr, stackle
                 donated.extend([x for x in tu.tree_leaves(a) if type(x) is Array])
     if not donated:
         return
-    plan = _donation_plans.get(closed)
+    comp = closed.compiled
+    plan = comp.get(_DONATION) if comp is not None else None
     if plan is None or len(plan) != len(donated):
         free: dict = {}
         for a in closed.out_avals:
@@ -402,7 +404,9 @@ def donate(args: tuple, donate_argnums: tuple, closed: core.ClosedJaxpr, stackle
             else:
                 unused.append(str(x.aval))
             plan.append(ok)
-        _donation_plans[closed] = plan
+        if closed.compiled is None:
+            closed.compiled = {}
+        closed.compiled[_DONATION] = plan
         if unused:
             warnings.warn(
                 f"Some donated buffers were not usable: {', '.join(unused)}.\n"
