@@ -505,6 +505,32 @@ def canonicalize_shape(shape: Sequence, context: str = "") -> tuple[int, ...]:
         raise invalid_shape_error(tuple(shape), context) from None
 
 
+def leaked_tracer_message(tracer: Any) -> str:
+    """JAX 0.10.2's UnexpectedTracerError message for a tracer used after its trace ended."""
+    kind = tracer._jax_class_name()
+    msg = (
+        "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a "
+        f"reference to an intermediate value with type {long_str(tracer.aval)} wrapped in a {kind} to escape the "
+        "scope of the transformation.\nJAX transformations require that functions explicitly return their "
+        "outputs, and disallow saving intermediate values to global state.\n"
+    )
+    src = getattr(tracer._trace.main.global_data, "traced_src", None)
+    if src is not None:
+        # (JAX then names the line that created the value; fjax's equations carry no source lines,
+        # so those parts are empty, as JAX's are for an argument)
+        bar = "-" * 30
+        msg += (
+            f"The function being traced when the value leaked was {src} traced for jit.\n{bar}\n"
+            f"The leaked intermediate value was created on line . \n{bar}\n"
+            "When the value was created, the final 5 stack frames (most recent last) excluding JAX-internal "
+            f"frames were:\n{bar}\n\n{bar}\n\n"
+        )
+    return msg + (
+        "To catch the leak earlier, try setting the environment variable JAX_CHECK_TRACER_LEAKS or using the "
+        "`jax.checking_leaks` context manager."
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # tracers
 

@@ -48,6 +48,7 @@ from fjax._core_values import (  # noqa: F401 - the values are imported from fja
     get_aval,
     invalid_shape_error,
     is_arraylike,
+    leaked_tracer_message,
     short_dtype_name,
     to_array,
     typematch,
@@ -457,9 +458,7 @@ def new_dynamic(main: MainTrace):
 
 
 def _leaked_tracer_error(t: Tracer) -> UnexpectedTracerError:
-    from fjax import _trace_origin  # noqa: PLC0415 (only when an error is being raised)
-
-    return UnexpectedTracerError(_trace_origin.leaked_tracer_message(t))
+    return UnexpectedTracerError(leaked_tracer_message(t))
 
 
 def find_top_trace(xs: Sequence[Any], extra: MainTrace | None = None) -> Trace:
