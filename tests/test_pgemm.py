@@ -251,3 +251,32 @@ def test_busy_machine_runs_gemms_in_one_call(monkeypatch):
     pgemm.gemm(a, b, o, False, False)
     assert int(pgemm._pool.ctl[pgemm.SEQ]) == seq + 1
     np.testing.assert_allclose(o, ref, **_tol(np.float32))
+
+
+def test_no_helper_means_one_call(monkeypatch):
+    """Without a helper thread (``FJAX_GEMM_THREADS=1``, one core) a GEMM is one BLAS call: the
+    blocks would only add their cost."""
+    a, b, ref = _operands(np.random.default_rng(10), 256, 784, 512, True, False, np.float32)
+    o = np.full((256, 512), np.nan, np.float32)
+    pgemm.gemm(a, b, o, True, False)  # the pool started
+    seq = int(pgemm._pool.ctl[pgemm.SEQ])
+    monkeypatch.setattr(pgemm._pool, "threads", [])
+    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: False)
+    o[...] = np.nan
+    pgemm.gemm(a, b, o, True, False)
+    np.testing.assert_allclose(o, ref, **_tol(np.float32))
+    assert int(pgemm._pool.ctl[pgemm.SEQ]) == seq
+
+
+def test_one_thread_setting_starts_no_helper():
+    code = (
+        "import numpy as np\n"
+        "from fjax.backends.numba import pgemm\n"
+        "a = np.ones((256, 784), np.float32); b = np.ones((784, 512), np.float32)\n"
+        "o = np.empty((256, 512), np.float32)\n"
+        "pgemm.gemm(a, b, o, False, False)\n"
+        "assert (o == 784).all() and pgemm.threads() == 1 and pgemm._pool.ctl[pgemm.SEQ] == 0\n"
+    )
+    env = dict(os.environ, FJAX_GEMM_THREADS="1")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr

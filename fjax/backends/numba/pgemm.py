@@ -444,4 +444,5 @@ def gemm(a: np.ndarray, b: np.ndarray, o: np.ndarray, ta: bool, tb: bool) -> Non
     # while other processes keep the cores busy, one call on this thread: waking the helper then
     # lets the scheduler put it on this thread's core (the other one is taken), where it preempts
     # the caller; 5 MLP GEMMs took 8 ms that way against 3.9 ms in single calls (load average 5)
-    run(_SOLO if _blas.machine_busy() else _pool.ctl, a, b, o, ta, tb)
+    # (and without a helper thread: blocks would only cost their 2-5%)
+    run(_SOLO if not _pool.threads or _blas.machine_busy() else _pool.ctl, a, b, o, ta, tb)
