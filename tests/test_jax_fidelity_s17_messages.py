@@ -7,7 +7,8 @@ values where a function needs a static one.
 Every expected message here was printed by JAX 0.10.2 (CPU, x64 off, numpy 2.4) in a separate
 virtual environment (``pip install jax``), running the same call from a file at another path; the
 file and line JAX names are those of the function traced, so they are rebuilt here from the
-function's code object. The suite never imports jax.
+function's code object. The suite never imports jax; this file itself was run under JAX
+0.10.2 with ``sys.modules["fjax"] = jax`` (and ``fjax.numpy`` = ``jax.numpy``), where it passes too.
 """
 
 from __future__ import annotations
