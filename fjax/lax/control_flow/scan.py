@@ -532,8 +532,9 @@ def _scan_length(xs: Any, xs_flat: list, length: Any) -> int:
             length = int(length)
         except core.ConcretizationTypeError:
             raise core.ConcretizationTypeError(
+                length,
                 "The `length` argument to `scan` expects a concrete `int` value. For scan-like iteration with a "
-                "dynamic length, use `while_loop` or `fori_loop`."
+                "dynamic length, use `while_loop` or `fori_loop`.",
             ) from None
         if not all(length == n for n in lengths):
             raise ValueError(
