@@ -4,7 +4,10 @@ process: a 4M-element float32 transcendental chain (forward and gradient) agains
 compile time.
 
 Run: ``python bench/bench_jit.py [--n 4000000] [--repeat 20]``; ``--vmath`` runs only the
-per-element microbenchmark of ``fjax.backends.numba.vmath`` against numpy's ufuncs. Compile times are
+per-element microbenchmark of ``fjax.backends.numba.vmath`` against numpy's ufuncs; ``--dispatch
+[--clock process]`` only the per-call host cost of jitted calls, case by case (one array, a params
+dict, static/keyword arguments, donation, a Python scalar, a jitted method, two threads) beside
+JAX's (bench/results/jit_dispatch_2026-11-27.txt). Compile times are
 measured with a fresh kernel cache directory (so they include numba's compile, not a disk-cache
 load); the numba process start-up cost (~1-2 s, paid once) is reported separately. The chain's
 timings are the best of ``--repeat`` rounds in which every contender runs once (round-robin), so
