@@ -95,7 +95,7 @@ def test_owned_control_block_runs_alone_and_small_gemms_are_not_split():
 def test_helper_runs_blocks_and_threads_restored(monkeypatch):
     if pgemm.threads() < 2 and pgemm._want_threads() < 2:
         pytest.skip("one core: no helper thread")
-    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: False)  # (a busy CI machine runs solo)
+    monkeypatch.setattr(pgemm, "cores_busy", lambda now=None: False)  # (a busy CI machine runs solo)
     a, b, ref = _operands(np.random.default_rng(3), 256, 784, 512, False, False, np.float32)
     o = np.empty((256, 512), np.float32)
     before = int(pgemm._pool.ctl[pgemm.HELPED])
@@ -236,18 +236,18 @@ def test_read_only_inputs_share_one_overload_per_dtype():
 
 
 def test_busy_machine_runs_gemms_in_one_call(monkeypatch):
-    """While the load average says other processes hold the cores (``_blas.machine_busy``) a GEMM is
-    one call on the calling thread: no job is published to the helper."""
+    """While other threads take every other core (``pgemm.cores_busy``) a GEMM is one call on the
+    calling thread: no job is published to the helper."""
     a, b, ref = _operands(np.random.default_rng(9), 256, 784, 512, False, False, np.float32)
     o = np.full((256, 512), np.nan, np.float32)
     pgemm.gemm(a, b, o, False, False)  # the pool started
     seq = int(pgemm._pool.ctl[pgemm.SEQ])
-    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: True)
+    monkeypatch.setattr(pgemm, "cores_busy", lambda now=None: True)
     o[...] = np.nan
     pgemm.gemm(a, b, o, False, False)
     np.testing.assert_allclose(o, ref, **_tol(np.float32))
     assert int(pgemm._pool.ctl[pgemm.SEQ]) == seq
-    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: False)
+    monkeypatch.setattr(pgemm, "cores_busy", lambda now=None: False)
     pgemm.gemm(a, b, o, False, False)
     assert int(pgemm._pool.ctl[pgemm.SEQ]) == seq + 1
     np.testing.assert_allclose(o, ref, **_tol(np.float32))
@@ -261,7 +261,7 @@ def test_no_helper_means_one_call(monkeypatch):
     pgemm.gemm(a, b, o, True, False)  # the pool started
     seq = int(pgemm._pool.ctl[pgemm.SEQ])
     monkeypatch.setattr(pgemm._pool, "threads", [])
-    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: False)
+    monkeypatch.setattr(pgemm, "cores_busy", lambda now=None: False)
     o[...] = np.nan
     pgemm.gemm(a, b, o, True, False)
     np.testing.assert_allclose(o, ref, **_tol(np.float32))
@@ -280,3 +280,20 @@ def test_one_thread_setting_starts_no_helper():
     env = dict(os.environ, FJAX_GEMM_THREADS="1")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
+
+
+def test_cores_busy_reads_the_runnable_count(monkeypatch):
+    assert pgemm.others_running(b"2.60 3.20 3.91 3/83 5556\n", 1) == 2
+    assert pgemm.others_running(b"0.00 0.01 0.05 1/83 5556\n", 2) == -1
+    monkeypatch.setattr(pgemm, "_NCPU", 2)
+    texts = iter([b"5.0 5.0 5.0 2/90 1\n", b"0.1 0.1 0.1 1/90 1\n"])
+    monkeypatch.setattr(pgemm.os, "pread", lambda fd, n, off: next(texts))
+    monkeypatch.setattr(pgemm, "_loadavg", [3])
+    monkeypatch.setattr(pgemm, "_busy", [-1.0, False])
+    monkeypatch.setattr(pgemm._pool, "threads", [])
+    assert pgemm.cores_busy(now=10.0)  # this thread and one other runnable: the other core is taken
+    assert pgemm.cores_busy(now=10.001)  # decided at most every BUSY_RECHECK_S
+    assert not pgemm.cores_busy(now=10.1)  # only this thread runs
+    monkeypatch.setattr(pgemm, "_loadavg", [None])  # no /proc/loadavg: the load average decides
+    monkeypatch.setattr(_blas, "machine_busy", lambda now=None: True)
+    assert pgemm.cores_busy(now=11.0)

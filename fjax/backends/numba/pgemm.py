@@ -13,8 +13,8 @@ from a shared counter, so nobody ever waits for a block nobody has started: with
 the other core the blocks run two at a time (the splits cost 2-5%), with the helper descheduled,
 asleep or absent the caller runs them all, and the GEMM takes its one-thread time. The only wait
 is for a block already running to finish. While the load average says other processes hold the
-cores (``fjax._blas.machine_busy``, as for OpenBLAS's team before) a GEMM is one call on the
-calling thread: waking the helper then lets the scheduler put it on the caller's own core.
+cores but the caller's (``cores_busy``: the kernel's count of runnable threads now) a GEMM is one
+call on the calling thread: waking the helper then lets the scheduler put it on the caller's core.
 
 The helper is a thread running a compiled loop (no GIL): after each job it spins ~50 us, then
 yields the core (``sched_yield``) a few hundred times, then sleeps on a futex that the next job's
@@ -43,6 +43,7 @@ import os
 import platform
 import sys
 import threading
+import time
 
 import numpy as np
 from llvmlite import ir
@@ -309,6 +310,13 @@ def _gemm(ctl, a, b, o, ta, tb):  # noqa: ANN001, ANN201
 # ---- the pool ------------------------------------------------------------------------------------
 
 
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _want_threads() -> int:
     env = os.environ.get("FJAX_GEMM_THREADS")
     if env:
@@ -316,10 +324,7 @@ def _want_threads() -> int:
             return max(1, int(env))
         except ValueError:
             pass
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return _cores()
 
 
 def _new_ctl() -> np.ndarray:
@@ -441,8 +446,46 @@ def gemm(a: np.ndarray, b: np.ndarray, o: np.ndarray, ta: bool, tb: bool) -> Non
     (started on the first call). Other arrays go to ``np.dot``."""
     if not _pool.started:
         _pool.start()
-    # while other processes keep the cores busy, one call on this thread: waking the helper then
-    # lets the scheduler put it on this thread's core (the other one is taken), where it preempts
-    # the caller; 5 MLP GEMMs took 8 ms that way against 3.9 ms in single calls (load average 5)
-    # (and without a helper thread: blocks would only cost their 2-5%)
-    run(_SOLO if not _pool.threads or _blas.machine_busy() else _pool.ctl, a, b, o, ta, tb)
+    # while other threads take every other core, one call on this thread: waking the helper then
+    # lets the scheduler put it on this thread's core, where it preempts the caller; 5 MLP GEMMs
+    # took 8 ms that way against 3.9 ms in single calls (load average 5). (And without a helper
+    # thread: blocks would only cost their 2-5%.)
+    run(_SOLO if not _pool.threads or cores_busy() else _pool.ctl, a, b, o, ta, tb)
+
+
+_NCPU = _cores()
+_busy = [-1.0, False]  # (when last decided, the decision)
+_loadavg: list = []  # an open descriptor of /proc/loadavg, or None where there is none
+BUSY_RECHECK_S = 0.005
+
+
+def others_running(text: bytes, mine: int) -> int:
+    """Runnable threads of other processes in /proc/loadavg's text (its 4th field is
+    ``running/total``, the kernel's count now), less ``mine`` of this process."""
+    return int(text.split()[3].split(b"/")[0]) - mine
+
+
+def cores_busy(now: float | None = None) -> bool:
+    """Whether other threads take every core but the caller's right now: the kernel's count of
+    runnable threads (/proc/loadavg), less this thread and a spinning helper, read at most every
+    ``BUSY_RECHECK_S``. The 1-minute load average (``fjax._blas.machine_busy``) lags by a minute:
+    at load 2.8 with a core free for moments JAX's step took 3.6 ms and fjax's single calls 4.4 ms.
+    Where /proc/loadavg is missing, that load average decides."""
+    now = time.monotonic() if now is None else now
+    if now - _busy[0] < BUSY_RECHECK_S:
+        return _busy[1]
+    _busy[0] = now
+    if not _loadavg:
+        try:
+            _loadavg.append(os.open("/proc/loadavg", os.O_RDONLY))
+        except OSError:
+            _loadavg.append(None)
+    fd = _loadavg[0]
+    try:
+        if fd is None:
+            raise OSError
+        mine = 1 + (len(_pool.threads) if _pool.ctl[WAKE] == 0 else 0)  # a sleeping helper does not run
+        _busy[1] = others_running(os.pread(fd, 64, 0), mine) >= _NCPU - 1
+    except (OSError, ValueError, IndexError):
+        _busy[1] = _blas.machine_busy(now)
+    return _busy[1]
