@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fjax import _tree_lifted as tu
-from fjax import core
+from fjax import core, dtypes
 from fjax.core import Array
 
 __all__ = [
@@ -537,7 +537,11 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
 
 def _device_put_array(x: Any) -> Array:
     """``x`` as an Array, refused with JAX 0.10.2's device_put messages."""
-    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "OUSVMm":
+    # numpy calls bfloat16 and ml_dtypes' other types void ("V"), as it does structured dtypes
+    if isinstance(x, (np.ndarray, np.generic)) and (
+        x.dtype.kind in "OUSMm"
+        or (x.dtype.kind == "V" and x.dtype not in dtypes._ML_KINDS and x.dtype != dtypes.float0)
+    ):
         raise TypeError(
             f"Dtype {x.dtype} is not a valid JAX array type. Only arrays of numeric types are supported by JAX."
         )
