@@ -491,12 +491,9 @@ class JitWrapped:
             static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
             hash(static_pos)
             hash(static_kw)
-        except TypeError as e:  # ValueError, as JAX raises
-            raise ValueError(
-                f"Non-hashable static arguments are not supported: jit({self.name}) got an unhashable static "
-                f"argument among {static_pos + static_kw} ({e}). Static arguments must be hashable (use a tuple "
-                "instead of a list, or pass the value as a regular array argument)."
-            ) from None
+        except TypeError:  # ValueError, as JAX raises, naming the first unhashable value
+            _unhashable_static([v for _, v in static_pos + static_kw])
+            raise
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_idx)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return static_idx, static_pos, static_kw, dyn_args, dyn_kwargs
@@ -899,7 +896,7 @@ def jit(
             **kwargs,
         )
     if not callable(fun):
-        raise TypeError(f"jit: expected a function, got {fun!r} of type {type(fun).__name__}")
+        raise TypeError(f"Expected a callable value, got {fun!r}")
     if donate_argnames is not None:
         donate_argnums = _donate_names(fun, donate_argnames, donate_argnums)
     sn, sa, dn = _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums)
@@ -998,3 +995,15 @@ def disable_jit(disable: bool = True) -> Iterator[None]:
     only, as JAX (``config.update("jax_disable_jit", True)`` sets it for every thread)."""
     with config.override("jax_disable_jit", disable):
         yield
+
+
+def _unhashable_static(values: list) -> None:
+    """Raise JAX 0.10.2's ValueError for the first static argument value that cannot be hashed."""
+    for v in values:
+        try:
+            hash(v)
+        except TypeError as e:
+            raise ValueError(
+                "Non-hashable static arguments are not supported. An error occurred while trying to hash an "
+                f"object of type {type(v)}, {v}. The error was:\nTypeError: {e}\n"
+            ) from None
