@@ -30,6 +30,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fjax import dtypes
 from fjax.backends.cuda import cublaslt, fft_exec
 from fjax.backends.cuda.fft_ops import FFT_FUNCS
 
@@ -166,6 +167,17 @@ def synchronize() -> None:
 _STORAGE = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.uint16)}
 
 
+# float8/float6/float4 and int4/int2/uint4/...: no cupy dtype and no kernel support
+_NO_CUPY = frozenset(dtypes.low_precision_dtypes)
+
+
+def _unsupported(d: np.dtype) -> NotImplementedError:
+    return NotImplementedError(
+        f"CUDA backend: arrays of dtype {d.name} cannot live on the GPU (of ml_dtypes' types only bfloat16 "
+        "is supported there); keep them on the CPU, e.g. jax.device_put(x, jax.devices('cpu')[0])"
+    )
+
+
 def storage_dtype(dtype: Any) -> np.dtype:
     """The dtype of the cupy buffer holding an array of ``dtype`` (``uint16`` for bfloat16)."""
     d = np.dtype(dtype)
@@ -175,11 +187,15 @@ def storage_dtype(dtype: Any) -> np.dtype:
 def empty(shape: tuple, dtype: Any) -> Any:
     """An uninitialized device buffer (a C-contiguous cupy array) on the current device."""
     d = np.dtype(dtype)
+    if d in _NO_CUPY:
+        raise _unsupported(d)
     return (_cp[0] if _cp else _cupy()).empty(shape, _STORAGE.get(d, d))
 
 
 def to_device(x: np.ndarray) -> Any:
     """A device copy of the host array ``x`` (C-contiguous) on the current device."""
+    if x.dtype in _NO_CUPY:
+        raise _unsupported(x.dtype)
     x = x if x.flags.c_contiguous else np.array(x, order="C")
     s = _STORAGE.get(x.dtype)
     return _cupy().asarray(x.view(s) if s is not None else x)
