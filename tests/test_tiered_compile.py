@@ -338,3 +338,33 @@ def test_a_transient_background_failure_is_retried(tiered, monkeypatch, caplog):
     entry = f.trace(x).jaxpr.compiled["numba"]
     assert entry[1] is not None and entry[2] == 0, entry  # compiled on the retry
     assert "attempt 1 of" in caplog.text
+
+
+def test_a_first_call_never_made_does_not_hang_later_calls(tiered):
+    """compile_jaxpr hands the first caller an eager first call and makes later callers wait for
+    the compile that call queues when it returns. A first call dropped without being made (its
+    caller failed, or only wanted the compiled program) used to leave every later call and
+    wait_compiled waiting for good (seen in bench_mlp's compile probe); now a waiter queues it."""
+    import threading  # noqa: PLC0415
+
+    closed = fjax.make_jaxpr(lambda x: jnp.sinh(x) * 3.0 + 0.25)(np.arange(5, dtype=np.float32))
+    first = dispatch.compile_jaxpr(closed, "numba", tiered=True)
+    assert isinstance(first, dispatch._FirstCall)
+    del first  # never called
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(dispatch.compile_jaxpr(closed, "numba", tiered=True)), daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "a later compile_jaxpr waited for good for a first call nobody made"
+    x = np.arange(5, dtype=np.float32)
+    (out,) = got[0](x)
+    np.testing.assert_allclose(out, np.sinh(x) * 3.0 + 0.25, rtol=1e-6)
+    assert dispatch.wait_compiled(60)
+
+
+def test_wait_compiled_queues_a_first_call_never_made(tiered):
+    closed = fjax.make_jaxpr(lambda x: jnp.cosh(x) - 1.5)(np.arange(6, dtype=np.float32))
+    first = dispatch.compile_jaxpr(closed, "numba", tiered=True)
+    assert isinstance(first, dispatch._FirstCall)
+    assert dispatch.wait_compiled(120)
+    assert closed.compiled["numba"][1] is not None

@@ -147,7 +147,7 @@ compile_jaxpr.generation = _generation  # type: ignore[attr-defined]
 
 _tier = threading.local()  # .depth: inside an eager evaluation standing in for a program compiling
 _tier_lock = threading.Lock()
-_tier_pending: dict[tuple, ClosedJaxpr] = {}
+_tier_pending: dict[tuple, "_FirstCall"] = {}  # programs whose first call or compile is pending
 _tier_queue: list = []  # (closed, backend, generation), compiled in order by one worker thread
 _tier_wake = threading.Condition(_tier_lock)
 _tier_worker: list = []
@@ -169,12 +169,15 @@ def _tiered(closed: ClosedJaxpr, backend: str, auto: bool = False) -> Callable |
             # program, so a loop of calls does not keep the interpreter holding the GIL against
             # the compiling thread)
             while key in _tier_pending:
+                # a first call handed out but not made (its caller dropped it or failed before
+                # calling it) would never queue the compile: queue it now instead of waiting forever
+                _tier_pending[key]._queue_unstarted()
                 _tier_wake.wait()
         else:
             # later calls wait for the compile, which is queued when this first call returns (so
             # the eager evaluation does not share the GIL with the compiling thread)
-            _tier_pending[key] = closed
-            return _FirstCall(closed, backend, _generation[0], deadline)
+            first = _tier_pending[key] = _FirstCall(closed, backend, _generation[0], deadline)
+            return first
     cache = closed.compiled or {}
     entry = cache.get(backend)
     return entry[1] if entry is not None else None
@@ -199,12 +202,14 @@ class _FirstCall:
     finite ``limit`` (a program with while loops) the eager evaluation stops after ``limit``
     seconds and the call compiles the program and runs it instead."""
 
-    __slots__ = ("closed", "backend", "gen", "queued", "limit")
+    __slots__ = ("closed", "backend", "gen", "queued", "limit", "started")
 
     def __init__(self, closed: ClosedJaxpr, backend: str, gen: int, limit: float = math.inf) -> None:
         self.closed, self.backend, self.gen, self.queued, self.limit = closed, backend, gen, False, limit
+        self.started = False
 
     def __call__(self, *args: Any) -> list:
+        self.started = True
         try:
             if math.isinf(self.limit):
                 return _eager_call(self.closed, *args)
@@ -219,8 +224,15 @@ class _FirstCall:
 
     def _queue(self) -> None:
         with _tier_lock:
-            if self.queued:
-                return
+            self._queue_locked()
+
+    def _queue_unstarted(self) -> None:
+        """Queue the compile of a first call nobody has made yet (``_tier_lock`` held)."""
+        if not self.started:
+            self._queue_locked()
+
+    def _queue_locked(self) -> None:
+        if not self.queued:
             self.queued = True
             _tier_queue.append((self.closed, self.backend, self.gen))
             _tier_stats["queued"] += 1
@@ -228,7 +240,7 @@ class _FirstCall:
                 t = threading.Thread(target=_tier_loop, name="fjax-compile", daemon=True)
                 _tier_worker.append(t)
                 t.start()
-            _tier_wake.notify()
+            _tier_wake.notify_all()  # the worker, not only a thread waiting for this program
 
 
 def _eager_call(closed: ClosedJaxpr, *args: Any, deadline: float | None = None) -> list:
@@ -289,6 +301,8 @@ def wait_compiled(timeout: float | None = None) -> bool:
     end = None if timeout is None else time.monotonic() + timeout
     with _tier_lock:
         while _tier_pending:
+            for first in list(_tier_pending.values()):
+                first._queue_unstarted()
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 return False
